@@ -1,0 +1,59 @@
+/// A JWS in compact serialization (RFC 7515 §7.1), split and decoded but not yet trusted.
+struct CompactJWS {
+    /// The `alg` header, verbatim.
+    let algorithm: String
+    let keyID: String?
+    let payload: JSONObject
+    let signature: [UInt8]
+    /// Byte count of `header.payload`, the signing input at the start of the token.
+    let signingInputLength: Int
+
+    /// Header parameters whose meaning the gateway understands; anything else listed in `crit`
+    /// makes the token unacceptable (RFC 7515 §4.1.11). None of these may appear in `crit`
+    /// either, since registered names are not extensions.
+    private static let understoodCriticalHeaders: Set<String> = []
+
+    /// Parses `token`. Checks, in order: shape and encoding, a supported `alg`, `crit`, a JSON
+    /// object payload. Keys named in the header (`jwk`, `jku`, `x5u`, `x5c`) are ignored: keys
+    /// come from configuration only.
+    static func parse(_ token: UnsafeRawBufferPointer) throws(TokenFailure) -> CompactJWS {
+        guard let firstDot = token.firstIndex(of: UInt8(ascii: ".")) else { throw .malformed }
+        let afterFirst = firstDot + 1
+        guard let secondDot = token[afterFirst...].firstIndex(of: UInt8(ascii: ".")) else { throw .malformed }
+        let afterSecond = secondDot + 1
+        // A third dot means JWE or garbage.
+        guard token[afterSecond...].firstIndex(of: UInt8(ascii: ".")) == nil else { throw .malformed }
+        guard firstDot > 0, secondDot > afterFirst else { throw .malformed }
+
+        guard let headerBytes = Base64URL.decode(UnsafeRawBufferPointer(rebasing: token[..<firstDot])),
+            let header = try? JSONValue(parsingBytes: headerBytes).objectValue
+        else { throw .malformed }
+
+        guard case .string(let algorithm)? = header["alg"] else { throw .malformed }
+        guard JWSAlgorithm(rawValue: algorithm) != nil else { throw .unsupportedAlgorithm }
+
+        var keyID: String?
+        if let kid = header["kid"] {
+            guard case .string(let value) = kid else { throw .malformed }
+            keyID = value
+        }
+
+        if let critical = header["crit"] {
+            guard case .array(let names) = critical, !names.isEmpty else { throw .criticalHeader }
+            for name in names {
+                guard case .string(let text) = name, Self.understoodCriticalHeaders.contains(text) else {
+                    throw .criticalHeader
+                }
+            }
+        }
+
+        guard let payloadBytes = Base64URL.decode(UnsafeRawBufferPointer(rebasing: token[afterFirst..<secondDot])),
+            let payload = try? JSONValue(parsingBytes: payloadBytes).objectValue
+        else { throw .malformed }
+
+        guard let signature = Base64URL.decode(UnsafeRawBufferPointer(rebasing: token[afterSecond...])) else {
+            throw .malformed
+        }
+        return CompactJWS(algorithm: algorithm, keyID: keyID, payload: payload, signature: signature, signingInputLength: secondDot)
+    }
+}

@@ -1,0 +1,52 @@
+/// Reads values out of verified claims and profiles for requirements, identity headers and
+/// refresh templates, so the three agree on what `claims.<name>` means.
+enum IdentityLookup {
+    /// The value named `name`: first the member with exactly that name (claim names may hold
+    /// dots, e.g. `https://example.com/roles`), else a walk through nested objects by dot
+    /// segments (`realm_access.roles`).
+    static func value(named name: String, in object: JSONObject) -> JSONValue? {
+        if let direct = object[name] { return direct }
+        guard name.contains(".") else { return nil }
+        var current: JSONValue = .object(object)
+        for segment in name.split(separator: ".", omittingEmptySubsequences: false) {
+            guard let next = current[String(segment)] else { return nil }
+            current = next
+        }
+        return current
+    }
+
+    /// Whether `actual` satisfies a requirement for `expected`: equal JSON values, or an array
+    /// that contains `expected`. A space-separated `scope` string also counts as a list, as
+    /// RFC 8693 §4.2 defines it.
+    static func satisfies(_ actual: JSONValue?, expected: JSONValue, name: String) -> Bool {
+        guard let actual else { return false }
+        if actual == expected { return true }
+        if case .array(let elements) = actual {
+            return elements.contains(expected)
+        }
+        if name == "scope", case .string(let scopes) = actual, case .string(let wanted) = expected {
+            return scopes.split(separator: " ").contains { $0 == wanted }
+        }
+        return false
+    }
+
+    /// The text of a header carrying `value` (SPEC §4.4): strings without quotes, numbers and
+    /// booleans as written, arrays joined with ",", objects as JSON; nil for null, and nil when
+    /// the text could split the header block (CR, LF, NUL).
+    static func headerText(for value: JSONValue) -> String? {
+        let text: String
+        switch value {
+        case .null: return nil
+        case .string(let string): text = string
+        case .bool(let flag): text = flag ? "true" : "false"
+        case .number(let number): text = number.text
+        case .object: text = value.jsonText
+        case .array(let elements):
+            text = elements.compactMap { element -> String? in
+                if case .array = element { return element.jsonText }
+                return Self.headerText(for: element)
+            }.joined(separator: ",")
+        }
+        return HTTPToken.isSafeHeaderValue(text) ? text : nil
+    }
+}

@@ -1,0 +1,94 @@
+import NIOHTTP1
+
+/// Where a token was found, so a replacement can be put back in the same place.
+public enum TokenLocation: Sendable, Equatable {
+    /// A header; `bearer` tells whether the value had the `Bearer ` scheme.
+    case header(name: String, bearer: Bool)
+    case cookie(name: String)
+}
+
+public struct ExtractedToken: Sendable, Equatable {
+    public var value: Substring
+    public var location: TokenLocation
+}
+
+/// Finds the token in a request according to the configured sources (SPEC §4.1).
+enum TokenExtractor {
+    enum Result: Equatable {
+        case none
+        case found(ExtractedToken)
+        /// Two different tokens: the request is ambiguous (400 invalid_request).
+        case conflict
+    }
+
+    static func extract(from headers: HTTPHeaders, sources: [TokenSourceConfiguration]) -> Result {
+        var found: ExtractedToken?
+        for source in sources {
+            switch source {
+            case .header(let name, let bearer, let raw):
+                for (headerName, value) in headers where ASCII.equalsIgnoringCase(headerName, name) {
+                    guard let candidate = Self.token(inHeaderValue: value[...], bearer: bearer, raw: raw) else { continue }
+                    if let found, found.value != candidate.value { return .conflict }
+                    if found == nil { found = ExtractedToken(value: candidate.value, location: .header(name: name, bearer: candidate.bearer)) }
+                }
+            case .cookie(let name):
+                for (headerName, value) in headers where ASCII.equalsIgnoringCase(headerName, "cookie") {
+                    for cookie in CookieHeader.pairs(in: value) where cookie.name == name {
+                        guard !cookie.value.isEmpty else { continue }
+                        if let found, found.value != cookie.value { return .conflict }
+                        if found == nil { found = ExtractedToken(value: cookie.value, location: .cookie(name: name)) }
+                    }
+                }
+            }
+        }
+        return found.map(Result.found) ?? .none
+    }
+
+    /// `Bearer <token>` (scheme case-insensitive, RFC 6750 §2.1) or a bare token (`raw`).
+    /// Other schemes (`Basic …`) are not tokens for the gateway.
+    static func token(inHeaderValue value: Substring, bearer: Bool, raw: Bool) -> (value: Substring, bearer: Bool)? {
+        let trimmed = ASCII.trimmingOWS(value)
+        guard !trimmed.isEmpty else { return nil }
+        if bearer, ASCII.hasPrefixIgnoringCase(trimmed, "bearer ") {
+            let token = ASCII.trimmingOWS(trimmed.dropFirst(7))
+            return token.isEmpty ? nil : (token, true)
+        }
+        if raw, !trimmed.contains(" "), !ASCII.equalsIgnoringCase(trimmed, "bearer") {
+            return (trimmed, false)
+        }
+        return nil
+    }
+}
+
+/// Parses `Cookie` header values (RFC 6265 §5.4 shape: `a=1; b=2`).
+enum CookieHeader {
+    static func pairs(in header: String) -> [(name: Substring, value: Substring)] {
+        var result: [(name: Substring, value: Substring)] = []
+        for part in header.split(separator: ";") {
+            let pair = ASCII.trimmingOWS(part)
+            guard let equals = pair.firstIndex(of: "=") else { continue }
+            let name = ASCII.trimmingOWS(pair[..<equals])
+            var value = ASCII.trimmingOWS(pair[pair.index(after: equals)...])
+            if value.count >= 2, value.first == "\"", value.last == "\"" {
+                value = value.dropFirst().dropLast()
+            }
+            result.append((name, value))
+        }
+        return result
+    }
+
+    /// The `Cookie` value with cookie `name` removed (nil when nothing is left) or, with
+    /// `replacement`, its value replaced.
+    static func rewrite(_ header: String, name: String, replacement: String?) -> String? {
+        var parts: [String] = []
+        for part in header.split(separator: ";") {
+            let pair = ASCII.trimmingOWS(part)
+            if let equals = pair.firstIndex(of: "="), ASCII.trimmingOWS(pair[..<equals]) == name {
+                if let replacement { parts.append("\(name)=\(replacement)") }
+            } else if !pair.isEmpty {
+                parts.append(String(pair))
+            }
+        }
+        return parts.isEmpty ? nil : parts.joined(separator: "; ")
+    }
+}

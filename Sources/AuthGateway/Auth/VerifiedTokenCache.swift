@@ -1,0 +1,72 @@
+import Crypto
+
+/// SHA-256 of a token: the key of the caches that remember tokens without storing them.
+///
+/// A cryptographic hash, because a collision with a cached valid token would be an
+/// authentication bypass. Hashing uses one 64-bit word, which is already uniformly random.
+public struct TokenDigest: Hashable, Sendable {
+    let words: (UInt64, UInt64, UInt64, UInt64)
+
+    public init(of bytes: UnsafeRawBufferPointer) {
+        let digest = SHA256.hash(data: bytes)
+        self.words = digest.withUnsafeBytes { raw in
+            (raw.loadUnaligned(fromByteOffset: 0, as: UInt64.self), raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self),
+             raw.loadUnaligned(fromByteOffset: 16, as: UInt64.self), raw.loadUnaligned(fromByteOffset: 24, as: UInt64.self))
+        }
+    }
+
+    public init(of text: Substring) {
+        var text = text
+        self = text.withUTF8 { TokenDigest(of: UnsafeRawBufferPointer($0)) }
+    }
+
+    public static func == (lhs: TokenDigest, rhs: TokenDigest) -> Bool {
+        lhs.words.0 == rhs.words.0 && lhs.words.1 == rhs.words.1 && lhs.words.2 == rhs.words.2 && lhs.words.3 == rhs.words.3
+    }
+
+    public func hash(into hasher: inout Hasher) { hasher.combine(self.words.0) }
+}
+
+/// Remembers tokens whose signature and claims verified, so each is checked with public-key
+/// cryptography once per key generation, not once per request (HAProxy and Envoy verify on
+/// every request).
+///
+/// Only successes are stored, and only the clock-independent part of verification; callers
+/// run `VerifiedToken.timeFailure(now:)` on every hit. An entry from an older key generation
+/// is a miss, so rotated-out keys stop counting immediately.
+public final class VerifiedTokenCache: Sendable {
+    private let storage: Sharded<LRUCache<TokenDigest, VerifiedToken>>?
+    private static let shardCount = 16
+
+    public init(capacity: Int) {
+        let perShard = (capacity + Self.shardCount - 1) / Self.shardCount
+        self.storage = capacity > 0 ? Sharded(count: Self.shardCount) { LRUCache(capacity: perShard) } : nil
+    }
+
+    /// Verifies `token` (Substring of a header value), consulting and filling the cache.
+    public func verify(_ token: Substring, keys: KeySnapshot) -> Result<VerifiedToken, TokenRejection> {
+        var token = token
+        return token.withUTF8 { utf8 in
+            let bytes = UnsafeRawBufferPointer(utf8)
+            guard let storage = self.storage else {
+                return TokenVerifier.verifySignature(token: bytes, keys: keys)
+            }
+            let digest = TokenDigest(of: bytes)
+            if let cached = storage.withShard(for: digest, { $0.get(digest) }), cached.generation == keys.generation {
+                return .success(cached)
+            }
+            // Verified outside the lock: other loops are not held up by the signature check.
+            let result = TokenVerifier.verifySignature(token: bytes, keys: keys)
+            if case .success(let verified) = result {
+                storage.withShard(for: digest) { _ = $0.set(digest, verified) }
+            }
+            return result
+        }
+    }
+
+    public var count: Int {
+        var total = 0
+        self.storage?.forEachShard { total += $0.count }
+        return total
+    }
+}

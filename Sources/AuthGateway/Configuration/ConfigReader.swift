@@ -1,0 +1,223 @@
+/// Reads one JSON object of the configuration, key by key, recording problems with their path.
+///
+/// Every accessor marks its key as known; `finish()` then reports the keys nobody asked for, so
+/// a typo such as `"pathPrefx"` is an error instead of a silently ignored setting. Strings get
+/// `${NAME}` environment substitution here, in one place.
+final class ConfigReader {
+    let path: String
+    private let object: JSONObject
+    private let issues: IssueCollector
+    private let environment: [String: String]
+    private var knownKeys: Set<String> = []
+
+    init(object: JSONObject, path: String, issues: IssueCollector, environment: [String: String]) {
+        self.object = object
+        self.path = path
+        self.issues = issues
+        self.environment = environment
+    }
+
+    func childPath(_ key: String) -> String { self.path.isEmpty ? key : "\(self.path).\(key)" }
+
+    func error(_ key: String, _ message: String) { self.issues.add(self.childPath(key), message) }
+
+    func error(_ message: String) { self.issues.add(self.path, message) }
+
+    func has(_ key: String) -> Bool { self.object[key] != nil }
+
+    /// The raw value of `key`, marking the key as known.
+    func value(_ key: String) -> JSONValue? {
+        self.knownKeys.insert(key)
+        return self.object[key]
+    }
+
+    /// Reports every key that no accessor asked for.
+    func finish() {
+        for key in self.object.keys where !self.knownKeys.contains(key) {
+            self.issues.add(self.childPath(key), "unknown key")
+        }
+    }
+
+    // MARK: Typed accessors. Each returns nil when the key is absent or invalid (after recording why).
+
+    func string(_ key: String) -> String? {
+        guard let value = self.value(key) else { return nil }
+        guard case .string(let raw) = value else {
+            self.error(key, "expected a string, found \(value.typeName)")
+            return nil
+        }
+        return self.substitute(raw, path: self.childPath(key))
+    }
+
+    func nonEmptyString(_ key: String) -> String? {
+        guard let value = self.string(key) else { return nil }
+        if value.isEmpty {
+            self.error(key, "must not be empty")
+            return nil
+        }
+        return value
+    }
+
+    func requiredString(_ key: String) -> String? {
+        guard self.has(key) else {
+            self.knownKeys.insert(key)
+            self.error(key, "is required")
+            return nil
+        }
+        return self.nonEmptyString(key)
+    }
+
+    func bool(_ key: String) -> Bool? {
+        guard let value = self.value(key) else { return nil }
+        guard case .bool(let flag) = value else {
+            self.error(key, "expected true or false, found \(value.typeName)")
+            return nil
+        }
+        return flag
+    }
+
+    /// A whole number within `range`.
+    func int(_ key: String, in range: ClosedRange<Int>) -> Int? {
+        guard let value = self.value(key) else { return nil }
+        guard case .number(let number) = value, let integer = number.exactInt else {
+            self.error(key, "expected a whole number, found \(value.typeName == "number" ? value.jsonText : value.typeName)")
+            return nil
+        }
+        guard range.contains(integer) else {
+            if range.upperBound == Int.max {
+                self.error(key, "must be at least \(range.lowerBound), found \(integer)")
+            } else {
+                self.error(key, "must be between \(range.lowerBound) and \(range.upperBound), found \(integer)")
+            }
+            return nil
+        }
+        return integer
+    }
+
+    /// A duration key: SPEC §4.7 — whole numbers, `leewaySeconds` ≥ 0, every other ≥ 1.
+    func duration(_ key: String, minimum: Int = 1) -> Int? {
+        self.int(key, in: minimum...Int(Int32.max))
+    }
+
+    func stringArray(_ key: String) -> [String]? {
+        guard let value = self.value(key) else { return nil }
+        guard case .array(let elements) = value else {
+            self.error(key, "expected an array of strings, found \(value.typeName)")
+            return nil
+        }
+        var result: [String] = []
+        var valid = true
+        for (index, element) in elements.enumerated() {
+            let elementPath = "\(self.childPath(key))[\(index)]"
+            guard case .string(let raw) = element else {
+                self.issues.add(elementPath, "expected a string, found \(element.typeName)")
+                valid = false
+                continue
+            }
+            guard let substituted = self.substitute(raw, path: elementPath) else {
+                valid = false
+                continue
+            }
+            result.append(substituted)
+        }
+        return valid ? result : nil
+    }
+
+    func object(_ key: String) -> ConfigReader? {
+        guard let value = self.value(key) else { return nil }
+        guard case .object(let object) = value else {
+            self.error(key, "expected an object, found \(value.typeName)")
+            return nil
+        }
+        return ConfigReader(object: object, path: self.childPath(key), issues: self.issues, environment: self.environment)
+    }
+
+    /// The elements of an array of objects, each as a reader with its indexed path.
+    func objectArray(_ key: String) -> [ConfigReader]? {
+        guard let value = self.value(key) else { return nil }
+        guard case .array(let elements) = value else {
+            self.error(key, "expected an array, found \(value.typeName)")
+            return nil
+        }
+        var readers: [ConfigReader] = []
+        for (index, element) in elements.enumerated() {
+            let elementPath = "\(self.childPath(key))[\(index)]"
+            guard case .object(let object) = element else {
+                self.issues.add(elementPath, "expected an object, found \(element.typeName)")
+                continue
+            }
+            readers.append(ConfigReader(object: object, path: elementPath, issues: self.issues, environment: self.environment))
+        }
+        return readers
+    }
+
+    /// The members of an object whose keys are names chosen by the operator (backends,
+    /// identity headers), in file order.
+    func members(_ key: String) -> [(name: String, path: String, value: JSONValue)]? {
+        guard let value = self.value(key) else { return nil }
+        guard case .object(let object) = value else {
+            self.error(key, "expected an object, found \(value.typeName)")
+            return nil
+        }
+        return object.entries.map { (name: $0.key, path: "\(self.childPath(key)).\($0.key)", value: $0.value) }
+    }
+
+    func reader(for value: JSONValue, path: String) -> ConfigReader? {
+        guard case .object(let object) = value else {
+            self.issues.add(path, "expected an object, found \(value.typeName)")
+            return nil
+        }
+        return ConfigReader(object: object, path: path, issues: self.issues, environment: self.environment)
+    }
+
+    /// Applies `${NAME}` substitution to every string inside `value` (used for JSON templates).
+    func substituteAll(in value: JSONValue, path: String) -> JSONValue? {
+        switch value {
+        case .string(let raw):
+            return self.substitute(raw, path: path).map(JSONValue.string)
+        case .array(let elements):
+            var result: [JSONValue] = []
+            for (index, element) in elements.enumerated() {
+                guard let substituted = self.substituteAll(in: element, path: "\(path)[\(index)]") else { return nil }
+                result.append(substituted)
+            }
+            return .array(result)
+        case .object(let object):
+            var result = JSONObject()
+            for entry in object.entries {
+                guard let substituted = self.substituteAll(in: entry.value, path: "\(path).\(entry.key)") else { return nil }
+                result[entry.key] = substituted
+            }
+            return .object(result)
+        case .null, .bool, .number:
+            return value
+        }
+    }
+
+    /// Replaces each `${NAME}` with the environment variable NAME; a missing variable is an error.
+    func substitute(_ raw: String, path: String) -> String? {
+        guard raw.contains("${") else { return raw }
+        var output = ""
+        var rest = raw[...]
+        while let start = rest.range(of: "${") {
+            output += rest[..<start.lowerBound]
+            guard let end = rest[start.upperBound...].firstIndex(of: "}") else {
+                self.issues.add(path, "unterminated \"${\" in string")
+                return nil
+            }
+            let name = String(rest[start.upperBound..<end])
+            guard !name.isEmpty, name.allSatisfy({ $0 == "_" || $0.isLetter || $0.isNumber }) else {
+                self.issues.add(path, "invalid environment variable name \"\(name)\"")
+                return nil
+            }
+            guard let value = self.environment[name] else {
+                self.issues.add(path, "environment variable \(name) is not set")
+                return nil
+            }
+            output += value
+            rest = rest[rest.index(after: end)...]
+        }
+        output += rest
+        return output
+    }
+}

@@ -1,0 +1,144 @@
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTP1
+
+/// The sample auth service of `auth-gateway demo`, shaped like RainMaker's user API
+/// (seeds/rainmaker-account-login.md):
+///
+/// - `POST /v1/login {"user_name","password"}` → `{"status","description","idtoken","accesstoken","refreshtoken"}`
+/// - `POST /v1/login {"user_name","refreshtoken"}` → a new `accesstoken` (the refresh token is
+///   not rotated, as in RainMaker)
+/// - `GET /v1/user` with `Authorization: <accesstoken>` → the profile
+/// - `GET /.well-known/jwks.json` → the signing key (a fresh RSA key every run)
+public final class DemoAuthService: Sendable {
+    public struct User: Sendable {
+        public var userID: String
+        public var userName: String
+        public var password: String
+        public var name: String
+        public var superAdmin: Bool
+    }
+
+    public static let users: [User] = [
+        User(userID: "u-1001", userName: "alice@example.com", password: "alice-password", name: "Alice", superAdmin: false),
+        User(userID: "u-1002", userName: "admin@example.com", password: "admin-password", name: "Ada Admin", superAdmin: true),
+    ]
+
+    public let signer: JWTSigner
+    public let audience: String
+    public let tokenLifetimeSeconds: Int
+    private let refreshTokens = NIOLockedValueBox<[String: String]>([:])
+    private let issuerBox = NIOLockedValueBox<String>("")
+    private let serverBox = NIOLockedValueBox<SimpleHTTPServer?>(nil)
+
+    public init(audience: String = "demo-api", tokenLifetimeSeconds: Int) throws {
+        self.signer = try JWTSigner.generateRS256(kid: "demo-\(UUID().uuidString.prefix(8).lowercased())")
+        self.audience = audience
+        self.tokenLifetimeSeconds = tokenLifetimeSeconds
+    }
+
+    /// `iss` of the tokens: the service's own base URL.
+    public var issuer: String { self.issuerBox.withLockedValue { $0 } }
+    public var baseURL: String { self.issuer }
+
+    public func start(group: EventLoopGroup, port: Int = 0) async throws {
+        let server = try await SimpleHTTPServer.start(group: group, port: port) { [self] request in
+            self.handle(request)
+        }
+        self.issuerBox.withLockedValue { $0 = server.baseURL }
+        self.serverBox.withLockedValue { $0 = server }
+    }
+
+    public func stop() async {
+        await self.serverBox.withLockedValue { $0 }?.close()
+    }
+
+    func handle(_ request: SimpleRequest) -> SimpleResponse {
+        switch (request.method, request.path) {
+        case (.POST, "/v1/login"):
+            return self.login(request)
+        case (.GET, "/v1/user"):
+            return self.profile(request)
+        case (.GET, "/.well-known/jwks.json"):
+            guard let jwk = try? self.signer.publicJWK() else { return SimpleResponse(status: .internalServerError) }
+            return .json(.ok, ["keys": [jwk]])
+        default:
+            return .json(.notFound, ["status": "failure", "description": "Not found"])
+        }
+    }
+
+    private func login(_ request: SimpleRequest) -> SimpleResponse {
+        guard let body = request.json, case .string(let userName)? = body["user_name"],
+            let user = Self.users.first(where: { $0.userName == userName })
+        else {
+            return Self.failure("Unknown user")
+        }
+        if case .string(let password)? = body["password"] {
+            guard password == user.password else { return Self.failure("Incorrect user name or password") }
+            let refreshToken = UUID().uuidString.lowercased()
+            self.refreshTokens.withLockedValue { $0[refreshToken] = user.userName }
+            return self.tokens(for: user, refreshToken: refreshToken, description: "Login successful")
+        }
+        if case .string(let refreshToken)? = body["refreshtoken"] {
+            guard self.refreshTokens.withLockedValue({ $0[refreshToken] }) == user.userName else {
+                return Self.failure("Invalid refresh token")
+            }
+            return self.tokens(for: user, refreshToken: nil, description: "Session extended")
+        }
+        return Self.failure("Missing password or refreshtoken")
+    }
+
+    private func tokens(for user: User, refreshToken: String?, description: String) -> SimpleResponse {
+        let now = Int(Date().timeIntervalSince1970)
+        let claims: JSONObject = [
+            "iss": .string(self.issuer), "aud": .string(self.audience), "sub": .string(user.userID),
+            "email": .string(user.userName), "iat": .number(JSONNumber(now)), "exp": .number(JSONNumber(now + self.tokenLifetimeSeconds)),
+        ]
+        guard let accessToken = try? self.signer.sign(claims), let idToken = try? self.signer.sign(claims.merging(["token_use": "id"])) else {
+            return SimpleResponse(status: .internalServerError)
+        }
+        var document: JSONObject = [
+            "status": "success", "description": .string(description), "idtoken": .string(idToken), "accesstoken": .string(accessToken),
+        ]
+        if let refreshToken { document["refreshtoken"] = .string(refreshToken) }
+        return .json(.ok, .object(document))
+    }
+
+    private func profile(_ request: SimpleRequest) -> SimpleResponse {
+        guard let header = request.headers.first(name: "authorization"),
+            let token = TokenExtractor.token(inHeaderValue: header[...], bearer: true, raw: true)?.value,
+            let user = self.verifiedUser(token)
+        else {
+            return .json(.unauthorized, ["status": "failure", "description": "Unauthorized"])
+        }
+        return .json(.ok, [
+            "user_id": .string(user.userID), "user_name": .string(user.userName), "super_admin": .bool(user.superAdmin),
+            "picture_url": "", "name": .string(user.name), "mfa": false, "phone_number": "+10000000000",
+        ])
+    }
+
+    private func verifiedUser(_ token: Substring) -> User? {
+        guard let key = try? VerificationKey(kid: self.signer.kid, algorithm: .RS256, key: PublicKey(pem: self.signer.publicKeyPEM)) else { return nil }
+        let issuer = KeySnapshot.Issuer(
+            issuer: self.issuer, audiences: [self.audience], leewaySeconds: 0, requiredClaims: ["sub"],
+            keysByID: [self.signer.kid: key], keysWithoutID: [], hasRemoteKeys: false, remoteKeysFetchedAt: nil
+        )
+        var token = token
+        let result = token.withUTF8 { TokenVerifier.verifySignature(token: UnsafeRawBufferPointer($0), keys: KeySnapshot(generation: 1, issuers: [issuer])) }
+        guard case .success(let verified) = result, verified.timeFailure(now: Date().timeIntervalSince1970) == nil else { return nil }
+        return Self.users.first { $0.userID == verified.subject }
+    }
+
+    private static func failure(_ description: String) -> SimpleResponse {
+        .json(.unauthorized, ["status": "failure", "description": .string(description)])
+    }
+}
+
+extension JSONObject {
+    func merging(_ other: JSONObject) -> JSONObject {
+        var result = self
+        for entry in other.entries { result[entry.key] = entry.value }
+        return result
+    }
+}

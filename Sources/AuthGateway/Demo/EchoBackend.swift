@@ -1,0 +1,180 @@
+import Foundation
+import Crypto
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+
+/// The sample backend of `auth-gateway demo`, also used by the integration tests. It never
+/// buffers a body, so it can take and send bodies of any size:
+///
+/// - any request: answers JSON with the method, target, headers it received and the request
+///   body's size and SHA-256 (hashed as it streams in);
+/// - `GET /bytes/<n>` (optionally `?chunked=1`): streams `n` bytes of a fixed pattern, with
+///   backpressure;
+/// - `GET /delay/<ms>`: answers after `ms` milliseconds;
+/// - `GET /status/<code>`: answers with that status.
+public final class EchoBackend: Sendable {
+    private let channel: Channel
+
+    private init(channel: Channel) { self.channel = channel }
+
+    public var port: Int { self.channel.localAddress?.port ?? 0 }
+    public var baseURL: String { "http://127.0.0.1:\(self.port)" }
+
+    public static func start(group: EventLoopGroup, host: String = "127.0.0.1", port: Int = 0) async throws -> EchoBackend {
+        let channel = try await ServerBootstrap(group: group)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            .childChannelInitializer { channel in
+                do {
+                    try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
+                    try channel.pipeline.syncOperations.addHandler(EchoHandler())
+                    return channel.eventLoop.makeSucceededVoidFuture()
+                } catch {
+                    return channel.eventLoop.makeFailedFuture(error)
+                }
+            }
+            .bind(host: host, port: port)
+            .get()
+        return EchoBackend(channel: channel)
+    }
+
+    public func close() async {
+        try? await self.channel.close()
+    }
+
+    /// The byte at `offset` of `/bytes/<n>` (so tests can check every byte that arrives).
+    public static func patternByte(at offset: Int) -> UInt8 {
+        UInt8(truncatingIfNeeded: offset &* 31 &+ offset >> 13)
+    }
+}
+
+private final class EchoHandler: ChannelDuplexHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundIn = HTTPServerResponsePart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    private var head: HTTPRequestHead?
+    private var hasher = SHA256()
+    private var bodyBytes = 0
+    /// Bytes still to stream for `/bytes/<n>`.
+    private var remaining = 0
+    private var sent = 0
+    private var chunkSize = 64 * 1024
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch self.unwrapInboundIn(data) {
+        case .head(let head):
+            self.head = head
+            self.hasher = SHA256()
+            self.bodyBytes = 0
+        case .body(let part):
+            self.bodyBytes += part.readableBytes
+            part.withUnsafeReadableBytes { self.hasher.update(bufferPointer: $0) }
+        case .end:
+            guard let head = self.head else { return }
+            self.respond(to: head, context: context)
+        }
+    }
+
+    private func respond(to head: HTTPRequestHead, context: ChannelHandlerContext) {
+        let target = head.uri.split(separator: "?", maxSplits: 1)
+        let path = target.first.map(String.init) ?? "/"
+        let query = target.count > 1 ? String(target[1]) : ""
+        let segments = path.split(separator: "/")
+        if head.method == .GET, segments.count == 2, segments[0] == "bytes", let count = Int(segments[1]), count >= 0 {
+            self.startStreaming(count: count, chunked: query.contains("chunked=1"), head: head, context: context)
+            return
+        }
+        if segments.count == 2, segments[0] == "delay", let milliseconds = Int64(segments[1]) {
+            context.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(milliseconds)) {
+                self.writeEcho(head: head, status: .ok, context: context)
+            }
+            return
+        }
+        if segments.count == 2, segments[0] == "status", let code = Int(segments[1]) {
+            self.writeEcho(head: head, status: HTTPResponseStatus(statusCode: code), context: context)
+            return
+        }
+        self.writeEcho(head: head, status: .ok, context: context)
+    }
+
+    private func writeEcho(head: HTTPRequestHead, status: HTTPResponseStatus, context: ChannelHandlerContext) {
+        var headerObject = JSONObject()
+        for (name, value) in head.headers {
+            let key = name.lowercased()
+            if case .array(var values)? = headerObject[key] {
+                values.append(.string(value))
+                headerObject[key] = .array(values)
+            } else {
+                headerObject[key] = [.string(value)]
+            }
+        }
+        let digest = self.hasher.finalize().map { String(format: "%02x", $0) }.joined()
+        let document: JSONValue = [
+            "method": .string(head.method.rawValue), "uri": .string(head.uri), "headers": .object(headerObject),
+            "body": ["bytes": .number(JSONNumber(self.bodyBytes)), "sha256": .string(digest)],
+        ]
+        let body = context.channel.allocator.buffer(string: document.jsonText)
+        var headers = HTTPHeaders()
+        headers.add(name: "Content-Type", value: "application/json")
+        headers.add(name: "Content-Length", value: String(body.readableBytes))
+        headers.add(name: "X-Echo-Backend", value: "1")
+        context.write(self.wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: status, headers: headers))), promise: nil)
+        if head.method != .HEAD && status.mayHaveResponseBody { context.write(self.wrapOutboundOut(.body(.byteBuffer(body))), promise: nil) }
+        self.finish(head: head, context: context)
+    }
+
+    private func startStreaming(count: Int, chunked: Bool, head: HTTPRequestHead, context: ChannelHandlerContext) {
+        var headers = HTTPHeaders()
+        headers.add(name: "Content-Type", value: "application/octet-stream")
+        if chunked {
+            headers.add(name: "Transfer-Encoding", value: "chunked")
+        } else {
+            headers.add(name: "Content-Length", value: String(count))
+        }
+        context.write(self.wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: .ok, headers: headers))), promise: nil)
+        self.remaining = count
+        self.sent = 0
+        self.streamWhileWritable(context: context)
+    }
+
+    private func streamWhileWritable(context: ChannelHandlerContext) {
+        while self.remaining > 0 && context.channel.isWritable {
+            let size = min(self.chunkSize, self.remaining)
+            var buffer = context.channel.allocator.buffer(capacity: size)
+            let start = self.sent
+            buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: size) { pointer in
+                for index in 0..<size { pointer[index] = EchoBackend.patternByte(at: start + index) }
+                return size
+            }
+            self.sent += size
+            self.remaining -= size
+            context.writeAndFlush(self.wrapOutboundOut(.body(.byteBuffer(buffer))), promise: nil)
+        }
+        if self.remaining == 0, let head = self.head {
+            self.head = nil
+            self.finish(head: head, context: context)
+        }
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable && self.remaining > 0 { self.streamWhileWritable(context: context) }
+        context.fireChannelWritabilityChanged()
+    }
+
+    private func finish(head: HTTPRequestHead, context: ChannelHandlerContext) {
+        let done = context.writeAndFlush(self.wrapOutboundOut(.end(nil)))
+        if !head.isKeepAlive { done.assumeIsolated().whenComplete { _ in context.close(promise: nil) } }
+    }
+}
+
+@available(*, unavailable)
+extension EchoHandler: Sendable {}
+
+extension HTTPResponseStatus {
+    var mayHaveResponseBody: Bool {
+        let code = self.code
+        return !(100..<200).contains(code) && code != 204 && code != 304
+    }
+}

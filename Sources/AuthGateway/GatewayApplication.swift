@@ -1,0 +1,307 @@
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import NIOSSL
+
+/// The gateway, built from a validated configuration: event loops with their workers, the
+/// process-wide caches and coordinators, the listeners. Used by `auth-gateway serve`, by the
+/// demo and by the tests (on `127.0.0.1:0`).
+public final class GatewayApplication: Sendable {
+    public let logger: Logger
+    let shared: GatewayShared
+    let workers: [NIOLoopBound<Worker>]
+    private let group: MultiThreadedEventLoopGroup
+    private let metricsCollector: MetricsCollector
+    private let state: NIOLockedValueBox<State>
+    private let listenerTLS: NIOSSLContext?
+
+    private struct State {
+        var configuration: GatewayConfiguration
+        var generation: UInt64
+        var main: Channel?
+        var admin: Channel?
+        var flushTasks: [RepeatedTask] = []
+        var stopped = false
+    }
+
+    /// Builds everything; listens only after `start()`.
+    public static func make(
+        configuration: GatewayConfiguration,
+        logger: Logger = Logger(label: "auth-gateway"),
+        clock: @escaping @Sendable () -> Double = GatewayApplication.systemClock
+    ) async throws -> GatewayApplication {
+        let threads = configuration.eventLoopThreads == 0 ? System.coreCount : configuration.eventLoopThreads
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: threads)
+        do {
+            return try await GatewayApplication(configuration: configuration, logger: logger, clock: clock, group: group)
+        } catch {
+            try? await group.shutdownGracefully()
+            throw error
+        }
+    }
+
+    private init(configuration: GatewayConfiguration, logger: Logger, clock: @escaping @Sendable () -> Double, group: MultiThreadedEventLoopGroup) async throws {
+        self.logger = logger
+        self.group = group
+        let processMetrics = ProcessMetrics()
+        let publisher = KeyPublisher()
+        let keyStore = KeyStore(configuration: configuration.tokens, metrics: processMetrics, clock: clock) { snapshot in
+            publisher.publish(snapshot)
+        }
+        let usesTLSUpstream =
+            configuration.backends.contains { $0.urls.contains(where: \.isTLS) }
+            || configuration.authService?.url.isTLS == true
+            || configuration.tokens.issuers.contains { $0.jwks?.url.isTLS == true }
+        let clientTLS = usesTLSUpstream ? try GatewayShared.makeClientTLS(caFile: configuration.authService?.caCertificatePEMFile) : nil
+        let shared = GatewayShared(
+            verifiedTokens: VerifiedTokenCache(capacity: configuration.tokens.verifiedCacheEntries),
+            keyStore: keyStore,
+            health: HealthState(),
+            processMetrics: processMetrics,
+            clock: clock,
+            clientTLS: clientTLS
+        )
+        self.shared = shared
+        self.listenerTLS = try configuration.listener.tls.map(Self.makeServerTLS)
+        let snapshot = Self.makeSnapshot(configuration, generation: 1, shared: shared)
+        var workers: [NIOLoopBound<Worker>] = []
+        for eventLoop in group.makeIterator() {
+            let worker = try await eventLoop.submit {
+                NIOLoopBound(Worker(eventLoop: eventLoop, shared: shared, snapshot: snapshot), eventLoop: eventLoop)
+            }.get()
+            workers.append(worker)
+        }
+        self.workers = workers
+        publisher.attach(workers)
+        self.metricsCollector = MetricsCollector(workers: workers, shared: shared)
+        self.state = NIOLockedValueBox(State(configuration: configuration, generation: 1))
+    }
+
+    /// Unix time in seconds.
+    public static let systemClock: @Sendable () -> Double = GatewayShared.systemClock
+
+    public var configuration: GatewayConfiguration { self.state.withLockedValue { $0.configuration } }
+
+    /// Where the main listener is bound (its port is real even when configured as 0).
+    public var mainAddress: SocketAddress? { self.state.withLockedValue { $0.main?.localAddress } }
+    public var adminAddress: SocketAddress? { self.state.withLockedValue { $0.admin?.localAddress } }
+
+    public var isReady: Bool { HealthEndpoints.readiness(self.shared).0 }
+
+    // MARK: Lifecycle
+
+    /// Binds the listeners and starts fetching remote keys (readiness waits for them).
+    public func start() async throws {
+        let configuration = self.configuration
+        let main = try await self.bindMain(configuration.listener)
+        var admin: Channel?
+        if let adminListener = configuration.admin {
+            do {
+                admin = try await self.bindAdmin(adminListener)
+            } catch {
+                try? await main.close()
+                throw error
+            }
+        }
+        var tasks: [RepeatedTask] = []
+        for worker in self.workers {
+            tasks.append(worker.eventLoop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { _ in
+                worker.value.accessLog.flush()
+            })
+        }
+        self.state.withLockedValue { state in
+            state.main = main
+            state.admin = admin
+            state.flushTasks = tasks
+        }
+        self.shared.health.markConfigActive()
+        self.logger.info(
+            "gateway.listening",
+            metadata: [
+                "listener.address": "\(main.localAddress?.description ?? "?")",
+                "admin.address": "\(admin?.localAddress?.description ?? "off")",
+                "event_loops": "\(self.workers.count)",
+            ]
+        )
+        for issuer in self.shared.keyStore.remoteIssuers {
+            _ = self.fetchKeys(issuer: issuer.issuer, url: issuer.url)
+        }
+    }
+
+    /// Fetches one issuer's JWKS through the first loop's client; true on success.
+    func fetchKeys(issuer: String, url: UpstreamURL) -> EventLoopFuture<Bool> {
+        let worker = self.workers[0]
+        let keyStore = self.shared.keyStore
+        return worker.eventLoop.flatSubmit {
+            guard let client = worker.value.jwksClient(for: url) else { return worker.eventLoop.makeSucceededFuture(false) }
+            return keyStore.fetch(issuer: issuer, using: client)
+        }
+    }
+
+    /// SIGTERM/SIGINT: readiness turns 503, the main listener stops accepting, requests in
+    /// flight finish (up to `drainSeconds`), then remaining connections are closed.
+    public func drain() async {
+        self.shared.health.startDraining()
+        let (main, seconds) = self.state.withLockedValue { ($0.main, $0.configuration.timeouts.drainSeconds) }
+        self.logger.info("gateway.draining", metadata: ["drain.seconds": "\(seconds)"])
+        try? await main?.close()
+        for worker in self.workers {
+            worker.eventLoop.execute { worker.value.quiesceConnections() }
+        }
+        let deadline = NIODeadline.now() + .seconds(Int64(seconds))
+        while NIODeadline.now() < deadline {
+            if await self.openConnectionCount() == 0 { break }
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+        let remaining = await self.openConnectionCount()
+        if remaining > 0 {
+            self.logger.warning("gateway.drain_timeout", metadata: ["connections.closed": "\(remaining)"])
+            for worker in self.workers {
+                worker.eventLoop.execute { worker.value.closeAllConnections() }
+            }
+        }
+    }
+
+    /// Closes everything and stops the event loops. Idempotent.
+    public func shutdown() async {
+        let (main, admin, tasks, alreadyStopped) = self.state.withLockedValue { state in
+            defer { state.stopped = true }
+            return (state.main, state.admin, state.flushTasks, state.stopped)
+        }
+        guard !alreadyStopped else { return }
+        for task in tasks { task.cancel() }
+        try? await main?.close()
+        try? await admin?.close()
+        for worker in self.workers {
+            try? await worker.eventLoop.submit {
+                worker.value.closeAllConnections()
+                worker.value.accessLog.flush()
+            }.get()
+        }
+        try? await self.group.shutdownGracefully()
+        self.logger.info("gateway.stopped")
+    }
+
+    func openConnectionCount() async -> Int {
+        var total = 0
+        for worker in self.workers {
+            total += (try? await worker.eventLoop.submit { worker.value.openConnectionCount }.get()) ?? 0
+        }
+        return total
+    }
+
+    // MARK: Reload
+
+    /// Adopts a new configuration (SIGHUP). Requests in flight finish with the old one.
+    /// Listener addresses, TLS files and the thread count need a restart; a change there is
+    /// reported and otherwise ignored.
+    public func reload(_ configuration: GatewayConfiguration) {
+        let (old, generation) = self.state.withLockedValue { state -> (GatewayConfiguration, UInt64) in
+            let old = state.configuration
+            state.generation += 1
+            state.configuration = configuration
+            return (old, state.generation)
+        }
+        if old.listener != configuration.listener || old.admin != configuration.admin || old.eventLoopThreads != configuration.eventLoopThreads {
+            self.logger.warning("config.reload_needs_restart", metadata: ["reason": "listener, admin or eventLoopThreads changed; restart to apply them"])
+        }
+        let snapshot = Self.makeSnapshot(configuration, generation: generation, shared: self.shared)
+        for worker in self.workers {
+            worker.eventLoop.execute { worker.value.apply(snapshot) }
+        }
+        self.shared.keyStore.update(configuration: configuration.tokens)
+        for issuer in self.shared.keyStore.remoteIssuers where self.shared.keyStore.status.first(where: { $0.issuer == issuer.issuer })?.ageSeconds == nil {
+            _ = self.fetchKeys(issuer: issuer.issuer, url: issuer.url)
+        }
+        self.shared.processMetrics.increment(MetricKey(MetricName.configReloads, ["result": "success"]))
+        self.logger.info("config.reloaded", metadata: ["config.generation": "\(generation)"])
+    }
+
+    /// Records a reload that failed validation; the old configuration stays.
+    public func reloadFailed(_ error: Error) {
+        self.shared.processMetrics.increment(MetricKey(MetricName.configReloads, ["result": "failure"]))
+        self.logger.error("config.reload_failed", metadata: ["error": "\(error)"])
+    }
+
+    // MARK: Building
+
+    private static func makeSnapshot(_ configuration: GatewayConfiguration, generation: UInt64, shared: GatewayShared) -> RuntimeSnapshot {
+        let refresher = configuration.authService?.refresh.map {
+            SessionRefresher(configuration: $0, metrics: shared.processMetrics, clock: shared.clock)
+        }
+        let profiles = configuration.authService?.profile.map {
+            ProfileCache(configuration: $0, metrics: shared.processMetrics, clock: shared.clock)
+        }
+        return RuntimeSnapshot(configuration: configuration, generation: generation, refresher: refresher, profiles: profiles)
+    }
+
+    private static func makeServerTLS(_ files: ListenerTLS) throws -> NIOSSLContext {
+        let certificates = try NIOSSLCertificate.fromPEMFile(files.certificatePEMFile)
+        let key = try NIOSSLPrivateKey(file: files.privateKeyPEMFile, format: .pem)
+        let configuration = TLSConfiguration.makeServerConfiguration(certificateChain: certificates.map { .certificate($0) }, privateKey: .privateKey(key))
+        return try NIOSSLContext(configuration: configuration)
+    }
+
+    private func worker(for eventLoop: EventLoop) -> Worker {
+        // Called on `eventLoop` by the channel initializers; `value` checks that.
+        self.workers.first { $0.eventLoop === eventLoop }!.value
+    }
+
+    private func bindMain(_ listener: ListenerConfiguration) async throws -> Channel {
+        let workers = self.workers
+        let tls = self.listenerTLS
+        return try await ServerBootstrap(group: self.group)
+            .serverChannelOption(.backlog, value: 1024)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            .childChannelOption(.socketOption(.so_keepalive), value: 1)
+            .childChannelInitializer { channel in
+                do {
+                    let worker = workers.first { $0.eventLoop === channel.eventLoop }!.value
+                    try ClientPipeline.configure(channel: channel, worker: worker, tls: tls)
+                    return channel.eventLoop.makeSucceededVoidFuture()
+                } catch {
+                    return channel.eventLoop.makeFailedFuture(error)
+                }
+            }
+            .bind(host: listener.host, port: listener.port)
+            .get()
+    }
+
+    private func bindAdmin(_ listener: ListenerConfiguration) async throws -> Channel {
+        let workers = self.workers
+        let collector = self.metricsCollector
+        return try await ServerBootstrap(group: self.group)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelInitializer { channel in
+                do {
+                    let worker = workers.first { $0.eventLoop === channel.eventLoop }!.value
+                    try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
+                    try channel.pipeline.syncOperations.addHandler(AdminHandler(worker: worker, metrics: collector))
+                    return channel.eventLoop.makeSucceededVoidFuture()
+                } catch {
+                    return channel.eventLoop.makeFailedFuture(error)
+                }
+            }
+            .bind(host: listener.host, port: listener.port)
+            .get()
+    }
+}
+
+/// Hands new key snapshots to every event loop. Attached once the workers exist (the key
+/// store is created before them).
+private final class KeyPublisher: Sendable {
+    private let workers = NIOLockedValueBox<[NIOLoopBound<Worker>]>([])
+
+    func attach(_ workers: [NIOLoopBound<Worker>]) {
+        self.workers.withLockedValue { $0 = workers }
+    }
+
+    func publish(_ snapshot: KeySnapshot) {
+        for worker in self.workers.withLockedValue({ $0 }) {
+            worker.eventLoop.execute { worker.value.apply(snapshot) }
+        }
+    }
+}

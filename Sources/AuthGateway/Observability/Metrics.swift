@@ -1,0 +1,192 @@
+import Foundation
+import NIOConcurrencyHelpers
+
+/// A metric sample's identity: family name plus its label pairs, already bounded in
+/// cardinality by the callers (route names, status classes, failure reasons — never user ids
+/// or raw paths; DESIGN.md habit 9).
+struct MetricKey: Hashable, Sendable {
+    let name: String
+    let labels: [String: String]
+
+    init(_ name: String, _ labels: [String: String] = [:]) {
+        self.name = name
+        self.labels = labels
+    }
+}
+
+/// Counters, gauges and histograms as plain values. Each event loop owns one (`WorkerMetrics`)
+/// and mutates it without locking; a scrape collects a copy from every loop and merges them.
+struct MetricsSnapshot: Sendable {
+    /// `auth_gateway_requests_total` by (route, status class): kept apart from `counters` so
+    /// the per-request increment builds no label dictionary.
+    var requests: [RouteStatus: UInt64] = [:]
+    var counters: [MetricKey: UInt64] = [:]
+    var gauges: [MetricKey: Double] = [:]
+    var histograms: [MetricKey: Histogram] = [:]
+
+    struct RouteStatus: Hashable, Sendable {
+        let route: String
+        let statusClass: Int
+    }
+
+    mutating func merge(_ other: MetricsSnapshot) {
+        self.requests.merge(other.requests, uniquingKeysWith: +)
+        self.counters.merge(other.counters, uniquingKeysWith: +)
+        self.gauges.merge(other.gauges, uniquingKeysWith: +)
+        for (key, histogram) in other.histograms {
+            self.histograms[key, default: Histogram(bounds: histogram.bounds)].merge(histogram)
+        }
+    }
+}
+
+/// One event loop's metrics. Only touched on that loop.
+final class WorkerMetrics {
+    private(set) var values = MetricsSnapshot()
+    /// Cached keys of the hot histograms, to avoid building label dictionaries per request.
+    private var upstreamDurationKeys: [String: MetricKey] = [:]
+
+    func countRequest(route: String, status: Int) {
+        self.values.requests[.init(route: route, statusClass: status / 100), default: 0] += 1
+    }
+
+    func increment(_ key: MetricKey, by amount: UInt64 = 1) {
+        self.values.counters[key, default: 0] += amount
+    }
+
+    func observeUpstreamDuration(backend: String, seconds: Double) {
+        let key: MetricKey
+        if let cached = self.upstreamDurationKeys[backend] {
+            key = cached
+        } else {
+            key = MetricKey(MetricName.upstreamDuration, ["backend": backend])
+            self.upstreamDurationKeys[backend] = key
+        }
+        self.values.histograms[key, default: Histogram()].observe(seconds)
+    }
+
+    func observe(_ key: MetricKey, seconds: Double) {
+        self.values.histograms[key, default: Histogram()].observe(seconds)
+    }
+
+    func addGauge(_ key: MetricKey, _ delta: Double) {
+        self.values.gauges[key, default: 0] += delta
+    }
+}
+
+@available(*, unavailable)
+extension WorkerMetrics: Sendable {}
+
+/// Metrics of work that is not per request and not tied to one loop (config reloads, JWKS
+/// fetches, refresh calls). Behind a lock, which is fine at that rate.
+final class ProcessMetrics: Sendable {
+    private let box = NIOLockedValueBox(MetricsSnapshot())
+
+    func increment(_ key: MetricKey, by amount: UInt64 = 1) {
+        self.box.withLockedValue { $0.counters[key, default: 0] += amount }
+    }
+
+    func setGauge(_ key: MetricKey, _ value: Double) {
+        self.box.withLockedValue { $0.gauges[key] = value }
+    }
+
+    func observe(_ key: MetricKey, seconds: Double) {
+        self.box.withLockedValue { $0.histograms[key, default: Histogram()].observe(seconds) }
+    }
+
+    var snapshot: MetricsSnapshot { self.box.withLockedValue { $0 } }
+}
+
+/// The metric families, named once.
+enum MetricName {
+    static let requests = "auth_gateway_requests_total"
+    static let authFailures = "auth_gateway_auth_failures_total"
+    static let upstreamDuration = "auth_gateway_upstream_duration_seconds"
+    static let openConnections = "auth_gateway_open_connections"
+    static let configReloads = "auth_gateway_config_reloads_total"
+    static let refreshes = "auth_gateway_refreshes_total"
+    static let refreshJoins = "auth_gateway_refresh_single_flight_joins_total"
+    static let refreshGraceHits = "auth_gateway_refresh_grace_hits_total"
+    static let profileCache = "auth_gateway_profile_cache_total"
+    static let jwksFetches = "auth_gateway_jwks_fetches_total"
+    static let jwksKeyAge = "auth_gateway_jwks_key_age_seconds"
+    static let authServiceDuration = "auth_gateway_auth_service_duration_seconds"
+    static let upstreamErrors = "auth_gateway_upstream_errors_total"
+    static let verifiedCacheEntries = "auth_gateway_verified_token_cache_entries"
+
+    /// HELP text and type of every family, in the order they are rendered.
+    static let families: [(name: String, type: String, help: String)] = [
+        (requests, "counter", "Requests answered, by route and status class"),
+        (authFailures, "counter", "Requests refused by authentication or authorization, by reason"),
+        (upstreamDuration, "histogram", "Time from sending a request to a backend until its response head arrived"),
+        (upstreamErrors, "counter", "Backend failures, by backend and kind"),
+        (openConnections, "gauge", "Open client connections"),
+        (configReloads, "counter", "Configuration reloads, by result"),
+        (refreshes, "counter", "Transparent session refreshes, by outcome"),
+        (refreshJoins, "counter", "Requests that joined a refresh already in flight"),
+        (refreshGraceHits, "counter", "Requests served from the refresh grace table"),
+        (profileCache, "counter", "Profile cache lookups, by result"),
+        (jwksFetches, "counter", "JWKS fetches, by issuer and result"),
+        (jwksKeyAge, "gauge", "Seconds since the JWKS of an issuer was last fetched successfully"),
+        (authServiceDuration, "histogram", "Auth service call duration, by operation"),
+        (verifiedCacheEntries, "gauge", "Entries in the verified-token cache"),
+    ]
+}
+
+/// Renders merged metrics in the Prometheus text exposition format (version 0.0.4).
+enum PrometheusText {
+    static let contentType = "text/plain; version=0.0.4; charset=utf-8"
+
+    static func render(_ metrics: MetricsSnapshot) -> String {
+        var output = ""
+        for family in MetricName.families {
+            output += "# HELP \(family.name) \(family.help)\n# TYPE \(family.name) \(family.type)\n"
+            if family.name == MetricName.requests {
+                let rows = metrics.requests.sorted { ($0.key.route, $0.key.statusClass) < ($1.key.route, $1.key.statusClass) }
+                for (key, value) in rows {
+                    output += "\(family.name){route=\"\(Self.escape(key.route))\",status_class=\"\(key.statusClass)xx\"} \(value)\n"
+                }
+                continue
+            }
+            switch family.type {
+            case "counter":
+                for (key, value) in Self.sorted(metrics.counters, family.name) {
+                    output += "\(family.name)\(Self.labels(key.labels)) \(value)\n"
+                }
+            case "gauge":
+                for (key, value) in Self.sorted(metrics.gauges, family.name) {
+                    output += "\(family.name)\(Self.labels(key.labels)) \(Self.number(value))\n"
+                }
+            default:
+                for (key, histogram) in Self.sorted(metrics.histograms, family.name) {
+                    for row in histogram.cumulative {
+                        var labels = key.labels
+                        labels["le"] = row.bound
+                        output += "\(family.name)_bucket\(Self.labels(labels)) \(row.count)\n"
+                    }
+                    output += "\(family.name)_sum\(Self.labels(key.labels)) \(Self.number(histogram.sum))\n"
+                    output += "\(family.name)_count\(Self.labels(key.labels)) \(histogram.count)\n"
+                }
+            }
+        }
+        return output
+    }
+
+    private static func sorted<Value>(_ values: [MetricKey: Value], _ name: String) -> [(key: MetricKey, value: Value)] {
+        values.filter { $0.key.name == name }.sorted { Self.labels($0.key.labels) < Self.labels($1.key.labels) }
+    }
+
+    static func labels(_ labels: [String: String]) -> String {
+        guard !labels.isEmpty else { return "" }
+        let pairs = labels.sorted { $0.key < $1.key }.map { "\($0.key)=\"\(Self.escape($0.value))\"" }
+        return "{" + pairs.joined(separator: ",") + "}"
+    }
+
+    static func escape(_ value: String) -> String {
+        value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"").replacingOccurrences(of: "\n", with: "\\n")
+    }
+
+    static func number(_ value: Double) -> String {
+        if value == value.rounded() && abs(value) < 1e15 { return String(Int64(value)) }
+        return String(value)
+    }
+}

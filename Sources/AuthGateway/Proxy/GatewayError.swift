@@ -1,0 +1,181 @@
+import NIOHTTP1
+
+/// An answer the gateway gives itself instead of forwarding.
+///
+/// A struct over a private enum (as AsyncHTTPClient's `HTTPClientError`): callers build one with
+/// the static constructors, and `errorType` is the stable name used in the problem document's
+/// `type`, the `reason` metric label and the log line.
+public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible {
+    private enum Kind: Equatable {
+        case malformedRequest(String)
+        case invalidPath
+        case ambiguousToken
+        case headersTooLarge
+        case bodyTooLarge
+        case requestTimeout
+        case upgradeUnsupported
+        case routeNotFound
+        case tokenMissing
+        case tokenRejected(TokenFailure)
+        case refreshRejected
+        case profileRejected
+        case forbidden(String)
+        case upstreamUnreachable
+        case upstreamTimeout
+        case upstreamBusy
+        case upstreamProtocolError
+        case authServiceUnavailable
+        case keysUnavailable
+        case overloaded
+    }
+
+    private let kind: Kind
+
+    public static func malformedRequest(_ detail: String) -> GatewayError { .init(kind: .malformedRequest(detail)) }
+    public static let invalidPath = GatewayError(kind: .invalidPath)
+    public static let ambiguousToken = GatewayError(kind: .ambiguousToken)
+    public static let headersTooLarge = GatewayError(kind: .headersTooLarge)
+    public static let bodyTooLarge = GatewayError(kind: .bodyTooLarge)
+    public static let requestTimeout = GatewayError(kind: .requestTimeout)
+    public static let upgradeUnsupported = GatewayError(kind: .upgradeUnsupported)
+    public static let routeNotFound = GatewayError(kind: .routeNotFound)
+    public static let tokenMissing = GatewayError(kind: .tokenMissing)
+    public static func tokenRejected(_ failure: TokenFailure) -> GatewayError { .init(kind: .tokenRejected(failure)) }
+    public static let refreshRejected = GatewayError(kind: .refreshRejected)
+    public static let profileRejected = GatewayError(kind: .profileRejected)
+    /// `requirement` names what was missing, e.g. `profile.super_admin`; it is not secret.
+    public static func forbidden(_ requirement: String) -> GatewayError { .init(kind: .forbidden(requirement)) }
+    public static let upstreamUnreachable = GatewayError(kind: .upstreamUnreachable)
+    public static let upstreamTimeout = GatewayError(kind: .upstreamTimeout)
+    public static let upstreamBusy = GatewayError(kind: .upstreamBusy)
+    public static let upstreamProtocolError = GatewayError(kind: .upstreamProtocolError)
+    public static let authServiceUnavailable = GatewayError(kind: .authServiceUnavailable)
+    public static let keysUnavailable = GatewayError(kind: .keysUnavailable)
+    public static let overloaded = GatewayError(kind: .overloaded)
+
+    /// Stable dotted name, e.g. `token.expired`.
+    public var errorType: String {
+        switch self.kind {
+        case .malformedRequest: return "request.malformed"
+        case .invalidPath: return "request.invalid_path"
+        case .ambiguousToken: return "request.ambiguous_token"
+        case .headersTooLarge: return "request.headers_too_large"
+        case .bodyTooLarge: return "request.body_too_large"
+        case .requestTimeout: return "request.timeout"
+        case .upgradeUnsupported: return "request.upgrade_unsupported"
+        case .routeNotFound: return "route.not_found"
+        case .tokenMissing: return "token.missing"
+        case .tokenRejected(let failure): return "token.\(failure.rawValue)"
+        case .refreshRejected: return "token.refresh_rejected"
+        case .profileRejected: return "token.profile_rejected"
+        case .forbidden: return "access.forbidden"
+        case .upstreamUnreachable: return "upstream.unreachable"
+        case .upstreamTimeout: return "upstream.timeout"
+        case .upstreamBusy: return "upstream.busy"
+        case .upstreamProtocolError: return "upstream.protocol_error"
+        case .authServiceUnavailable: return "auth_service.unavailable"
+        case .keysUnavailable: return "keys.unavailable"
+        case .overloaded: return "gateway.overloaded"
+        }
+    }
+
+    public var status: HTTPResponseStatus {
+        switch self.kind {
+        case .malformedRequest, .invalidPath, .ambiguousToken: return .badRequest
+        case .headersTooLarge: return .requestHeaderFieldsTooLarge
+        case .bodyTooLarge: return .payloadTooLarge
+        case .requestTimeout: return .requestTimeout
+        case .upgradeUnsupported: return .notImplemented
+        case .routeNotFound: return .notFound
+        case .tokenMissing, .tokenRejected, .refreshRejected, .profileRejected: return .unauthorized
+        case .forbidden: return .forbidden
+        case .upstreamUnreachable, .upstreamProtocolError: return .badGateway
+        case .upstreamTimeout: return .gatewayTimeout
+        case .upstreamBusy, .authServiceUnavailable, .keysUnavailable, .overloaded: return .serviceUnavailable
+        }
+    }
+
+    /// The RFC 6750 §3.1 error code, where one applies.
+    public var oauthError: String? {
+        switch self.kind {
+        case .malformedRequest, .invalidPath, .ambiguousToken: return "invalid_request"
+        case .tokenRejected, .refreshRejected, .profileRejected: return "invalid_token"
+        case .forbidden: return "insufficient_scope"
+        default: return nil
+        }
+    }
+
+    /// Seconds for `Retry-After` on temporary failures.
+    public var retryAfterSeconds: Int? {
+        switch self.kind {
+        case .authServiceUnavailable, .keysUnavailable, .upstreamBusy, .overloaded: return 5
+        default: return nil
+        }
+    }
+
+    public var detail: String {
+        switch self.kind {
+        case .malformedRequest(let detail): return detail
+        case .invalidPath: return "The request path is invalid or climbs above the root"
+        case .ambiguousToken: return "The request carries more than one different access token"
+        case .headersTooLarge: return "The request headers are larger than the gateway accepts"
+        case .bodyTooLarge: return "The request body is larger than the gateway accepts"
+        case .requestTimeout: return "The request headers did not arrive in time"
+        case .upgradeUnsupported: return "Protocol upgrades are not supported on this route"
+        case .routeNotFound: return "No route matches this request"
+        case .tokenMissing: return "An access token is required"
+        case .tokenRejected(let failure): return failure.description
+        case .refreshRejected: return "The session expired and could not be refreshed"
+        case .profileRejected: return "The auth service rejected the access token"
+        case .forbidden(let requirement): return "The token does not satisfy the route requirement \(requirement)"
+        case .upstreamUnreachable: return "The backend could not be reached"
+        case .upstreamTimeout: return "The backend did not answer in time"
+        case .upstreamBusy: return "No backend connection became free in time"
+        case .upstreamProtocolError: return "The backend sent an invalid response"
+        case .authServiceUnavailable: return "The auth service is unavailable; try again shortly"
+        case .keysUnavailable: return "The signing keys are not available yet; try again shortly"
+        case .overloaded: return "The gateway is at its connection limit"
+        }
+    }
+
+    /// The value of `WWW-Authenticate` for 401 and 403 answers (RFC 6750 §3).
+    public var wwwAuthenticate: String? {
+        switch self.kind {
+        case .tokenMissing:
+            return "Bearer realm=\"auth-gateway\""
+        case .tokenRejected, .refreshRejected, .profileRejected, .forbidden:
+            return "Bearer realm=\"auth-gateway\", error=\"\(self.oauthError!)\", error_description=\"\(self.detail)\""
+        default:
+            return nil
+        }
+    }
+
+    /// The failure reason for `auth_gateway_auth_failures_total`, for token-related errors.
+    public var authFailureReason: String? {
+        switch self.kind {
+        case .tokenMissing: return "missing"
+        case .tokenRejected(let failure): return failure.rawValue
+        case .refreshRejected: return "refresh_rejected"
+        case .profileRejected: return "profile_rejected"
+        case .forbidden: return "forbidden"
+        case .ambiguousToken: return "ambiguous"
+        default: return nil
+        }
+    }
+
+    public var description: String { "\(self.status.code) \(self.errorType): \(self.detail)" }
+
+    /// The RFC 9457 problem document.
+    public func problemJSON(requestID: String) -> String {
+        let document: JSONValue = [
+            "type": .string("urn:auth-gateway:problem:\(self.errorType)"),
+            "title": .string(self.status.reasonPhrase),
+            "status": .number(JSONNumber(Int(self.status.code))),
+            "detail": .string(self.detail),
+            // The RFC 6750 code where one applies, else the gateway's own stable error type.
+            "error": .string(self.oauthError ?? self.errorType),
+            "requestId": .string(requestID),
+        ]
+        return document.jsonText
+    }
+}

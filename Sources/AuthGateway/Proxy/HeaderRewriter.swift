@@ -1,0 +1,161 @@
+import NIOHTTP1
+
+/// The header rules of one configuration snapshot, prepared once.
+struct ForwardingPolicy: Sendable {
+    let identityHeaders: [IdentityHeader]
+    /// Lower-cased names of `identityHeaders`: removed from every inbound request.
+    let strippedNames: [String]
+    /// Lower-cased `stripInboundHeaderPrefixes`.
+    let strippedPrefixes: [String]
+    let trustedProxies: [CIDR]
+
+    init(configuration: GatewayConfiguration) {
+        self.identityHeaders = configuration.identityHeaders
+        self.strippedNames = configuration.identityHeaders.map { $0.name.lowercased() }
+        self.strippedPrefixes = configuration.stripInboundHeaderPrefixes.map { $0.lowercased() }
+        self.trustedProxies = configuration.trustedProxies
+    }
+}
+
+/// A change to a token on its way to the backend: removed (`forwardAccessToken: false`, and
+/// refresh tokens always), or replaced by the refreshed access token in the place the old one
+/// came from (SPEC §4.3).
+struct TokenEdit: Equatable {
+    var location: TokenLocation
+    /// nil removes the token.
+    var replacement: String?
+}
+
+/// The connection facts the `X-Forwarded-*` headers are made of.
+struct ClientConnectionInfo {
+    let peerIP: String
+    let peerIsTrustedProxy: Bool
+    let isTLS: Bool
+}
+
+/// Rewrites headers between client and backend: hop-by-hop removal (RFC 9110 §7.6.1),
+/// stripping of client-supplied identity headers, `X-Forwarded-*`, `X-Request-Id`, verified
+/// identity headers, and the access token's fate.
+enum HeaderRewriter {
+    /// Headers that describe one connection, never forwarded (plus those named in `Connection`).
+    /// `Expect` is answered by the gateway itself; framing headers are set from the body.
+    private static let hopByHop: [String] = [
+        "connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade",
+        "proxy-authorization", "proxy-authenticate", "expect",
+    ]
+
+    static func upstreamRequestHeaders(
+        _ headers: HTTPHeaders,
+        framing: BodyFraming,
+        policy: ForwardingPolicy,
+        connection: ClientConnectionInfo,
+        requestID: String,
+        identity: [(name: String, value: String)],
+        tokenEdits: [TokenEdit]
+    ) -> HTTPHeaders {
+        let connectionTokens = Self.connectionTokens(headers)
+        var forwardedFor: String?
+        var forwardedProto: String?
+        var forwardedHost: String?
+        var host: String?
+        var output = HTTPHeaders()
+        output.reserveCapacity(headers.count + identity.count + 5)
+        for (name, value) in headers {
+            if Self.isHopByHop(name, connectionTokens: connectionTokens) { continue }
+            if Self.isStrippedIdentityHeader(name, policy: policy) { continue }
+            if ASCII.equalsIgnoringCase(name, "host") {
+                host = value
+            } else if ASCII.equalsIgnoringCase(name, "x-forwarded-for") {
+                if connection.peerIsTrustedProxy { forwardedFor = forwardedFor.map { "\($0), \(value)" } ?? value }
+                continue
+            } else if ASCII.equalsIgnoringCase(name, "x-forwarded-proto") {
+                if connection.peerIsTrustedProxy, forwardedProto == nil { forwardedProto = value }
+                continue
+            } else if ASCII.equalsIgnoringCase(name, "x-forwarded-host") {
+                if connection.peerIsTrustedProxy, forwardedHost == nil { forwardedHost = value }
+                continue
+            } else if ASCII.equalsIgnoringCase(name, "x-request-id") {
+                continue
+            }
+            if tokenEdits.isEmpty {
+                output.add(name: name, value: value)
+            } else {
+                Self.addApplying(tokenEdits, name: name, value: value, to: &output)
+            }
+        }
+        output.add(name: "X-Forwarded-For", value: forwardedFor.map { "\($0), \(connection.peerIP)" } ?? connection.peerIP)
+        output.add(name: "X-Forwarded-Proto", value: forwardedProto ?? (connection.isTLS ? "https" : "http"))
+        if let forwardedHost = forwardedHost ?? host { output.add(name: "X-Forwarded-Host", value: forwardedHost) }
+        output.add(name: "X-Request-Id", value: requestID)
+        for (name, value) in identity { output.add(name: name, value: value) }
+        if framing == .chunked { output.add(name: "Transfer-Encoding", value: "chunked") }
+        return output
+    }
+
+    /// Response headers for the client: hop-by-hop removed, the request id added, framing set.
+    static func clientResponseHeaders(
+        _ headers: HTTPHeaders,
+        framing: BodyFraming,
+        clientSupportsChunked: Bool,
+        requestID: String,
+        extra: [(name: String, value: String)]
+    ) -> HTTPHeaders {
+        let connectionTokens = Self.connectionTokens(headers)
+        var output = HTTPHeaders()
+        output.reserveCapacity(headers.count + extra.count + 2)
+        for (name, value) in headers {
+            if Self.isHopByHop(name, connectionTokens: connectionTokens) { continue }
+            if ASCII.equalsIgnoringCase(name, "x-request-id") { continue }
+            output.add(name: name, value: value)
+        }
+        output.add(name: "X-Request-Id", value: requestID)
+        for (name, value) in extra { output.add(name: name, value: value) }
+        if framing == .chunked || (framing == .untilClose && clientSupportsChunked) {
+            output.add(name: "Transfer-Encoding", value: "chunked")
+        }
+        return output
+    }
+
+    private static func connectionTokens(_ headers: HTTPHeaders) -> [Substring] {
+        var tokens: [Substring] = []
+        for (name, value) in headers where ASCII.equalsIgnoringCase(name, "connection") {
+            for token in value.split(separator: ",") {
+                let trimmed = ASCII.trimmingOWS(token)
+                if !trimmed.isEmpty { tokens.append(trimmed) }
+            }
+        }
+        return tokens
+    }
+
+    @inline(__always)
+    private static func isHopByHop(_ name: String, connectionTokens: [Substring]) -> Bool {
+        for hop in Self.hopByHop where ASCII.equalsIgnoringCase(name, hop) { return true }
+        for token in connectionTokens where ASCII.equalsIgnoringCase(name, token) { return true }
+        return false
+    }
+
+    @inline(__always)
+    private static func isStrippedIdentityHeader(_ name: String, policy: ForwardingPolicy) -> Bool {
+        for stripped in policy.strippedNames where ASCII.equalsIgnoringCase(name, stripped) { return true }
+        for prefix in policy.strippedPrefixes where ASCII.hasPrefixIgnoringCase(name, prefix) { return true }
+        return false
+    }
+
+    /// Adds one header after applying the token edits that concern it.
+    private static func addApplying(_ edits: [TokenEdit], name: String, value: String, to output: inout HTTPHeaders) {
+        var value = value
+        for edit in edits {
+            switch edit.location {
+            case .header(let tokenHeader, let bearer):
+                guard ASCII.equalsIgnoringCase(name, tokenHeader) else { continue }
+                guard let replacement = edit.replacement else { return }
+                value = bearer ? "Bearer \(replacement)" : replacement
+            case .cookie(let cookieName):
+                guard ASCII.equalsIgnoringCase(name, "cookie") else { continue }
+                guard let rewritten = CookieHeader.rewrite(value, name: cookieName, replacement: edit.replacement) else { return }
+                value = rewritten
+            }
+        }
+        output.add(name: name, value: value)
+    }
+}

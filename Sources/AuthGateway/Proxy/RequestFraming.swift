@@ -1,0 +1,93 @@
+import NIOHTTP1
+
+/// How a message's body is delimited (RFC 9112 §6).
+enum BodyFraming: Equatable {
+    case none
+    case contentLength(Int)
+    case chunked
+    /// Response only: the body runs until the connection closes.
+    case untilClose
+}
+
+/// Checks a request head for the ambiguities request smuggling is made of, before anything
+/// else looks at it. The HTTP decoder (llhttp) already refuses most malformed framing; this
+/// second, explicit check keeps the gateway's promise independent of decoder leniency
+/// settings: anything ambiguous gets 400 and a closed connection, never a backend.
+enum RequestFraming {
+    static func validate(_ head: HTTPRequestHead, maxBodyBytes: Int) -> Result<BodyFraming, GatewayError> {
+        var contentLength: Int?
+        var transferEncodings = 0
+        var chunked = false
+        var hosts = 0
+        for (name, value) in head.headers {
+            if ASCII.equalsIgnoringCase(name, "content-length") {
+                // A list ("5, 5") or repeated header is accepted only when every value agrees.
+                for part in value.split(separator: ",", omittingEmptySubsequences: false) {
+                    let text = ASCII.trimmingOWS(part)
+                    guard let parsed = Self.parseLength(text) else { return .failure(.malformedRequest("Invalid Content-Length")) }
+                    if let existing = contentLength, existing != parsed {
+                        return .failure(.malformedRequest("Conflicting Content-Length headers"))
+                    }
+                    contentLength = parsed
+                }
+            } else if ASCII.equalsIgnoringCase(name, "transfer-encoding") {
+                transferEncodings += 1
+                chunked = ASCII.equalsIgnoringCase(ASCII.trimmingOWS(value[...]), "chunked")
+                guard chunked, transferEncodings == 1 else {
+                    return .failure(.malformedRequest("Unsupported Transfer-Encoding"))
+                }
+            } else if ASCII.equalsIgnoringCase(name, "host") {
+                hosts += 1
+                guard Self.isValidHost(value) else { return .failure(.malformedRequest("Invalid Host header")) }
+            }
+        }
+        if transferEncodings > 0 && contentLength != nil {
+            return .failure(.malformedRequest("Both Content-Length and Transfer-Encoding"))
+        }
+        if transferEncodings > 0 && head.version == .http1_0 {
+            return .failure(.malformedRequest("Transfer-Encoding in an HTTP/1.0 request"))
+        }
+        if hosts > 1 || (hosts == 0 && head.version == .http1_1) {
+            return .failure(.malformedRequest(hosts > 1 ? "More than one Host header" : "Missing Host header"))
+        }
+        if chunked { return .success(.chunked) }
+        if let contentLength {
+            if contentLength > maxBodyBytes { return .failure(.bodyTooLarge) }
+            return .success(contentLength == 0 ? .none : .contentLength(contentLength))
+        }
+        return .success(.none)
+    }
+
+    /// 1*DIGIT without overflow.
+    static func parseLength(_ text: Substring) -> Int? {
+        guard !text.isEmpty, text.utf8.count <= 18, text.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }) else { return nil }
+        return Int(text)
+    }
+
+    /// `uri-host [ ":" port ]` made of characters a host can hold.
+    private static func isValidHost(_ value: String) -> Bool {
+        !value.isEmpty
+            && value.utf8.allSatisfy { byte in
+                HTTPToken.isTokenByte(byte) || byte == UInt8(ascii: ":") || byte == UInt8(ascii: "[") || byte == UInt8(ascii: "]")
+            }
+    }
+
+    /// Whether the request asks for a protocol upgrade (WebSocket and the like).
+    static func isUpgrade(_ head: HTTPRequestHead) -> Bool {
+        guard head.headers.contains(name: "upgrade") else { return false }
+        return head.headers[canonicalForm: "connection"].contains { ASCII.equalsIgnoringCase($0, "upgrade") }
+    }
+
+    /// The framing of a response, given the request method (RFC 9112 §6.3).
+    static func responseFraming(_ head: HTTPResponseHead, requestMethod: HTTPMethod) -> BodyFraming {
+        let code = head.status.code
+        if requestMethod == .HEAD || code == 204 || code == 304 || (100..<200).contains(code) { return .none }
+        if head.headers[canonicalForm: "transfer-encoding"].last.map({ ASCII.equalsIgnoringCase($0, "chunked") }) == true {
+            return .chunked
+        }
+        if let length = head.headers.first(name: "content-length").flatMap({ Self.parseLength($0[...]) }) {
+            return length == 0 ? .none : .contentLength(length)
+        }
+        return .untilClose
+    }
+}

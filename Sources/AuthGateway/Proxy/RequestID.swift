@@ -1,0 +1,40 @@
+/// `X-Request-Id` handling (SPEC §4.5): a client's id is kept when it is 1–128 characters of
+/// `A-Z a-z 0-9 . _ : -`; otherwise a new one is made.
+enum RequestID {
+    static func isWellFormed(_ value: some StringProtocol) -> Bool {
+        let utf8 = value.utf8
+        guard !utf8.isEmpty, utf8.count <= 128 else { return false }
+        return utf8.allSatisfy { byte in
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: ":"), UInt8(ascii: "-"):
+                return true
+            default:
+                return false
+            }
+        }
+    }
+
+    static func forwardedOrNew(_ value: String?) -> String {
+        if let value, Self.isWellFormed(value) { return value }
+        return Self.generate()
+    }
+
+    private static let alphabet: [UInt8] = Array("0123456789abcdefghijklmnopqrstuv".utf8)
+
+    /// 15 characters of base32 (75 random bits). Fifteen is deliberate: Swift stores strings
+    /// of up to 15 UTF-8 bytes inline, so a generated id costs no allocation per request.
+    static func generate() -> String {
+        var generator = SystemRandomNumberGenerator()
+        var bits = generator.next() as UInt64
+        var extra = generator.next() as UInt64
+        return String(unsafeUninitializedCapacity: 15) { buffer in
+            for index in 0..<15 {
+                if index == 12 { (bits, extra) = (extra, 0) }
+                buffer[index] = Self.alphabet[Int(bits & 31)]
+                bits >>= 5
+            }
+            return 15
+        }
+    }
+}

@@ -1,0 +1,144 @@
+import NIOCore
+import NIOHTTP1
+
+/// What to do with a request whose head has arrived.
+enum RequestPlan {
+    /// Answer locally; close the connection afterwards when `close`.
+    case respond(LocalResponse, close: Bool)
+    case forward(ForwardPlan)
+}
+
+/// An authorized request, ready to go to its backend.
+struct ForwardPlan {
+    let route: RouteConfiguration
+    let pool: UpstreamPool
+    let head: HTTPRequestHead
+    let responseTimeout: TimeAmount
+    /// Added to the client's response (new tokens after a refresh).
+    let responseHeaders: [(name: String, value: String)]
+    /// The verified subject, for the access log.
+    let subject: String?
+}
+
+enum PlanDecision {
+    case ready(RequestPlan)
+    case pending(EventLoopFuture<RequestPlan>)
+}
+
+/// Turns a request head into a plan (Pingora's request phases, in order): normalize the
+/// target → health endpoints → route → authenticate → rewrite headers. Transport-free; the
+/// `ProxyHandler` runs the plan.
+struct RequestPlanner {
+    let worker: Worker
+    let snapshot: RuntimeSnapshot
+    let connection: ClientConnectionInfo
+
+    func plan(head: HTTPRequestHead, framing: BodyFraming, requestID: String, now: Double) -> PlanDecision {
+        let target: RequestTarget
+        do {
+            target = try RequestTarget(parsing: head.uri)
+        } catch {
+            return .ready(.respond(.problem(.invalidPath, requestID: requestID), close: false))
+        }
+        if let health = HealthEndpoints.response(for: target.path, method: head.method, worker: self.worker, snapshot: self.snapshot) {
+            return .ready(.respond(health, close: false))
+        }
+        if RequestFraming.isUpgrade(head) {
+            return .ready(.respond(.problem(.upgradeUnsupported, requestID: requestID), close: true))
+        }
+        let host = target.authority.map(RouteTable.hostWithoutPort) ?? head.headers.first(name: "host").map { RouteTable.hostWithoutPort($0[...]) }
+        guard let route = self.snapshot.routes.match(host: host, path: target.path, method: head.method.rawValue) else {
+            return .ready(.respond(.problem(.routeNotFound, requestID: requestID), close: false))
+        }
+        guard let pool = self.worker.pool(forBackend: route.backend) else {
+            // Unreachable with a validated configuration.
+            return .ready(.respond(.problem(.upstreamUnreachable, requestID: requestID), close: false))
+        }
+        let environment = self.worker.authEnvironment(now: now, isTLS: self.connection.isTLS)
+        let decision = self.snapshot.authenticator.authenticate(headers: head.headers, route: route, environment: environment)
+        switch decision {
+        case .done(let outcome):
+            return .ready(self.finish(outcome, head: head, framing: framing, target: target, route: route, pool: pool, requestID: requestID))
+        case .pending(let future):
+            let planner = self
+            return .pending(
+                future.assumeIsolated().map { outcome in
+                    planner.finish(outcome, head: head, framing: framing, target: target, route: route, pool: pool, requestID: requestID)
+                }.nonisolated()
+            )
+        }
+    }
+
+    private func finish(
+        _ outcome: AuthOutcome,
+        head: HTTPRequestHead,
+        framing: BodyFraming,
+        target: RequestTarget,
+        route: RouteConfiguration,
+        pool: UpstreamPool,
+        requestID: String
+    ) -> RequestPlan {
+        var identity: Identity?
+        switch outcome {
+        case .rejected(let error, let headers):
+            return .respond(.problem(error, requestID: requestID, extraHeaders: headers), close: false)
+        case .anonymous:
+            identity = nil
+        case .authenticated(let authenticated):
+            identity = authenticated
+        }
+        var edits: [TokenEdit] = []
+        for source in self.snapshot.configuration.authService?.refresh?.refreshTokenSources ?? [] {
+            // Refresh tokens are for the auth service only; a backend never sees one.
+            switch source {
+            case .header(let name, _, _): edits.append(TokenEdit(location: .header(name: name, bearer: false), replacement: nil))
+            case .cookie(let name): edits.append(TokenEdit(location: .cookie(name: name), replacement: nil))
+            }
+        }
+        var identityHeaders: [(name: String, value: String)] = []
+        if let identity {
+            if !route.forwardAccessToken {
+                edits.append(TokenEdit(location: identity.accessToken.location, replacement: nil))
+            } else if let replacement = identity.replacementAccessToken {
+                edits.append(TokenEdit(location: identity.accessToken.location, replacement: replacement))
+            }
+            identityHeaders = Self.identityHeaders(for: identity, policy: self.snapshot.forwarding)
+        }
+        let upstreamHeaders = HeaderRewriter.upstreamRequestHeaders(
+            head.headers,
+            framing: framing,
+            policy: self.snapshot.forwarding,
+            connection: self.connection,
+            requestID: requestID,
+            identity: identityHeaders,
+            tokenEdits: edits
+        )
+        let strip: String? = if route.stripPathPrefix, case .prefix(let prefix) = route.pathMatch { prefix } else { nil }
+        let upstreamHead = HTTPRequestHead(version: .http1_1, method: head.method, uri: target.upstreamURI(strippingPrefix: strip), headers: upstreamHeaders)
+        return .forward(
+            ForwardPlan(
+                route: route,
+                pool: pool,
+                head: upstreamHead,
+                responseTimeout: self.snapshot.responseTimeouts[route.backend] ?? .seconds(30),
+                responseHeaders: identity?.responseHeaders ?? [],
+                subject: identity?.token.subject
+            )
+        )
+    }
+
+    static func identityHeaders(for identity: Identity, policy: ForwardingPolicy) -> [(name: String, value: String)] {
+        var headers: [(name: String, value: String)] = []
+        for header in policy.identityHeaders {
+            let value: JSONValue?
+            switch header.path.source {
+            case .claims: value = IdentityLookup.value(named: header.path.name, in: identity.token.claims)
+            case .profile: value = identity.profile.flatMap { IdentityLookup.value(named: header.path.name, in: $0) }
+            }
+            if let value, let text = IdentityLookup.headerText(for: value) {
+                headers.append((header.name, text))
+            }
+        }
+        return headers
+    }
+}

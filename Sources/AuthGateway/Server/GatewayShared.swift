@@ -1,0 +1,54 @@
+import Foundation
+import NIOSSL
+import Synchronization
+
+/// What all event loops share: the process-wide caches and coordinators (DESIGN.md), health,
+/// slow-path metrics, the clock.
+final class GatewayShared: Sendable {
+    let verifiedTokens: VerifiedTokenCache
+    let keyStore: KeyStore
+    let health: HealthState
+    let processMetrics: ProcessMetrics
+    /// Unix seconds; injectable so tests can move time.
+    let clock: @Sendable () -> Double
+    /// Client TLS for HTTPS upstreams (system trust store plus the configured CA file).
+    let clientTLS: NIOSSLContext?
+    private let openConnectionCount = Atomic<Int>(0)
+
+    init(verifiedTokens: VerifiedTokenCache, keyStore: KeyStore, health: HealthState, processMetrics: ProcessMetrics, clock: @escaping @Sendable () -> Double, clientTLS: NIOSSLContext?) {
+        self.verifiedTokens = verifiedTokens
+        self.keyStore = keyStore
+        self.health = health
+        self.processMetrics = processMetrics
+        self.clock = clock
+        self.clientTLS = clientTLS
+    }
+
+    /// Counts a new client connection against `limit`; false when the limit is reached.
+    /// One atomic add per connection (not per request).
+    func admitConnection(limit: Int) -> Bool {
+        let count = self.openConnectionCount.wrappingAdd(1, ordering: .relaxed).newValue
+        if count > limit {
+            self.openConnectionCount.wrappingSubtract(1, ordering: .relaxed)
+            return false
+        }
+        return true
+    }
+
+    func connectionClosed() {
+        self.openConnectionCount.wrappingSubtract(1, ordering: .relaxed)
+    }
+
+    var openConnections: Int { self.openConnectionCount.load(ordering: .relaxed) }
+
+    static let systemClock: @Sendable () -> Double = { Date().timeIntervalSince1970 }
+
+    /// The TLS context for calls to HTTPS upstreams.
+    static func makeClientTLS(caFile: String?) throws -> NIOSSLContext {
+        var configuration = TLSConfiguration.makeClientConfiguration()
+        if let caFile {
+            configuration.additionalTrustRoots = [.file(caFile)]
+        }
+        return try NIOSSLContext(configuration: configuration)
+    }
+}

@@ -1,0 +1,92 @@
+import NIOHTTP1
+
+/// `livePath`, `readyPath` and `path` (SPEC §4.6), served on the main and admin listeners.
+enum HealthEndpoints {
+    /// The answer for a health path, or nil when `path` is not one.
+    static func response(for path: String, method: HTTPMethod, worker: Worker, snapshot: RuntimeSnapshot) -> LocalResponse? {
+        guard method == .GET || method == .HEAD else { return nil }
+        let paths = snapshot.configuration.health
+        switch path {
+        case paths.livePath:
+            return .json(.ok, ["status": "live"])
+        case paths.readyPath:
+            let (ready, reason) = Self.readiness(worker.shared)
+            return ready ? .json(.ok, ["status": "ready"]) : .json(.serviceUnavailable, ["status": "not ready", "reason": .string(reason)])
+        case paths.path:
+            let document = Self.detail(worker: worker, snapshot: snapshot)
+            let status: HTTPResponseStatus = document["status"] == .string("unavailable") ? .serviceUnavailable : .ok
+            return .json(status, document)
+        default:
+            return nil
+        }
+    }
+
+    static func readiness(_ shared: GatewayShared) -> (Bool, String) {
+        if shared.health.isDraining { return (false, "draining") }
+        if !shared.health.isConfigActive { return (false, "starting") }
+        if !shared.keyStore.isReady { return (false, "signing keys not loaded") }
+        return (true, "ready")
+    }
+
+    /// `{"status": "ok"|"degraded"|"unavailable", "checks": {...}}`.
+    static func detail(worker: Worker, snapshot: RuntimeSnapshot) -> JSONValue {
+        let shared = worker.shared
+        let health = shared.health
+        var degraded = false
+
+        var keys = JSONObject()
+        for issuer in shared.keyStore.status {
+            var entry: JSONObject = ["source": .string(issuer.source), "keys": .number(JSONNumber(issuer.keyCount))]
+            if let age = issuer.ageSeconds { entry["ageSeconds"] = .number(JSONNumber(Int(age))) }
+            var status = issuer.keyCount > 0 ? "ok" : "unavailable"
+            if let error = issuer.lastError {
+                entry["lastError"] = .string(error)
+                if status == "ok" { status = "degraded" }
+            }
+            if status != "ok" { degraded = true }
+            entry["status"] = .string(status)
+            keys[issuer.issuer] = .object(entry)
+        }
+
+        var backends = JSONObject()
+        for backend in snapshot.configuration.backends {
+            var urls = JSONObject()
+            var failing = 0
+            for url in backend.urls {
+                let record = health.status(of: "backend \(backend.name) \(url)")
+                var entry: JSONObject = ["status": .string(Self.label(record))]
+                if let error = record?.lastError, record?.isFailing == true { entry["lastError"] = .string(error) }
+                if record?.isFailing == true { failing += 1 }
+                urls[url.description] = .object(entry)
+            }
+            if failing > 0 { degraded = true }
+            let status = failing == 0 ? "ok" : (failing == backend.urls.count ? "unavailable" : "degraded")
+            backends[backend.name] = ["status": .string(status), "urls": .object(urls)]
+        }
+
+        var checks: JSONObject = [
+            "config": ["status": "ok", "generation": .number(JSONNumber(Int(snapshot.generation)))],
+            "keys": .object(keys),
+            "backends": .object(backends),
+            "draining": .bool(health.isDraining),
+            "openConnections": .number(JSONNumber(shared.openConnections)),
+        ]
+        if let authService = snapshot.configuration.authService {
+            let record = health.status(of: "auth service \(authService.url)")
+            var entry: JSONObject = ["url": .string(authService.url.description), "status": .string(Self.label(record))]
+            if record?.isFailing == true {
+                degraded = true
+                if let error = record?.lastError { entry["lastError"] = .string(error) }
+            }
+            checks["authService"] = .object(entry)
+        }
+        let (ready, _) = Self.readiness(shared)
+        let status = !ready ? "unavailable" : (degraded ? "degraded" : "ok")
+        return ["status": .string(status), "checks": .object(checks)]
+    }
+
+    private static func label(_ record: HealthState.DependencyStatus?) -> String {
+        guard let record else { return "unknown" }
+        return record.isFailing ? "failing" : "ok"
+    }
+}

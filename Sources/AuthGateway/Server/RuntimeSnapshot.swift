@@ -1,0 +1,31 @@
+import NIOCore
+
+/// Everything derived from one configuration that requests read: immutable, built once per
+/// (re)load and shared by all event loops. In-flight requests keep the snapshot they started
+/// with (DESIGN.md habit 7).
+final class RuntimeSnapshot: Sendable {
+    let configuration: GatewayConfiguration
+    let generation: UInt64
+    let routes: RouteTable
+    let forwarding: ForwardingPolicy
+    let authenticator: RequestAuthenticator
+    let idleTimeout: TimeAmount
+    let requestHeaderTimeout: TimeAmount
+    /// Response timeout per backend name.
+    let responseTimeouts: [String: TimeAmount]
+
+    init(configuration: GatewayConfiguration, generation: UInt64, refresher: SessionRefresher?, profiles: ProfileCache?) {
+        self.configuration = configuration
+        self.generation = generation
+        self.routes = RouteTable(configuration.routes)
+        self.forwarding = ForwardingPolicy(configuration: configuration)
+        self.authenticator = RequestAuthenticator(configuration: configuration, refresher: refresher, profiles: profiles)
+        self.idleTimeout = .seconds(Int64(configuration.timeouts.idleSeconds))
+        self.requestHeaderTimeout = .seconds(Int64(configuration.timeouts.requestHeaderSeconds))
+        var timeouts: [String: TimeAmount] = [:]
+        for backend in configuration.backends {
+            timeouts[backend.name] = .milliseconds(Int64(backend.responseTimeoutMilliseconds))
+        }
+        self.responseTimeouts = timeouts
+    }
+}

@@ -1,0 +1,79 @@
+import Logging
+import ServiceLifecycle
+import UnixSignals
+
+/// Runs the gateway until graceful shutdown (SIGTERM/SIGINT via the `ServiceGroup`), then
+/// drains and stops.
+public struct GatewayService: Service {
+    let application: GatewayApplication
+
+    public init(application: GatewayApplication) {
+        self.application = application
+    }
+
+    public func run() async throws {
+        try await self.application.start()
+        // Suspends until graceful shutdown is triggered (or the task is cancelled).
+        try? await gracefulShutdown()
+        await self.application.drain()
+        await self.application.shutdown()
+    }
+}
+
+/// Refreshes every remote JWKS: until the first success with a short backoff (readiness waits
+/// for it), then every `jwksRefreshSeconds`. Not per request, so a `Task` per issuer is fine.
+public struct KeyRefreshService: Service {
+    let application: GatewayApplication
+
+    public init(application: GatewayApplication) {
+        self.application = application
+    }
+
+    public func run() async throws {
+        let application = self.application
+        await cancelWhenGracefulShutdown {
+            await withTaskGroup(of: Void.self) { group in
+                for issuer in application.shared.keyStore.remoteIssuers {
+                    group.addTask {
+                        var backoff = 1.0
+                        var fetched = application.shared.keyStore.status.first { $0.issuer == issuer.issuer }?.ageSeconds != nil
+                        while !Task.isCancelled {
+                            let delay = fetched ? Double(issuer.refreshSeconds) : backoff
+                            try? await Task.sleep(for: .seconds(delay))
+                            if Task.isCancelled { return }
+                            let succeeded = (try? await application.fetchKeys(issuer: issuer.issuer, url: issuer.url).get()) ?? false
+                            fetched = fetched || succeeded
+                            backoff = succeeded ? 1 : min(backoff * 2, Double(issuer.refreshSeconds))
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// SIGHUP reloads the configuration file; an invalid file keeps the old configuration,
+/// is logged and counted (SPEC §2).
+public struct ConfigReloadService: Service {
+    let application: GatewayApplication
+    let path: String
+    let loader: ConfigurationLoader
+
+    public init(application: GatewayApplication, path: String, loader: ConfigurationLoader = ConfigurationLoader()) {
+        self.application = application
+        self.path = path
+        self.loader = loader
+    }
+
+    public func run() async throws {
+        let signals = await UnixSignalsSequence(trapping: .sighup)
+        for await _ in signals.cancelOnGracefulShutdown() {
+            do {
+                let configuration = try self.loader.load(path: self.path)
+                self.application.reload(configuration)
+            } catch {
+                self.application.reloadFailed(error)
+            }
+        }
+    }
+}

@@ -1,0 +1,164 @@
+import NIOCore
+
+/// Everything one event loop owns (Envoy's worker model): its upstream pools, its view of the
+/// configuration and keys, its metrics and access log, its open client connections. Only ever
+/// touched on `eventLoop`, so the request path takes no lock for any of it.
+final class Worker {
+    let eventLoop: EventLoop
+    let shared: GatewayShared
+    let metrics = WorkerMetrics()
+    private(set) var accessLog: AccessLog
+    private(set) var snapshot: RuntimeSnapshot
+    private(set) var keys: KeySnapshot
+    private var backendPools: [String: (configuration: BackendConfiguration, pool: UpstreamPool)] = [:]
+    private(set) var authServiceClient: UpstreamClient?
+    private var jwksClients: [String: UpstreamClient] = [:]
+    /// Open client connections, for draining.
+    private var connections: [ObjectIdentifier: Channel] = [:]
+
+    init(eventLoop: EventLoop, shared: GatewayShared, snapshot: RuntimeSnapshot) {
+        self.eventLoop = eventLoop
+        self.shared = shared
+        self.snapshot = snapshot
+        self.keys = shared.keyStore.snapshot
+        self.accessLog = AccessLog(enabled: snapshot.configuration.logging.accessLog)
+        self.buildUpstreams(for: snapshot.configuration)
+    }
+
+    // MARK: Configuration and keys
+
+    /// Adopts a reloaded configuration; requests in flight keep the snapshot they hold.
+    func apply(_ snapshot: RuntimeSnapshot) {
+        self.eventLoop.preconditionInEventLoop()
+        self.snapshot = snapshot
+        if self.accessLog.isEnabled != snapshot.configuration.logging.accessLog {
+            self.accessLog.flush()
+            self.accessLog = AccessLog(enabled: snapshot.configuration.logging.accessLog)
+        }
+        self.buildUpstreams(for: snapshot.configuration)
+    }
+
+    func apply(_ keys: KeySnapshot) {
+        self.eventLoop.preconditionInEventLoop()
+        if keys.generation > self.keys.generation { self.keys = keys }
+    }
+
+    func pool(forBackend name: String) -> UpstreamPool? { self.backendPools[name]?.pool }
+
+    func jwksClient(for url: UpstreamURL) -> UpstreamClient? { self.jwksClients[Self.origin(url)] }
+
+    /// Made once: a closure built per request would be an allocation per request.
+    private lazy var jwksLookup: (UpstreamURL) -> UpstreamClient? = { [unowned self] url in self.jwksClient(for: url) }
+
+    func authEnvironment(now: Double, isTLS: Bool) -> AuthEnvironment {
+        AuthEnvironment(
+            keys: self.keys,
+            now: now,
+            isTLS: isTLS,
+            eventLoop: self.eventLoop,
+            verifiedTokens: self.shared.verifiedTokens,
+            keyStore: self.shared.keyStore,
+            authServiceClient: self.authServiceClient,
+            jwksClient: self.jwksLookup,
+            metrics: self.metrics
+        )
+    }
+
+    private func buildUpstreams(for configuration: GatewayConfiguration) {
+        var pools: [String: (configuration: BackendConfiguration, pool: UpstreamPool)] = [:]
+        for backend in configuration.backends {
+            if let existing = self.backendPools[backend.name], existing.configuration == backend {
+                pools[backend.name] = existing
+                continue
+            }
+            let pool = self.makePool(
+                name: "backend \(backend.name)",
+                targets: backend.urls,
+                maxConnections: backend.maxConnectionsPerThread,
+                connectTimeout: .milliseconds(Int64(backend.connectTimeoutMilliseconds))
+            )
+            pools[backend.name] = (backend, pool)
+        }
+        for (name, old) in self.backendPools where pools[name]?.pool !== old.pool {
+            old.pool.shutdown()
+        }
+        self.backendPools = pools
+
+        // The auth service and JWKS endpoints are upstreams like any other (issue: one pool
+        // kind for everything behind the gateway).
+        let timeout = TimeAmount.milliseconds(Int64(configuration.authService?.timeoutMilliseconds ?? 3000))
+        var clients: [String: UpstreamClient] = [:]
+        var authClient: UpstreamClient?
+        if let authService = configuration.authService {
+            authClient = self.makeClient(name: "auth service", url: authService.url, timeout: timeout, reuse: self.authServiceClient)
+            clients[Self.origin(authService.url)] = authClient
+        }
+        for issuer in configuration.tokens.issuers {
+            guard let url = issuer.jwks?.url, clients[Self.origin(url)] == nil else { continue }
+            clients[Self.origin(url)] = self.makeClient(name: "jwks", url: url, timeout: timeout, reuse: self.jwksClients[Self.origin(url)])
+        }
+        for (origin, old) in self.jwksClients where clients[origin] !== old && old !== authClient {
+            old.pool.shutdown()
+        }
+        if let old = self.authServiceClient, old !== authClient, !clients.values.contains(where: { $0 === old }) {
+            old.pool.shutdown()
+        }
+        self.authServiceClient = authClient
+        self.jwksClients = clients
+    }
+
+    private func makeClient(name: String, url: UpstreamURL, timeout: TimeAmount, reuse existing: UpstreamClient?) -> UpstreamClient {
+        if let existing, existing.pool.targets == [url], existing.timeout == timeout { return existing }
+        let pool = self.makePool(name: name, targets: [url], maxConnections: 64, connectTimeout: timeout)
+        return UpstreamClient(pool: pool, timeout: timeout, hostHeader: url.hostHeader)
+    }
+
+    private func makePool(name: String, targets: [UpstreamURL], maxConnections: Int, connectTimeout: TimeAmount) -> UpstreamPool {
+        let pool = UpstreamPool(
+            name: name,
+            eventLoop: self.eventLoop,
+            targets: targets,
+            maxConnections: maxConnections,
+            connectTimeout: connectTimeout,
+            tlsContext: self.shared.clientTLS
+        )
+        let health = self.shared.health
+        let clock = self.shared.clock
+        pool.onConnectResult = { index, success, error in
+            health.record("\(name) \(targets[index])", success: success, error: error, now: clock())
+        }
+        return pool
+    }
+
+    static func origin(_ url: UpstreamURL) -> String { "\(url.scheme.rawValue)://\(url.hostHeader)" }
+
+    // MARK: Connections
+
+    func connectionOpened(_ channel: Channel) {
+        self.connections[ObjectIdentifier(channel)] = channel
+        self.metrics.addGauge(MetricKey(MetricName.openConnections), 1)
+    }
+
+    func connectionClosed(_ channel: Channel) {
+        if self.connections.removeValue(forKey: ObjectIdentifier(channel)) != nil {
+            self.metrics.addGauge(MetricKey(MetricName.openConnections), -1)
+            self.shared.connectionClosed()
+        }
+    }
+
+    var openConnectionCount: Int { self.connections.count }
+
+    /// Asks every connection to finish its request in flight and close (drain).
+    func quiesceConnections() {
+        for channel in self.connections.values {
+            channel.pipeline.fireUserInboundEventTriggered(ChannelShouldQuiesceEvent())
+        }
+    }
+
+    func closeAllConnections() {
+        for channel in self.connections.values { channel.close(promise: nil) }
+    }
+}
+
+@available(*, unavailable)
+extension Worker: Sendable {}

@@ -1,0 +1,44 @@
+/// ASCII case-insensitive comparisons on UTF-8 views, without building lower-cased copies.
+/// Header names are compared this way on every request.
+enum ASCII {
+    @inline(__always)
+    static func lower(_ byte: UInt8) -> UInt8 {
+        byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte | 0x20 : byte
+    }
+
+    static func equalsIgnoringCase(_ lhs: some StringProtocol, _ rhs: some StringProtocol) -> Bool {
+        let a = lhs.utf8, b = rhs.utf8
+        guard a.count == b.count else { return false }
+        var i = a.startIndex, j = b.startIndex
+        while i != a.endIndex {
+            if Self.lower(a[i]) != Self.lower(b[j]) { return false }
+            a.formIndex(after: &i)
+            b.formIndex(after: &j)
+        }
+        return true
+    }
+
+    static func hasPrefixIgnoringCase(_ text: some StringProtocol, _ prefix: some StringProtocol) -> Bool {
+        let a = text.utf8, b = prefix.utf8
+        guard a.count >= b.count else { return false }
+        var i = a.startIndex, j = b.startIndex
+        while j != b.endIndex {
+            if Self.lower(a[i]) != Self.lower(b[j]) { return false }
+            a.formIndex(after: &i)
+            b.formIndex(after: &j)
+        }
+        return true
+    }
+
+    /// Trims spaces and horizontal tabs (HTTP optional whitespace) from both ends.
+    static func trimmingOWS(_ text: Substring) -> Substring {
+        var start = text.startIndex, end = text.endIndex
+        while start < end, text[start] == " " || text[start] == "\t" { start = text.index(after: start) }
+        while end > start {
+            let before = text.index(before: end)
+            guard text[before] == " " || text[before] == "\t" else { break }
+            end = before
+        }
+        return text[start..<end]
+    }
+}

@@ -1,0 +1,27 @@
+import NIOConcurrencyHelpers
+
+/// Process-wide state split into independently locked shards, chosen by a key's hash.
+///
+/// This is how the caches and single-flight tables are shared by all event loops (DESIGN.md:
+/// per-loop copies would break "one verification / one fetch / one refresh for N concurrent
+/// requests"). Each access holds one shard's lock for a dictionary operation — never across
+/// I/O — so loops rarely meet on the same lock, and no access takes a global lock.
+final class Sharded<Shard: Sendable>: Sendable {
+    private let shards: [NIOLockedValueBox<Shard>]
+
+    init(count: Int = 16, make: () -> Shard) {
+        self.shards = (0..<max(1, count)).map { _ in NIOLockedValueBox(make()) }
+    }
+
+    /// Runs `body` with the shard responsible for `key`, under that shard's lock.
+    @inline(__always)
+    func withShard<Key: Hashable, Result>(for key: Key, _ body: (inout Shard) throws -> Result) rethrows -> Result {
+        let index = Int(UInt(bitPattern: key.hashValue) % UInt(self.shards.count))
+        return try self.shards[index].withLockedValue(body)
+    }
+
+    /// Visits every shard in turn (for counts and clearing; not for the request path).
+    func forEachShard(_ body: (inout Shard) -> Void) {
+        for shard in self.shards { shard.withLockedValue(body) }
+    }
+}
