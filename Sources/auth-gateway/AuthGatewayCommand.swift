@@ -77,12 +77,28 @@ struct Demo: AsyncParsableCommand {
     @Option(help: "Gateway port (0 picks a free one).")
     var port: Int = 8080
 
+    @Option(help: "Sample auth service port.")
+    var authPort: Int = 9000
+
+    @Option(help: "Echo backend port.")
+    var backendPort: Int = 9100
+
     @Option(help: "Lifetime of the demo's access tokens, in seconds.")
     var tokenLifetime: Int = 30
 
+    @Flag(help: "Run only the auth service and the backend, for `serve --config config/gateway.json`.")
+    var servicesOnly = false
+
     func run() async throws {
         LoggingSetup.bootstrap(level: .notice)
-        try await DemoRunner(gatewayPort: self.port, tokenLifetimeSeconds: self.tokenLifetime).run()
+        let runner = DemoRunner(
+            gatewayPort: self.port,
+            authServicePort: self.authPort,
+            backendPort: self.backendPort,
+            tokenLifetimeSeconds: self.tokenLifetime,
+            servicesOnly: self.servicesOnly
+        )
+        try await runner.run()
     }
 }
 

@@ -179,17 +179,17 @@ public struct ConfigurationLoader: Sendable {
             let certificate = tlsSection.requiredString("certificatePEMFile").map(files.resolve)
             let privateKey = tlsSection.requiredString("privateKeyPEMFile").map(files.resolve)
             if let certificate {
-                do {
-                    _ = try NIOSSLCertificate.fromPEMFile(certificate)
-                } catch {
-                    tlsSection.error("certificatePEMFile", "cannot load certificate \(certificate): \(error)")
+                if let problem = files.unreadable(certificate) {
+                    tlsSection.error("certificatePEMFile", problem)
+                } else if (try? NIOSSLCertificate.fromPEMFile(certificate))?.isEmpty != false {
+                    tlsSection.error("certificatePEMFile", "\(certificate) is not a PEM certificate")
                 }
             }
             if let privateKey {
-                do {
-                    _ = try NIOSSLPrivateKey(file: privateKey, format: .pem)
-                } catch {
-                    tlsSection.error("privateKeyPEMFile", "cannot load private key \(privateKey): \(error)")
+                if let problem = files.unreadable(privateKey) {
+                    tlsSection.error("privateKeyPEMFile", problem)
+                } else if (try? NIOSSLPrivateKey(file: privateKey, format: .pem)) == nil {
+                    tlsSection.error("privateKeyPEMFile", "\(privateKey) is not a PEM private key")
                 }
             }
             tlsSection.finish()
@@ -320,7 +320,10 @@ public struct ConfigurationLoader: Sendable {
         }
         if let jwksFile = entry.nonEmptyString("jwksFile") {
             let path = files.resolve(jwksFile)
-            do {
+            if let problem = files.unreadable(path) {
+                entry.error("jwksFile", problem)
+            } else {
+                do {
                 let text = try String(contentsOfFile: path, encoding: .utf8)
                 let parsed = try JWKSet.parse(text: text)
                 if parsed.keys.isEmpty { entry.error("jwksFile", "\(path) holds no usable signature keys") }
@@ -329,6 +332,7 @@ public struct ConfigurationLoader: Sendable {
                 entry.error("jwksFile", "\(path): \(error.message)")
             } catch {
                 entry.error("jwksFile", "cannot read \(path): \(Self.describe(error))")
+            }
             }
         }
         var seenKids: Set<String> = []
@@ -381,11 +385,12 @@ public struct ConfigurationLoader: Sendable {
                 key = try PublicKey(base64SubjectPublicKeyInfo: sourceValue)
             default:
                 let path = files.resolve(sourceValue)
-                let text: String
-                do {
-                    text = try String(contentsOfFile: path, encoding: .utf8)
-                } catch {
-                    entry.error(sourceKey, "cannot read \(path): \(Self.describe(error))")
+                if let problem = files.unreadable(path) {
+                    entry.error(sourceKey, problem)
+                    return nil
+                }
+                guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
+                    entry.error(sourceKey, "cannot read \(path): not UTF-8 text")
                     return nil
                 }
                 key = try PublicKey(pem: text)
@@ -438,12 +443,12 @@ public struct ConfigurationLoader: Sendable {
         var caFile: String?
         if let ca = section.nonEmptyString("caCertificatePEMFile") {
             let path = files.resolve(ca)
-            do {
-                let certificates = try NIOSSLCertificate.fromPEMFile(path)
-                if certificates.isEmpty { section.error("caCertificatePEMFile", "\(path) holds no certificate") }
+            if let problem = files.unreadable(path) {
+                section.error("caCertificatePEMFile", problem)
+            } else if (try? NIOSSLCertificate.fromPEMFile(path))?.isEmpty != false {
+                section.error("caCertificatePEMFile", "\(path) holds no PEM certificate")
+            } else {
                 caFile = path
-            } catch {
-                section.error("caCertificatePEMFile", "cannot load \(path): \(error)")
             }
         }
         let refresh = section.object("refresh").flatMap { refreshSection in
@@ -687,5 +692,14 @@ struct FileResolver {
     func resolve(_ path: String) -> String {
         if path.hasPrefix("/") { return path }
         return URL(fileURLWithPath: self.baseDirectory).appendingPathComponent(path).standardizedFileURL.path
+    }
+
+    /// Why `path` cannot be read, or nil when it can.
+    func unreadable(_ path: String) -> String? {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else { return "cannot read \(path): no such file" }
+        if isDirectory.boolValue { return "cannot read \(path): it is a directory" }
+        guard FileManager.default.isReadableFile(atPath: path) else { return "cannot read \(path): permission denied" }
+        return nil
     }
 }

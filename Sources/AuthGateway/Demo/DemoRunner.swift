@@ -3,24 +3,47 @@ import Logging
 import NIOCore
 import NIOPosix
 import ServiceLifecycle
+import UnixSignals
 
 /// `auth-gateway demo`: the sample auth service, the echo backend and the gateway, all on
 /// loopback, plus a walk-through of curl commands (SPEC §2).
 public struct DemoRunner: Sendable {
     public var gatewayPort: Int
+    public var authServicePort: Int
+    public var backendPort: Int
     public var tokenLifetimeSeconds: Int
+    /// Run only the auth service and the backend (for `serve --config config/gateway.json`).
+    public var servicesOnly: Bool
 
-    public init(gatewayPort: Int, tokenLifetimeSeconds: Int) {
+    public init(gatewayPort: Int = 8080, authServicePort: Int = 9000, backendPort: Int = 9100, tokenLifetimeSeconds: Int = 30, servicesOnly: Bool = false) {
         self.gatewayPort = gatewayPort
+        self.authServicePort = authServicePort
+        self.backendPort = backendPort
         self.tokenLifetimeSeconds = tokenLifetimeSeconds
+        self.servicesOnly = servicesOnly
     }
 
     public func run() async throws {
         let logger = Logger(label: "auth-gateway.demo")
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let authService = try DemoAuthService(tokenLifetimeSeconds: self.tokenLifetimeSeconds)
-        try await authService.start(group: group)
-        let backend = try await EchoBackend.start(group: group)
+        try await authService.start(group: group, port: self.authServicePort)
+        let backend = try await EchoBackend.start(group: group, port: self.backendPort)
+        if self.servicesOnly {
+            FileHandle.standardOutput.write(Data("""
+                demo services running (Ctrl-C to stop):
+                  auth service  \(authService.baseURL)
+                  echo backend  \(backend.baseURL)
+                start the gateway with: swift run auth-gateway serve --config config/gateway.json
+
+                """.utf8))
+            let signals = await UnixSignalsSequence(trapping: .sigterm, .sigint)
+            for await _ in signals { break }
+            await authService.stop()
+            await backend.close()
+            try? await group.shutdownGracefully()
+            return
+        }
         let configuration = try Self.configuration(gatewayPort: self.gatewayPort, authService: authService, backend: backend)
         let application = try await GatewayApplication.make(configuration: configuration, logger: logger)
         let serviceGroup = ServiceGroup(
