@@ -3,6 +3,7 @@ import Crypto
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import Synchronization
 
 /// The sample backend of `auth-gateway demo`, also used by the integration tests. It never
 /// buffers a body, so it can take and send bodies of any size:
@@ -15,20 +16,31 @@ import NIOPosix
 /// - `GET /status/<code>`: answers with that status.
 public final class EchoBackend: Sendable {
     private let channel: Channel
+    private let counters: EchoCounters
 
-    private init(channel: Channel) { self.channel = channel }
+    private init(channel: Channel, counters: EchoCounters) {
+        self.channel = channel
+        self.counters = counters
+    }
+
+    /// Requests received so far (heads), and TCP connections accepted: tests use them to prove
+    /// that a rejected request reached no backend and that connections are reused.
+    public var requestCount: Int { self.counters.requests.load(ordering: .relaxed) }
+    public var connectionCount: Int { self.counters.connections.load(ordering: .relaxed) }
 
     public var port: Int { self.channel.localAddress?.port ?? 0 }
     public var baseURL: String { "http://127.0.0.1:\(self.port)" }
 
     public static func start(group: EventLoopGroup, host: String = "127.0.0.1", port: Int = 0) async throws -> EchoBackend {
+        let counters = EchoCounters()
         let channel = try await ServerBootstrap(group: group)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
             .childChannelInitializer { channel in
+                counters.connections.wrappingAdd(1, ordering: .relaxed)
                 do {
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
-                    try channel.pipeline.syncOperations.addHandler(EchoHandler())
+                    try channel.pipeline.syncOperations.addHandler(EchoHandler(counters: counters))
                     return channel.eventLoop.makeSucceededVoidFuture()
                 } catch {
                     return channel.eventLoop.makeFailedFuture(error)
@@ -36,7 +48,7 @@ public final class EchoBackend: Sendable {
             }
             .bind(host: host, port: port)
             .get()
-        return EchoBackend(channel: channel)
+        return EchoBackend(channel: channel, counters: counters)
     }
 
     public func close() async {
@@ -49,10 +61,19 @@ public final class EchoBackend: Sendable {
     }
 }
 
+private final class EchoCounters: Sendable {
+    let requests = Atomic<Int>(0)
+    let connections = Atomic<Int>(0)
+}
+
 private final class EchoHandler: ChannelDuplexHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundIn = HTTPServerResponsePart
     typealias OutboundOut = HTTPServerResponsePart
+
+    private let counters: EchoCounters
+
+    init(counters: EchoCounters) { self.counters = counters }
 
     private var head: HTTPRequestHead?
     private var hasher = SHA256()
@@ -65,6 +86,7 @@ private final class EchoHandler: ChannelDuplexHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch self.unwrapInboundIn(data) {
         case .head(let head):
+            self.counters.requests.wrappingAdd(1, ordering: .relaxed)
             self.head = head
             self.hasher = SHA256()
             self.bodyBytes = 0

@@ -35,6 +35,8 @@ final class ProxyHandler: ChannelDuplexHandler, UpstreamLeaseRequester, Upstream
 
     private let worker: Worker
     private let connection: ClientConnectionInfo
+    /// Writes below the HTTP handlers (set by `ClientPipeline`).
+    weak var rawWriter: ConnectionActivityHandler?
     private var state: ProxyStateMachine
     private var context: ChannelHandlerContext?
     private var exchange: Exchange?
@@ -45,6 +47,8 @@ final class ProxyHandler: ChannelDuplexHandler, UpstreamLeaseRequester, Upstream
     private var upstreamNeedsFlush = false
     private var deadline: NIODeadline?
     private var timer: Scheduled<Void>?
+    /// When `timer` fires.
+    private var timerFiresAt: NIODeadline?
     /// When the first byte of the next request head arrived on an idle connection.
     private var headStartedAt: NIODeadline?
 
@@ -91,6 +95,7 @@ final class ProxyHandler: ChannelDuplexHandler, UpstreamLeaseRequester, Upstream
     func channelInactive(context: ChannelHandlerContext) {
         self.timer?.cancel()
         self.timer = nil
+        self.timerFiresAt = nil
         self.run(self.state.clientClosed(), context: context)
         context.fireChannelInactive()
     }
@@ -498,11 +503,16 @@ final class ProxyHandler: ChannelDuplexHandler, UpstreamLeaseRequester, Upstream
         case .response:
             self.deadline = now + (self.exchange?.plan?.responseTimeout ?? .seconds(30))
         }
-        guard let deadline = self.deadline, self.timer == nil, !self.state.isClosed else { return }
+        guard let deadline = self.deadline, !self.state.isClosed else { return }
+        // A later deadline keeps the armed timer (it re-arms when it fires); an earlier one
+        // replaces it.
+        if let firesAt = self.timerFiresAt, firesAt <= deadline { return }
+        self.timer?.cancel()
         self.schedule(at: deadline, context: context)
     }
 
     private func schedule(at deadline: NIODeadline, context: ChannelHandlerContext) {
+        self.timerFiresAt = deadline
         self.timer = context.eventLoop.assumeIsolated().scheduleTask(deadline: deadline) {
             self.timerFired(context: context)
         }
@@ -510,6 +520,7 @@ final class ProxyHandler: ChannelDuplexHandler, UpstreamLeaseRequester, Upstream
 
     private func timerFired(context: ChannelHandlerContext) {
         self.timer = nil
+        self.timerFiresAt = nil
         guard let deadline = self.deadline, !self.state.isClosed else { return }
         if deadline > .now() {
             self.schedule(at: deadline, context: context)
@@ -517,9 +528,13 @@ final class ProxyHandler: ChannelDuplexHandler, UpstreamLeaseRequester, Upstream
         }
         self.deadline = nil
         if self.state.isIdle, self.headStartedAt != nil {
-            // Slow headers (slowloris): tell the client, close, and disturb nobody else.
-            self.exchange = self.bareExchange()
-            self.run(self.state.protocolError(.requestTimeout), context: context)
+            // Slow headers (slowloris): tell the client and close, disturbing nobody else. No
+            // request exists to answer through the HTTP handlers, so the 408 goes out raw.
+            _ = self.state.clientClosed()
+            let exchange = self.bareExchange()
+            self.exchange = exchange
+            self.finishExchange(status: 408, error: .requestTimeout)
+            self.rawWriter?.writeRawAndClose(RawResponse.bytes(.requestTimeout, requestID: exchange.requestID, allocator: context.channel.allocator))
             return
         }
         self.run(self.state.timedOut(), context: context)

@@ -137,9 +137,9 @@ final class UpstreamPool {
         }
     }
 
-    private func connectionClosed(_ connection: UpstreamConnection) {
+    private func connectionClosed(_ identity: ObjectIdentifier) {
         self.openCount -= 1
-        if let index = self.idle.firstIndex(where: { $0 === connection }) {
+        if let index = self.idle.firstIndex(where: { ObjectIdentifier($0) == identity }) {
             self.idle.remove(at: index)
         }
         // Room for a new connection: serve the longest waiter.
@@ -192,7 +192,9 @@ final class UpstreamPool {
                     }
                     let connection = UpstreamConnection(channel: channel, handler: handler, targetIndex: targetIndex)
                     connection.pool = self
-                    handler.onClose = { [weak self, unowned connection] in self?.connectionClosed(connection) }
+                    // Identity only: the connection object may be gone by the time its channel closes.
+                    let identity = ObjectIdentifier(connection)
+                    handler.onClose = { [weak self] in self?.connectionClosed(identity) }
                     if self.closed {
                         connection.close()
                         requester.leaseFailed(.upstreamUnreachable)

@@ -1,0 +1,166 @@
+import Foundation
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+
+@testable import AuthGateway
+
+/// Unix time for the gateway under test: real time plus an adjustable offset, so tests can
+/// move past TTLs and grace periods without sleeping.
+final class TestClock: Sendable {
+    private let offset = NIOLockedValueBox<Double>(0)
+    private let fixed: Double?
+
+    init(fixed: Double? = nil) { self.fixed = fixed }
+
+    var now: Double { (self.fixed ?? Date().timeIntervalSince1970) + self.offset.withLockedValue { $0 } }
+
+    func advance(by seconds: Double) { self.offset.withLockedValue { $0 += seconds } }
+
+    var function: @Sendable () -> Double { { [self] in self.now } }
+}
+
+/// Signing keys the integration tests issue tokens with (made once per test run).
+enum TestKeys {
+    static let issuer = "https://issuer.test"
+    static let audience = "gateway-tests"
+    static let rsa: JWTSigner = try! JWTSigner.generateRS256(kid: "test-rs")
+    static let otherRSA: JWTSigner = try! JWTSigner.generateRS256(kid: "test-rs")
+
+    /// A token from `signer` with the usual claims; `expiresIn` relative to `now`.
+    static func token(
+        signer: JWTSigner = TestKeys.rsa,
+        subject: String = "user-42",
+        now: Double = Date().timeIntervalSince1970,
+        expiresIn: Double = 300,
+        audience: String = TestKeys.audience,
+        issuer: String = TestKeys.issuer,
+        extra: JSONObject = JSONObject()
+    ) -> String {
+        var claims: JSONObject = [
+            "iss": .string(issuer), "sub": .string(subject), "aud": .string(audience),
+            "iat": .number(JSONNumber(Int(now) - 10)), "exp": .number(JSONNumber(Int(now + expiresIn))),
+            "email": .string("\(subject)@example.com"),
+        ]
+        for entry in extra.entries { claims[entry.key] = entry.value }
+        return try! signer.sign(claims)
+    }
+}
+
+/// A gateway on 127.0.0.1:0 in front of an `EchoBackend`, built from a JSON configuration the
+/// test adjusts.
+final class GatewayFixture: Sendable {
+    let application: GatewayApplication
+    let backend: EchoBackend
+    let clock: TestClock
+    let directory: URL
+
+    private init(application: GatewayApplication, backend: EchoBackend, clock: TestClock, directory: URL) {
+        self.application = application
+        self.backend = backend
+        self.clock = clock
+        self.directory = directory
+    }
+
+    var port: Int { self.application.mainAddress?.port ?? 0 }
+    var adminPort: Int { self.application.adminAddress?.port ?? 0 }
+
+    /// The base configuration: one issuer with the test RSA key, one backend, one route.
+    static func baseConfiguration(backendURL: String) -> JSONObject {
+        [
+            "listener": ["host": "127.0.0.1", "port": 0],
+            "admin": ["host": "127.0.0.1", "port": 0],
+            "eventLoopThreads": 1,
+            "tokens": [
+                "issuers": [
+                    [
+                        "issuer": .string(TestKeys.issuer),
+                        "audiences": [.string(TestKeys.audience)],
+                        "keys": [["kid": "test-rs", "algorithm": "RS256", "publicKeyPEM": .string(TestKeys.rsa.publicKeyPEM)]],
+                        "leewaySeconds": 0,
+                    ]
+                ]
+            ],
+            "backends": ["api": ["urls": [.string(backendURL)]]],
+            "routes": [["name": "default", "pathPrefix": "/", "backend": "api"]],
+            "logging": ["accessLog": false],
+        ]
+    }
+
+    static func start(
+        backend existingBackend: EchoBackend? = nil,
+        clock: TestClock = TestClock(),
+        waitUntilReady: Bool = true,
+        configure: (inout JSONObject) -> Void = { _ in }
+    ) async throws -> GatewayFixture {
+        let backend: EchoBackend
+        if let existingBackend {
+            backend = existingBackend
+        } else {
+            backend = try await EchoBackend.start(group: TestGroup.shared)
+        }
+        var document = Self.baseConfiguration(backendURL: backend.baseURL)
+        configure(&document)
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("auth-gateway-test-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let path = directory.appendingPathComponent("gateway.json").path
+        try JSONValue.object(document).jsonText.write(toFile: path, atomically: true, encoding: .utf8)
+        let configuration = try ConfigurationLoader(environment: [:]).load(path: path)
+        var logger = Logger(label: "auth-gateway.test")
+        logger.logLevel = .critical
+        let application = try await GatewayApplication.make(configuration: configuration, logger: logger, clock: clock.function)
+        try await application.start()
+        if waitUntilReady {
+            for _ in 0..<200 where !application.isReady { try await Task.sleep(for: .milliseconds(10)) }
+        }
+        return GatewayFixture(application: application, backend: backend, clock: clock, directory: directory)
+    }
+
+    func connect(countOnly: Bool = false) async throws -> TestConnection {
+        try await TestConnection.connect(port: self.port, countOnly: countOnly)
+    }
+
+    func raw() async throws -> RawConnection {
+        try await RawConnection.connect(port: self.port)
+    }
+
+    /// One request on a fresh connection.
+    func send(_ request: TestRequest) async throws -> TestResponse {
+        let connection = try await self.connect()
+        defer { Task { await connection.close() } }
+        return try await connection.send(request)
+    }
+
+    func stop() async {
+        await self.application.shutdown()
+        await self.backend.close()
+        try? FileManager.default.removeItem(at: self.directory)
+    }
+}
+
+extension JSONObject {
+    /// Sets a value at a dotted path of objects (`"tokens.verifiedCacheEntries"`).
+    mutating func set(_ path: String, _ value: JSONValue) {
+        let parts = path.split(separator: ".").map(String.init)
+        self.set(parts[...], value)
+    }
+
+    private mutating func set(_ parts: ArraySlice<String>, _ value: JSONValue) {
+        guard let first = parts.first else { return }
+        if parts.count == 1 {
+            self[first] = value
+            return
+        }
+        var child = self[first]?.objectValue ?? JSONObject()
+        child.set(parts.dropFirst(), value)
+        self[first] = .object(child)
+    }
+}
+
+/// Resident memory of this process in bytes (Linux /proc).
+func residentMemoryBytes() -> Int {
+    guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
+    let fields = text.split(separator: " ")
+    guard fields.count > 1, let pages = Int(fields[1]) else { return 0 }
+    return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
+}

@@ -1,0 +1,105 @@
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+
+/// A TCP connection that sends and receives raw bytes: for malformed framing, slow headers,
+/// `Expect: 100-continue` and anything an HTTP client library would refuse to produce.
+final class RawConnection: Sendable {
+    let channel: Channel
+    private let sink: ByteSink
+
+    private init(channel: Channel, sink: ByteSink) {
+        self.channel = channel
+        self.sink = sink
+    }
+
+    static func connect(port: Int) async throws -> RawConnection {
+        let sink = ByteSink()
+        let channel = try await ClientBootstrap(group: TestGroup.shared)
+            .channelOption(.allowRemoteHalfClosure, value: true)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(sink) }
+            }
+            .connect(host: "127.0.0.1", port: port)
+            .get()
+        return RawConnection(channel: channel, sink: sink)
+    }
+
+    func send(_ text: String) async throws {
+        try await self.channel.writeAndFlush(ByteBuffer(string: text))
+    }
+
+    func send(bytes: [UInt8]) async throws {
+        try await self.channel.writeAndFlush(ByteBuffer(bytes: bytes))
+    }
+
+    /// Everything received so far, as text.
+    var received: String { self.sink.text }
+
+    var isClosed: Bool { self.sink.isClosed }
+
+    /// Waits until `condition` holds for the received text (or the connection closes).
+    @discardableResult
+    func waitFor(timeout: Duration = .seconds(5), _ condition: @escaping @Sendable (String) -> Bool) async -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if condition(self.received) { return true }
+            if self.isClosed { return condition(self.received) }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return condition(self.received)
+    }
+
+    /// Waits for the server to close the connection.
+    func waitForClose(timeout: Duration = .seconds(5)) async -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if self.isClosed { return true }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return self.isClosed
+    }
+
+    func close() async {
+        try? await self.channel.close()
+    }
+
+    /// The status code of the first response received, if any.
+    var firstStatus: Int? {
+        let text = self.received
+        guard text.hasPrefix("HTTP/1."), text.count >= 12 else { return nil }
+        return Int(text.dropFirst(9).prefix(3))
+    }
+}
+
+private final class ByteSink: ChannelInboundHandler, Sendable {
+    typealias InboundIn = ByteBuffer
+
+    private let state = NIOLockedValueBox((bytes: [UInt8](), closed: false))
+
+    var text: String { String(decoding: self.state.withLockedValue { $0.bytes }, as: UTF8.self) }
+    var isClosed: Bool { self.state.withLockedValue { $0.closed } }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let buffer = self.unwrapInboundIn(data)
+        self.state.withLockedValue { $0.bytes.append(contentsOf: buffer.readableBytesView) }
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event as? ChannelEvent == .inputClosed {
+            self.state.withLockedValue { $0.closed = true }
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        self.state.withLockedValue { $0.closed = true }
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: Error) {
+        self.state.withLockedValue { $0.closed = true }
+        context.close(promise: nil)
+    }
+}

@@ -1,0 +1,239 @@
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+
+@testable import AuthGateway
+
+/// One event loop group for every test server and client.
+enum TestGroup {
+    static let shared = MultiThreadedEventLoopGroup(numberOfThreads: 2)
+}
+
+struct TestRequest: Sendable {
+    var method: HTTPMethod = .GET
+    var uri: String
+    var headers: [(String, String)] = []
+    var body: String?
+
+    init(_ method: HTTPMethod = .GET, _ uri: String, headers: [(String, String)] = [], body: String? = nil) {
+        self.method = method
+        self.uri = uri
+        self.headers = headers
+        self.body = body
+    }
+
+    static func get(_ uri: String, token: String? = nil, headers: [(String, String)] = []) -> TestRequest {
+        var all = headers
+        if let token { all.append(("Authorization", "Bearer \(token)")) }
+        return TestRequest(.GET, uri, headers: all)
+    }
+}
+
+struct TestResponse: Sendable {
+    var status: Int
+    var headers: HTTPHeaders
+    var body: ByteBuffer
+    /// Body bytes counted (equals `body.readableBytes` unless the body was only counted).
+    var bodyBytes: Int
+    /// For counted downloads: whether every byte matched `EchoBackend.patternByte`.
+    var patternMatched: Bool
+
+    var text: String { String(buffer: self.body) }
+    var json: JSONValue? { try? JSONValue(parsing: self.text) }
+
+    func header(_ name: String) -> String? { self.headers.first(name: name) }
+
+    /// The headers the echo backend says it received (lower-cased names).
+    func echoedHeader(_ name: String) -> [String] {
+        self.json?["headers"]?[name.lowercased()]?.arrayValue?.compactMap(\.stringValue) ?? []
+    }
+}
+
+enum TestClientError: Error {
+    case connectionClosed
+    case timeout
+}
+
+/// An HTTP/1.1 client connection for the integration tests: sequential or pipelined requests,
+/// streaming uploads, counted downloads.
+final class TestConnection: Sendable {
+    let channel: Channel
+    private let collector: ResponseCollector
+
+    private init(channel: Channel, collector: ResponseCollector) {
+        self.channel = channel
+        self.collector = collector
+    }
+
+    static func connect(port: Int, countOnly: Bool = false) async throws -> TestConnection {
+        let channel = try await ClientBootstrap(group: TestGroup.shared)
+            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelInitializer { channel in
+                do {
+                    try channel.pipeline.syncOperations.addHTTPClientHandlers()
+                    try channel.pipeline.syncOperations.addHandler(ResponseCollector(countOnly: countOnly))
+                    return channel.eventLoop.makeSucceededVoidFuture()
+                } catch {
+                    return channel.eventLoop.makeFailedFuture(error)
+                }
+            }
+            .connect(host: "127.0.0.1", port: port)
+            .get()
+        let collector = try await channel.pipeline.handler(type: ResponseCollector.self).get()
+        return TestConnection(channel: channel, collector: collector)
+    }
+
+    func send(_ request: TestRequest, timeout: TimeAmount = .seconds(10)) async throws -> TestResponse {
+        try await self.sendPipelined([request], timeout: timeout)[0]
+    }
+
+    /// Writes all requests at once, then collects their responses in order.
+    func sendPipelined(_ requests: [TestRequest], timeout: TimeAmount = .seconds(10)) async throws -> [TestResponse] {
+        let futures = try await self.channel.eventLoop.submit { [collector, channel] in
+            var futures: [EventLoopFuture<TestResponse>] = []
+            for request in requests {
+                futures.append(collector.expectResponse(on: channel.eventLoop))
+                var headers = HTTPHeaders(request.headers)
+                if !headers.contains(name: "host") { headers.add(name: "Host", value: "127.0.0.1") }
+                if let body = request.body, !headers.contains(name: "content-length"), !headers.contains(name: "transfer-encoding") {
+                    headers.add(name: "Content-Length", value: String(body.utf8.count))
+                }
+                channel.write(HTTPClientRequestPart.head(HTTPRequestHead(version: .http1_1, method: request.method, uri: request.uri, headers: headers)), promise: nil)
+                if let body = request.body {
+                    channel.write(HTTPClientRequestPart.body(.byteBuffer(ByteBuffer(string: body))), promise: nil)
+                }
+                channel.write(HTTPClientRequestPart.end(nil), promise: nil)
+            }
+            channel.flush()
+            return futures
+        }.get()
+        var responses: [TestResponse] = []
+        for future in futures {
+            responses.append(try await Self.withTimeout(timeout, on: self.channel.eventLoop, future))
+        }
+        return responses
+    }
+
+    /// Streams `totalBytes` of `EchoBackend.patternByte` as the body of a POST, waiting for each
+    /// chunk to be written (so the client never holds more than one chunk).
+    func upload(_ uri: String, totalBytes: Int, headers: [(String, String)] = [], chunkSize: Int = 64 * 1024) async throws -> TestResponse {
+        var head = HTTPHeaders(headers)
+        head.add(name: "Host", value: "127.0.0.1")
+        head.add(name: "Content-Length", value: String(totalBytes))
+        let response = try await self.channel.eventLoop.submit { [collector, channel] in
+            channel.write(HTTPClientRequestPart.head(HTTPRequestHead(version: .http1_1, method: .POST, uri: uri, headers: head)), promise: nil)
+            return collector.expectResponse(on: channel.eventLoop)
+        }.get()
+        var sent = 0
+        while sent < totalBytes {
+            let size = min(chunkSize, totalBytes - sent)
+            var buffer = self.channel.allocator.buffer(capacity: size)
+            let start = sent
+            buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: size) { pointer in
+                for index in 0..<size { pointer[index] = EchoBackend.patternByte(at: start + index) }
+                return size
+            }
+            try await self.channel.writeAndFlush(HTTPClientRequestPart.body(.byteBuffer(buffer)))
+            sent += size
+        }
+        try await self.channel.writeAndFlush(HTTPClientRequestPart.end(nil))
+        return try await Self.withTimeout(.seconds(120), on: self.channel.eventLoop, response)
+    }
+
+    func close() async {
+        try? await self.channel.close()
+    }
+
+    /// Whether the server closed the connection within `timeout`.
+    func waitForClose(timeout: TimeAmount = .seconds(5)) async -> Bool {
+        let closed = self.channel.closeFuture.map { true }
+        return (try? await Self.withTimeout(timeout, on: self.channel.eventLoop, closed)) ?? false
+    }
+
+    static func withTimeout<T: Sendable>(_ timeout: TimeAmount, on eventLoop: EventLoop, _ future: EventLoopFuture<T>) async throws -> T {
+        let promise = eventLoop.makePromise(of: T.self)
+        let timer = eventLoop.scheduleTask(in: timeout) { promise.fail(TestClientError.timeout) }
+        future.whenComplete { result in
+            timer.cancel()
+            promise.completeWith(result)
+        }
+        return try await promise.futureResult.get()
+    }
+}
+
+/// Collects responses in order and completes the oldest waiting promise with each.
+private final class ResponseCollector: ChannelInboundHandler, Sendable {
+    typealias InboundIn = HTTPClientResponsePart
+
+    private struct State {
+        var waiting: [EventLoopPromise<TestResponse>] = []
+        var head: HTTPResponseHead?
+        var body = ByteBuffer()
+        var bodyBytes = 0
+        var patternMatched = true
+    }
+
+    private let countOnly: Bool
+    private let state = NIOLockedValueBox(State())
+
+    init(countOnly: Bool) { self.countOnly = countOnly }
+
+    func expectResponse(on eventLoop: EventLoop) -> EventLoopFuture<TestResponse> {
+        let promise = eventLoop.makePromise(of: TestResponse.self)
+        self.state.withLockedValue { $0.waiting.append(promise) }
+        return promise.futureResult
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let countOnly = self.countOnly
+        switch self.unwrapInboundIn(data) {
+        case .head(let head):
+            self.state.withLockedValue { state in
+                state.head = head
+                state.body.clear()
+                state.bodyBytes = 0
+                state.patternMatched = true
+            }
+        case .body(var part):
+            let size = part.readableBytes
+            self.state.withLockedValue { state in
+                if countOnly {
+                    let offset = state.bodyBytes
+                    part.withUnsafeReadableBytes { bytes in
+                        for index in 0..<bytes.count where bytes[index] != EchoBackend.patternByte(at: offset + index) {
+                            state.patternMatched = false
+                            break
+                        }
+                    }
+                } else {
+                    state.body.writeBuffer(&part)
+                }
+                state.bodyBytes += size
+            }
+        case .end:
+            let completed: (EventLoopPromise<TestResponse>, TestResponse)? = self.state.withLockedValue { state in
+                guard let head = state.head, !state.waiting.isEmpty else { return nil }
+                let bytes = countOnly ? state.bodyBytes : state.body.readableBytes
+                let response = TestResponse(status: Int(head.status.code), headers: head.headers, body: state.body, bodyBytes: bytes, patternMatched: state.patternMatched)
+                state.head = nil
+                return (state.waiting.removeFirst(), response)
+            }
+            if let (promise, response) = completed { promise.succeed(response) }
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        let waiting = self.state.withLockedValue { state in
+            defer { state.waiting = [] }
+            return state.waiting
+        }
+        for promise in waiting { promise.fail(TestClientError.connectionClosed) }
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: Error) {
+        context.close(promise: nil)
+    }
+}

@@ -1,0 +1,183 @@
+import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import Testing
+
+@testable import AuthGateway
+
+@Suite("Timeouts and slow clients (real sockets)")
+struct TimeoutTests {
+    @Test func slowHeadersAreCutOffWithoutDisturbingOthers() async throws {
+        let gateway = try await GatewayFixture.start { config in config.set("timeouts.requestHeaderSeconds", 1) }
+        defer { Task { await gateway.stop() } }
+        let token = TestKeys.token()
+        let slow = try await gateway.raw()
+        let started = ContinuousClock.now
+        try await slow.send("GET /slow HTTP/1.1\r\nHost: x\r\n")
+        // A well-behaved client keeps being served while the slow one dribbles headers.
+        let client = try await gateway.connect()
+        var served = 0
+        for index in 0..<10 where !slow.isClosed {
+            try? await slow.send("X-Drip-\(index): a\r\n")
+            #expect(try await client.send(.get("/fine/\(index)", token: token)).status == 200)
+            served += 1
+            try await Task.sleep(for: .milliseconds(300))
+        }
+        #expect(served >= 3)
+        #expect(await slow.waitForClose(timeout: .seconds(3)))
+        let elapsed = ContinuousClock.now - started
+        #expect(elapsed >= .milliseconds(900) && elapsed < .seconds(3), "closed after \(elapsed)")
+        #expect(slow.firstStatus == 408)
+        #expect(try await client.send(.get("/still-fine", token: token)).status == 200)
+        #expect(gateway.backend.requestCount == served + 1)
+        await client.close()
+    }
+
+    @Test func idleConnectionsAreClosed() async throws {
+        let gateway = try await GatewayFixture.start { config in config.set("timeouts.idleSeconds", 1) }
+        defer { Task { await gateway.stop() } }
+        let client = try await gateway.connect()
+        #expect(try await client.send(.get("/x", token: TestKeys.token())).status == 200)
+        let started = ContinuousClock.now
+        #expect(await client.waitForClose(timeout: .seconds(3)))
+        #expect(ContinuousClock.now - started >= .milliseconds(800))
+    }
+
+    @Test func slowBackendGets504AndTheGatewayStaysUp() async throws {
+        let gateway = try await GatewayFixture.start { config in
+            config["backends"] = ["api": ["urls": [.string(config.backendURL)], "responseTimeoutMilliseconds": 300]]
+        }
+        defer { Task { await gateway.stop() } }
+        let token = TestKeys.token()
+        let started = ContinuousClock.now
+        let slow = try await gateway.send(.get("/delay/2000", token: token))
+        #expect(slow.status == 504)
+        #expect(ContinuousClock.now - started < .milliseconds(1500))
+        #expect(slow.json?["type"]?.stringValue == "urn:auth-gateway:problem:upstream.timeout")
+        #expect(try await gateway.send(.get("/fast", token: token)).status == 200)
+    }
+}
+
+@Suite("Backend failures (real sockets)")
+struct BackendFailureTests {
+    /// A port nothing listens on.
+    static func deadURL() async throws -> String {
+        let backend = try await EchoBackend.start(group: TestGroup.shared)
+        let url = backend.baseURL
+        await backend.close()
+        return url
+    }
+
+    @Test func deadBackendGets502() async throws {
+        let dead = try await Self.deadURL()
+        let gateway = try await GatewayFixture.start { config in
+            config["backends"] = ["api": ["urls": [.string(dead)], "connectTimeoutMilliseconds": 500]]
+        }
+        defer { Task { await gateway.stop() } }
+        let client = try await gateway.connect()
+        let response = try await client.send(.get("/x", token: TestKeys.token()))
+        #expect(response.status == 502)
+        #expect(response.json?["type"]?.stringValue == "urn:auth-gateway:problem:upstream.unreachable")
+        // The client connection stays usable for the next request.
+        #expect(try await client.send(.get("/y", token: TestKeys.token())).status == 502)
+        await client.close()
+        let health = try await TestConnection.connect(port: gateway.adminPort).send(.get("/healthz"))
+        #expect(health.status == 200)
+        #expect(health.json?["status"]?.stringValue == "degraded")
+        #expect(health.json?["checks"]?["backends"]?["api"]?["status"]?.stringValue == "unavailable")
+    }
+
+    @Test func roundRobinSkipsAURLThatRefusesConnections() async throws {
+        let dead = try await Self.deadURL()
+        let second = try await EchoBackend.start(group: TestGroup.shared)
+        defer { Task { await second.close() } }
+        let gateway = try await GatewayFixture.start { config in
+            config["backends"] = ["api": ["urls": [.string(dead), .string(config.backendURL), .string(second.baseURL)]]]
+        }
+        defer { Task { await gateway.stop() } }
+        let token = TestKeys.token()
+        // Separate client connections at once, so the pool opens several upstream connections.
+        let responses = try await withThrowingTaskGroup(of: Int.self) { group in
+            for index in 0..<12 {
+                group.addTask { try await gateway.send(.get("/rr/\(index)", token: token)).status }
+            }
+            return try await group.reduce(into: [Int]()) { $0.append($1) }
+        }
+        #expect(responses.allSatisfy { $0 == 200 })
+        #expect(gateway.backend.requestCount + second.requestCount == 12)
+        #expect(gateway.backend.connectionCount >= 1)
+        #expect(second.connectionCount >= 1)
+    }
+
+    @Test func replayableRequestIsRetriedWhenAReusedConnectionDies() async throws {
+        let flaky = try await OneRequestPerConnectionBackend.start()
+        defer { Task { await flaky.close() } }
+        let gateway = try await GatewayFixture.start { config in
+            config["backends"] = ["api": ["urls": [.string(flaky.baseURL)]]]
+        }
+        defer { Task { await gateway.stop() } }
+        let client = try await gateway.connect()
+        let token = TestKeys.token()
+        #expect(try await client.send(.get("/first", token: token)).status == 200)
+        // The pooled connection will be dropped on its second request: GET is replayed once.
+        let second = try await client.send(.get("/second", token: token))
+        #expect(second.status == 200)
+        #expect(second.text == "/second")
+        // POST is not replayable: the failure surfaces as 502.
+        let post = try await client.send(TestRequest(.POST, "/third", headers: [("Authorization", "Bearer \(token)")], body: "data"))
+        #expect(post.status == 502)
+        await client.close()
+    }
+}
+
+/// A backend that answers the first request on each connection with keep-alive, then closes
+/// the connection when a second request arrives, without answering it — the keep-alive race.
+final class OneRequestPerConnectionBackend: Sendable {
+    private let server: Channel
+
+    private init(server: Channel) { self.server = server }
+
+    var baseURL: String { "http://127.0.0.1:\(self.server.localAddress?.port ?? 0)" }
+
+    static func start() async throws -> OneRequestPerConnectionBackend {
+        let server = try await ServerBootstrap(group: TestGroup.shared)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.configureHTTPServerPipeline()
+                    try channel.pipeline.syncOperations.addHandler(Handler())
+                }
+            }
+            .bind(host: "127.0.0.1", port: 0)
+            .get()
+        return OneRequestPerConnectionBackend(server: server)
+    }
+
+    func close() async { try? await self.server.close() }
+
+    private final class Handler: ChannelInboundHandler, @unchecked Sendable {
+        typealias InboundIn = HTTPServerRequestPart
+        typealias OutboundOut = HTTPServerResponsePart
+        var requests = 0
+        var uri = ""
+
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            switch self.unwrapInboundIn(data) {
+            case .head(let head):
+                self.requests += 1
+                self.uri = head.uri
+                if self.requests > 1 { context.close(promise: nil) }
+            case .body:
+                break
+            case .end:
+                guard self.requests == 1 else { return }
+                let body = context.channel.allocator.buffer(string: self.uri)
+                var headers = HTTPHeaders()
+                headers.add(name: "Content-Length", value: String(body.readableBytes))
+                context.write(self.wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .ok, headers: headers))), promise: nil)
+                context.write(self.wrapOutboundOut(.body(.byteBuffer(body))), promise: nil)
+                context.writeAndFlush(self.wrapOutboundOut(.end(nil)), promise: nil)
+            }
+        }
+    }
+}
