@@ -31,6 +31,11 @@ public struct KeyRefreshService: Service {
 
     public func run() async throws {
         let application = self.application
+        guard !application.shared.keyStore.remoteIssuers.isEmpty else {
+            // Nothing to refresh; a service that returns early would end the whole group.
+            try? await gracefulShutdown()
+            return
+        }
         await cancelWhenGracefulShutdown {
             await withTaskGroup(of: Void.self) { group in
                 for issuer in application.shared.keyStore.remoteIssuers {

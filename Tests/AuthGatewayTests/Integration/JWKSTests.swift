@@ -1,0 +1,140 @@
+import Crypto
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTP1
+import Testing
+
+@testable import AuthGateway
+
+@Suite("Remote JWKS (real sockets)")
+struct JWKSTests {
+    /// A JWKS endpoint serving the public keys of `signers`, or failing with `status`.
+    final class KeyEndpoint: Sendable {
+        let service: ScriptedAuthService
+        private let state = NIOLockedValueBox<(signers: [JWTSigner], status: Int)>(([], 200))
+
+        private init(service: ScriptedAuthService) { self.service = service }
+
+        static func start(_ signers: [JWTSigner]) async throws -> KeyEndpoint {
+            let holder = NIOLockedValueBox<KeyEndpoint?>(nil)
+            let service = try await ScriptedAuthService.start { _ in
+                guard let endpoint = holder.withLockedValue({ $0 }) else { return SimpleResponse(status: .internalServerError) }
+                let (signers, status) = endpoint.state.withLockedValue { ($0.signers, $0.status) }
+                guard status == 200 else { return SimpleResponse(status: HTTPResponseStatus(statusCode: status)) }
+                return .json(.ok, ["keys": .array(signers.map { try! $0.publicJWK() })])
+            }
+            let endpoint = KeyEndpoint(service: service)
+            endpoint.serve(signers)
+            holder.withLockedValue { $0 = endpoint }
+            return endpoint
+        }
+
+        func serve(_ signers: [JWTSigner]) { self.state.withLockedValue { $0.signers = signers } }
+        func fail(with status: Int) { self.state.withLockedValue { $0.status = status } }
+        var fetches: Int { self.service.calls("/jwks.json") }
+        var url: String { self.service.baseURL + "/jwks.json" }
+    }
+
+    static func gateway(endpoint: KeyEndpoint, minRefetch: Int = 10, waitUntilReady: Bool = true) async throws -> GatewayFixture {
+        try await GatewayFixture.start(waitUntilReady: waitUntilReady) { config in
+            config["eventLoopThreads"] = 2
+            config["tokens"] = [
+                "issuers": [
+                    [
+                        "issuer": .string(TestKeys.issuer), "audiences": [.string(TestKeys.audience)],
+                        "jwksURL": .string(endpoint.url), "jwksMinRefetchSeconds": .number(JSONNumber(minRefetch)), "leewaySeconds": 0,
+                    ]
+                ]
+            ]
+        }
+    }
+
+    static let first = try! JWTSigner.generateRS256(kid: "key-1")
+    static let second = JWTSigner(key: .es256(P256.Signing.PrivateKey()), kid: "key-2")
+    static let third = JWTSigner(key: .edDSA(Curve25519.Signing.PrivateKey()), kid: "key-3")
+
+    @Test func keysAreFetchedBeforeReadinessAndRotationIsPickedUp() async throws {
+        let endpoint = try await KeyEndpoint.start([Self.first])
+        defer { Task { await endpoint.service.stop() } }
+        let gateway = try await Self.gateway(endpoint: endpoint, minRefetch: 1)
+        defer { Task { await gateway.stop() } }
+        #expect(gateway.application.isReady)
+        #expect(endpoint.fetches == 1)
+        #expect(try await gateway.send(.get("/a", token: TestKeys.token(signer: Self.first))).status == 200)
+        // The issuer rotates to an EC key and an Ed25519 key; a token with the new kid makes
+        // the gateway refetch once, then verify.
+        endpoint.serve([Self.second, Self.third])
+        try await Task.sleep(for: .milliseconds(1100))
+        #expect(try await gateway.send(.get("/b", token: TestKeys.token(signer: Self.second))).status == 200)
+        #expect(try await gateway.send(.get("/c", token: TestKeys.token(signer: Self.third))).status == 200)
+        #expect(endpoint.fetches == 2)
+        // The removed key stops verifying at once, even for a token verified (and cached) before.
+        #expect(try await gateway.send(.get("/d", token: TestKeys.token(signer: Self.first))).status == 401)
+        let health = try await TestConnection.connect(port: gateway.adminPort).send(.get("/healthz"))
+        #expect(health.json?["checks"]?["keys"]?[TestKeys.issuer]?["keys"]?.numberValue?.exactInt == 2)
+    }
+
+    @Test func aFloodOfUnknownKidsCostsTheKeyEndpointAtMostOneFetch() async throws {
+        let endpoint = try await KeyEndpoint.start([Self.first])
+        defer { Task { await endpoint.service.stop() } }
+        let gateway = try await Self.gateway(endpoint: endpoint, minRefetch: 60)
+        defer { Task { await gateway.stop() } }
+        #expect(endpoint.fetches == 1)
+        let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+            for index in 0..<60 {
+                group.addTask {
+                    let forger = JWTSigner(key: .es256(P256.Signing.PrivateKey()), kid: "forged-\(index)")
+                    return try await gateway.send(.get("/f", token: TestKeys.token(signer: forger))).status
+                }
+            }
+            return try await group.reduce(into: [Int]()) { $0.append($1) }
+        }
+        #expect(statuses.allSatisfy { $0 == 401 })
+        #expect(endpoint.fetches == 2)
+        #expect(gateway.backend.requestCount == 0)
+        // And valid tokens keep working throughout.
+        #expect(try await gateway.send(.get("/ok", token: TestKeys.token(signer: Self.first))).status == 200)
+    }
+
+    @Test func lastGoodKeysSurviveAnEndpointOutage() async throws {
+        let endpoint = try await KeyEndpoint.start([Self.first])
+        defer { Task { await endpoint.service.stop() } }
+        let gateway = try await Self.gateway(endpoint: endpoint, minRefetch: 1)
+        defer { Task { await gateway.stop() } }
+        endpoint.fail(with: 503)
+        try await Task.sleep(for: .milliseconds(1100))
+        // An unknown kid makes the gateway try the endpoint, which fails: the gateway could not
+        // check, so 503; the known key still verifies.
+        let unknown = try await gateway.send(.get("/u", token: TestKeys.token(signer: Self.second)))
+        #expect(unknown.status == 503)
+        #expect(endpoint.fetches == 2)
+        #expect(try await gateway.send(.get("/k", token: TestKeys.token(signer: Self.first))).status == 200)
+        let health = try await TestConnection.connect(port: gateway.adminPort).send(.get("/healthz"))
+        #expect(health.json?["status"]?.stringValue == "degraded")
+        #expect(health.json?["checks"]?["keys"]?[TestKeys.issuer]?["lastError"]?.stringValue == "HTTP 503")
+    }
+
+    @Test func notReadyUntilTheFirstFetchSucceeds() async throws {
+        let endpoint = try await KeyEndpoint.start([Self.first])
+        defer { Task { await endpoint.service.stop() } }
+        endpoint.fail(with: 500)
+        let gateway = try await Self.gateway(endpoint: endpoint, minRefetch: 1, waitUntilReady: false)
+        defer { Task { await gateway.stop() } }
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(!gateway.application.isReady)
+        let admin = try await TestConnection.connect(port: gateway.adminPort)
+        #expect(try await admin.send(.get("/readyz")).status == 503)
+        #expect(try await admin.send(.get("/healthz")).status == 503)
+        // Requests meanwhile: 503 (keys unavailable), not 401.
+        let early = try await gateway.send(.get("/e", token: TestKeys.token(signer: Self.first)))
+        #expect(early.status == 503)
+        #expect(early.json?["type"]?.stringValue == "urn:auth-gateway:problem:keys.unavailable")
+        endpoint.fail(with: 200)
+        try await Task.sleep(for: .milliseconds(1100))
+        #expect(try await gateway.send(.get("/l", token: TestKeys.token(signer: Self.first))).status == 200)
+        #expect(gateway.application.isReady)
+        #expect(try await admin.send(.get("/readyz")).status == 200)
+        await admin.close()
+    }
+}

@@ -1,0 +1,77 @@
+import Foundation
+import NIOCore
+import NIOPosix
+import Testing
+
+@testable import AuthGateway
+
+@Suite("Health, metrics and drain (real sockets)")
+struct LifecycleTests {
+    @Test func healthEndpointsOnBothListeners() async throws {
+        let gateway = try await GatewayFixture.start()
+        defer { Task { await gateway.stop() } }
+        for port in [gateway.port, gateway.adminPort] {
+            let client = try await TestConnection.connect(port: port)
+            let live = try await client.send(.get("/livez"))
+            #expect(live.status == 200)
+            let ready = try await client.send(.get("/readyz"))
+            #expect(ready.status == 200)
+            let health = try await client.send(.get("/healthz"))
+            #expect(health.status == 200)
+            #expect(health.json?["status"]?.stringValue == "ok")
+            #expect(health.json?["checks"]?["keys"]?["https://issuer.test"]?["keys"]?.numberValue?.exactInt == 1)
+            await client.close()
+        }
+        // Health paths never reach the backend, and need no token.
+        #expect(gateway.backend.requestCount == 0)
+    }
+
+    @Test func metricsCountRequestsByRouteStatusClassAndFailureReason() async throws {
+        let gateway = try await GatewayFixture.start()
+        defer { Task { await gateway.stop() } }
+        let client = try await gateway.connect()
+        let token = TestKeys.token()
+        for _ in 0..<3 { _ = try await client.send(.get("/ok", token: token)) }
+        _ = try await client.send(.get("/no-token"))
+        _ = try await client.send(.get("/expired", token: TestKeys.token(expiresIn: -60)))
+        await client.close()
+        let metrics = try await TestConnection.connect(port: gateway.adminPort).send(.get("/metrics"))
+        #expect(metrics.status == 200)
+        #expect(metrics.header("content-type")?.hasPrefix("text/plain; version=0.0.4") == true)
+        let text = metrics.text
+        #expect(text.contains("auth_gateway_requests_total{route=\"default\",status_class=\"2xx\"} 3\n"))
+        #expect(text.contains("auth_gateway_requests_total{route=\"-\",status_class=\"4xx\"} 2\n"))
+        #expect(text.contains("auth_gateway_auth_failures_total{reason=\"missing\"} 1\n"))
+        #expect(text.contains("auth_gateway_auth_failures_total{reason=\"expired\"} 1\n"))
+        #expect(text.contains("auth_gateway_upstream_duration_seconds_count{backend=\"api\"} 3\n"))
+        #expect(text.contains("# TYPE auth_gateway_upstream_duration_seconds histogram"))
+        // One valid token used three times, plus the expired one (its signature verified; only
+        // the clock refuses it, on every use).
+        #expect(text.contains("auth_gateway_verified_token_cache_entries 2\n"))
+    }
+
+    @Test func drainFinishesInFlightRequestsAndStopsAccepting() async throws {
+        let gateway = try await GatewayFixture.start { config in config.set("timeouts.drainSeconds", 5) }
+        defer { Task { await gateway.stop() } }
+        let token = TestKeys.token()
+        let idle = try await gateway.connect()
+        #expect(try await idle.send(.get("/warm", token: token)).status == 200)
+        let busy = try await gateway.connect()
+        let inFlight = Task { try await busy.send(.get("/delay/800", token: token)) }
+        try await Task.sleep(for: .milliseconds(150))
+        let started = ContinuousClock.now
+        let drain = Task { await gateway.application.drain() }
+        try await Task.sleep(for: .milliseconds(100))
+        // Readiness turns 503 on the admin listener; the main listener accepts no more.
+        let ready = try await TestConnection.connect(port: gateway.adminPort).send(.get("/readyz"))
+        #expect(ready.status == 503)
+        await #expect(throws: (any Error).self) { _ = try await TestConnection.connect(port: gateway.port) }
+        // The idle keep-alive connection is closed at once; the busy one finishes its request.
+        #expect(await idle.waitForClose(timeout: .seconds(1)))
+        let response = try await inFlight.value
+        #expect(response.status == 200)
+        #expect(response.header("connection") == "close")
+        await drain.value
+        #expect(ContinuousClock.now - started < .seconds(3))
+    }
+}

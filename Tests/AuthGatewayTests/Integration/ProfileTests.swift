@@ -1,0 +1,152 @@
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTP1
+import Testing
+
+@testable import AuthGateway
+
+@Suite("Profile cache (real sockets)")
+struct ProfileTests {
+    /// A RainMaker `GET /v1/user`: `super_admin` for subjects starting with "admin".
+    static func userService(delayMilliseconds: Int64 = 0, status: NIOLockedValueBox<Int>? = nil) async throws -> ScriptedAuthService {
+        try await ScriptedAuthService.start { request, eventLoop in
+            let forced = status?.withLockedValue { $0 } ?? 200
+            let response: SimpleResponse
+            if forced != 200 {
+                response = .json(HTTPResponseStatus(statusCode: forced), ["status": "failure"])
+            } else if let header = request.headers.first(name: "authorization"), !header.hasPrefix("Bearer "),
+                let token = TokenExtractor.token(inHeaderValue: header[...], bearer: false, raw: true)?.value,
+                let payload = token.split(separator: ".").dropFirst().first.flatMap({ Base64URL.decode($0) }),
+                let claims = try? JSONValue(parsingBytes: payload), case .string(let subject)? = claims["sub"]
+            {
+                response = .json(.ok, [
+                    "user_id": .string("id-\(subject)"), "user_name": .string("\(subject)@example.com"),
+                    "super_admin": .bool(subject.hasPrefix("admin")), "groups": ["a", "b"],
+                ])
+            } else {
+                response = .json(.unauthorized, ["status": "failure"])
+            }
+            guard delayMilliseconds > 0 else { return eventLoop.makeSucceededFuture(response) }
+            return eventLoop.scheduleTask(in: .milliseconds(delayMilliseconds)) { response }.futureResult
+        }
+    }
+
+    static func gateway(service: ScriptedAuthService, clock: TestClock = TestClock(), ttl: Int = 60, stale: Int = 60) async throws -> GatewayFixture {
+        try await GatewayFixture.start(clock: clock) { config in
+            config["eventLoopThreads"] = 2
+            config["authService"] = [
+                "url": .string(service.baseURL), "timeoutMilliseconds": 500,
+                "profile": ["path": "/v1/user", "authorization": "raw", "ttlSeconds": .number(JSONNumber(ttl)), "staleSeconds": .number(JSONNumber(stale))],
+            ]
+            config["identityHeaders"] = ["X-User-Id": "profile.user_id", "X-User-Super-Admin": "profile.super_admin", "X-User-Groups": "profile.groups"]
+            config["routes"] = [
+                ["name": "admin", "pathPrefix": "/admin/", "backend": "api", "require": ["profile.super_admin": true]],
+                ["name": "default", "pathPrefix": "/", "backend": "api"],
+            ]
+        }
+    }
+
+    @Test func oneFetchServesManySequentialRequests() async throws {
+        let service = try await Self.userService()
+        defer { Task { await service.stop() } }
+        let gateway = try await Self.gateway(service: service)
+        defer { Task { await gateway.stop() } }
+        let token = TestKeys.token(subject: "erin")
+        let client = try await gateway.connect()
+        for index in 0..<100 {
+            let response = try await client.send(.get("/p/\(index)", token: token))
+            #expect(response.status == 200)
+            #expect(response.echoedHeader("x-user-id") == ["id-erin"])
+            #expect(response.echoedHeader("x-user-super-admin") == ["false"])
+            #expect(response.echoedHeader("x-user-groups") == ["a,b"])
+        }
+        #expect(service.calls("/v1/user") == 1)
+        await client.close()
+        let metrics = try await TestConnection.connect(port: gateway.adminPort).send(.get("/metrics")).text
+        #expect(metrics.contains("auth_gateway_profile_cache_total{result=\"miss\"} 1\n"))
+        #expect(metrics.contains("auth_gateway_profile_cache_total{result=\"hit\"} 99\n"))
+    }
+
+    @Test func concurrentFirstRequestsShareOneFetch() async throws {
+        let service = try await Self.userService(delayMilliseconds: 200)
+        defer { Task { await service.stop() } }
+        let gateway = try await Self.gateway(service: service)
+        defer { Task { await gateway.stop() } }
+        let token = TestKeys.token(subject: "frank")
+        let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+            for index in 0..<50 { group.addTask { try await gateway.send(.get("/c/\(index)", token: token)).status } }
+            return try await group.reduce(into: [Int]()) { $0.append($1) }
+        }
+        #expect(statuses == Array(repeating: 200, count: 50))
+        #expect(service.calls("/v1/user") == 1)
+    }
+
+    @Test func requirementsOnProfileValues() async throws {
+        let service = try await Self.userService()
+        defer { Task { await service.stop() } }
+        let gateway = try await Self.gateway(service: service)
+        defer { Task { await gateway.stop() } }
+        let refused = try await gateway.send(.get("/admin/users", token: TestKeys.token(subject: "erin")))
+        #expect(refused.status == 403)
+        #expect(refused.header("www-authenticate")?.contains("insufficient_scope") == true)
+        let admitted = try await gateway.send(.get("/admin/users", token: TestKeys.token(subject: "admin-gina")))
+        #expect(admitted.status == 200)
+        #expect(admitted.echoedHeader("x-user-super-admin") == ["true"])
+        #expect(gateway.backend.requestCount == 1)
+    }
+
+    @Test func expiryStaleServingAndOutages() async throws {
+        let status = NIOLockedValueBox(200)
+        let service = try await Self.userService(status: status)
+        defer { Task { await service.stop() } }
+        let clock = TestClock()
+        let gateway = try await Self.gateway(service: service, clock: clock, ttl: 10, stale: 20)
+        defer { Task { await gateway.stop() } }
+        let token = TestKeys.token(subject: "hank", expiresIn: 3600)
+        let client = try await gateway.connect()
+        #expect(try await client.send(.get("/1", token: token)).status == 200)
+        #expect(service.calls("/v1/user") == 1)
+
+        // Past the TTL: served stale at once, refreshed in the background.
+        clock.advance(by: 11)
+        #expect(try await client.send(.get("/2", token: token)).status == 200)
+        for _ in 0..<100 where service.calls("/v1/user") < 2 { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(service.calls("/v1/user") == 2)
+
+        // The auth service goes down: the entry (refreshed at +11) is served stale…
+        status.withLockedValue { $0 = 503 }
+        clock.advance(by: 15)
+        #expect(try await client.send(.get("/3", token: token)).status == 200)
+        // …until staleSeconds after it went stale; then 503 with Retry-After.
+        clock.advance(by: 30)
+        let unavailable = try await client.send(.get("/4", token: token))
+        #expect(unavailable.status == 503)
+        #expect(unavailable.header("retry-after") != nil)
+        await client.close()
+    }
+
+    @Test func profileEndpoint401RefusesTheRequest() async throws {
+        let status = NIOLockedValueBox(401)
+        let service = try await Self.userService(status: status)
+        defer { Task { await service.stop() } }
+        let gateway = try await Self.gateway(service: service)
+        defer { Task { await gateway.stop() } }
+        let response = try await gateway.send(.get("/x", token: TestKeys.token(subject: "ivan")))
+        #expect(response.status == 401)
+        #expect(response.header("www-authenticate")?.contains("invalid_token") == true)
+        #expect(gateway.backend.requestCount == 0)
+    }
+
+    @Test func routesThatNeedNoProfileNeverFetchOne() async throws {
+        let service = try await Self.userService()
+        defer { Task { await service.stop() } }
+        let gateway = try await GatewayFixture.start { config in
+            config["authService"] = ["url": .string(service.baseURL), "profile": ["path": "/v1/user"]]
+            config["identityHeaders"] = ["X-User-Subject": "claims.sub"]
+        }
+        defer { Task { await gateway.stop() } }
+        #expect(try await gateway.send(.get("/x", token: TestKeys.token())).status == 200)
+        #expect(service.calls("/v1/user") == 0)
+    }
+}
