@@ -1,6 +1,7 @@
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import NIOSSL
 
 /// A complete request as a small server sees it.
 public struct SimpleRequest: Sendable {
@@ -47,11 +48,13 @@ public final class SimpleHTTPServer: Sendable {
     public var port: Int { self.channel.localAddress?.port ?? 0 }
     public var baseURL: String { "http://127.0.0.1:\(self.port)" }
 
-    public static func start(group: EventLoopGroup, host: String = "127.0.0.1", port: Int = 0, handler: @escaping Handler) async throws -> SimpleHTTPServer {
+    /// Starts the server; with `tls`, it speaks HTTPS.
+    public static func start(group: EventLoopGroup, host: String = "127.0.0.1", port: Int = 0, tls: NIOSSLContext? = nil, handler: @escaping Handler) async throws -> SimpleHTTPServer {
         let channel = try await ServerBootstrap(group: group)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
                 do {
+                    if let tls { try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tls)) }
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
                     try channel.pipeline.syncOperations.addHandler(SimpleRequestHandler(handler: handler))
                     return channel.eventLoop.makeSucceededVoidFuture()

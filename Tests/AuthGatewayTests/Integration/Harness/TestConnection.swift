@@ -3,6 +3,7 @@ import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import NIOSSL
 
 @testable import AuthGateway
 
@@ -67,11 +68,12 @@ final class TestConnection: Sendable {
         self.collector = collector
     }
 
-    static func connect(port: Int, countOnly: Bool = false) async throws -> TestConnection {
+    static func connect(port: Int, countOnly: Bool = false, tls: NIOSSLContext? = nil) async throws -> TestConnection {
         let channel = try await ClientBootstrap(group: TestGroup.shared)
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
             .channelInitializer { channel in
                 do {
+                    if let tls { try channel.pipeline.syncOperations.addHandler(NIOSSLClientHandler(context: tls, serverHostname: "localhost")) }
                     try channel.pipeline.syncOperations.addHTTPClientHandlers()
                     try channel.pipeline.syncOperations.addHandler(ResponseCollector(countOnly: countOnly))
                     return channel.eventLoop.makeSucceededVoidFuture()

@@ -1,0 +1,75 @@
+import Foundation
+import NIOCore
+import NIOSSL
+import Testing
+
+@testable import AuthGateway
+
+/// TLS on the listener, and HTTPS to the auth service with a configured CA file.
+@Suite("TLS (real sockets)")
+struct TLSTests {
+    /// The example certificate (CN/SAN localhost, 127.0.0.1) shipped with config/examples.
+    static let certificatePath = ProcessTests.packageRoot.appendingPathComponent("config/examples/tls/example-cert.pem").path
+    static let keyPath = ProcessTests.packageRoot.appendingPathComponent("config/examples/tls/example-key.pem").path
+
+    static func clientContext() throws -> NIOSSLContext {
+        var configuration = TLSConfiguration.makeClientConfiguration()
+        configuration.trustRoots = .file(Self.certificatePath)
+        return try NIOSSLContext(configuration: configuration)
+    }
+
+    static func serverContext() throws -> NIOSSLContext {
+        let configuration = TLSConfiguration.makeServerConfiguration(
+            certificateChain: try NIOSSLCertificate.fromPEMFile(Self.certificatePath).map { .certificate($0) },
+            privateKey: .privateKey(try NIOSSLPrivateKey(file: Self.keyPath, format: .pem))
+        )
+        return try NIOSSLContext(configuration: configuration)
+    }
+
+    @Test func tlsListenerSetsForwardedProtoAndSecureCookies() async throws {
+        let rainmaker = try await RotatingRainMaker.start()
+        defer { Task { await rainmaker.service.stop() } }
+        let gateway = try await GatewayFixture.start { config in
+            config["listener"] = ["host": "127.0.0.1", "port": 0, "tls": ["certificatePEMFile": .string(Self.certificatePath), "privateKeyPEMFile": .string(Self.keyPath)]]
+            config["authService"] = ["url": .string(rainmaker.service.baseURL), "refresh": [:]]
+        }
+        defer { Task { await gateway.stop() } }
+        let client = try await TestConnection.connect(port: gateway.port, tls: try Self.clientContext())
+        let plain = try await client.send(.get("/x", token: TestKeys.token()))
+        #expect(plain.status == 200)
+        #expect(plain.echoedHeader("x-forwarded-proto") == ["https"])
+        let refreshed = try await client.send(TestRequest(.GET, "/y", headers: [("Cookie", "access_token=\(TestKeys.token(expiresIn: -30)); refresh_token=\(rainmaker.issueRefreshToken())")]))
+        #expect(refreshed.status == 200)
+        #expect(refreshed.headers["set-cookie"].count == 2)
+        #expect(refreshed.headers["set-cookie"].allSatisfy { $0.hasSuffix("; Secure") })
+        await client.close()
+    }
+
+    @Test func httpsAuthServiceIsTrustedThroughTheConfiguredCAFile() async throws {
+        let service = try await SimpleHTTPServer.start(group: TestGroup.shared, tls: try Self.serverContext()) { request, eventLoop in
+            eventLoop.makeSucceededFuture(.json(.ok, ["user_id": "tls-user"]))
+        }
+        defer { Task { await service.close() } }
+        func gateway(caFile: String?) async throws -> GatewayFixture {
+            try await GatewayFixture.start { config in
+                var authService: JSONObject = ["url": .string("https://localhost:\(service.port)"), "timeoutMilliseconds": 1000, "profile": ["path": "/v1/user"]]
+                if let caFile { authService["caCertificatePEMFile"] = .string(caFile) }
+                config["authService"] = .object(authService)
+                config["identityHeaders"] = ["X-User-Id": "profile.user_id"]
+            }
+        }
+        let trusting = try await gateway(caFile: Self.certificatePath)
+        defer { Task { await trusting.stop() } }
+        let response = try await trusting.send(.get("/p", token: TestKeys.token()))
+        #expect(response.status == 200)
+        #expect(response.echoedHeader("x-user-id") == ["tls-user"])
+
+        // Without the CA the certificate is not trusted: the auth service counts as
+        // unavailable (503), never as "no profile needed".
+        let untrusting = try await gateway(caFile: nil)
+        defer { Task { await untrusting.stop() } }
+        let refused = try await untrusting.send(.get("/p", token: TestKeys.token()))
+        #expect(refused.status == 503)
+        #expect(untrusting.backend.requestCount == 0)
+    }
+}
