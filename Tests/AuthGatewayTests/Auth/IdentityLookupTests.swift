@@ -47,6 +47,16 @@ struct IdentityLookupTests {
         #expect(IdentityLookup.satisfies(.number(JSONNumber(text: "1.0", double: 1)), expected: 1, name: "n"))
     }
 
+    @Test("requirements on 64-bit integer ids compare exactly, not as doubles")
+    func largeIntegerRequirement() throws {
+        // Snowflake-style ids (~1e18) are beyond 2^53: neighbouring ids share one Double.
+        let actual = try JSONValue(parsing: "1234567890123456789")
+        let expected = try JSONValue(parsing: "1234567890123456788")
+        #expect(IdentityLookup.satisfies(actual, expected: actual, name: "org_id"))
+        #expect(!IdentityLookup.satisfies(actual, expected: expected, name: "org_id"), "org 1234567890123456789 passes a requirement for org 1234567890123456788")
+        #expect(!IdentityLookup.satisfies(.array([actual]), expected: expected, name: "org_ids"))
+    }
+
     @Test("a space-separated scope string counts as a list, other strings do not")
     func scopeList() {
         #expect(IdentityLookup.satisfies("read write  admin", expected: "admin", name: "scope"))

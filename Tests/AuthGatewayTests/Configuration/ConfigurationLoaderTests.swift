@@ -317,6 +317,23 @@ struct ConfigurationLoaderTests {
         expectSingleIssue(editing(fullConfiguration, [("tokens.issuers[0].audience", "x")]), path: "tokens.issuers[0].audience", contains: "unknown key")
     }
 
+    @Test(
+        "an unknown key is caught in every section",
+        arguments: [
+            "limits.x", "timeouts.x", "tokens.x", "tokens.issuers[0].x", "authService.x", "authService.refresh.x",
+            "authService.refresh.responseHeaders.x", "authService.profile.x", "backends.api.x", "routes[2].x", "health.x", "logging.x", "admin.x",
+        ]
+    )
+    func unknownKeyEverySection(path: String) {
+        expectSingleIssue(editing(fullConfiguration, [(path, 1)]), path: path, contains: "unknown key")
+    }
+
+    @Test("an unknown key in a token source entry")
+    func unknownKeyInTokenSource() {
+        let text = editing(fullConfiguration, [("tokens.sources", [["header": "Authorization", "scheme": ["Bearer"]]])])
+        expectSingleIssue(text, path: "tokens.sources[0].scheme", contains: "unknown key")
+    }
+
     // MARK: Types
 
     @Test(
