@@ -40,6 +40,13 @@ struct UpstreamURLTests {
         #expect(reason("http://[::1]x") == "invalid authority")
     }
 
+    @Test("an IPv6 literal without brackets is refused, not misread as host and port")
+    func unbracketedIPv6() {
+        // Read naively, "fe80::1" is host "fe80:" with port 1.
+        #expect(parse("http://fe80::1") == nil)
+        #expect(parse("http://::1") == nil)
+    }
+
     @Test("the Host header leaves out the scheme's default port only")
     func hostHeader() {
         #expect(parse("http://a:80")?.hostHeader == "a")
