@@ -40,13 +40,13 @@ struct JWKSetTests {
     func sameKeysAsPEM() throws {
         let parsed = try JWKSet.parse(text: Fixtures.text("jwt/keys/jwks.json"))
         let rsa = try #require(parsed.keys.first { $0.kid == "rsa-1" })
-        guard case .rsa(let fromJWK) = rsa.key, case .rsa(let fromPEM) = TestKeys.publicKey("rsa") else {
+        guard case .rsa(let fromJWK) = rsa.key, case .rsa(let fromPEM) = VectorKeys.publicKey("rsa") else {
             Issue.record("expected RSA keys")
             return
         }
         #expect(fromJWK.derRepresentation == fromPEM.derRepresentation)
         let ed = try #require(parsed.keys.first { $0.kid == "ed-1" })
-        guard case .ed25519(let edJWK) = ed.key, case .ed25519(let edPEM) = TestKeys.publicKey("ed25519") else {
+        guard case .ed25519(let edJWK) = ed.key, case .ed25519(let edPEM) = VectorKeys.publicKey("ed25519") else {
             Issue.record("expected Ed25519 keys")
             return
         }

@@ -13,19 +13,19 @@ struct KeySnapshotTests {
 
     @Test("issuers are found by name")
     func issuerIndex() {
-        let snapshot = TestKeys.staticSnapshot
-        #expect(snapshot.issuerIndex(for: TestKeys.issuer) == 0)
-        #expect(snapshot.issuerIndex(for: TestKeys.otherIssuer) == 1)
-        #expect(snapshot.issuerIndex(for: TestKeys.issuer + "/") == nil)
-        #expect(snapshot.issuers[0].keyCount == TestKeys.staticIssuerKeys.count)
+        let snapshot = VectorKeys.staticSnapshot
+        #expect(snapshot.issuerIndex(for: VectorKeys.issuer) == 0)
+        #expect(snapshot.issuerIndex(for: VectorKeys.otherIssuer) == 1)
+        #expect(snapshot.issuerIndex(for: VectorKeys.issuer + "/") == nil)
+        #expect(snapshot.issuers[0].keyCount == VectorKeys.staticIssuerKeys.count)
     }
 
     @Test("static keys win over remote keys with the same kid; kid-less keys are all kept")
     func staticKeysWin() {
-        let staticKey = TestKeys.key("shared", .ES256, "ec256")
-        let remoteSame = TestKeys.key("shared", .EdDSA, "ed25519")
-        let remoteOnly = TestKeys.key("remote", .RS256, "rsa")
-        let kidless = [TestKeys.key(nil, .RS256, "rsa"), TestKeys.key(nil, .ES384, "ec384")]
+        let staticKey = VectorKeys.key("shared", .ES256, "ec256")
+        let remoteSame = VectorKeys.key("shared", .EdDSA, "ed25519")
+        let remoteOnly = VectorKeys.key("remote", .RS256, "rsa")
+        let kidless = [VectorKeys.key(nil, .RS256, "rsa"), VectorKeys.key(nil, .ES384, "ec384")]
         let tokens = TokensConfiguration(
             sources: TokensConfiguration.defaultSources,
             issuers: [issuerConfiguration("https://a.test", staticKeys: [staticKey, kidless[0]], remote: true), issuerConfiguration("https://b.test", staticKeys: [], remote: false)],

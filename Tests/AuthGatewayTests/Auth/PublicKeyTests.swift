@@ -62,9 +62,9 @@ struct PublicKeyTests {
         // And it verifies the vector signed by that key.
         let token = try #require(tokenVectors.first { $0.name == "valid-rs256" }?.token)
         let snapshot = KeySnapshot(generation: 1, issuers: [
-            TestKeys.issuerEntry(TestKeys.issuer, keys: [try VerificationKey(kid: "rsa-1", algorithm: .RS256, key: fromCertificate)], audiences: nil, requiredClaims: []),
+            VectorKeys.issuerEntry(VectorKeys.issuer, keys: [try VerificationKey(kid: "rsa-1", algorithm: .RS256, key: fromCertificate)], audiences: nil, requiredClaims: []),
         ])
-        #expect(TestKeys.verdict(token, keys: snapshot) == "valid")
+        #expect(VectorKeys.verdict(token, keys: snapshot) == "valid")
     }
 
     @Test("base64 DER (the CosyncAuth raw public key) yields the same key as the PEM")
@@ -164,8 +164,8 @@ struct PublicKeyTests {
 
     @Test("VerificationKey pins a key to an algorithm of its kind")
     func verificationKeyPinning() throws {
-        let rsa = TestKeys.publicKey("rsa")
-        let ec = TestKeys.publicKey("ec256")
+        let rsa = VectorKeys.publicKey("rsa")
+        let ec = VectorKeys.publicKey("ec256")
         for algorithm in JWSAlgorithm.allCases {
             let rsaFits = (try? VerificationKey(kid: nil, algorithm: algorithm, key: rsa)) != nil
             let ecFits = (try? VerificationKey(kid: nil, algorithm: algorithm, key: ec)) != nil

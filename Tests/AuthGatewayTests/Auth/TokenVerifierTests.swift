@@ -7,33 +7,33 @@ import Testing
 /// `ec256` private key (kid `ec256-1`).
 @Suite("TokenVerifier")
 struct TokenVerifierTests {
-    private let keys = TestKeys.staticSnapshot
-    private let now = TestKeys.now
+    private let keys = VectorKeys.staticSnapshot
+    private let now = VectorKeys.now
 
     @Test("the signer's baseline token is valid")
     func baseline() {
-        #expect(TestKeys.verdict(TestKeys.sign(TestKeys.claims()), keys: keys) == "valid")
+        #expect(VectorKeys.verdict(VectorKeys.sign(VectorKeys.claims()), keys: keys) == "valid")
     }
 
     @Test("exp is exclusive and the leeway applies exactly")
     func expiryBoundary() {
         // Expired once now >= exp + leeway.
-        #expect(TestKeys.verdict(TestKeys.sign(TestKeys.claims(["exp": .number(JSONNumber(Int(now) - 30))])), keys: keys) == "expired")
-        #expect(TestKeys.verdict(TestKeys.sign(TestKeys.claims(["exp": .number(JSONNumber(Int(now) - 29))])), keys: keys) == "valid")
-        #expect(TestKeys.verdict(TestKeys.sign(TestKeys.claims(["exp": .number(JSONNumber(text: "1700000970.5", double: 1_700_000_970.5))])), keys: keys) == "valid")
+        #expect(VectorKeys.verdict(VectorKeys.sign(VectorKeys.claims(["exp": .number(JSONNumber(Int(now) - 30))])), keys: keys) == "expired")
+        #expect(VectorKeys.verdict(VectorKeys.sign(VectorKeys.claims(["exp": .number(JSONNumber(Int(now) - 29))])), keys: keys) == "valid")
+        #expect(VectorKeys.verdict(VectorKeys.sign(VectorKeys.claims(["exp": .number(JSONNumber(text: "1700000970.5", double: 1_700_000_970.5))])), keys: keys) == "valid")
     }
 
     @Test("nbf and iat boundaries")
     func notBeforeAndIssuedAt() {
-        #expect(TestKeys.verdict(TestKeys.sign(TestKeys.claims(["nbf": .number(JSONNumber(Int(now) + 30))])), keys: keys) == "valid")
-        #expect(TestKeys.verdict(TestKeys.sign(TestKeys.claims(["nbf": .number(JSONNumber(Int(now) + 31))])), keys: keys) == "not_yet_valid")
-        #expect(TestKeys.verdict(TestKeys.sign(TestKeys.claims(["iat": .number(JSONNumber(Int(now) + 30))])), keys: keys) == "valid")
-        #expect(TestKeys.verdict(TestKeys.sign(TestKeys.claims(["iat": .number(JSONNumber(Int(now) + 31))])), keys: keys) == "issued_in_future")
+        #expect(VectorKeys.verdict(VectorKeys.sign(VectorKeys.claims(["nbf": .number(JSONNumber(Int(now) + 30))])), keys: keys) == "valid")
+        #expect(VectorKeys.verdict(VectorKeys.sign(VectorKeys.claims(["nbf": .number(JSONNumber(Int(now) + 31))])), keys: keys) == "not_yet_valid")
+        #expect(VectorKeys.verdict(VectorKeys.sign(VectorKeys.claims(["iat": .number(JSONNumber(Int(now) + 30))])), keys: keys) == "valid")
+        #expect(VectorKeys.verdict(VectorKeys.sign(VectorKeys.claims(["iat": .number(JSONNumber(Int(now) + 31))])), keys: keys) == "issued_in_future")
     }
 
     @Test("timeFailure runs on the verified token at any time")
     func timeFailureAtDifferentTimes() throws {
-        let verified = try TestKeys.verify(TestKeys.sign(TestKeys.claims(["iat": nil, "nbf": .number(JSONNumber(1_700_001_100))])), keys: keys).get()
+        let verified = try VectorKeys.verify(VectorKeys.sign(VectorKeys.claims(["iat": nil, "nbf": .number(JSONNumber(1_700_001_100))])), keys: keys).get()
         #expect(verified.timeFailure(now: 1_700_001_000) == .notYetValid)  // nbf - 100
         #expect(verified.timeFailure(now: 1_700_001_070) == nil)  // within leeway of nbf
         #expect(verified.timeFailure(now: 1_700_003_629) == nil)
@@ -45,9 +45,9 @@ struct TokenVerifierTests {
     @Test("a leeway of 0 is no leeway")
     func zeroLeeway() throws {
         let strict = KeySnapshot(generation: 1, issuers: [
-            TestKeys.issuerEntry(TestKeys.issuer, keys: TestKeys.staticIssuerKeys, audiences: nil, requiredClaims: [], leewaySeconds: 0),
+            VectorKeys.issuerEntry(VectorKeys.issuer, keys: VectorKeys.staticIssuerKeys, audiences: nil, requiredClaims: [], leewaySeconds: 0),
         ])
-        let verified = try TestKeys.verify(TestKeys.sign(TestKeys.claims()), keys: strict).get()
+        let verified = try VectorKeys.verify(VectorKeys.sign(VectorKeys.claims()), keys: strict).get()
         #expect(verified.timeFailure(now: 1_700_003_599.9) == nil)
         #expect(verified.timeFailure(now: 1_700_003_600) == .expired)
         #expect(verified.timeFailure(now: 1_699_999_999) != nil)
@@ -55,54 +55,54 @@ struct TokenVerifierTests {
 
     @Test("claim shapes the vectors do not cover")
     func claimShapes() {
-        #expect(TestKeys.verdict(TestKeys.sign(TestKeys.claims(["sub": 42])), keys: keys) == "invalid_claim")
-        #expect(TestKeys.verdict(TestKeys.sign(TestKeys.claims(["sub": .null])), keys: keys) == "invalid_claim")
-        #expect(TestKeys.verdict(TestKeys.sign(TestKeys.claims(["aud": [1, .string(TestKeys.audience)]])), keys: keys) == "invalid_claim")
-        #expect(TestKeys.verdict(TestKeys.sign(TestKeys.claims(["aud": 7])), keys: keys) == "invalid_claim")
-        #expect(TestKeys.verdict(TestKeys.sign(TestKeys.claims(["exp": .null])), keys: keys) == "invalid_claim")
-        #expect(TestKeys.verdict(TestKeys.sign(TestKeys.claims(["iss": 5])), keys: keys) == "wrong_issuer")
+        #expect(VectorKeys.verdict(VectorKeys.sign(VectorKeys.claims(["sub": 42])), keys: keys) == "invalid_claim")
+        #expect(VectorKeys.verdict(VectorKeys.sign(VectorKeys.claims(["sub": .null])), keys: keys) == "invalid_claim")
+        #expect(VectorKeys.verdict(VectorKeys.sign(VectorKeys.claims(["aud": [1, .string(VectorKeys.audience)]])), keys: keys) == "invalid_claim")
+        #expect(VectorKeys.verdict(VectorKeys.sign(VectorKeys.claims(["aud": 7])), keys: keys) == "invalid_claim")
+        #expect(VectorKeys.verdict(VectorKeys.sign(VectorKeys.claims(["exp": .null])), keys: keys) == "invalid_claim")
+        #expect(VectorKeys.verdict(VectorKeys.sign(VectorKeys.claims(["iss": 5])), keys: keys) == "wrong_issuer")
     }
 
     @Test("a required claim that is null counts as missing")
     func nullRequiredClaim() {
         let snapshot = KeySnapshot(generation: 1, issuers: [
-            TestKeys.issuerEntry(TestKeys.issuer, keys: TestKeys.staticIssuerKeys, audiences: nil, requiredClaims: ["email"]),
+            VectorKeys.issuerEntry(VectorKeys.issuer, keys: VectorKeys.staticIssuerKeys, audiences: nil, requiredClaims: ["email"]),
         ])
-        #expect(TestKeys.verdict(TestKeys.sign(TestKeys.claims()), keys: snapshot) == "valid")
-        #expect(TestKeys.verdict(TestKeys.sign(TestKeys.claims(["email": .null])), keys: snapshot) == "missing_claim")
-        #expect(TestKeys.verdict(TestKeys.sign(TestKeys.claims(["email": nil])), keys: snapshot) == "missing_claim")
+        #expect(VectorKeys.verdict(VectorKeys.sign(VectorKeys.claims()), keys: snapshot) == "valid")
+        #expect(VectorKeys.verdict(VectorKeys.sign(VectorKeys.claims(["email": .null])), keys: snapshot) == "missing_claim")
+        #expect(VectorKeys.verdict(VectorKeys.sign(VectorKeys.claims(["email": nil])), keys: snapshot) == "missing_claim")
     }
 
     @Test("without configured audiences, aud is not checked")
     func noAudienceCheck() {
         let snapshot = KeySnapshot(generation: 1, issuers: [
-            TestKeys.issuerEntry(TestKeys.issuer, keys: TestKeys.staticIssuerKeys, audiences: nil, requiredClaims: []),
+            VectorKeys.issuerEntry(VectorKeys.issuer, keys: VectorKeys.staticIssuerKeys, audiences: nil, requiredClaims: []),
         ])
-        #expect(TestKeys.verdict(TestKeys.sign(TestKeys.claims(["aud": "someone-else"])), keys: snapshot) == "valid")
-        #expect(TestKeys.verdict(TestKeys.sign(TestKeys.claims(["aud": nil])), keys: snapshot) == "valid")
+        #expect(VectorKeys.verdict(VectorKeys.sign(VectorKeys.claims(["aud": "someone-else"])), keys: snapshot) == "valid")
+        #expect(VectorKeys.verdict(VectorKeys.sign(VectorKeys.claims(["aud": nil])), keys: snapshot) == "valid")
     }
 
     private func rejection(_ token: String) -> TokenRejection? {
-        if case .failure(let rejection) = TestKeys.verify(token, keys: keys) { return rejection }
+        if case .failure(let rejection) = VectorKeys.verify(token, keys: keys) { return rejection }
         return nil
     }
 
     @Test("a rejection names the claimed issuer once the issuer is known, so an unknown kid can trigger a JWKS refetch")
     func rejectionIssuerIndex() {
-        #expect(rejection(TestKeys.sign(TestKeys.claims(), header: ["kid": "rotated-2"])) == TokenRejection(.unknownKey, issuerIndex: 0))
+        #expect(rejection(VectorKeys.sign(VectorKeys.claims(), header: ["kid": "rotated-2"])) == TokenRejection(.unknownKey, issuerIndex: 0))
         #expect(
-            rejection(TestKeys.sign(TestKeys.claims(["iss": .string(TestKeys.otherIssuer)]), header: ["kid": "nope"]))
+            rejection(VectorKeys.sign(VectorKeys.claims(["iss": .string(VectorKeys.otherIssuer)]), header: ["kid": "nope"]))
                 == TokenRejection(.unknownKey, issuerIndex: 1))
-        #expect(rejection(TestKeys.sign(TestKeys.claims(["aud": "x"]))) == TokenRejection(.wrongAudience, issuerIndex: 0))
-        #expect(rejection(TestKeys.sign(TestKeys.claims(["iss": "https://evil.test"]))) == TokenRejection(.wrongIssuer, issuerIndex: nil))
+        #expect(rejection(VectorKeys.sign(VectorKeys.claims(["aud": "x"]))) == TokenRejection(.wrongAudience, issuerIndex: 0))
+        #expect(rejection(VectorKeys.sign(VectorKeys.claims(["iss": "https://evil.test"]))) == TokenRejection(.wrongIssuer, issuerIndex: nil))
         #expect(rejection("not.a.token") == TokenRejection(.malformed))
     }
 
     @Test("a key removed from the snapshot no longer verifies")
     func keyRemoved() {
-        let token = TestKeys.sign(TestKeys.claims())
-        let without = TestKeys.snapshot(generation: 2, mainKeys: TestKeys.staticIssuerKeys.filter { $0.kid != "ec256-1" })
-        #expect(TestKeys.verdict(token, keys: without) == "unknown_key")
+        let token = VectorKeys.sign(VectorKeys.claims())
+        let without = VectorKeys.snapshot(generation: 2, mainKeys: VectorKeys.staticIssuerKeys.filter { $0.kid != "ec256-1" })
+        #expect(VectorKeys.verdict(token, keys: without) == "unknown_key")
     }
 
     @Test("a token without kid is tried against every kid-less key of its algorithm")
@@ -110,16 +110,16 @@ struct TokenVerifierTests {
         // Two kid-less ES256 keys; the token is signed by the second.
         let decoy = try VerificationKey(kid: nil, algorithm: .ES256, key: P256Decoy.publicKey)
         let snapshot = KeySnapshot(generation: 1, issuers: [
-            TestKeys.issuerEntry(TestKeys.issuer, keys: [decoy, TestKeys.key(nil, .ES256, "ec256")], audiences: nil, requiredClaims: []),
+            VectorKeys.issuerEntry(VectorKeys.issuer, keys: [decoy, VectorKeys.key(nil, .ES256, "ec256")], audiences: nil, requiredClaims: []),
         ])
-        var claims = TestKeys.claims()
+        var claims = VectorKeys.claims()
         claims["aud"] = nil
-        let token = TestKeys.sign(claims, header: ["kid": .null])
+        let token = VectorKeys.sign(claims, header: ["kid": .null])
         // A JSON null kid is not "no kid": the header must hold a string kid or none at all.
-        #expect(TestKeys.verdict(token, keys: snapshot) == "malformed")
+        #expect(VectorKeys.verdict(token, keys: snapshot) == "malformed")
 
-        let kidless = try TestKeys.ec256Signer.signWithoutKid(claims)
-        #expect(TestKeys.verdict(kidless, keys: snapshot) == "valid")
+        let kidless = try VectorKeys.ec256Signer.signWithoutKid(claims)
+        #expect(VectorKeys.verdict(kidless, keys: snapshot) == "valid")
     }
 }
 

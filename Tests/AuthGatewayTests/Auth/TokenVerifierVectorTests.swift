@@ -41,11 +41,11 @@ struct TokenVerifierVectorTests {
 
     @Test("the vector file matches the configuration these tests build")
     func fileParameters() {
-        #expect(vectorFile.now == TestKeys.now)
-        #expect(vectorFile.issuer == TestKeys.issuer)
-        #expect(vectorFile.otherIssuer == TestKeys.otherIssuer)
-        #expect(vectorFile.audience == TestKeys.audience)
-        #expect(vectorFile.leewaySeconds == TestKeys.leewaySeconds)
+        #expect(vectorFile.now == VectorKeys.now)
+        #expect(vectorFile.issuer == VectorKeys.issuer)
+        #expect(vectorFile.otherIssuer == VectorKeys.otherIssuer)
+        #expect(vectorFile.audience == VectorKeys.audience)
+        #expect(vectorFile.leewaySeconds == VectorKeys.leewaySeconds)
         #expect(Set(Self.vectors.map(\.kidConfig)) == ["static", "jwks"])
         #expect(Set(Self.vectors.map(\.name)).count == Self.vectors.count, "vector names are unique")
     }
@@ -62,20 +62,20 @@ struct TokenVerifierVectorTests {
 
     @Test("vector", arguments: tokenVectors)
     func vector(_ vector: TokenVector) {
-        let keys = vector.kidConfig == "jwks" ? TestKeys.jwksSnapshot : TestKeys.staticSnapshot
-        let verdict = TestKeys.verdict(vector.token, keys: keys)
+        let keys = vector.kidConfig == "jwks" ? VectorKeys.jwksSnapshot : VectorKeys.staticSnapshot
+        let verdict = VectorKeys.verdict(vector.token, keys: keys)
         #expect(verdict == vector.expect, "\(vector.name): \(vector.note)")
     }
 
     @Test("valid vectors yield the verified claims and the right issuer", arguments: tokenVectors.filter { $0.expect == "valid" })
     func validVectorClaims(_ vector: TokenVector) throws {
-        let keys = vector.kidConfig == "jwks" ? TestKeys.jwksSnapshot : TestKeys.staticSnapshot
-        let verified = try TestKeys.verify(vector.token, keys: keys).get()
+        let keys = vector.kidConfig == "jwks" ? VectorKeys.jwksSnapshot : VectorKeys.staticSnapshot
+        let verified = try VectorKeys.verify(vector.token, keys: keys).get()
         let issuer = try #require(verified.claims["iss"]?.stringValue)
         #expect(verified.issuerIndex == keys.issuerIndex(for: issuer))
         #expect(verified.generation == keys.generation)
         #expect(verified.subject == verified.claims["sub"]?.stringValue)
         #expect(verified.expiresAt == verified.claims["exp"]?.numberValue?.double)
-        #expect(verified.leewaySeconds == Double(TestKeys.leewaySeconds))
+        #expect(verified.leewaySeconds == Double(VectorKeys.leewaySeconds))
     }
 }

@@ -5,7 +5,7 @@ import Foundation
 
 /// The committed key fixtures (`Fixtures/jwt/keys`) as the verifier configurations that
 /// `scripts/make_test_vectors.py` describes in its header.
-enum TestKeys {
+enum VectorKeys {
     static let issuer = "https://issuer.test"
     static let otherIssuer = "https://other.test"
     static let audience = "gateway-tests"
@@ -51,7 +51,7 @@ enum TestKeys {
         keys: [VerificationKey],
         audiences: [String]?,
         requiredClaims: [String],
-        leewaySeconds: Int = TestKeys.leewaySeconds
+        leewaySeconds: Int = VectorKeys.leewaySeconds
     ) -> KeySnapshot.Issuer {
         var byID: [String: VerificationKey] = [:]
         var withoutID: [VerificationKey] = []
@@ -115,7 +115,7 @@ enum TestKeys {
 
     /// Signature verification of `token` against `keys`, then the clock check at `now`:
     /// "valid" or the failure's reason code.
-    static func verdict(_ token: String, keys: KeySnapshot, now: Double = TestKeys.now) -> String {
+    static func verdict(_ token: String, keys: KeySnapshot, now: Double = VectorKeys.now) -> String {
         var token = token
         let result = token.withUTF8 { TokenVerifier.verifySignature(token: UnsafeRawBufferPointer($0), keys: keys) }
         switch result {
