@@ -1,0 +1,53 @@
+import Testing
+
+@testable import AuthGateway
+
+@Suite("CookieHeader")
+struct CookieHeaderTests {
+    private func pairs(_ header: String) -> [String] {
+        CookieHeader.pairs(in: header).map { "\($0.name)=\($0.value)" }
+    }
+
+    @Test("pairs are split, trimmed and unquoted")
+    func parsePairs() {
+        #expect(pairs("a=1; b=2") == ["a=1", "b=2"])
+        #expect(pairs(" a = 1 ;b=2;  c=\"3\" ") == ["a=1", "b=2", "c=3"])
+        #expect(pairs("a=x=y") == ["a=x=y"])
+        #expect(pairs("flag; a=1;;") == ["a=1"])
+        #expect(pairs("a=") == ["a="])
+        #expect(pairs("a=\"\"") == ["a="])
+        #expect(pairs("a=\"") == ["a=\""])
+        #expect(pairs("") == [])
+    }
+
+    @Test("removing a cookie keeps the others, in order")
+    func remove() {
+        #expect(CookieHeader.rewrite("a=1; access_token=x; b=2", name: "access_token", replacement: nil) == "a=1; b=2")
+        #expect(CookieHeader.rewrite("access_token=x;b=2", name: "access_token", replacement: nil) == "b=2")
+        #expect(CookieHeader.rewrite("a=1; access_token=x", name: "access_token", replacement: nil) == "a=1")
+    }
+
+    @Test("removing the only cookie leaves nothing")
+    func removeOnly() {
+        #expect(CookieHeader.rewrite("access_token=x", name: "access_token", replacement: nil) == nil)
+        #expect(CookieHeader.rewrite(" access_token=x ; access_token=y", name: "access_token", replacement: nil) == nil)
+    }
+
+    @Test("replacing a cookie keeps the others, in place")
+    func replace() {
+        #expect(CookieHeader.rewrite("a=1; access_token=old; b=2", name: "access_token", replacement: "new") == "a=1; access_token=new; b=2")
+        #expect(CookieHeader.rewrite("access_token=\"old\"", name: "access_token", replacement: "new") == "access_token=new")
+    }
+
+    @Test("only the named cookie is touched")
+    func exactName() {
+        let header = "access_token2=a; my_access_token=b; Access_Token=c; access_token=d"
+        #expect(CookieHeader.rewrite(header, name: "access_token", replacement: nil) == "access_token2=a; my_access_token=b; Access_Token=c")
+        #expect(CookieHeader.rewrite("a=1", name: "access_token", replacement: nil) == "a=1")
+    }
+
+    @Test("a value holding the cookie's name is not mistaken for it")
+    func nameInValue() {
+        #expect(CookieHeader.rewrite("x=access_token=1; access_token=2", name: "access_token", replacement: "3") == "x=access_token=1; access_token=3")
+    }
+}

@@ -1,0 +1,87 @@
+import Testing
+
+@testable import AuthGateway
+
+@Suite("RouteTable")
+struct RouteTableTests {
+    private func route(
+        _ name: String,
+        host: String? = nil,
+        _ match: RouteConfiguration.PathMatch,
+        methods: Set<String>? = nil
+    ) -> RouteConfiguration {
+        RouteConfiguration(
+            name: name, host: host, pathMatch: match, methods: methods, backend: "api", auth: .required,
+            require: [], stripPathPrefix: false, forwardAccessToken: true)
+    }
+
+    private func match(_ table: RouteTable, host: String? = nil, _ path: String, method: String = "GET") -> String? {
+        table.match(host: host.map { $0[...] }, path: path, method: method)?.name
+    }
+
+    @Test("first match in order wins")
+    func firstMatchWins() {
+        let table = RouteTable([route("public", .prefix("/public/")), route("catch-all", .prefix("/")), route("never", .prefix("/public/x"))])
+        #expect(match(table, "/public/x") == "public")
+        #expect(match(table, "/private") == "catch-all")
+        // Order, not specificity.
+        let reversed = RouteTable([route("catch-all", .prefix("/")), route("public", .prefix("/public/"))])
+        #expect(match(reversed, "/public/x") == "catch-all")
+    }
+
+    @Test("exact paths match only themselves; prefixes match by string prefix")
+    func exactAndPrefix() {
+        let table = RouteTable([route("ping", .exact("/v1/ping")), route("v1", .prefix("/v1/"))])
+        #expect(match(table, "/v1/ping") == "ping")
+        #expect(match(table, "/v1/ping/") == "v1")
+        #expect(match(table, "/v1/pingx") == "v1")
+        #expect(match(table, "/v1/") == "v1")
+        #expect(match(table, "/v1") == nil)
+        #expect(match(table, "/V1/ping") == nil)
+    }
+
+    @Test("a host route matches its host in any case, and nothing else")
+    func hostMatching() {
+        let table = RouteTable([route("api", host: "api.example.com", .prefix("/")), route("other", .prefix("/other/"))])
+        #expect(match(table, host: "api.example.com", "/x") == "api")
+        #expect(match(table, host: "API.Example.COM", "/x") == "api")
+        #expect(match(table, host: "www.example.com", "/x") == nil)
+        #expect(match(table, host: "api.example.com.evil", "/x") == nil)
+        #expect(match(table, host: "pi.example.com", "/x") == nil)
+        #expect(match(table, host: nil, "/x") == nil)
+        // A route without host matches any host, also none.
+        #expect(match(table, host: "www.example.com", "/other/1") == "other")
+        #expect(match(table, host: nil, "/other/1") == "other")
+    }
+
+    @Test("the port is dropped from the Host value before matching")
+    func hostWithoutPort() {
+        #expect(RouteTable.hostWithoutPort("api.example.com:8080") == "api.example.com")
+        #expect(RouteTable.hostWithoutPort("api.example.com") == "api.example.com")
+        #expect(RouteTable.hostWithoutPort("[::1]:8080") == "[::1]")
+        #expect(RouteTable.hostWithoutPort("[::1]") == "[::1]")
+        #expect(RouteTable.hostWithoutPort("127.0.0.1:80") == "127.0.0.1")
+        let table = RouteTable([route("api", host: "api.example.com", .prefix("/"))])
+        #expect(table.match(host: RouteTable.hostWithoutPort("API.example.com:8443"), path: "/", method: "GET")?.name == "api")
+    }
+
+    @Test("a route whose methods exclude the request's does not match, and matching goes on (no 405)")
+    func methodsFilter() {
+        let table = RouteTable([
+            route("admin-write", .prefix("/admin/"), methods: ["POST", "PUT"]),
+            route("admin-read", .prefix("/admin/"), methods: ["GET"]),
+            route("fallback", .prefix("/")),
+        ])
+        #expect(match(table, "/admin/x", method: "POST") == "admin-write")
+        #expect(match(table, "/admin/x", method: "GET") == "admin-read")
+        #expect(match(table, "/admin/x", method: "DELETE") == "fallback")
+        #expect(match(table, "/admin/x", method: "HEAD") == "fallback")
+    }
+
+    @Test("no match gives nil (404)")
+    func noMatch() {
+        #expect(match(RouteTable([route("a", .prefix("/a/"))]), "/b") == nil)
+        #expect(match(RouteTable([]), "/") == nil)
+        #expect(match(RouteTable([route("w", .prefix("/"), methods: ["POST"])]), "/", method: "GET") == nil)
+    }
+}
