@@ -61,6 +61,11 @@ public enum JWKSet {
         case "RSA":
             let n = try Self.bytes(jwk, "n"), e = try Self.bytes(jwk, "e")
             let rsa: _RSA.Signing.PublicKey
+            // Checked here as well as by swift-crypto, so the reason logged is the real one.
+            let bits = (n.drop { $0 == 0 }.count) * 8
+            guard bits >= PublicKey.minimumRSABits else {
+                throw PublicKeyError("RSA key of about \(bits) bits is too short (minimum \(PublicKey.minimumRSABits))")
+            }
             do {
                 rsa = try _RSA.Signing.PublicKey(n: n, e: e)
             } catch {

@@ -36,8 +36,7 @@ final class SessionRefresher: Sendable {
         self.configuration = configuration
         self.metrics = metrics
         self.clock = clock
-        let perShard = max(1, capacity / 16)
-        self.slots = Sharded(count: 16) { LRUCache(capacity: perShard) }
+        self.slots = Sharded(capacity: capacity) { LRUCache(capacity: $0) }
     }
 
     /// The outcome for `refreshToken`, from the grace table, a call in flight, or a new call

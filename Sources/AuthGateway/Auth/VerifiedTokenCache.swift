@@ -36,11 +36,9 @@ public struct TokenDigest: Hashable, Sendable {
 /// is a miss, so rotated-out keys stop counting immediately.
 public final class VerifiedTokenCache: Sendable {
     private let storage: Sharded<LRUCache<TokenDigest, VerifiedToken>>?
-    private static let shardCount = 16
 
     public init(capacity: Int) {
-        let perShard = (capacity + Self.shardCount - 1) / Self.shardCount
-        self.storage = capacity > 0 ? Sharded(count: Self.shardCount) { LRUCache(capacity: perShard) } : nil
+        self.storage = capacity > 0 ? Sharded(capacity: capacity) { LRUCache(capacity: $0) } : nil
     }
 
     /// Verifies `token` (Substring of a header value), consulting and filling the cache.

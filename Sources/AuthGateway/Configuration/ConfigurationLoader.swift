@@ -132,7 +132,10 @@ public struct ConfigurationLoader: Sendable {
         let usesProfile =
             identityHeaders?.contains { $0.path.source == .profile } == true
             || routes?.contains { $0.require.contains { $0.path.source == .profile } } == true
-        if usesProfile && authService?.profile == nil {
+        // Judged on the file, not on what survived parsing: a broken authService.url must not
+        // also read as a missing profile section.
+        let profileDeclared = root.value("authService")?["profile"] != nil
+        if usesProfile && !profileDeclared {
             root.error("authService.profile", "is required because identityHeaders or a route's require uses profile.*")
         }
         if let refresh = authService?.refresh, case .json(let template) = refresh.protocol {

@@ -53,6 +53,8 @@ public struct UpstreamURL: Sendable, Hashable, CustomStringConvertible {
                 guard afterBracket.hasPrefix(":") else { return .failure(.init("invalid authority")) }
                 portText = afterBracket.dropFirst()
             }
+        } else if authority.filter({ $0 == ":" }).count > 1 {
+            return .failure(.init("has an IPv6 address without brackets (write http://[::1]:8080)"))
         } else if let colon = authority.lastIndex(of: ":") {
             host = authority[..<colon]
             portText = authority[authority.index(after: colon)...]

@@ -42,9 +42,7 @@ final class ProfileCache: Sendable {
         self.configuration = configuration
         self.metrics = metrics
         self.clock = clock
-        let shards = 16
-        let perShard = max(1, (configuration.maxEntries + shards - 1) / shards)
-        self.entries = Sharded(count: shards) { LRUCache(capacity: perShard) }
+        self.entries = Sharded(capacity: configuration.maxEntries) { LRUCache(capacity: $0) }
     }
 
     /// The profile for `key`, or a fetch (made with `client` on the caller's loop) to wait for.

@@ -120,7 +120,7 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
         case .ambiguousToken: return "The request carries more than one different access token"
         case .headersTooLarge: return "The request headers are larger than the gateway accepts"
         case .bodyTooLarge: return "The request body is larger than the gateway accepts"
-        case .requestTimeout: return "The request headers did not arrive in time"
+        case .requestTimeout: return "The request did not arrive in time"
         case .upgradeUnsupported: return "Protocol upgrades are not supported on this route"
         case .routeNotFound: return "No route matches this request"
         case .tokenMissing: return "An access token is required"

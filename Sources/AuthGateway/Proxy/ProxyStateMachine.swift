@@ -302,6 +302,10 @@ struct ProxyStateMachine {
         case .forwarding(let request, .awaitingHead, _) where request.bodyComplete:
             self.state = .closed
             return .failForwarding(.upstreamTimeout)
+        case .forwarding(_, .awaitingHead, _):
+            // The client stopped sending its body: say so before closing.
+            self.state = .closed
+            return .failForwarding(.requestTimeout)
         case .forwarding:
             self.state = .closed
             return .failForwarding(nil)

@@ -37,7 +37,19 @@ public struct JSONNumber: Sendable, Equatable {
         return Int(self.double)
     }
 
-    public static func == (lhs: JSONNumber, rhs: JSONNumber) -> Bool { lhs.double == rhs.double }
+    /// Numbers are equal when their values are: `1000` equals `1e3`. Integers beyond 2^53,
+    /// which doubles cannot tell apart (64-bit ids), compare by their digits.
+    public static func == (lhs: JSONNumber, rhs: JSONNumber) -> Bool {
+        if lhs.isIntegerLiteral && rhs.isIntegerLiteral && (abs(lhs.double) >= 9.0e15 || abs(rhs.double) >= 9.0e15) {
+            return lhs.text == rhs.text
+        }
+        return lhs.double == rhs.double
+    }
+
+    /// Written as an integer (`-?[0-9]+`), whose digits are canonical in JSON (no leading zeros).
+    private var isIntegerLiteral: Bool {
+        !self.text.contains { $0 == "." || $0 == "e" || $0 == "E" }
+    }
 }
 
 /// A JSON object: ordered, duplicate-free key/value pairs.

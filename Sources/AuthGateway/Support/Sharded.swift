@@ -13,6 +13,15 @@ final class Sharded<Shard: Sendable>: Sendable {
         self.shards = (0..<max(1, count)).map { _ in NIOLockedValueBox(make()) }
     }
 
+    /// Shards of a bounded structure: `capacity` is split so the shards add up to exactly it
+    /// (at most `maximumCount` shards, and never a shard of size 0).
+    init(capacity: Int, maximumCount: Int = 16, make: (Int) -> Shard) {
+        let count = max(1, min(maximumCount, capacity))
+        self.shards = (0..<count).map { index in
+            NIOLockedValueBox(make(capacity / count + (index < capacity % count ? 1 : 0)))
+        }
+    }
+
     /// Runs `body` with the shard responsible for `key`, under that shard's lock.
     @inline(__always)
     func withShard<Key: Hashable, Result>(for key: Key, _ body: (inout Shard) throws -> Result) rethrows -> Result {

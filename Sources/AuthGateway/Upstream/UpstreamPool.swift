@@ -26,6 +26,8 @@ final class UpstreamPool {
     let maxConnections: Int
     let connectTimeout: TimeAmount
     private let tlsContext: NIOSSLContext?
+    /// Opens connections; replaced only by the in-process benchmark.
+    var connector: UpstreamConnector = SocketConnector()
     private var selector: TargetSelector
     private var idle: [UpstreamConnection] = []
     /// Connections open or being opened.
@@ -157,27 +159,7 @@ final class UpstreamPool {
             return
         }
         let target = self.targets[targetIndex]
-        let tlsContext = target.isTLS ? self.tlsContext : nil
-        ClientBootstrap(group: self.eventLoop)
-            .connectTimeout(self.connectTimeout)
-            .channelOption(.socketOption(.tcp_nodelay), value: 1)
-            .channelInitializer { channel in
-                do {
-                    let sync = channel.pipeline.syncOperations
-                    if let tlsContext {
-                        let serverName = target.host.first?.isLetter == true ? target.host : nil
-                        try sync.addHandler(NIOSSLClientHandler(context: tlsContext, serverHostname: serverName))
-                    }
-                    var encoder = HTTPRequestEncoder.Configuration()
-                    encoder.automaticallySetFramingHeaders = false
-                    try sync.addHTTPClientHandlers(leftOverBytesStrategy: .dropBytes, encoderConfiguration: encoder)
-                    try sync.addHandler(UpstreamHandler())
-                    return channel.eventLoop.makeSucceededVoidFuture()
-                } catch {
-                    return channel.eventLoop.makeFailedFuture(error)
-                }
-            }
-            .connect(host: target.host, port: target.port)
+        self.connector.connect(to: target, eventLoop: self.eventLoop, timeout: self.connectTimeout, tls: target.isTLS ? self.tlsContext : nil)
             .assumeIsolated()
             .whenComplete { result in
                 switch result {
@@ -221,3 +203,40 @@ final class UpstreamPool {
 
 @available(*, unavailable)
 extension UpstreamPool: Sendable {}
+
+/// Opens a channel to an upstream target whose pipeline ends in an `UpstreamHandler`.
+protocol UpstreamConnector {
+    func connect(to target: UpstreamURL, eventLoop: EventLoop, timeout: TimeAmount, tls: NIOSSLContext?) -> EventLoopFuture<Channel>
+}
+
+/// TCP (and TLS) connections with NIO's `ClientBootstrap`.
+struct SocketConnector: UpstreamConnector {
+    func connect(to target: UpstreamURL, eventLoop: EventLoop, timeout: TimeAmount, tls: NIOSSLContext?) -> EventLoopFuture<Channel> {
+        ClientBootstrap(group: eventLoop)
+            .connectTimeout(timeout)
+            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelInitializer { channel in
+                do {
+                    if let tls {
+                        // SNI only for names: RFC 6066 forbids IP literals there.
+                        let serverName = target.host.first?.isLetter == true ? target.host : nil
+                        try channel.pipeline.syncOperations.addHandler(NIOSSLClientHandler(context: tls, serverHostname: serverName))
+                    }
+                    try Self.addHTTPHandlers(to: channel)
+                    return channel.eventLoop.makeSucceededVoidFuture()
+                } catch {
+                    return channel.eventLoop.makeFailedFuture(error)
+                }
+            }
+            .connect(host: target.host, port: target.port)
+    }
+
+    /// The HTTP/1.1 client handlers every upstream connection has: encoder (framing headers
+    /// are set by the gateway, never guessed), decoder, and the `UpstreamHandler`.
+    static func addHTTPHandlers(to channel: Channel) throws {
+        var encoder = HTTPRequestEncoder.Configuration()
+        encoder.automaticallySetFramingHeaders = false
+        try channel.pipeline.syncOperations.addHTTPClientHandlers(leftOverBytesStrategy: .dropBytes, encoderConfiguration: encoder)
+        try channel.pipeline.syncOperations.addHandler(UpstreamHandler())
+    }
+}

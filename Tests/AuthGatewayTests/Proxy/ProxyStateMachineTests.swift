@@ -494,13 +494,13 @@ struct ProxyStateMachineTests {
         #expect(driver.state == "closed")
     }
 
-    @Test("a client that stops sending its body: the idle timeout applies, then the connection closes")
+    @Test("a client that stops sending its body: the idle timeout applies, then 408 and the connection closes")
     func timeoutDuringUpload() {
         var driver = ProxyDriver()
         driver.postAwaitingResponse()
         driver.body("x")
         #expect(driver.machine.timeout == .idle)
-        #expect(driver.timedOut() == .failForwarding(nil))
+        #expect(driver.timedOut() == .failForwarding(.requestTimeout))
         #expect(driver.state == "closed")
     }
 

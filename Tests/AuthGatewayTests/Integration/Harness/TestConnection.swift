@@ -121,9 +121,10 @@ final class TestConnection: Sendable {
     /// Streams `totalBytes` of `EchoBackend.patternByte` as the body of a POST, waiting for each
     /// chunk to be written (so the client never holds more than one chunk).
     func upload(_ uri: String, totalBytes: Int, headers: [(String, String)] = [], chunkSize: Int = 64 * 1024) async throws -> TestResponse {
-        var head = HTTPHeaders(headers)
-        head.add(name: "Host", value: "127.0.0.1")
-        head.add(name: "Content-Length", value: String(totalBytes))
+        var headers = HTTPHeaders(headers)
+        headers.add(name: "Host", value: "127.0.0.1")
+        headers.add(name: "Content-Length", value: String(totalBytes))
+        let head = headers
         let response = try await self.channel.eventLoop.submit { [collector, channel] in
             channel.write(HTTPClientRequestPart.head(HTTPRequestHead(version: .http1_1, method: .POST, uri: uri, headers: head)), promise: nil)
             return collector.expectResponse(on: channel.eventLoop)
