@@ -180,7 +180,8 @@ struct RequestAuthenticator: Sendable {
             }
             var identity = Identity(token: verified, accessToken: oldAccess)
             identity.replacementAccessToken = accessToken
-            let rotated = newRefreshToken.flatMap { $0 == String(oldRefresh.value) ? nil : $0 }
+            // A rotated refresh token goes into a header or cookie: only a plain token may.
+            let rotated = newRefreshToken.flatMap { $0 == String(oldRefresh.value) || !SessionCookies.isSafeValue($0) ? nil : $0 }
             if case .cookie(let refreshCookie) = oldRefresh.location {
                 let accessCookie: String? = if case .cookie(let name) = oldAccess.location { name } else { self.accessTokenCookie }
                 if let accessCookie { identity.responseHeaders.append(("Set-Cookie", cookies.setting(accessCookie, to: accessToken))) }
@@ -262,6 +263,16 @@ struct SessionCookies {
 
     func setting(_ name: String, to value: String) -> String {
         "\(name)=\(value); Path=/; HttpOnly; SameSite=Lax" + (self.isTLS ? "; Secure" : "")
+    }
+
+    /// Whether `value` can be sent as a cookie value or header value unchanged: visible ASCII
+    /// without separators (RFC 6265 §4.1.1 cookie-octets).
+    static func isSafeValue(_ value: String) -> Bool {
+        !value.isEmpty
+            && value.utf8.allSatisfy { byte in
+                byte > 0x20 && byte < 0x7F && byte != UInt8(ascii: "\"") && byte != UInt8(ascii: ",")
+                    && byte != UInt8(ascii: ";") && byte != UInt8(ascii: "\\")
+            }
     }
 
     func clearing(_ name: String) -> String {

@@ -1,3 +1,4 @@
+import Foundation
 import NIOHTTP1
 
 /// An answer the gateway gives itself instead of forwarding.
@@ -144,7 +145,9 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
         case .tokenMissing:
             return "Bearer realm=\"auth-gateway\""
         case .tokenRejected, .refreshRejected, .profileRejected, .forbidden:
-            return "Bearer realm=\"auth-gateway\", error=\"\(self.oauthError!)\", error_description=\"\(self.detail)\""
+            // quoted-string (RFC 9110 §5.6.4): the detail may name a configured claim.
+            let description = self.detail.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+            return "Bearer realm=\"auth-gateway\", error=\"\(self.oauthError!)\", error_description=\"\(description)\""
         default:
             return nil
         }

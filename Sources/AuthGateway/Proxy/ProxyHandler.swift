@@ -35,8 +35,6 @@ final class ProxyHandler: ChannelDuplexHandler, UpstreamLeaseRequester, Upstream
 
     private let worker: Worker
     private let connection: ClientConnectionInfo
-    /// Writes below the HTTP handlers (set by `ClientPipeline`).
-    weak var rawWriter: ConnectionActivityHandler?
     private var state: ProxyStateMachine
     private var context: ChannelHandlerContext?
     private var exchange: Exchange?
@@ -44,6 +42,15 @@ final class ProxyHandler: ChannelDuplexHandler, UpstreamLeaseRequester, Upstream
     /// The pool a lease is pending with.
     private var leasingPool: UpstreamPool?
     private var pendingRead = false
+    /// Parts (and decoder errors) of pipelined requests, waiting for the response in flight.
+    private var pipelined = CircularBuffer<Pipelined>()
+    /// Draining: close after the response in flight.
+    private var quiescing = false
+
+    private enum Pipelined {
+        case part(HTTPServerRequestPart)
+        case error(Error)
+    }
     private var upstreamNeedsFlush = false
     private var deadline: NIODeadline?
     private var timer: Scheduled<Void>?
@@ -71,13 +78,23 @@ final class ProxyHandler: ChannelDuplexHandler, UpstreamLeaseRequester, Upstream
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        switch self.unwrapInboundIn(data) {
+        let part = self.unwrapInboundIn(data)
+        // A pipelined request waits until the response in flight has ended (RFC 9112 §9.3.2).
+        if !self.pipelined.isEmpty || (!self.state.isIdle && Self.isHead(part)) {
+            self.pipelined.append(.part(part))
+            return
+        }
+        self.handle(part, context: context)
+    }
+
+    private func handle(_ part: HTTPServerRequestPart, context: ChannelHandlerContext) {
+        switch part {
         case .head(let head):
             self.headStartedAt = nil
             self.receivedHead(head, context: context)
-        case .body(let part):
-            self.exchange?.bytesIn += part.readableBytes
-            self.run(self.state.requestBody(part), context: context)
+        case .body(let body):
+            self.exchange?.bytesIn += body.readableBytes
+            self.run(self.state.requestBody(body), context: context)
         case .end:
             self.run(self.state.requestEnd(), context: context)
         }
@@ -96,11 +113,21 @@ final class ProxyHandler: ChannelDuplexHandler, UpstreamLeaseRequester, Upstream
         self.timer?.cancel()
         self.timer = nil
         self.timerFiresAt = nil
+        self.pipelined.removeAll()
         self.run(self.state.clientClosed(), context: context)
         context.fireChannelInactive()
     }
 
     func errorCaught(context: ChannelHandlerContext, error: Error) {
+        // A decoder error after the current request's end belongs to a pipelined request.
+        if !self.pipelined.isEmpty || self.state.requestEndReceived {
+            self.pipelined.append(.error(error))
+            return
+        }
+        self.handleError(error, context: context)
+    }
+
+    private func handleError(_ error: Error, context: ChannelHandlerContext) {
         if let parserError = error as? HTTPParserError {
             let gatewayError: GatewayError = parserError == .headerOverflow ? .headersTooLarge : .malformedRequest("Malformed HTTP request")
             self.ensureExchangeForProtocolError(context: context)
@@ -116,13 +143,48 @@ final class ProxyHandler: ChannelDuplexHandler, UpstreamLeaseRequester, Upstream
         context.fireChannelWritabilityChanged()
     }
 
-    /// Backpressure towards the client: hold reads while the state machine says so.
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is ChannelShouldQuiesceEvent {
+            // Draining: finish the request in flight (its response says Connection: close),
+            // close idle connections now.
+            self.quiescing = true
+            if self.state.isIdle && self.pipelined.isEmpty { context.close(promise: nil) }
+            return
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    /// Backpressure towards the client: hold reads while the state machine says so, or while
+    /// pipelined requests wait.
     func read(context: ChannelHandlerContext) {
-        if self.state.shouldReadFromClient {
+        if self.state.shouldReadFromClient && self.pipelined.isEmpty {
             context.read()
         } else {
             self.pendingRead = true
         }
+    }
+
+    /// The response of a request has been written and the connection stays open: feed the
+    /// pipelined requests that waited, then read on.
+    private func requestFinished(context: ChannelHandlerContext) {
+        while let next = self.pipelined.first {
+            if case .part(.head) = next, !self.state.isIdle { break }
+            self.pipelined.removeFirst()
+            switch next {
+            case .part(let part): self.handle(part, context: context)
+            case .error(let error): self.handleError(error, context: context)
+            }
+            if self.state.isClosed {
+                self.pipelined.removeAll()
+                return
+            }
+        }
+        if self.pipelined.isEmpty { self.run(.resumeClientReads, context: context) }
+    }
+
+    private static func isHead(_ part: HTTPServerRequestPart) -> Bool {
+        if case .head = part { return true }
+        return false
     }
 
     /// Raw bytes arrived (from `ConnectionActivityHandler`): on an idle connection this starts
@@ -137,7 +199,7 @@ final class ProxyHandler: ChannelDuplexHandler, UpstreamLeaseRequester, Upstream
 
     private func receivedHead(_ head: HTTPRequestHead, context: ChannelHandlerContext) {
         let snapshot = self.worker.snapshot
-        let requestID = RequestID.forwardedOrNew(head.headers.first(name: "x-request-id"))
+        let requestID = self.worker.requestID(forwarded: head.headers.first(name: "x-request-id"))
         self.exchange = Exchange(
             requestID: requestID, method: head.method, uri: head.uri, version: head.version,
             keepAlive: head.isKeepAlive, start: .now(), snapshot: snapshot
@@ -185,7 +247,7 @@ final class ProxyHandler: ChannelDuplexHandler, UpstreamLeaseRequester, Upstream
         switch plan {
         case .respond(let response, let close):
             self.exchange?.local = response
-            self.run(self.state.decidedToRespondLocally(forceClose: close), context: context)
+            self.run(self.state.decidedToRespondLocally(forceClose: close || self.mustClose), context: context)
         case .forward(let forward):
             self.exchange?.plan = forward
             self.run(self.state.decidedToForward(), context: context)
@@ -310,7 +372,7 @@ final class ProxyHandler: ChannelDuplexHandler, UpstreamLeaseRequester, Upstream
             // Flush here: the upstream connection is back in its pool, so its read-complete
             // (the usual flush point) no longer reaches this handler.
             context.writeAndFlush(self.wrapOutboundOut(.end(nil)), promise: nil)
-            self.run(.resumeClientReads, context: context)
+            self.requestFinished(context: context)
         }
     }
 
@@ -337,7 +399,7 @@ final class ProxyHandler: ChannelDuplexHandler, UpstreamLeaseRequester, Upstream
             context.writeAndFlush(self.wrapOutboundOut(.end(nil))).assumeIsolated().whenComplete { _ in context.close(promise: nil) }
         } else {
             context.writeAndFlush(self.wrapOutboundOut(.end(nil)), promise: nil)
-            self.run(.resumeClientReads, context: context)
+            self.requestFinished(context: context)
         }
     }
 
@@ -384,7 +446,7 @@ final class ProxyHandler: ChannelDuplexHandler, UpstreamLeaseRequester, Upstream
         let framing = RequestFraming.responseFraming(head, requestMethod: exchange.method)
         let clientIsHTTP11 = exchange.version == .http1_1
         let closeDelimited = framing == .untilClose && !clientIsHTTP11
-        let closeClient = closeDelimited || !exchange.keepAlive || self.worker.shared.health.isDraining
+        let closeClient = closeDelimited || !exchange.keepAlive || self.mustClose
         var headers = HeaderRewriter.clientResponseHeaders(
             head.headers,
             framing: framing,
@@ -478,7 +540,7 @@ final class ProxyHandler: ChannelDuplexHandler, UpstreamLeaseRequester, Upstream
 
     /// An exchange for input that never became a request head (decoder error, timeout).
     private func bareExchange() -> Exchange {
-        Exchange(requestID: RequestID.generate(), method: .GET, uri: "-", version: .http1_1, keepAlive: false, start: .now(), snapshot: self.worker.snapshot)
+        Exchange(requestID: self.worker.requestID(forwarded: nil), method: .GET, uri: "-", version: .http1_1, keepAlive: false, start: .now(), snapshot: self.worker.snapshot)
     }
 
     private func ensureExchangeForProtocolError(context: ChannelHandlerContext) {
@@ -528,17 +590,16 @@ final class ProxyHandler: ChannelDuplexHandler, UpstreamLeaseRequester, Upstream
         }
         self.deadline = nil
         if self.state.isIdle, self.headStartedAt != nil {
-            // Slow headers (slowloris): tell the client and close, disturbing nobody else. No
-            // request exists to answer through the HTTP handlers, so the 408 goes out raw.
-            _ = self.state.clientClosed()
-            let exchange = self.bareExchange()
-            self.exchange = exchange
-            self.finishExchange(status: 408, error: .requestTimeout)
-            self.rawWriter?.writeRawAndClose(RawResponse.bytes(.requestTimeout, requestID: exchange.requestID, allocator: context.channel.allocator))
+            // Slow headers (slowloris): tell the client and close, disturbing nobody else.
+            self.exchange = self.bareExchange()
+            self.run(self.state.protocolError(.requestTimeout), context: context)
             return
         }
         self.run(self.state.timedOut(), context: context)
     }
+
+    /// Close after the response in flight: the gateway is draining.
+    private var mustClose: Bool { self.quiescing || self.worker.shared.health.isDraining }
 
     private static func isIdempotent(_ method: HTTPMethod) -> Bool {
         switch method {

@@ -346,6 +346,14 @@ struct ProxyStateMachine {
         return false
     }
 
+    /// The request in flight has been received completely (its `.end` arrived).
+    var requestEndReceived: Bool {
+        switch self.state {
+        case .deciding(let request), .leasing(let request), .forwarding(let request, _, _): return request.bodyComplete
+        case .idle, .closed: return false
+        }
+    }
+
     var isClosed: Bool {
         if case .closed = self.state { return true }
         return false

@@ -13,6 +13,7 @@ final class Worker {
     private var backendPools: [String: (configuration: BackendConfiguration, pool: UpstreamPool)] = [:]
     private(set) var authServiceClient: UpstreamClient?
     private var jwksClients: [String: UpstreamClient] = [:]
+    private var requestIDs = RequestIDGenerator()
     /// Open client connections, for draining.
     private var connections: [ObjectIdentifier: Channel] = [:]
 
@@ -44,6 +45,11 @@ final class Worker {
     }
 
     func pool(forBackend name: String) -> UpstreamPool? { self.backendPools[name]?.pool }
+
+    /// The client's `X-Request-Id` when well formed, else a new one.
+    func requestID(forwarded value: String?) -> String {
+        RequestID.forwardedOrNew(value, using: &self.requestIDs)
+    }
 
     func jwksClient(for url: UpstreamURL) -> UpstreamClient? { self.jwksClients[Self.origin(url)] }
 

@@ -236,7 +236,13 @@ struct SocketConnector: UpstreamConnector {
     static func addHTTPHandlers(to channel: Channel) throws {
         var encoder = HTTPRequestEncoder.Configuration()
         encoder.automaticallySetFramingHeaders = false
-        try channel.pipeline.syncOperations.addHTTPClientHandlers(leftOverBytesStrategy: .dropBytes, encoderConfiguration: encoder)
+        // Outbound validation off: request heads are rebuilt from llhttp-parsed headers plus
+        // values checked where they enter (see HeaderRewriter).
+        try channel.pipeline.syncOperations.addHTTPClientHandlers(
+            leftOverBytesStrategy: .dropBytes,
+            enableOutboundHeaderValidation: false,
+            encoderConfiguration: encoder
+        )
         try channel.pipeline.syncOperations.addHandler(UpstreamHandler())
     }
 }

@@ -6,14 +6,16 @@ import Testing
 struct RequestIDTests {
     @Test("well-formed ids are kept", arguments: ["a", "abc-123", "A.b_c:d-e", "550e8400-e29b-41d4-a716-446655440000", String(repeating: "x", count: 128)])
     func keepsWellFormed(_ id: String) {
+        var generator = RequestIDGenerator()
         #expect(RequestID.isWellFormed(id))
-        #expect(RequestID.forwardedOrNew(id) == id)
+        #expect(RequestID.forwardedOrNew(id, using: &generator) == id)
     }
 
     @Test("bad ids are replaced", arguments: ["", String(repeating: "x", count: 129), "a b", "a/b", "a\"b", "a\r\nX-Evil: 1", "caf\u{E9}", "a,b", "a;b", "<script>", "a\u{0}"])
     func replacesBad(_ id: String) {
+        var generator = RequestIDGenerator()
         #expect(!RequestID.isWellFormed(id))
-        let replacement = RequestID.forwardedOrNew(id)
+        let replacement = RequestID.forwardedOrNew(id, using: &generator)
         #expect(replacement != id)
         #expect(RequestID.isWellFormed(replacement))
         #expect(replacement.count == 15)
@@ -21,7 +23,8 @@ struct RequestIDTests {
 
     @Test("a missing id is generated")
     func missing() {
-        #expect(RequestID.forwardedOrNew(nil).count == 15)
+        var generator = RequestIDGenerator()
+        #expect(RequestID.forwardedOrNew(nil, using: &generator).count == 15)
     }
 
     @Test("generated ids are 15 lower-case base32 characters and unique over 10000")
@@ -48,5 +51,18 @@ struct RequestIDTests {
         for position in 0..<15 {
             #expect(Set(ids.map { $0[position] }).count > 16, "position \(position)")
         }
+    }
+
+    @Test("the per-loop generator gives unique, well-spread ids; two generators differ")
+    func perLoopGenerator() {
+        var first = RequestIDGenerator()
+        var second = RequestIDGenerator()
+        let ids = (0..<10_000).map { _ in RequestID.generate(using: &first) }
+        #expect(Set(ids).count == 10_000)
+        for position in 0..<15 {
+            #expect(Set(ids.map { Array($0)[position] }).count == 32, "position \(position)")
+        }
+        // Seeded from the system source: two loops do not produce the same sequence.
+        #expect(RequestID.generate(using: &second) != ids[0])
     }
 }
