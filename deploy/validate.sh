@@ -126,18 +126,24 @@ wait_exit() {
         sleep 0.1
     done
     set +e
-    wait "$pid"
+    wait "$pid" 2>/dev/null
     WAIT_RC=$?
     set -e
     return 0
 }
 
-# stop_pid PID: SIGTERM, up to 10 s, then SIGKILL. Only for processes this script started.
+# stop_pid PID: SIGTERM, up to 10 s, then SIGKILL. Only for processes this script started
+# (children, or the gateway inside its PID namespace).
 stop_pid() {
     local pid=$1
-    alive "$pid" || { wait "$pid" 2>/dev/null || true; return 0; }
-    kill -TERM "$pid" 2>/dev/null || true
-    wait_exit "$pid" 10 || { kill -KILL "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; }
+    if alive "$pid"; then
+        kill -TERM "$pid" 2>/dev/null || true
+        if ! wait_exit "$pid" 10; then
+            kill -KILL "$pid" 2>/dev/null || true
+            wait_exit "$pid" 5 || true
+        fi
+    fi
+    wait "$pid" 2>/dev/null || true
 }
 
 # --------------------------------------------------------------------------------------------
@@ -535,13 +541,18 @@ PYEOF
 step_d() {
     have_binary || skip "$(binary_missing_reason)"
     command -v curl >/dev/null || skip "curl is not installed"
-    local dir="$WORK/d" root="$WORK/d/root" mode
-    local demo_pid="" launcher_pid="" gateway_pid="" slow_pid=""
+    # Not `local`: the EXIT trap below runs after this function has returned (the step runs in
+    # its own subshell, so nothing leaks).
+    dir="$WORK/d" root="$WORK/d/root" mode=""
+    demo_pid="" launcher_pid="" gateway_pid="" slow_pid=""
     mkdir -p "$dir" "$root/usr/local/bin" "$root/etc/auth-gateway"
     # shellcheck disable=SC2317  # invoked by the EXIT trap
     on_exit() {
         local rc=$?
-        for pid in $slow_pid $launcher_pid $demo_pid; do stop_pid "$pid"; done
+        # The gateway first, by its own pid: unshare ignores SIGTERM while it waits for its child,
+        # and --kill-child cannot help once setpriv has changed the uid (that clears the
+        # parent-death signal). unshare exits by itself when the gateway has exited.
+        for pid in $slow_pid $gateway_pid $launcher_pid $demo_pid; do stop_pid "$pid"; done
         if [[ $rc -ne 0 && $rc -ne 77 ]]; then
             for log in gateway.stderr gateway.stdout demo.stderr; do
                 [[ -s $dir/$log ]] || continue
@@ -639,7 +650,11 @@ PYEOF
     fi
 
     local main="http://127.0.0.1:$p_main" adminurl="http://127.0.0.1:$p_admin" start=$SECONDS
-    wait_http "$main/livez" 200 20 "$launcher_pid" || fail "GET /livez on the main listener"
+    if ! wait_http "$main/livez" 200 20 "$launcher_pid"; then
+        info "diagnosis: main listener: $(curl -sS -o /dev/null --max-time 2 "$main/livez" 2>&1 || true)"
+        info "diagnosis: admin listener /livez: $(http_status "$adminurl/livez")"
+        fail "GET /livez on the main listener"
+    fi
     pass "GET /livez (main listener) -> 200"
     wait_http "$main/readyz" 200 30 "$launcher_pid" || fail "GET /readyz on the main listener"
     pass "GET /readyz (main listener) -> 200 after $((SECONDS - start)) s (JWKS fetched from the demo auth service)"
@@ -696,6 +711,7 @@ PYEOF
     pass "the in-flight request completed with 200"
     wait_exit "$launcher_pid" 30 || fail "the gateway did not exit within 30 s of SIGTERM (drainSeconds 20)"
     launcher_pid=""
+    gateway_pid=""
     [[ $WAIT_RC -eq 0 ]] || fail "the gateway exited with status $WAIT_RC after SIGTERM, expected 0"
     pass "exit status 0, $((SECONDS - drain_start)) s after SIGTERM"
 

@@ -35,7 +35,7 @@ public final class EchoBackend: Sendable {
         let counters = EchoCounters()
         let channel = try await ServerBootstrap(group: group)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
             .childChannelInitializer { channel in
                 counters.connections.wrappingAdd(1, ordering: .relaxed)
                 do {

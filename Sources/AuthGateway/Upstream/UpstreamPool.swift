@@ -214,7 +214,7 @@ struct SocketConnector: UpstreamConnector {
     func connect(to target: UpstreamURL, eventLoop: EventLoop, timeout: TimeAmount, tls: NIOSSLContext?) -> EventLoopFuture<Channel> {
         ClientBootstrap(group: eventLoop)
             .connectTimeout(timeout)
-            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelOption(.tcpOption(.tcp_nodelay), value: 1)
             .channelInitializer { channel in
                 do {
                     if let tls {

@@ -83,6 +83,24 @@ struct ProcessTests {
         #expect(gateway.output.contains("gateway.draining"))
     }
 
+    /// As a non-root user without capabilities (the container image and the systemd unit run it
+    /// that way): every socket option the gateway sets must be allowed unprivileged.
+    @Test func servesAsAnUnprivilegedUser() async throws {
+        let backend = try await EchoBackend.start(group: TestGroup.shared)
+        defer { Task { await backend.close() } }
+        let gateway = try RunningGateway(
+            configuration: RunningGateway.configuration(backendURL: backend.baseURL, drainSeconds: 1),
+            prefix: ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", "--bounding-set=-all"]
+        )
+        defer { gateway.kill() }
+        let port = try await gateway.waitForPort()
+        let response = try await TestConnection.connect(port: port).send(.get("/unprivileged", token: TestKeys.token()))
+        #expect(response.status == 200)
+        #expect(backend.requestCount == 1)
+        gateway.signal(SIGTERM)
+        #expect(try await gateway.waitForExit(timeout: .seconds(5)) == 0)
+    }
+
     @Test func sighupReloadsAValidConfigurationAndKeepsTheOldOneOtherwise() async throws {
         let backend = try await EchoBackend.start(group: TestGroup.shared)
         defer { Task { await backend.close() } }
@@ -131,14 +149,19 @@ final class RunningGateway: Sendable {
         return document
     }
 
-    init(configuration: JSONObject) throws {
+    /// `prefix`: a command the gateway runs under (e.g. `setpriv` to drop privileges).
+    init(configuration: JSONObject, prefix: [String] = []) throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("serve-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         self.configurationPath = directory.appendingPathComponent("gateway.json").path
         try JSONValue.object(configuration).jsonText.write(toFile: self.configurationPath, atomically: true, encoding: .utf8)
+        // Readable by an unprivileged user too.
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: directory.path)
+        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: self.configurationPath)
         let process = Process()
-        process.executableURL = ProcessTests.executable
-        process.arguments = ["serve", "--config", self.configurationPath]
+        let command = prefix + [ProcessTests.executable.path, "serve", "--config", self.configurationPath]
+        process.executableURL = URL(fileURLWithPath: command[0])
+        process.arguments = Array(command.dropFirst())
         let pipe = Pipe()
         process.standardOutput = pipe
         process.standardError = pipe

@@ -70,7 +70,7 @@ final class TestConnection: Sendable {
 
     static func connect(port: Int, countOnly: Bool = false, tls: NIOSSLContext? = nil) async throws -> TestConnection {
         let channel = try await ClientBootstrap(group: TestGroup.shared)
-            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelOption(.tcpOption(.tcp_nodelay), value: 1)
             .channelInitializer { channel in
                 do {
                     if let tls { try channel.pipeline.syncOperations.addHandler(NIOSSLClientHandler(context: tls, serverHostname: "localhost")) }

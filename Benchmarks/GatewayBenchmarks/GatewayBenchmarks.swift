@@ -1,0 +1,74 @@
+import AuthGateway
+import Benchmark
+import Crypto
+import Foundation
+
+/// Micro benchmarks of the gateway's hot path: time and allocations per operation.
+///
+///     swift package --package-path Benchmarks benchmark
+///
+/// "WholeRequest" drives one complete request through the real client pipeline with embedded
+/// channels (no system calls): its `mallocCountTotal` per iteration is the "allocations per
+/// request" figure of the README.
+let benchmarks: @Sendable () -> Void = {
+    Benchmark.defaultConfiguration = .init(
+        metrics: [.wallClock, .cpuTotal, .mallocCountTotal, .throughput],
+        warmupIterations: 100,
+        maxDuration: .seconds(3),
+        maxIterations: 1_000_000
+    )
+
+    let issuer = "https://auth.bench.local"
+    let audience = "bench-gateway"
+    let now = Date().timeIntervalSince1970
+    let claims: JSONObject = [
+        "iss": .string(issuer), "aud": .string(audience), "sub": "bench-user-42", "scope": "read:items write:items",
+        "iat": .number(JSONNumber(Int(now))), "exp": .number(JSONNumber(Int(now) + 86400)),
+    ]
+    let rsa = try! JWTSigner.generateRS256(kid: "bench-rs256")
+    let ec = JWTSigner(key: .es256(P256.Signing.PrivateKey()), kid: "bench-es256")
+    let ed = JWTSigner(key: .edDSA(Curve25519.Signing.PrivateKey()), kid: "bench-ed")
+    let verifier = try! GatewayBenchmarkSupport.Verifier(
+        issuer: issuer,
+        audience: audience,
+        keys: [("bench-rs256", "RS256", rsa.publicKeyPEM), ("bench-es256", "ES256", ec.publicKeyPEM), ("bench-ed", "EdDSA", ed.publicKeyPEM)]
+    )
+    let tokens = [("RS256", try! rsa.sign(claims)), ("ES256", try! ec.sign(claims)), ("EdDSA", try! ed.sign(claims))]
+
+    for (algorithm, token) in tokens {
+        precondition(verifier.verifyUncached(token), "\(algorithm) token must verify")
+        Benchmark("Verify \(algorithm) (cold, no cache)") { benchmark in
+            for _ in benchmark.scaledIterations { blackHole(verifier.verifyUncached(token)) }
+        }
+        Benchmark("Verify \(algorithm) (verified-token cache hit)") { benchmark in
+            for _ in benchmark.scaledIterations { blackHole(verifier.verifyCached(token, now: now)) }
+        }
+    }
+
+    let routes = GatewayBenchmarkSupport.Routes(count: 20)
+    Benchmark("Route matching (20 prefix routes, last one matches)") { benchmark in
+        for _ in benchmark.scaledIterations { blackHole(routes.match(path: "/service-19/items/42")) }
+    }
+
+    let rsaToken = tokens[0].1
+    Benchmark("Header rewriting (6 inbound headers)") { benchmark in
+        for _ in benchmark.scaledIterations { blackHole(GatewayBenchmarkSupport.rewriteHeaders(token: rsaToken)) }
+    }
+
+    let configuration = """
+        {"listener":{"host":"127.0.0.1","port":0},"eventLoopThreads":1,
+         "tokens":{"sources":[{"header":"Authorization","schemes":["Bearer"]}],
+           "issuers":[{"issuer":"\(issuer)","audiences":["\(audience)"],"leewaySeconds":0,
+             "keys":[{"kid":"bench-rs256","algorithm":"RS256","publicKeyPEM":\(JSONValue.string(rsa.publicKeyPEM).jsonText)}]}]},
+         "backends":{"api":{"urls":["http://127.0.0.1:18080"]}},
+         "routes":[{"name":"all","pathPrefix":"/","backend":"api"}],
+         "logging":{"accessLog":false}}
+        """
+    let request = "GET / HTTP/1.1\r\nHost: 127.0.0.1:18090\r\nAuthorization: Bearer \(rsaToken)\r\n\r\n"
+    let response = "HTTP/1.1 200 OK\r\nServer: nginx/1.22.1\r\nDate: Sat, 21 Nov 2026 12:00:00 GMT\r\nContent-Type: application/octet-stream\r\nContent-Length: 3\r\nConnection: keep-alive\r\n\r\nok\n"
+    let wholeRequest = try! GatewayBenchmarkSupport.WholeRequest(configuration: configuration, request: request, response: response, now: now)
+    precondition(try! wholeRequest.run() > 0, "the whole-request harness must produce a response")
+    Benchmark("WholeRequest (GET, cached RS256 token, pooled upstream)") { benchmark in
+        for _ in benchmark.scaledIterations { blackHole(try! wholeRequest.run()) }
+    }
+}
