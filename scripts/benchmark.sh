@@ -4,6 +4,7 @@
 #
 #   scripts/benchmark.sh            # ~15 minutes: the matrix below
 #   scripts/benchmark.sh --soak     # + a 5-minute soak at full load (RSS at start and end)
+#   scripts/benchmark.sh --alone    # only steps 4 and 5 (and --soak), ~2 minutes
 #
 # What it runs (each target pinned like the anchors: wrk + backend on CPU 0, proxy on CPU 1):
 #   1. compare.sh --alg RS256: GET /, GET /16k, POST 64 KiB at 64 and 256 connections, repeated
@@ -21,7 +22,14 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 SHARED_BENCH=${SHARED_BENCH:-$ROOT/../shared/bench}
 WORK=$ROOT/.bench-work
 SOAK=0
-[[ ${1:-} == --soak ]] && SOAK=1
+ALONE=0
+for argument in "$@"; do
+  case $argument in
+    --soak) SOAK=1 ;;
+    --alone) ALONE=1 ;;
+    *) echo "usage: $0 [--soak] [--alone]" >&2; exit 2 ;;
+  esac
+done
 log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
 # 1. Tools.
@@ -81,10 +89,12 @@ compare() { # NAME CONFIG [compare.sh options...]
   log "compare.sh: $name"
   (cd "$BENCH" && ./compare.sh "$@" --gw-cmd "$GATEWAY serve --config $cfg" --out "$OUT/$name" gateway=127.0.0.1:18090) >"$OUT/$name.log" 2>&1 || log "compare $name failed: see $OUT/$name.log"
 }
-compare rs256-repeated "$WORK/gateway-1.json" --alg RS256
-compare es256-repeated "$WORK/gateway-1.json" --alg ES256
-BENCH_TOKENS_FILE=$WORK/tokens-rs256.txt BENCH_TOKENS_FILE_ES256=$WORK/tokens-es256.txt \
-  compare rs256-unique "$WORK/gateway-unique.json" --alg RS256 -c 64
+if ((!ALONE)); then
+  compare rs256-repeated "$WORK/gateway-1.json" --alg RS256
+  compare es256-repeated "$WORK/gateway-1.json" --alg ES256
+  BENCH_TOKENS_FILE=$WORK/tokens-rs256.txt BENCH_TOKENS_FILE_ES256=$WORK/tokens-es256.txt \
+    compare rs256-unique "$WORK/gateway-unique.json" --alg RS256 -c 64
+fi
 
 # 4 and 5: the gateway alone, with the backend nginx of the harness.
 PIDS=()
@@ -98,7 +108,7 @@ TOKEN=$BENCH/keys/tokens/valid-rs256.jwt
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 rss_kib() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
 start_gateway() { # CPUS CONFIG -> GW_PID
-  ulimit -n 65536
+  ulimit -n "$(ulimit -Hn)" 2>/dev/null || true   # 10 000 idle connections need the fds
   taskset -c "$1" "$GATEWAY" serve --config "$2" </dev/null >"$OUT/gateway-alone.log" 2>&1 &
   GW_PID=$!
   PIDS+=("$GW_PID")
@@ -139,5 +149,8 @@ measure() { # LABEL -> prints "rps cpu_seconds"
   fi
   stop_gateway
 } | tee "$OUT/report.md"
-for f in "$OUT"/*/summary.md; do echo; echo "## $(basename "$(dirname "$f")")"; cat "$f"; done | tee -a "$OUT/report.md"
+for f in "$OUT"/*/summary.md; do
+  [[ -e $f ]] || continue
+  echo; echo "## $(basename "$(dirname "$f")")"; cat "$f"
+done | tee -a "$OUT/report.md"
 log "results: $OUT"

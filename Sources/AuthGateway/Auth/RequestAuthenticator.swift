@@ -1,3 +1,4 @@
+import Logging
 import NIOCore
 import NIOHTTP1
 
@@ -173,9 +174,11 @@ struct RequestAuthenticator: Sendable {
             switch environment.verifiedTokens.verify(accessToken[...], keys: environment.keys) {
             case .success(let token) where token.timeFailure(now: environment.now) == nil:
                 verified = token
-            case .success, .failure:
-                // The auth service issued a token this gateway does not accept: a
-                // misconfiguration, logged by the caller via the error type.
+            case .success(let token):
+                Self.logMisconfiguration(reason: token.timeFailure(now: environment.now)?.rawValue ?? "invalid")
+                return .done(.reject(.refreshRejected))
+            case .failure(let rejection):
+                Self.logMisconfiguration(reason: rejection.failure.rawValue)
                 return .done(.reject(.refreshRejected))
             }
             var identity = Identity(token: verified, accessToken: oldAccess)
@@ -230,6 +233,14 @@ struct RequestAuthenticator: Sendable {
                 }
             })
         }
+    }
+
+    private static let logger = Logger(label: "auth-gateway.auth")
+
+    /// The auth service issued an access token this gateway refuses: its keys, issuer or
+    /// audience do not match the configuration. Logged (never the token), then 401.
+    private static func logMisconfiguration(reason: String) {
+        Self.logger.error("refresh.token_not_accepted", metadata: ["auth.failure": "\(reason)", "hint": "check tokens.issuers against the auth service"])
     }
 
     static func checkRequirements(_ identity: Identity, route: RouteConfiguration) -> AuthOutcome {

@@ -13,7 +13,8 @@ import Synchronization
 /// - `GET /bytes/<n>` (optionally `?chunked=1`): streams `n` bytes of a fixed pattern, with
 ///   backpressure;
 /// - `GET /delay/<ms>`: answers after `ms` milliseconds;
-/// - `GET /status/<code>`: answers with that status.
+/// - `GET /status/<code>`: answers with that status;
+/// - `POST /early`: answers at once, then reads and discards the body (as nginx's `return`).
 public final class EchoBackend: Sendable {
     private let channel: Channel
     private let counters: EchoCounters
@@ -82,6 +83,8 @@ private final class EchoHandler: ChannelDuplexHandler {
     private var remaining = 0
     private var sent = 0
     private var chunkSize = 64 * 1024
+    /// The response went out before the request body: discard the body, answer nothing more.
+    private var answeredEarly = false
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch self.unwrapInboundIn(data) {
@@ -90,11 +93,20 @@ private final class EchoHandler: ChannelDuplexHandler {
             self.head = head
             self.hasher = SHA256()
             self.bodyBytes = 0
+            self.answeredEarly = head.method == .POST && head.uri == "/early"
+            if self.answeredEarly {
+                let body = context.channel.allocator.buffer(string: "early\n")
+                var headers = HTTPHeaders()
+                headers.add(name: "Content-Length", value: String(body.readableBytes))
+                context.write(self.wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: .ok, headers: headers))), promise: nil)
+                context.write(self.wrapOutboundOut(.body(.byteBuffer(body))), promise: nil)
+                context.writeAndFlush(self.wrapOutboundOut(.end(nil)), promise: nil)
+            }
         case .body(let part):
             self.bodyBytes += part.readableBytes
             part.withUnsafeReadableBytes { self.hasher.update(bufferPointer: $0) }
         case .end:
-            guard let head = self.head else { return }
+            guard let head = self.head, !self.answeredEarly else { return }
             self.respond(to: head, context: context)
         }
     }

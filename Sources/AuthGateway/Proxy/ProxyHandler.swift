@@ -283,6 +283,22 @@ final class ProxyHandler: ChannelDuplexHandler, UpstreamLeaseRequester, Upstream
             context.write(self.wrapOutboundOut(.body(.byteBuffer(part))), promise: nil)
         case .finishResponse(let reuseUpstream, let closeClient):
             self.finishResponse(reuseUpstream: reuseUpstream, closeClient: closeClient, context: context)
+        case .finishResponseOnly:
+            self.finishExchange(status: self.exchange?.responseStatus ?? 0, error: nil)
+            context.writeAndFlush(self.wrapOutboundOut(.end(nil)), promise: nil)
+        case .forwardEndAndRelease(let reuseUpstream, let closeClient):
+            if let upstream = self.upstream {
+                self.upstream = nil
+                upstream.write(.end(nil))
+                upstream.flush()
+                self.upstreamNeedsFlush = false
+                if reuseUpstream, let pool = upstream.pool { pool.release(upstream) } else { upstream.close() }
+            }
+            if closeClient {
+                context.close(promise: nil)
+            } else {
+                self.requestFinished(context: context)
+            }
         case .writeLocalResponse(let close):
             self.writeLocalResponse(close: close, context: context)
         case .respondWithError(let error, let close):

@@ -3,15 +3,16 @@ import NIOCore
 /// The life of requests on one client connection, as a pure state machine: events in, actions
 /// out, no I/O, no clocks (DESIGN.md habit 1). `ProxyHandler` feeds it and runs its actions.
 ///
-/// Requests are strictly sequential here: NIO's `HTTPServerPipelineHandler` holds pipelined
-/// requests back until the previous response has ended.
+/// Requests are strictly sequential here: `ProxyHandler` holds pipelined requests back until
+/// the previous response has ended.
 ///
 /// States and legal transitions:
 /// - `idle` → `deciding` (a request head arrived)
 /// - `deciding` → `leasing` (authorized) | `idle`/`closed` (answered locally)
 /// - `leasing` → `forwarding` (got an upstream connection) | `idle`/`closed` (no connection)
 /// - `forwarding` → `idle` (response ended, connection kept) | `leasing` (safe retry)
-///   | `closed` (failed, or the client or response asked to close)
+///   | `closed` (failed, or the client or response asked to close); a response that ends
+///   before the request body stays in `forwarding(.complete)` until the body's end is sent
 /// - any → `closed` (client went away, protocol error); `closed` is final.
 struct ProxyStateMachine {
     /// What the state machine knows of the request in flight.
@@ -39,6 +40,10 @@ struct ProxyStateMachine {
     enum ResponsePhase {
         case awaitingHead
         case streaming
+        /// The response ended before the request body did (a backend answering an upload
+        /// early, as nginx's `return` does): the rest of the body still goes upstream, then
+        /// both connections are kept, as HAProxy does, instead of resetting the client.
+        case complete(upstreamKeepAlive: Bool, clientMustClose: Bool)
     }
 
     enum State {
@@ -64,6 +69,12 @@ struct ProxyStateMachine {
         case writeResponseBody(ByteBuffer)
         /// The response is complete: keep or close the upstream connection and the client's.
         case finishResponse(reuseUpstream: Bool, closeClient: Bool)
+        /// The response is complete but the request body is not: end the client's response
+        /// and keep forwarding the body.
+        case finishResponseOnly
+        /// The request body ended after its response: send the end upstream, then keep or close
+        /// both connections.
+        case forwardEndAndRelease(reuseUpstream: Bool, closeClient: Bool)
         /// Write the locally prepared response (an error or a health answer); close after it
         /// when `close`.
         case writeLocalResponse(close: Bool)
@@ -152,6 +163,11 @@ struct ProxyStateMachine {
         case .forwarding(var request, let phase, let reused):
             guard !request.bodyComplete else { return .none }
             request.bodyComplete = true
+            if case .complete(let upstreamKeepAlive, let clientMustClose) = phase {
+                let closeClient = clientMustClose || !request.keepAlive
+                self.state = closeClient ? .closed : .idle
+                return .forwardEndAndRelease(reuseUpstream: upstreamKeepAlive, closeClient: closeClient)
+            }
             self.state = .forwarding(request, phase, reusedConnection: reused)
             return .forwardEnd
         case .idle, .closed:
@@ -168,7 +184,7 @@ struct ProxyStateMachine {
         case .forwarding(_, .awaitingHead, _):
             self.state = .closed
             return .failForwarding(error)
-        case .forwarding(_, .streaming, _):
+        case .forwarding(_, .streaming, _), .forwarding(_, .complete, _):
             self.state = .closed
             return .failForwarding(nil)
         case .closed:
@@ -244,13 +260,14 @@ struct ProxyStateMachine {
     /// `upstreamKeepAlive`: the backend allows reuse; `clientMustClose`: the response framing
     /// (a body delimited by close) or a drain requires closing the client connection.
     mutating func responseEnd(upstreamKeepAlive: Bool, clientMustClose: Bool) -> Action {
-        guard case .forwarding(let request, .streaming, _) = self.state else { return .none }
-        // A response that ends before the request body did leaves the upstream connection
-        // mid-request and the client mid-upload: neither can be reused.
-        let reuseUpstream = upstreamKeepAlive && !request.hasUnreadBody
-        let closeClient = clientMustClose || !request.keepAlive || request.hasUnreadBody
+        guard case .forwarding(let request, .streaming, let reused) = self.state else { return .none }
+        if request.hasUnreadBody {
+            self.state = .forwarding(request, .complete(upstreamKeepAlive: upstreamKeepAlive, clientMustClose: clientMustClose), reusedConnection: reused)
+            return .finishResponseOnly
+        }
+        let closeClient = clientMustClose || !request.keepAlive
         self.state = closeClient ? .closed : .idle
-        return .finishResponse(reuseUpstream: reuseUpstream, closeClient: closeClient)
+        return .finishResponse(reuseUpstream: upstreamKeepAlive, closeClient: closeClient)
     }
 
     /// The upstream connection closed or failed. Before any response byte, a replayable request
@@ -266,7 +283,7 @@ struct ProxyStateMachine {
             }
             self.state = .closed
             return .failForwarding(.upstreamUnreachable)
-        case .forwarding(_, .streaming, _):
+        case .forwarding(_, .streaming, _), .forwarding(_, .complete, _):
             self.state = .closed
             return .failForwarding(nil)
         case .idle, .deciding, .leasing, .closed:
@@ -280,7 +297,7 @@ struct ProxyStateMachine {
         case .forwarding(_, .awaitingHead, _):
             self.state = .closed
             return .failForwarding(.upstreamProtocolError)
-        case .forwarding(_, .streaming, _):
+        case .forwarding(_, .streaming, _), .forwarding(_, .complete, _):
             self.state = .closed
             return .failForwarding(nil)
         case .idle, .deciding, .leasing, .closed:
@@ -322,6 +339,8 @@ struct ProxyStateMachine {
         case .idle: return .idle
         case .forwarding(let request, .awaitingHead, _): return request.bodyComplete ? .response : .idle
         case .forwarding(_, .streaming, _): return .response
+        // Only the client's upload is left.
+        case .forwarding(_, .complete, _): return .idle
         case .deciding, .leasing, .closed: return .none
         }
     }
@@ -371,7 +390,7 @@ struct ProxyStateMachine {
         case .forwarding(_, .awaitingHead, _):
             self.state = .closed
             return .failForwarding(.bodyTooLarge)
-        case .forwarding(_, .streaming, _):
+        case .forwarding(_, .streaming, _), .forwarding(_, .complete, _):
             self.state = .closed
             return .failForwarding(nil)
         case .deciding, .leasing:

@@ -61,6 +61,26 @@ struct StreamingTests {
         await client.close()
     }
 
+    /// A backend that answers an upload before reading it (nginx's `return`): the client gets
+    /// the answer, the rest of the body still goes to the backend, and both connections stay
+    /// usable (HAProxy's behaviour; resetting the client would break its upload).
+    @Test func earlyResponseToAnUploadKeepsBothConnections() async throws {
+        let gateway = try await GatewayFixture.start()
+        defer { Task { await gateway.stop() } }
+        let client = try await gateway.connect()
+        let headers = [("Authorization", "Bearer \(TestKeys.token())")]
+        for _ in 0..<3 {
+            let early = try await client.upload("/early", totalBytes: 4 * 1024 * 1024, headers: headers)
+            #expect(early.status == 200)
+            #expect(early.text == "early\n")
+        }
+        let after = try await client.send(TestRequest(.POST, "/echo", headers: headers, body: "after"))
+        #expect(after.status == 200)
+        #expect(after.json?["body"]?["bytes"]?.numberValue?.exactInt == 5)
+        #expect(gateway.backend.connectionCount == 1)
+        await client.close()
+    }
+
     @Test func downloadOf64MiBStreamsIntact() async throws {
         let gateway = try await GatewayFixture.start()
         defer { Task { await gateway.stop() } }

@@ -15,6 +15,8 @@ enum ProxyStep: Equatable {
     case writeResponseHead
     case writeResponseBody(String)
     case finishResponse(reuseUpstream: Bool, closeClient: Bool)
+    case finishResponseOnly
+    case forwardEndAndRelease(reuseUpstream: Bool, closeClient: Bool)
     case writeLocalResponse(close: Bool)
     case respondWithError(GatewayError, close: Bool)
     case failForwarding(GatewayError?)
@@ -36,6 +38,8 @@ enum ProxyStep: Equatable {
         case .writeResponseHead: self = .writeResponseHead
         case .writeResponseBody(let part): self = .writeResponseBody(String(buffer: part))
         case .finishResponse(let reuseUpstream, let closeClient): self = .finishResponse(reuseUpstream: reuseUpstream, closeClient: closeClient)
+        case .finishResponseOnly: self = .finishResponseOnly
+        case .forwardEndAndRelease(let reuseUpstream, let closeClient): self = .forwardEndAndRelease(reuseUpstream: reuseUpstream, closeClient: closeClient)
         case .writeLocalResponse(let close): self = .writeLocalResponse(close: close)
         case .respondWithError(let error, let close): self = .respondWithError(error, close: close)
         case .failForwarding(let error): self = .failForwarding(error)
@@ -56,6 +60,7 @@ func proxyStateName(_ state: ProxyStateMachine.State) -> String {
     case .leasing: return "leasing"
     case .forwarding(_, .awaitingHead, let reused): return reused ? "forwarding(awaitingHead, reused)" : "forwarding(awaitingHead)"
     case .forwarding(_, .streaming, let reused): return reused ? "forwarding(streaming, reused)" : "forwarding(streaming)"
+    case .forwarding(_, .complete, _): return "forwarding(complete)"
     case .closed: return "closed"
     }
 }
@@ -367,17 +372,35 @@ struct ProxyStateMachineTests {
 
     // MARK: Early responses
 
-    @Test("a response that ends before the request body closes both sides")
+    @Test("a response that ends before the request body: the client gets it at once, the rest of the body still goes upstream, both connections are kept")
     func responseBeforeBodyEnd() {
         var driver = ProxyDriver()
         driver.postAwaitingResponse()
         driver.body("partial")
         #expect(driver.responseHead() == .writeResponseHead)
         #expect(driver.responseBody("denied") == .writeResponseBody("denied"))
-        #expect(driver.responseEnd(upstreamKeepAlive: true, clientMustClose: false) == .finishResponse(reuseUpstream: false, closeClient: true))
-        #expect(driver.state == "closed")
-        #expect(driver.body("more") == .none)
-        #expect(driver.end() == .none)
+        #expect(driver.responseEnd(upstreamKeepAlive: true, clientMustClose: false) == .finishResponseOnly)
+        #expect(driver.machine.timeout == .idle)
+        #expect(driver.body("more") == .forwardBody("more"))
+        #expect(driver.end() == .forwardEndAndRelease(reuseUpstream: true, closeClient: false))
+        #expect(driver.state == "idle")
+    }
+
+    @Test("after an early response, a client that asked to close, or an upstream failure, closes")
+    func responseBeforeBodyEndThenClose() {
+        var closing = ProxyDriver()
+        closing.postAwaitingResponse()
+        closing.responseHead()
+        #expect(closing.responseEnd(upstreamKeepAlive: false, clientMustClose: true) == .finishResponseOnly)
+        #expect(closing.end() == .forwardEndAndRelease(reuseUpstream: false, closeClient: true))
+        #expect(closing.state == "closed")
+
+        var failing = ProxyDriver()
+        failing.postAwaitingResponse()
+        failing.responseHead()
+        #expect(failing.responseEnd(upstreamKeepAlive: true, clientMustClose: false) == .finishResponseOnly)
+        #expect(failing.upstreamFailed() == .failForwarding(nil))
+        #expect(failing.state == "closed")
     }
 
     @Test("the request body keeps flowing while the response streams")
