@@ -13,6 +13,9 @@ final class RuntimeSnapshot: Sendable {
     let requestHeaderTimeout: TimeAmount
     /// Response timeout per backend name.
     let responseTimeouts: [String: TimeAmount]
+    /// How far ahead a connection's timer is armed at most: the shortest timeout a connection
+    /// can be under, so a deadline moving earlier by a state change never needs a new timer.
+    let timerGranularity: TimeAmount
 
     init(configuration: GatewayConfiguration, generation: UInt64, refresher: SessionRefresher?, profiles: ProfileCache?) {
         self.configuration = configuration
@@ -27,5 +30,6 @@ final class RuntimeSnapshot: Sendable {
             timeouts[backend.name] = .milliseconds(Int64(backend.responseTimeoutMilliseconds))
         }
         self.responseTimeouts = timeouts
+        self.timerGranularity = ([self.idleTimeout, self.requestHeaderTimeout] + timeouts.values).min()!
     }
 }
