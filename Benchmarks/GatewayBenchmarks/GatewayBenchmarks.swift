@@ -18,6 +18,11 @@ let benchmarks: @Sendable () -> Void = {
         maxIterations: 1_000_000
     )
 
+    // The harness's own cost per iteration (its malloc count is subtracted in the README).
+    Benchmark("Baseline (empty iteration)") { benchmark in
+        for index in benchmark.scaledIterations { blackHole(index) }
+    }
+
     let issuer = "https://auth.bench.local"
     let audience = "bench-gateway"
     let now = Date().timeIntervalSince1970

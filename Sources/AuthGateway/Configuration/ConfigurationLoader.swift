@@ -327,15 +327,15 @@ public struct ConfigurationLoader: Sendable {
                 entry.error("jwksFile", problem)
             } else {
                 do {
-                let text = try String(contentsOfFile: path, encoding: .utf8)
-                let parsed = try JWKSet.parse(text: text)
-                if parsed.keys.isEmpty { entry.error("jwksFile", "\(path) holds no usable signature keys") }
-                keys.append(contentsOf: parsed.keys)
-            } catch let error as PublicKeyError {
-                entry.error("jwksFile", "\(path): \(error.message)")
-            } catch {
-                entry.error("jwksFile", "cannot read \(path): \(Self.describe(error))")
-            }
+                    let text = try String(contentsOfFile: path, encoding: .utf8)
+                    let parsed = try JWKSet.parse(text: text)
+                    if parsed.keys.isEmpty { entry.error("jwksFile", "\(path) holds no usable signature keys") }
+                    keys.append(contentsOf: parsed.keys)
+                } catch let error as PublicKeyError {
+                    entry.error("jwksFile", "\(path): \(error.message)")
+                } catch {
+                    entry.error("jwksFile", "cannot read \(path): \(Self.describe(error))")
+                }
             }
         }
         var seenKids: Set<String> = []

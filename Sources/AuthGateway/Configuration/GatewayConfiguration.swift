@@ -196,6 +196,8 @@ public struct IdentityValuePath: Sendable, Hashable, CustomStringConvertible {
     }
 
     public init?(parsing text: String) {
+        // Names end up in error descriptions and logs: no control characters.
+        guard text.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7F }) else { return nil }
         guard let dot = text.firstIndex(of: ".") else { return nil }
         guard let source = Source(rawValue: String(text[..<dot])) else { return nil }
         let name = String(text[text.index(after: dot)...])
