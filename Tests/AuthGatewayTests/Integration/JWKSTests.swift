@@ -36,14 +36,15 @@ struct JWKSTests {
         var url: String { self.service.baseURL + "/jwks.json" }
     }
 
-    static func gateway(endpoint: KeyEndpoint, minRefetch: Int = 10, waitUntilReady: Bool = true) async throws -> GatewayFixture {
+    static func gateway(endpoint: KeyEndpoint, minRefetch: Int = 10, refresh: Int = 300, waitUntilReady: Bool = true) async throws -> GatewayFixture {
         try await GatewayFixture.start(waitUntilReady: waitUntilReady) { config in
             config["eventLoopThreads"] = 2
             config["tokens"] = [
                 "issuers": [
                     [
                         "issuer": .string(TestKeys.issuer), "audiences": [.string(TestKeys.audience)],
-                        "jwksURL": .string(endpoint.url), "jwksMinRefetchSeconds": .number(JSONNumber(minRefetch)), "leewaySeconds": 0,
+                        "jwksURL": .string(endpoint.url), "jwksMinRefetchSeconds": .number(JSONNumber(minRefetch)),
+                        "jwksRefreshSeconds": .number(JSONNumber(refresh)), "leewaySeconds": 0,
                     ]
                 ]
             ]
@@ -73,6 +74,26 @@ struct JWKSTests {
         #expect(try await gateway.send(.get("/d", token: TestKeys.token(signer: Self.first))).status == 401)
         let health = try await TestConnection.connect(port: gateway.adminPort).send(.get("/healthz"))
         #expect(health.json?["checks"]?["keys"]?[TestKeys.issuer]?["keys"]?.numberValue?.exactInt == 2)
+    }
+
+    @Test func theKeySetIsRefreshedPeriodically() async throws {
+        let endpoint = try await KeyEndpoint.start([Self.first])
+        defer { Task { await endpoint.service.stop() } }
+        // A long refetch cooldown: only the periodic refresh can bring the new key in.
+        let gateway = try await Self.gateway(endpoint: endpoint, minRefetch: 3600, refresh: 1)
+        defer { Task { await gateway.stop() } }
+        let refresher = Task { try await KeyRefreshService(application: gateway.application).run() }
+        defer { refresher.cancel() }
+        #expect(endpoint.fetches == 1)
+        endpoint.serve([Self.second])
+        for _ in 0..<60 where endpoint.fetches < 2 { try await Task.sleep(for: .milliseconds(50)) }
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(endpoint.fetches >= 2)
+        #expect(try await gateway.send(.get("/new", token: TestKeys.token(signer: Self.second))).status == 200)
+        #expect(try await gateway.send(.get("/old", token: TestKeys.token(signer: Self.first))).status == 401)
+        let metrics = try await TestConnection.connect(port: gateway.adminPort).send(.get("/metrics")).text
+        #expect(metrics.contains("auth_gateway_jwks_fetches_total{issuer=\"\(TestKeys.issuer)\",result=\"updated\"}"))
+        #expect(metrics.contains("auth_gateway_jwks_key_age_seconds{issuer=\"\(TestKeys.issuer)\"}"))
     }
 
     @Test func aFloodOfUnknownKidsCostsTheKeyEndpointAtMostOneFetch() async throws {
