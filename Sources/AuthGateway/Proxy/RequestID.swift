@@ -54,6 +54,11 @@ struct RequestIDGenerator: RandomNumberGenerator {
         self.state = system.next()
     }
 
+    /// A fixed seed: the same sequence every time (tests that replay a failure from its seed).
+    init(seed: UInt64) {
+        self.state = seed
+    }
+
     mutating func next() -> UInt64 {
         self.state &+= 0x9E37_79B9_7F4A_7C15
         var z = self.state

@@ -87,14 +87,7 @@ struct RequestPlanner {
         case .authenticated(let authenticated):
             identity = authenticated
         }
-        var edits: [TokenEdit] = []
-        for source in self.snapshot.configuration.authService?.refresh?.refreshTokenSources ?? [] {
-            // Refresh tokens are for the auth service only; a backend never sees one.
-            switch source {
-            case .header(let name, _, _): edits.append(TokenEdit(location: .header(name: name, bearer: false), replacement: nil))
-            case .cookie(let name): edits.append(TokenEdit(location: .cookie(name: name), replacement: nil))
-            }
-        }
+        var edits = self.snapshot.refreshTokenRemovals
         var identityHeaders: [(name: String, value: String)] = []
         if let identity {
             if !route.forwardAccessToken {

@@ -16,6 +16,8 @@ final class RuntimeSnapshot: Sendable {
     /// How far ahead a connection's timer is armed at most: the shortest timeout a connection
     /// can be under, so a deadline moving earlier by a state change never needs a new timer.
     let timerGranularity: TimeAmount
+    /// Refresh tokens are for the auth service only: removed from every forwarded request.
+    let refreshTokenRemovals: [TokenEdit]
 
     init(configuration: GatewayConfiguration, generation: UInt64, refresher: SessionRefresher?, profiles: ProfileCache?) {
         self.configuration = configuration
@@ -31,5 +33,11 @@ final class RuntimeSnapshot: Sendable {
         }
         self.responseTimeouts = timeouts
         self.timerGranularity = ([self.idleTimeout, self.requestHeaderTimeout] + timeouts.values).min()!
+        self.refreshTokenRemovals = (configuration.authService?.refresh?.refreshTokenSources ?? []).map { source in
+            switch source {
+            case .header(let name, _, _): return TokenEdit(location: .header(name: name, bearer: false), replacement: nil)
+            case .cookie(let name): return TokenEdit(location: .cookie(name: name), replacement: nil)
+            }
+        }
     }
 }

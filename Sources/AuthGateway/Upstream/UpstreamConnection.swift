@@ -39,7 +39,6 @@ final class UpstreamConnection {
     }
 
     var isActive: Bool { self.channel.isActive }
-    var isWritable: Bool { self.channel.isWritable }
 
     func write(_ part: HTTPClientRequestPart) {
         self.channel.write(part, promise: nil)

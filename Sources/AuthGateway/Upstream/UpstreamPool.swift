@@ -118,8 +118,6 @@ final class UpstreamPool {
         }
     }
 
-    var idleCount: Int { self.idle.count }
-    var openConnections: Int { self.openCount }
 
     // MARK: Internals
 
