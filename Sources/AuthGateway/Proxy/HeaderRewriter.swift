@@ -33,9 +33,9 @@ struct ClientConnectionInfo {
     let isTLS: Bool
 }
 
-/// Rewrites headers between client and backend: hop-by-hop removal (RFC 9110 §7.6.1),
+/// Rewrites request headers on their way to the backend: hop-by-hop removal (RFC 9110 §7.6.1),
 /// stripping of client-supplied identity headers, `X-Forwarded-*`, `X-Request-Id`, verified
-/// identity headers, and the access token's fate.
+/// identity headers, and the access token's fate. (Response heads: `HTTPWriter`.)
 enum HeaderRewriter {
     /// Headers that describe one connection, never forwarded (plus those named in `Connection`).
     /// `Expect` is answered by the gateway itself; framing headers are set from the body.
@@ -89,30 +89,6 @@ enum HeaderRewriter {
         output.add(name: "X-Request-Id", value: requestID)
         for (name, value) in identity { output.add(name: name, value: value) }
         if framing == .chunked { output.add(name: "Transfer-Encoding", value: "chunked") }
-        return output
-    }
-
-    /// Response headers for the client: hop-by-hop removed, the request id added, framing set.
-    static func clientResponseHeaders(
-        _ headers: HTTPHeaders,
-        framing: BodyFraming,
-        clientSupportsChunked: Bool,
-        requestID: String,
-        extra: [(name: String, value: String)]
-    ) -> HTTPHeaders {
-        let connectionTokens = Self.connectionTokens(headers)
-        var output = HTTPHeaders()
-        output.reserveCapacity(headers.count + extra.count + 2)
-        for (name, value) in headers {
-            if Self.isHopByHop(name, connectionTokens: connectionTokens) { continue }
-            if ASCII.equalsIgnoringCase(name, "x-request-id") { continue }
-            output.add(name: name, value: value)
-        }
-        output.add(name: "X-Request-Id", value: requestID)
-        for (name, value) in extra { output.add(name: name, value: value) }
-        if framing == .chunked || (framing == .untilClose && clientSupportsChunked) {
-            output.add(name: "Transfer-Encoding", value: "chunked")
-        }
         return output
     }
 

@@ -1,8 +1,10 @@
 import NIOCore
 import NIOHTTP1
 
-/// One client connection's requests: feeds `ProxyStateMachine` with channel and upstream
-/// events and runs the actions it returns (DESIGN.md habit 2: one place runs actions).
+/// One client connection's requests: parses them (`RequestParser`), feeds `ProxyStateMachine`
+/// with their events and the upstream's, and runs the actions it returns (DESIGN.md habit 2:
+/// one place runs actions). It is the connection's only handler (after TLS): bytes in, bytes
+/// out.
 ///
 /// Everything happens on the connection's event loop: planning (routing, token verification,
 /// header rewriting) is synchronous unless the auth service must be asked; the upstream
@@ -10,9 +12,9 @@ import NIOHTTP1
 /// withheld from one side while the other cannot take more (`read(context:)`), and resumed
 /// on writability changes.
 final class ProxyHandler: ChannelDuplexHandler, UpstreamLeaseRequester, UpstreamConnectionDelegate {
-    typealias InboundIn = HTTPServerRequestPart
-    typealias OutboundIn = HTTPServerResponsePart
-    typealias OutboundOut = HTTPServerResponsePart
+    typealias InboundIn = ByteBuffer
+    typealias OutboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
 
     /// The request in flight and what has been learned about it.
     private struct Exchange {
@@ -23,9 +25,14 @@ final class ProxyHandler: ChannelDuplexHandler, UpstreamLeaseRequester, Upstream
         let keepAlive: Bool
         let start: NIODeadline
         let snapshot: RuntimeSnapshot
+        /// The request body is chunked (and goes upstream chunked).
+        let requestChunked: Bool
         var plan: ForwardPlan?
         var local: LocalResponse?
-        var responseHead: HTTPResponseHead?
+        /// The client's response head, ready to write.
+        var responseHead: ByteBuffer?
+        /// The response body goes to the client chunk-framed.
+        var responseChunked = false
         var responseStatus = 0
         var closeAfterResponse = false
         var upstreamSentAt: NIODeadline?
@@ -42,15 +49,14 @@ final class ProxyHandler: ChannelDuplexHandler, UpstreamLeaseRequester, Upstream
     /// The pool a lease is pending with.
     private var leasingPool: UpstreamPool?
     private var pendingRead = false
-    /// Parts (and decoder errors) of pipelined requests, waiting for the response in flight.
-    private var pipelined = CircularBuffer<Pipelined>()
+    private var parser: RequestParser
+    /// Received bytes not parsed yet: a partial head or body part, or a pipelined request that
+    /// waits until the response in flight has ended (RFC 9112 §9.3.2). Nil when none, so the
+    /// channel's receive buffer can be reused for the next read.
+    private var unparsed: ByteBuffer?
+    private var parsing = false
     /// Draining: close after the response in flight.
     private var quiescing = false
-
-    private enum Pipelined {
-        case part(HTTPServerRequestPart)
-        case error(Error)
-    }
     private var upstreamNeedsFlush = false
     private var deadline: NIODeadline?
     private var timer: Scheduled<Void>?
@@ -62,7 +68,9 @@ final class ProxyHandler: ChannelDuplexHandler, UpstreamLeaseRequester, Upstream
     init(worker: Worker, connection: ClientConnectionInfo) {
         self.worker = worker
         self.connection = connection
-        self.state = ProxyStateMachine(maxBodyBytes: worker.snapshot.configuration.limits.maxRequestBodyBytes)
+        let limits = worker.snapshot.configuration.limits
+        self.state = ProxyStateMachine(maxBodyBytes: limits.maxRequestBodyBytes)
+        self.parser = RequestParser(maxHeaderBytes: limits.maxHeaderBytes, maxBodyBytes: limits.maxRequestBodyBytes)
     }
 
     // MARK: Channel events
@@ -78,27 +86,65 @@ final class ProxyHandler: ChannelDuplexHandler, UpstreamLeaseRequester, Upstream
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        let part = self.unwrapInboundIn(data)
-        // A pipelined request waits until the response in flight has ended (RFC 9112 §9.3.2).
-        if !self.pipelined.isEmpty || (!self.state.isIdle && Self.isHead(part)) {
-            self.pipelined.append(.part(part))
-            return
+        var bytes = self.unwrapInboundIn(data)
+        if self.state.isIdle, self.headStartedAt == nil {
+            // The first bytes of a head on an idle connection start the `requestHeaderSeconds`
+            // clock. The armed timer fires within `timerGranularity` (≤ requestHeaderSeconds)
+            // and finds this: no reschedule for every request's first bytes.
+            self.headStartedAt = .now()
+            self.deadline = self.headStartedAt! + self.worker.snapshot.requestHeaderTimeout
         }
-        self.handle(part, context: context)
+        if var unparsed = self.unparsed {
+            self.unparsed = nil
+            unparsed.writeBuffer(&bytes)
+            bytes = unparsed
+        }
+        self.unparsed = bytes
+        self.parseRequests(context: context)
     }
 
-    private func handle(_ part: HTTPServerRequestPart, context: ChannelHandlerContext) {
-        switch part {
-        case .head(let head):
+    /// Feeds the parsed events of the received bytes to the state machine, stopping before a
+    /// pipelined head while a request is in flight. Re-entered (from a response finished
+    /// synchronously) it returns at once: the outer call goes on.
+    private func parseRequests(context: ChannelHandlerContext) {
+        guard !self.parsing else { return }
+        self.parsing = true
+        defer { self.parsing = false }
+        while !self.state.isClosed {
+            // Between requests: parse the next head only when idle and bytes are here. Within a
+            // request, the parser may have an event without new bytes (the end of a bodiless
+            // request).
+            if self.parser.isAtMessageStart && (!self.state.isIdle || self.unparsed == nil) { break }
+            var bytes = self.unparsed ?? ByteBuffer()
+            self.unparsed = nil
+            let event = self.parser.next(&bytes)
+            if bytes.readableBytes > 0 { self.unparsed = bytes }
+            guard let event else { break }
+            self.handle(event, context: context)
+        }
+        if self.state.isClosed { self.unparsed = nil }
+        self.updateTimer(context: context)
+    }
+
+    /// A pipelined request waits for the response in flight.
+    private var requestWaiting: Bool {
+        self.unparsed != nil && self.parser.isAtMessageStart && !self.state.isIdle
+    }
+
+    private func handle(_ event: RequestParser.Event, context: ChannelHandlerContext) {
+        switch event {
+        case .head(let head, let framing):
             self.headStartedAt = nil
-            self.receivedHead(head, context: context)
+            self.receivedHead(head, framing: framing, context: context)
         case .body(let body):
             self.exchange?.bytesIn += body.readableBytes
             self.run(self.state.requestBody(body), context: context)
         case .end:
             self.run(self.state.requestEnd(), context: context)
+        case .error(let error):
+            self.ensureExchangeForProtocolError(context: context)
+            self.run(self.state.protocolError(error), context: context)
         }
-        self.updateTimer(context: context)
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
@@ -113,29 +159,14 @@ final class ProxyHandler: ChannelDuplexHandler, UpstreamLeaseRequester, Upstream
         self.timer?.cancel()
         self.timer = nil
         self.timerFiresAt = nil
-        self.pipelined.removeAll()
+        self.unparsed = nil
         self.run(self.state.clientClosed(), context: context)
         context.fireChannelInactive()
     }
 
     func errorCaught(context: ChannelHandlerContext, error: Error) {
-        // A decoder error after the current request's end belongs to a pipelined request.
-        if !self.pipelined.isEmpty || self.state.requestEndReceived {
-            self.pipelined.append(.error(error))
-            return
-        }
-        self.handleError(error, context: context)
-    }
-
-    private func handleError(_ error: Error, context: ChannelHandlerContext) {
-        if let parserError = error as? HTTPParserError {
-            let gatewayError: GatewayError = parserError == .headerOverflow ? .headersTooLarge : .malformedRequest("Malformed HTTP request")
-            self.ensureExchangeForProtocolError(context: context)
-            self.run(self.state.protocolError(gatewayError), context: context)
-        } else {
-            // Connection reset and the like: nothing to answer.
-            context.close(promise: nil)
-        }
+        // Connection reset, TLS failures and the like: nothing to answer.
+        context.close(promise: nil)
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
@@ -148,65 +179,42 @@ final class ProxyHandler: ChannelDuplexHandler, UpstreamLeaseRequester, Upstream
             // Draining: finish the request in flight (its response says Connection: close),
             // close idle connections now.
             self.quiescing = true
-            if self.state.isIdle && self.pipelined.isEmpty { context.close(promise: nil) }
+            if self.state.isIdle && self.unparsed == nil { context.close(promise: nil) }
             return
         }
         context.fireUserInboundEventTriggered(event)
     }
 
     /// Backpressure towards the client: hold reads while the state machine says so, or while
-    /// pipelined requests wait.
+    /// a pipelined request waits.
     func read(context: ChannelHandlerContext) {
-        if self.state.shouldReadFromClient && self.pipelined.isEmpty {
+        if self.state.shouldReadFromClient && !self.requestWaiting {
             context.read()
         } else {
             self.pendingRead = true
         }
     }
 
-    /// The response of a request has been written and the connection stays open: feed the
+    /// The response of a request has been written and the connection stays open: parse the
     /// pipelined requests that waited, then read on.
     private func requestFinished(context: ChannelHandlerContext) {
-        while let next = self.pipelined.first {
-            if case .part(.head) = next, !self.state.isIdle { break }
-            self.pipelined.removeFirst()
-            switch next {
-            case .part(let part): self.handle(part, context: context)
-            case .error(let error): self.handleError(error, context: context)
-            }
-            if self.state.isClosed {
-                self.pipelined.removeAll()
-                return
-            }
+        self.parseRequests(context: context)
+        if self.state.isIdle, self.unparsed != nil, self.headStartedAt == nil {
+            // Part of the next head is here already: its clock runs.
+            self.headStartedAt = .now()
         }
-        if self.pipelined.isEmpty { self.run(.resumeClientReads, context: context) }
-    }
-
-    private static func isHead(_ part: HTTPServerRequestPart) -> Bool {
-        if case .head = part { return true }
-        return false
-    }
-
-    /// Raw bytes arrived (from `ConnectionActivityHandler`): on an idle connection this starts
-    /// the `requestHeaderSeconds` clock for the next head.
-    func bytesArrived() {
-        guard self.state.isIdle, self.headStartedAt == nil else { return }
-        // The armed timer fires within `timerGranularity` (≤ requestHeaderSeconds) and finds
-        // this: no reschedule for every request's first bytes.
-        self.headStartedAt = .now()
-        self.deadline = self.headStartedAt! + self.worker.snapshot.requestHeaderTimeout
+        self.run(.resumeClientReads, context: context)
     }
 
     // MARK: Request start
 
-    private func receivedHead(_ head: HTTPRequestHead, context: ChannelHandlerContext) {
+    private func receivedHead(_ head: HTTPRequestHead, framing: Result<BodyFraming, GatewayError>, context: ChannelHandlerContext) {
         let snapshot = self.worker.snapshot
         let requestID = self.worker.requestID(forwarded: head.headers.first(name: "x-request-id"))
         self.exchange = Exchange(
             requestID: requestID, method: head.method, uri: head.uri, version: head.version,
-            keepAlive: head.isKeepAlive, start: .now(), snapshot: snapshot
+            keepAlive: head.isKeepAlive, start: .now(), snapshot: snapshot, requestChunked: (try? framing.get()) == .chunked
         )
-        let framing = RequestFraming.validate(head, maxBodyBytes: snapshot.configuration.limits.maxRequestBodyBytes)
         let hasBody: Bool
         switch framing {
         case .success(let body): hasBody = body != .none
@@ -270,28 +278,31 @@ final class ProxyHandler: ChannelDuplexHandler, UpstreamLeaseRequester, Upstream
         case .sendRequest(let body, let end, let sendContinue):
             self.sendRequest(body: body, end: end, sendContinue: sendContinue, context: context)
         case .forwardBody(let part):
-            self.upstream?.write(.body(.byteBuffer(part)))
+            self.upstream?.sendBody(part)
             self.upstreamNeedsFlush = true
         case .forwardEnd:
-            self.upstream?.write(.end(nil))
+            self.upstream?.sendEnd()
             self.upstream?.flush()
             self.upstreamNeedsFlush = false
         case .writeResponseHead:
             if let head = self.exchange?.responseHead {
-                context.write(self.wrapOutboundOut(.head(head)), promise: nil)
+                self.exchange?.responseHead = nil
+                context.write(self.wrapOutboundOut(head), promise: nil)
             }
         case .writeResponseBody(let part):
             self.exchange?.bytesOut += part.readableBytes
-            context.write(self.wrapOutboundOut(.body(.byteBuffer(part))), promise: nil)
+            let framed = self.exchange?.responseChunked == true ? HTTPWriter.chunk(part, allocator: context.channel.allocator) : part
+            context.write(self.wrapOutboundOut(framed), promise: nil)
         case .finishResponse(let reuseUpstream, let closeClient):
             self.finishResponse(reuseUpstream: reuseUpstream, closeClient: closeClient, context: context)
         case .finishResponseOnly:
+            let end = self.responseEnd(context: context)
             self.finishExchange(status: self.exchange?.responseStatus ?? 0, error: nil)
-            context.writeAndFlush(self.wrapOutboundOut(.end(nil)), promise: nil)
+            context.writeAndFlush(self.wrapOutboundOut(end), promise: nil)
         case .forwardEndAndRelease(let reuseUpstream, let closeClient):
             if let upstream = self.upstream {
                 self.upstream = nil
-                upstream.write(.end(nil))
+                upstream.sendEnd()
                 upstream.flush()
                 self.upstreamNeedsFlush = false
                 if reuseUpstream, let pool = upstream.pool { pool.release(upstream) } else { upstream.close() }
@@ -337,7 +348,7 @@ final class ProxyHandler: ChannelDuplexHandler, UpstreamLeaseRequester, Upstream
             self.finishExchange(status: 499, error: nil)
             context.close(promise: nil)
         case .resumeClientReads:
-            if self.pendingRead {
+            if self.pendingRead, !self.requestWaiting {
                 self.pendingRead = false
                 context.read()
             }
@@ -366,12 +377,12 @@ final class ProxyHandler: ChannelDuplexHandler, UpstreamLeaseRequester, Upstream
     private func sendRequest(body: [ByteBuffer], end: Bool, sendContinue: Bool, context: ChannelHandlerContext) {
         guard let upstream = self.upstream, let plan = self.exchange?.plan else { return }
         if sendContinue {
-            context.writeAndFlush(self.wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .continue))), promise: nil)
+            context.writeAndFlush(self.wrapOutboundOut(context.channel.allocator.buffer(staticString: HTTPWriter.continueResponse)), promise: nil)
         }
-        upstream.write(.head(plan.head))
+        upstream.sendHead(plan.head, chunkedBody: self.exchange?.requestChunked ?? false)
         self.exchange?.upstreamSentAt = .now()
-        for part in body { upstream.write(.body(.byteBuffer(part))) }
-        if end { upstream.write(.end(nil)) }
+        for part in body { upstream.sendBody(part) }
+        if end { upstream.sendEnd() }
         upstream.flush()
         self.upstreamNeedsFlush = false
         // Body reads were held while waiting for the decision and the connection.
@@ -383,40 +394,47 @@ final class ProxyHandler: ChannelDuplexHandler, UpstreamLeaseRequester, Upstream
             self.upstream = nil
             if reuseUpstream, let pool = upstream.pool { pool.release(upstream) } else { upstream.close() }
         }
+        let end = self.responseEnd(context: context)
         self.finishExchange(status: self.exchange?.responseStatus ?? 0, error: nil)
         if closeClient {
-            context.writeAndFlush(self.wrapOutboundOut(.end(nil))).assumeIsolated().whenComplete { _ in context.close(promise: nil) }
+            context.writeAndFlush(self.wrapOutboundOut(end)).assumeIsolated().whenComplete { _ in context.close(promise: nil) }
         } else {
             // Flush here: the upstream connection is back in its pool, so its read-complete
             // (the usual flush point) no longer reaches this handler.
-            context.writeAndFlush(self.wrapOutboundOut(.end(nil)), promise: nil)
+            context.writeAndFlush(self.wrapOutboundOut(end), promise: nil)
             self.requestFinished(context: context)
         }
+    }
+
+    /// What ends the response body on the wire: the last chunk, or nothing.
+    private func responseEnd(context: ChannelHandlerContext) -> ByteBuffer {
+        guard self.exchange?.responseChunked == true else { return ByteBuffer() }
+        return context.channel.allocator.buffer(staticString: HTTPWriter.lastChunk)
     }
 
     private func writeLocalResponse(close: Bool, context: ChannelHandlerContext) {
         guard var exchange = self.exchange, let response = exchange.local else { return }
         var headers = response.headers
         headers.add(name: "X-Request-Id", value: exchange.requestID)
-        let body = context.channel.allocator.buffer(string: response.body)
-        headers.add(name: "Content-Length", value: String(body.readableBytes))
+        headers.add(name: "Content-Length", value: String(response.body.utf8.count))
         if close {
             headers.add(name: "Connection", value: "close")
         } else if exchange.version == .http1_0 {
             headers.add(name: "Connection", value: "keep-alive")
         }
         let version: HTTPVersion = exchange.version == .http1_0 ? .http1_0 : .http1_1
-        context.write(self.wrapOutboundOut(.head(HTTPResponseHead(version: version, status: response.status, headers: headers))), promise: nil)
+        var bytes = context.channel.allocator.buffer(capacity: 256 + response.body.utf8.count)
+        HTTPWriter.responseHead(version: version, status: response.status, headers: headers, into: &bytes)
         if exchange.method != .HEAD {
-            exchange.bytesOut = body.readableBytes
+            exchange.bytesOut = response.body.utf8.count
             self.exchange = exchange
-            context.write(self.wrapOutboundOut(.body(.byteBuffer(body))), promise: nil)
+            bytes.writeString(response.body)
         }
         self.finishExchange(status: Int(response.status.code), error: response.error)
         if close {
-            context.writeAndFlush(self.wrapOutboundOut(.end(nil))).assumeIsolated().whenComplete { _ in context.close(promise: nil) }
+            context.writeAndFlush(self.wrapOutboundOut(bytes)).assumeIsolated().whenComplete { _ in context.close(promise: nil) }
         } else {
-            context.writeAndFlush(self.wrapOutboundOut(.end(nil)), promise: nil)
+            context.writeAndFlush(self.wrapOutboundOut(bytes), promise: nil)
             self.requestFinished(context: context)
         }
     }
@@ -450,35 +468,29 @@ final class ProxyHandler: ChannelDuplexHandler, UpstreamLeaseRequester, Upstream
 
     // MARK: Upstream events
 
-    func upstreamResponseHead(_ head: HTTPResponseHead) {
+    func upstreamResponseHead(_ head: UpstreamResponseHead) {
         guard let context = self.context, var exchange = self.exchange, let plan = exchange.plan else { return }
         if let sentAt = exchange.upstreamSentAt {
             self.worker.metrics.observeUpstreamDuration(backend: plan.route.backend, seconds: Double((NIODeadline.now() - sentAt).nanoseconds) / 1e9)
         }
-        if head.status == .switchingProtocols {
-            // Upgrade headers are never forwarded, so a 101 is a backend error.
-            self.run(self.state.upstreamProtocolError(), context: context)
-            return
-        }
-        if !head.isKeepAlive { self.upstream?.reusable = false }
-        let framing = RequestFraming.responseFraming(head, requestMethod: exchange.method)
         let clientIsHTTP11 = exchange.version == .http1_1
-        let closeDelimited = framing == .untilClose && !clientIsHTTP11
-        let closeClient = closeDelimited || !exchange.keepAlive || self.mustClose
-        var headers = HeaderRewriter.clientResponseHeaders(
-            head.headers,
-            framing: framing,
-            clientSupportsChunked: clientIsHTTP11,
+        // A body without a length goes to an HTTP/1.1 client chunked; an HTTP/1.0 client
+        // cannot take chunks, so its body ends with the connection.
+        let unsized = head.framing == .chunked || head.framing == .untilClose
+        let closeClient = (unsized && !clientIsHTTP11) || !exchange.keepAlive || self.mustClose
+        exchange.responseChunked = unsized && clientIsHTTP11
+        var bytes = context.channel.allocator.buffer(capacity: head.bytes.readableBytes + 128)
+        HTTPWriter.clientResponseHead(
+            head,
+            clientVersion: clientIsHTTP11 ? .http1_1 : .http1_0,
             requestID: exchange.requestID,
-            extra: plan.responseHeaders
+            extra: plan.responseHeaders,
+            chunked: exchange.responseChunked,
+            connection: closeClient ? "close" : (clientIsHTTP11 ? nil : "keep-alive"),
+            into: &bytes
         )
-        if closeClient {
-            headers.add(name: "Connection", value: "close")
-        } else if !clientIsHTTP11 {
-            headers.add(name: "Connection", value: "keep-alive")
-        }
-        exchange.responseHead = HTTPResponseHead(version: clientIsHTTP11 ? .http1_1 : .http1_0, status: head.status, headers: headers)
-        exchange.responseStatus = Int(head.status.code)
+        exchange.responseHead = bytes
+        exchange.responseStatus = head.status
         exchange.closeAfterResponse = closeClient
         self.exchange = exchange
         self.run(self.state.responseHead(), context: context)
@@ -558,7 +570,10 @@ final class ProxyHandler: ChannelDuplexHandler, UpstreamLeaseRequester, Upstream
 
     /// An exchange for input that never became a request head (decoder error, timeout).
     private func bareExchange() -> Exchange {
-        Exchange(requestID: self.worker.requestID(forwarded: nil), method: .GET, uri: "-", version: .http1_1, keepAlive: false, start: .now(), snapshot: self.worker.snapshot)
+        Exchange(
+            requestID: self.worker.requestID(forwarded: nil), method: .GET, uri: "-", version: .http1_1, keepAlive: false, start: .now(),
+            snapshot: self.worker.snapshot, requestChunked: false
+        )
     }
 
     private func ensureExchangeForProtocolError(context: ChannelHandlerContext) {

@@ -10,9 +10,10 @@ enum BodyFraming: Equatable {
 }
 
 /// Checks a request head for the ambiguities request smuggling is made of, before anything
-/// else looks at it. The HTTP decoder (llhttp) already refuses most malformed framing; this
-/// second, explicit check keeps the gateway's promise independent of decoder leniency
-/// settings: anything ambiguous gets 400 and a closed connection, never a backend.
+/// else looks at it. `RequestParser` already refuses malformed lines; this
+/// second, explicit check keeps the gateway's promise independent of the parser's: anything
+/// ambiguous gets 400 and a closed connection, never a backend. (Response framing is decided
+/// by `ResponseParser`.)
 enum RequestFraming {
     static func validate(_ head: HTTPRequestHead, maxBodyBytes: Int) -> Result<BodyFraming, GatewayError> {
         var contentLength: Int?
@@ -76,18 +77,5 @@ enum RequestFraming {
     static func isUpgrade(_ head: HTTPRequestHead) -> Bool {
         guard head.headers.contains(name: "upgrade") else { return false }
         return head.headers[canonicalForm: "connection"].contains { ASCII.equalsIgnoringCase($0, "upgrade") }
-    }
-
-    /// The framing of a response, given the request method (RFC 9112 §6.3).
-    static func responseFraming(_ head: HTTPResponseHead, requestMethod: HTTPMethod) -> BodyFraming {
-        let code = head.status.code
-        if requestMethod == .HEAD || code == 204 || code == 304 || (100..<200).contains(code) { return .none }
-        if head.headers[canonicalForm: "transfer-encoding"].last.map({ ASCII.equalsIgnoringCase($0, "chunked") }) == true {
-            return .chunked
-        }
-        if let length = head.headers.first(name: "content-length").flatMap({ Self.parseLength($0[...]) }) {
-            return length == 0 ? .none : .contentLength(length)
-        }
-        return .untilClose
     }
 }

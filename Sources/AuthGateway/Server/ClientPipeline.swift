@@ -1,9 +1,8 @@
 import NIOCore
-import NIOHTTP1
 import NIOSSL
 
 /// Builds the pipeline of an accepted client connection:
-/// `[TLS] → activity → HTTP decoder/encoder → pipelining → ProxyHandler`.
+/// `[TLS] → ProxyHandler`.
 enum ClientPipeline {
     static func configure(channel: Channel, worker: Worker, tls: NIOSSLContext?) throws {
         let shared = worker.shared
@@ -26,46 +25,11 @@ enum ClientPipeline {
             peerIsTrustedProxy: channel.remoteAddress.map { address in configuration.trustedProxies.contains { $0.contains(address) } } ?? false,
             isTLS: tls != nil
         )
-        let proxy = ProxyHandler(worker: worker, connection: connection)
-        try sync.addHandler(ConnectionActivityHandler(proxy: proxy))
-        var encoder = HTTPResponseEncoder.Configuration()
-        encoder.automaticallySetFramingHeaders = false
-        var limits = NIOHTTPDecoderLimitConfiguration()
-        limits.maxHeaderListSize = configuration.limits.maxHeaderBytes
-        limits.maxHeaderFieldSize = configuration.limits.maxHeaderBytes
-        // No pipelining assistance: `ProxyHandler` queues pipelined requests itself, without
-        // withholding reads for every request (NIO's handler costs two epoll_ctl calls per
-        // request: measured). No outbound header validation: every value the gateway writes
-        // was parsed by llhttp or checked where it enters (identity values, refreshed tokens).
-        try sync.configureHTTPServerPipeline(
-            withPipeliningAssistance: false,
-            withServerUpgrade: nil,
-            withErrorHandling: false,
-            withOutboundHeaderValidation: false,
-            withEncoderConfiguration: encoder,
-            withDecoderLimitConfiguration: limits
-        )
-        try sync.addHandler(proxy)
+        // The gateway's own HTTP/1.1 codec lives in `ProxyHandler` (see HeadScanner.swift):
+        // one handler per connection, bytes in and out.
+        try sync.addHandler(ProxyHandler(worker: worker, connection: connection))
     }
 }
-
-/// Tells the `ProxyHandler` that bytes arrived, before the HTTP decoder has a complete head:
-/// the start of the `requestHeaderSeconds` clock. One call per read, not per byte.
-final class ConnectionActivityHandler: ChannelInboundHandler, RemovableChannelHandler {
-    typealias InboundIn = ByteBuffer
-
-    private unowned let proxy: ProxyHandler
-
-    init(proxy: ProxyHandler) { self.proxy = proxy }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        self.proxy.bytesArrived()
-        context.fireChannelRead(data)
-    }
-}
-
-@available(*, unavailable)
-extension ConnectionActivityHandler: Sendable {}
 
 /// A complete error response as bytes, for a connection over `limits.maxConnections` (answered
 /// before any HTTP handler exists).

@@ -103,9 +103,9 @@ private final class UpstreamCall: UpstreamLeaseRequester, UpstreamConnectionDele
         if let body = self.request.body {
             head.headers.replaceOrAdd(name: "Content-Length", value: String(body.readableBytes))
         }
-        connection.write(.head(head))
-        if let body = self.request.body { connection.write(.body(.byteBuffer(body))) }
-        connection.write(.end(nil))
+        connection.sendHead(head, chunkedBody: false)
+        if let body = self.request.body { connection.sendBody(body) }
+        connection.sendEnd()
         connection.flush()
     }
 
@@ -113,9 +113,8 @@ private final class UpstreamCall: UpstreamLeaseRequester, UpstreamConnectionDele
         self.fail(.unreachable)
     }
 
-    func upstreamResponseHead(_ head: HTTPResponseHead) {
-        self.head = head
-        if !head.isKeepAlive { self.connection?.reusable = false }
+    func upstreamResponseHead(_ head: UpstreamResponseHead) {
+        self.head = head.httpResponseHead
     }
 
     func upstreamResponseBody(_ part: ByteBuffer) {

@@ -4,7 +4,7 @@ import NIOHTTP1
 /// Receives what a leased upstream connection delivers. Implemented by `ProxyHandler` for
 /// forwarded requests and by `UpstreamClient` for the gateway's own calls (auth service, JWKS).
 protocol UpstreamConnectionDelegate: AnyObject {
-    func upstreamResponseHead(_ head: HTTPResponseHead)
+    func upstreamResponseHead(_ head: UpstreamResponseHead)
     func upstreamResponseBody(_ body: ByteBuffer)
     func upstreamResponseEnd()
     /// A read burst ended: the moment to flush what was written to the other side.
@@ -28,9 +28,8 @@ final class UpstreamConnection {
     weak var pool: UpstreamPool?
     /// Requests completed on it; a connection with at least one is "reused".
     var completedRequests = 0
-    /// Set when the backend asked to close (`Connection: close`, HTTP/1.0) or a response was
-    /// cut short; such a connection is never returned to the idle list.
-    var reusable = true
+    /// The request body in flight goes upstream chunk-framed.
+    private var chunkedRequestBody = false
 
     init(channel: Channel, handler: UpstreamHandler, targetIndex: Int) {
         self.channel = channel
@@ -40,12 +39,36 @@ final class UpstreamConnection {
 
     var isActive: Bool { self.channel.isActive }
 
-    func write(_ part: HTTPClientRequestPart) {
-        self.channel.write(part, promise: nil)
+    /// False once the backend asked to close (`Connection: close`, HTTP/1.0), a response was
+    /// cut short or over-long; such a connection is never returned to the idle list.
+    var reusable: Bool {
+        get { self.handler.reusable }
+        set { self.handler.reusable = newValue }
+    }
+
+    /// Writes a request head; its body follows with `sendBody` (chunk-framed when
+    /// `chunkedBody`) and ends with `sendEnd`.
+    func sendHead(_ head: HTTPRequestHead, chunkedBody: Bool) {
+        self.chunkedRequestBody = chunkedBody
+        self.handler.expectResponse(to: head.method)
+        var buffer = self.channel.allocator.buffer(capacity: 512)
+        HTTPWriter.requestHead(head, into: &buffer)
+        self.handler.write(buffer)
+    }
+
+    func sendBody(_ part: ByteBuffer) {
+        guard part.readableBytes > 0 else { return }
+        self.handler.write(self.chunkedRequestBody ? HTTPWriter.chunk(part, allocator: self.channel.allocator) : part)
+    }
+
+    func sendEnd() {
+        guard self.chunkedRequestBody else { return }
+        self.chunkedRequestBody = false
+        self.handler.write(self.channel.allocator.buffer(staticString: HTTPWriter.lastChunk))
     }
 
     func flush() {
-        self.channel.flush()
+        self.handler.flush()
     }
 
     func close() {
@@ -62,18 +85,24 @@ final class UpstreamConnection {
 @available(*, unavailable)
 extension UpstreamConnection: Sendable {}
 
-/// The last handler of an upstream pipeline: hands response parts to the current delegate,
-/// withholds reads while the delegate cannot keep up, reports closure.
+/// The only handler of an upstream pipeline (after TLS): writes request bytes, parses
+/// responses (`ResponseParser`) and hands their parts to the current delegate, withholds reads
+/// while the delegate cannot keep up, reports closure.
 final class UpstreamHandler: ChannelDuplexHandler {
-    typealias InboundIn = HTTPClientResponsePart
-    typealias OutboundIn = HTTPClientRequestPart
-    typealias OutboundOut = HTTPClientRequestPart
+    typealias InboundIn = ByteBuffer
+    typealias OutboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
 
     /// The lease holder, nil while idle in the pool.
     weak var delegate: UpstreamConnectionDelegate?
     /// Called once when the channel goes inactive (the pool forgets the connection).
     var onClose: (() -> Void)?
+    var reusable = true
     private var context: ChannelHandlerContext?
+    private var parser = ResponseParser()
+    /// Received bytes not parsed yet (a partial head or chunk-size line); nil when none, so
+    /// the channel's receive buffer can be reused for the next read.
+    private var unparsed: ByteBuffer?
     private var pendingRead = false
     private var closed = false
 
@@ -85,21 +114,46 @@ final class UpstreamHandler: ChannelDuplexHandler {
         self.context = nil
     }
 
+    func expectResponse(to method: HTTPMethod) {
+        self.parser.expectResponse(to: method)
+    }
+
+    func write(_ buffer: ByteBuffer) {
+        self.context?.write(self.wrapOutboundOut(buffer), promise: nil)
+    }
+
+    func flush() {
+        self.context?.flush()
+    }
+
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        guard let delegate = self.delegate else {
-            // Bytes on an idle connection: the backend is not speaking HTTP/1.1 keep-alive as
-            // agreed. Never let them be mistaken for the next response.
-            context.close(promise: nil)
-            return
+        var bytes = self.unwrapInboundIn(data)
+        if var unparsed = self.unparsed {
+            self.unparsed = nil
+            unparsed.writeBuffer(&bytes)
+            bytes = unparsed
         }
-        switch self.unwrapInboundIn(data) {
-        case .head(let head):
-            delegate.upstreamResponseHead(head)
-        case .body(let body):
-            delegate.upstreamResponseBody(body)
-        case .end:
-            delegate.upstreamResponseEnd()
+        while let event = self.parser.next(&bytes) {
+            switch event {
+            case .head(let head):
+                if !head.keepAlive { self.reusable = false }
+                self.delegate?.upstreamResponseHead(head)
+            case .body(let part):
+                self.delegate?.upstreamResponseBody(part)
+            case .end:
+                // Bytes beyond the response: the backend does not frame as it says.
+                if bytes.readableBytes > 0 { self.reusable = false }
+                self.delegate?.upstreamResponseEnd()
+            case .error:
+                // Not HTTP as agreed (including bytes on an idle connection): never let them
+                // be mistaken for the next response.
+                self.reusable = false
+                self.reportClosed(protocolError: true)
+                context.close(promise: nil)
+                return
+            }
         }
+        if bytes.readableBytes > 0 { self.unparsed = bytes }
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
@@ -112,12 +166,17 @@ final class UpstreamHandler: ChannelDuplexHandler {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
+        if case .end = self.parser.connectionClosed() {
+            // The end of a body delimited by the connection's close.
+            self.reusable = false
+            self.delegate?.upstreamResponseEnd()
+        }
         self.reportClosed(protocolError: false)
         context.fireChannelInactive()
     }
 
     func errorCaught(context: ChannelHandlerContext, error: Error) {
-        self.reportClosed(protocolError: error is HTTPParserError)
+        self.reportClosed(protocolError: false)
         context.close(promise: nil)
     }
 
@@ -138,6 +197,7 @@ final class UpstreamHandler: ChannelDuplexHandler {
     private func reportClosed(protocolError: Bool) {
         guard !self.closed else { return }
         self.closed = true
+        self.reusable = false
         let delegate = self.delegate
         self.delegate = nil
         delegate?.upstreamClosed(protocolError: protocolError)

@@ -229,18 +229,9 @@ struct SocketConnector: UpstreamConnector {
             .connect(host: target.host, port: target.port)
     }
 
-    /// The HTTP/1.1 client handlers every upstream connection has: encoder (framing headers
-    /// are set by the gateway, never guessed), decoder, and the `UpstreamHandler`.
+    /// The handler every upstream connection has: the gateway's own HTTP/1.1 client codec
+    /// (`UpstreamHandler`; see HeadScanner.swift for why not NIOHTTP1's).
     static func addHTTPHandlers(to channel: Channel) throws {
-        var encoder = HTTPRequestEncoder.Configuration()
-        encoder.automaticallySetFramingHeaders = false
-        // Outbound validation off: request heads are rebuilt from llhttp-parsed headers plus
-        // values checked where they enter (see HeaderRewriter).
-        try channel.pipeline.syncOperations.addHTTPClientHandlers(
-            leftOverBytesStrategy: .dropBytes,
-            enableOutboundHeaderValidation: false,
-            encoderConfiguration: encoder
-        )
         try channel.pipeline.syncOperations.addHandler(UpstreamHandler())
     }
 }

@@ -180,34 +180,4 @@ struct HeaderRewriterTests {
         #expect(fixed["Transfer-Encoding"].isEmpty)
         #expect(fixed["Content-Length"] == ["5"])
     }
-
-    // MARK: Responses
-
-    private func response(_ headers: [(String, String)], framing: BodyFraming, clientSupportsChunked: Bool = true, extra: [(name: String, value: String)] = []) -> HTTPHeaders {
-        HeaderRewriter.clientResponseHeaders(HTTPHeaders(headers), framing: framing, clientSupportsChunked: clientSupportsChunked, requestID: "gw-1", extra: extra)
-    }
-
-    @Test("response: hop-by-hop removed, request id set, extras added")
-    func responseHeaders() {
-        let output = response([
-            ("Content-Type", "application/json"), ("Connection", "close, X-Backend-Hop"), ("Keep-Alive", "timeout=5"), ("X-Backend-Hop", "1"),
-            ("Transfer-Encoding", "chunked"), ("X-Request-Id", "backend-id"), ("Set-Cookie", "a=1"), ("Set-Cookie", "b=2"),
-        ], framing: .chunked, extra: [("X-Access-Token", "new")])
-        #expect(output["Connection"].isEmpty && output["Keep-Alive"].isEmpty && output["X-Backend-Hop"].isEmpty)
-        #expect(output["X-Request-Id"] == ["gw-1"])
-        #expect(output["Set-Cookie"] == ["a=1", "b=2"])
-        #expect(output["X-Access-Token"] == ["new"])
-        #expect(output["Transfer-Encoding"] == ["chunked"])
-        #expect(output["Content-Type"] == ["application/json"])
-    }
-
-    @Test("response framing headers")
-    func responseFraming() {
-        #expect(response([("Content-Length", "10")], framing: .contentLength(10))["Transfer-Encoding"].isEmpty)
-        #expect(response([("Content-Length", "10")], framing: .contentLength(10))["Content-Length"] == ["10"])
-        // A close-delimited backend body is re-framed as chunked for a client that supports it.
-        #expect(response([], framing: .untilClose, clientSupportsChunked: true)["Transfer-Encoding"] == ["chunked"])
-        #expect(response([], framing: .untilClose, clientSupportsChunked: false)["Transfer-Encoding"].isEmpty)
-        #expect(response([], framing: .none)["Transfer-Encoding"].isEmpty)
-    }
 }

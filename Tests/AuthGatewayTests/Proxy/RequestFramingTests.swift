@@ -106,32 +106,4 @@ struct RequestFramingTests {
         #expect(!RequestFraming.isUpgrade(head([("Connection", "Upgrade")])))
         #expect(!RequestFraming.isUpgrade(head([("Upgrade", "websocket"), ("Connection", "keep-alive")])))
     }
-
-    // MARK: Responses
-
-    private func responseFraming(_ code: Int, _ headers: [(String, String)], method: HTTPMethod = .GET) -> BodyFraming {
-        RequestFraming.responseFraming(HTTPResponseHead(version: .http1_1, status: HTTPResponseStatus(statusCode: code), headers: HTTPHeaders(headers)), requestMethod: method)
-    }
-
-    @Test("responses without a body: HEAD, 1xx, 204, 304")
-    func responsesWithoutBody() {
-        #expect(responseFraming(200, [("Content-Length", "10")], method: .HEAD) == .none)
-        #expect(responseFraming(200, [("Transfer-Encoding", "chunked")], method: .HEAD) == .none)
-        #expect(responseFraming(204, [("Content-Length", "10")]) == .none)
-        #expect(responseFraming(304, [("Content-Length", "10")]) == .none)
-        #expect(responseFraming(101, []) == .none)
-        #expect(responseFraming(103, []) == .none)
-    }
-
-    @Test("response bodies: chunked, fixed length, or until close")
-    func responseBodies() {
-        #expect(responseFraming(200, [("Transfer-Encoding", "chunked")]) == .chunked)
-        #expect(responseFraming(200, [("Transfer-Encoding", "gzip, chunked")]) == .chunked)
-        #expect(responseFraming(200, [("Transfer-Encoding", "chunked"), ("Content-Length", "10")]) == .chunked)
-        #expect(responseFraming(200, [("Content-Length", "10")]) == .contentLength(10))
-        #expect(responseFraming(404, [("Content-Length", "0")]) == .none)
-        #expect(responseFraming(200, []) == .untilClose)
-        #expect(responseFraming(200, [("Transfer-Encoding", "gzip")]) == .untilClose)
-        #expect(responseFraming(500, [], method: .POST) == .untilClose)
-    }
 }

@@ -1,0 +1,115 @@
+import NIOCore
+
+/// Decodes a chunked body (RFC 9112 §7.1) into its data, as slices of the input: a pure state
+/// machine shared by requests and responses. Chunk sizes are 1–15 hex digits (no overflow),
+/// extensions are checked for control characters and ignored, trailers are checked and dropped.
+struct ChunkedBody {
+    enum Step: Equatable {
+        case data(ByteBuffer)
+        case end
+        case error(String)
+    }
+
+    private enum State {
+        case size
+        case data(remaining: Int)
+        case dataEnd
+        case trailers(bytes: Int)
+        case done
+        case failed
+    }
+
+    /// A chunk-size line longer than this (size plus extensions) is refused.
+    static let maxSizeLineBytes = 1024
+    /// Trailer section limit.
+    static let maxTrailerBytes = 16 * 1024
+
+    private var state = State.size
+
+    /// The next step from `buffer`, consuming what it uses; nil when more bytes are needed.
+    mutating func next(_ buffer: inout ByteBuffer) -> Step? {
+        while true {
+            switch self.state {
+            case .size:
+                guard let line = Self.readLine(&buffer, limit: Self.maxSizeLineBytes) else {
+                    return buffer.readableBytes > Self.maxSizeLineBytes ? self.fail("Chunk size line too long") : nil
+                }
+                guard case .success(let text) = line, let size = Self.chunkSize(text) else { return self.fail("Invalid chunk size") }
+                self.state = size == 0 ? .trailers(bytes: 0) : .data(remaining: size)
+            case .data(let remaining):
+                guard buffer.readableBytes > 0 else { return nil }
+                let length = min(remaining, buffer.readableBytes)
+                let part = buffer.readSlice(length: length)!
+                self.state = length == remaining ? .dataEnd : .data(remaining: remaining - length)
+                return .data(part)
+            case .dataEnd:
+                guard buffer.readableBytes >= 2 else { return nil }
+                guard buffer.readInteger(as: UInt16.self) == 0x0D0A else { return self.fail("Missing CRLF after chunk data") }
+                self.state = .size
+            case .trailers(let bytes):
+                let available = buffer.readableBytes
+                guard let line = Self.readLine(&buffer, limit: max(0, Self.maxTrailerBytes - bytes)) else {
+                    return bytes + available > Self.maxTrailerBytes ? self.fail("Trailers too large") : nil
+                }
+                guard case .success(let text) = line else { return self.fail("Invalid trailer line") }
+                if text.isEmpty {
+                    self.state = .done
+                    return .end
+                }
+                guard text.allSatisfy(HeadScanner.isFieldValueByte) else { return self.fail("Invalid trailer line") }
+                self.state = .trailers(bytes: bytes + text.count + 2)
+            case .done, .failed:
+                return nil
+            }
+        }
+    }
+
+    private mutating func fail(_ detail: String) -> Step {
+        self.state = .failed
+        return .error(detail)
+    }
+
+    /// Reads one CRLF-terminated line (without the CRLF); nil when none is complete within
+    /// `limit` bytes; failure for a bare LF.
+    private static func readLine(_ buffer: inout ByteBuffer, limit: Int) -> Result<[UInt8], ChunkLineError>? {
+        let view = buffer.readableBytesView.prefix(limit + 2)
+        guard let lf = view.firstIndex(of: UInt8(ascii: "\n")) else { return nil }
+        let length = lf - view.startIndex
+        guard length >= 1, view[lf - 1] == UInt8(ascii: "\r") else {
+            buffer.moveReaderIndex(forwardBy: length + 1)
+            return .failure(ChunkLineError())
+        }
+        let line = buffer.readBytes(length: length - 1)!
+        buffer.moveReaderIndex(forwardBy: 2)
+        return line.contains(UInt8(ascii: "\r")) ? .failure(ChunkLineError()) : .success(line)
+    }
+
+    private struct ChunkLineError: Error {}
+
+    /// `1*HEXDIG [ BWS ";" chunk-ext ]`; nil when invalid or over 15 digits.
+    static func chunkSize(_ line: [UInt8]) -> Int? {
+        var size = 0
+        var digits = 0
+        var index = 0
+        while index < line.count, let value = Self.hexValue(line[index]) {
+            size = size << 4 | value
+            digits += 1
+            index += 1
+        }
+        guard digits > 0, digits <= 15 else { return nil }
+        while index < line.count, line[index] == UInt8(ascii: " ") || line[index] == UInt8(ascii: "\t") { index += 1 }
+        if index == line.count { return size }
+        guard line[index] == UInt8(ascii: ";") else { return nil }
+        guard line[index...].allSatisfy(HeadScanner.isFieldValueByte) else { return nil }
+        return size
+    }
+
+    private static func hexValue(_ byte: UInt8) -> Int? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return Int(byte - UInt8(ascii: "0"))
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return Int(byte - UInt8(ascii: "a") + 10)
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return Int(byte - UInt8(ascii: "A") + 10)
+        default: return nil
+        }
+    }
+}

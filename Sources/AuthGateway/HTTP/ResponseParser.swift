@@ -1,0 +1,243 @@
+import NIOCore
+import NIOHTTP1
+
+/// A backend's response head, kept as bytes: the fields are ranges into `bytes`, so the kept
+/// ones are copied to the client as they are, without a `String` per name and value.
+struct UpstreamResponseHead {
+    /// The head, from the status line through its empty line.
+    let bytes: ByteBuffer
+    let version: HTTPVersion
+    let status: Int
+    let reason: Range<Int>
+    let fields: [HeaderField]
+    let framing: BodyFraming
+    /// The backend allows another request on this connection afterwards.
+    let keepAlive: Bool
+
+    /// The same head as NIO's type, for the gateway's own calls (auth service, JWKS).
+    var httpResponseHead: HTTPResponseHead {
+        self.bytes.withUnsafeReadableBytes { raw in
+            var headers = HTTPHeaders()
+            for field in self.fields {
+                headers.add(name: RequestParser.string(raw, field.nameStart, field.nameEnd), value: RequestParser.string(raw, field.valueStart, field.valueEnd))
+            }
+            return HTTPResponseHead(version: self.version, status: HTTPResponseStatus(statusCode: self.status), headers: headers)
+        }
+    }
+}
+
+/// Parses the responses of one upstream connection: a pure state machine, told what each
+/// response answers (`expectResponse`) because a HEAD response has no body. Interim 1xx
+/// responses are skipped; a 101 is an error (the gateway never asks for an upgrade).
+struct ResponseParser {
+    enum Event {
+        case head(UpstreamResponseHead)
+        case body(ByteBuffer)
+        case end
+        /// Not a valid HTTP/1.1 response: the connection cannot be used any more.
+        case error(String)
+    }
+
+    private enum State {
+        case awaitingRequest
+        case head(resumeAt: Int, method: HTTPMethod)
+        case fixed(remaining: Int)
+        case chunked(ChunkedBody)
+        case untilClose
+        case end
+        case failed
+    }
+
+    static let maxHeadBytes = 64 * 1024
+    private var state = State.awaitingRequest
+
+    /// No response is expected: bytes arriving now are a protocol violation.
+    var isAwaitingRequest: Bool {
+        if case .awaitingRequest = self.state { return true }
+        return false
+    }
+
+    /// The body runs until the connection closes.
+    var isReadingUntilClose: Bool {
+        if case .untilClose = self.state { return true }
+        return false
+    }
+
+    /// A request answered by the next response was sent.
+    mutating func expectResponse(to method: HTTPMethod) {
+        self.state = .head(resumeAt: 0, method: method)
+    }
+
+    mutating func next(_ buffer: inout ByteBuffer) -> Event? {
+        switch self.state {
+        case .awaitingRequest:
+            guard buffer.readableBytes > 0 else { return nil }
+            return self.fail("Bytes before a request was sent")
+        case .head(let resumeAt, let method):
+            return self.head(&buffer, resumeAt: resumeAt, method: method)
+        case .fixed(let remaining):
+            guard buffer.readableBytes > 0 else { return nil }
+            let length = min(remaining, buffer.readableBytes)
+            self.state = length == remaining ? .end : .fixed(remaining: remaining - length)
+            return .body(buffer.readSlice(length: length)!)
+        case .chunked(var body):
+            let step = body.next(&buffer)
+            self.state = .chunked(body)
+            switch step {
+            case .none: return nil
+            case .data(let part): return .body(part)
+            case .end:
+                self.state = .awaitingRequest
+                return .end
+            case .error(let detail): return self.fail(detail)
+            }
+        case .untilClose:
+            guard buffer.readableBytes > 0 else { return nil }
+            return .body(buffer.readSlice(length: buffer.readableBytes)!)
+        case .end:
+            self.state = .awaitingRequest
+            return .end
+        case .failed:
+            return nil
+        }
+    }
+
+    /// The connection closed: the end of a close-delimited body, else nothing.
+    mutating func connectionClosed() -> Event? {
+        guard case .untilClose = self.state else { return nil }
+        self.state = .awaitingRequest
+        return .end
+    }
+
+    private mutating func head(_ buffer: inout ByteBuffer, resumeAt initialResumeAt: Int, method: HTTPMethod) -> Event? {
+        var resumeAt = initialResumeAt
+        while true {
+            guard buffer.readableBytes > 0 else { return nil }
+            let scan = buffer.withUnsafeReadableBytes { HeadScanner.headEnd($0, from: resumeAt) }
+            guard let end = scan.end else {
+                if buffer.readableBytes > Self.maxHeadBytes { return self.fail("Response head too large") }
+                self.state = .head(resumeAt: scan.resumeAt, method: method)
+                return nil
+            }
+            guard end <= Self.maxHeadBytes else { return self.fail("Response head too large") }
+            let bytes = buffer.readSlice(length: end)!
+            let parsed = bytes.withUnsafeReadableBytes { Self.responseHead($0, bytes: bytes, method: method) }
+            guard case .success(let head) = parsed else {
+                if case .failure(let detail) = parsed { return self.fail(detail.message) }
+                return nil
+            }
+            if head.status == 101 { return self.fail("Unexpected 101 Switching Protocols") }
+            if head.status < 200 {
+                // Interim response (100 Continue, 103 Early Hints): skipped, the final one follows.
+                self.state = .head(resumeAt: 0, method: method)
+                resumeAt = 0
+                continue
+            }
+            switch head.framing {
+            case .none: self.state = .end
+            case .contentLength(let length): self.state = .fixed(remaining: length)
+            case .chunked: self.state = .chunked(ChunkedBody())
+            case .untilClose: self.state = .untilClose
+            }
+            return .head(head)
+        }
+    }
+
+    private mutating func fail(_ detail: String) -> Event {
+        self.state = .failed
+        return .error(detail)
+    }
+
+    struct Invalid: Error {
+        let message: String
+    }
+
+    private static let chunked = Array("chunked".utf8)
+    private static let close = Array("close".utf8)
+    private static let keepAlive = Array("keep-alive".utf8)
+
+    /// `HTTP-version SP 3DIGIT [SP reason-phrase]` and the fields; the framing by RFC 9112 §6.3.
+    static func responseHead(_ raw: UnsafeRawBufferPointer, bytes: ByteBuffer, method: HTTPMethod) -> Result<UpstreamResponseHead, Invalid> {
+        let lines: HeadLines
+        switch HeadScanner.split(raw, end: raw.count) {
+        case .success(let value): lines = value
+        case .failure(let error): return .failure(Invalid(message: error.detail))
+        }
+        let line = lines.startLine
+        let start = line.lowerBound
+        guard line.count >= 12, let version = RequestParser.version(raw, start, start + 8), raw[start + 8] == UInt8(ascii: " ") else {
+            return .failure(Invalid(message: "Invalid status line"))
+        }
+        var status = 0
+        for offset in 9..<12 {
+            let byte = raw[start + offset]
+            guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return .failure(Invalid(message: "Invalid status code")) }
+            status = status * 10 + Int(byte - UInt8(ascii: "0"))
+        }
+        guard status >= 100 else { return .failure(Invalid(message: "Invalid status code")) }
+        var reason = (start + 12)..<(start + 12)
+        if line.count > 12 {
+            guard raw[start + 12] == UInt8(ascii: " ") else { return .failure(Invalid(message: "Invalid status line")) }
+            reason = (start + 13)..<line.upperBound
+        }
+
+        var contentLength: Int?
+        var lastTransferCoding: Range<Int>?
+        var hasTransferEncoding = false
+        var close = false
+        var keepAliveToken = false
+        for field in lines.fields {
+            switch field.kind {
+            case .contentLength:
+                var valid = true
+                HeaderNames.forEachListElement(raw, field.valueStart, field.valueEnd) { s, e in
+                    guard let length = Self.decimal(raw, s, e), contentLength == nil || contentLength == length else {
+                        valid = false
+                        return
+                    }
+                    contentLength = length
+                }
+                guard valid, contentLength != nil else { return .failure(Invalid(message: "Invalid Content-Length")) }
+            case .transferEncoding:
+                hasTransferEncoding = true
+                lastTransferCoding = HeaderNames.lastListElement(raw, field.valueStart, field.valueEnd) ?? lastTransferCoding
+            case .connection:
+                if HeaderNames.listContains(raw, field.valueStart, field.valueEnd, token: Self.close) { close = true }
+                if HeaderNames.listContains(raw, field.valueStart, field.valueEnd, token: Self.keepAlive) { keepAliveToken = true }
+            case .other, .hopByHop, .requestID:
+                break
+            }
+        }
+        var keepAlive = version == .http1_1 ? !close : (keepAliveToken && !close)
+        let framing: BodyFraming
+        if method == .HEAD || status < 200 || status == 204 || status == 304 {
+            framing = .none
+        } else if hasTransferEncoding {
+            let chunked = lastTransferCoding.map { HeaderNames.equals(raw, $0.lowerBound, $0.upperBound, Self.chunked) } ?? false
+            framing = chunked ? .chunked : .untilClose
+            // Both framings named: Transfer-Encoding wins (RFC 9112 §6.3), the connection is not
+            // trusted with another request.
+            if contentLength != nil || !chunked { keepAlive = false }
+        } else if let contentLength {
+            framing = contentLength == 0 ? .none : .contentLength(contentLength)
+        } else {
+            framing = .untilClose
+            keepAlive = false
+        }
+        return .success(
+            UpstreamResponseHead(bytes: bytes, version: version, status: status, reason: reason, fields: lines.fields, framing: framing, keepAlive: keepAlive)
+        )
+    }
+
+    /// 1*DIGIT, at most 18 digits.
+    private static func decimal(_ raw: UnsafeRawBufferPointer, _ start: Int, _ end: Int) -> Int? {
+        guard end > start, end - start <= 18 else { return nil }
+        var value = 0
+        for index in start..<end {
+            let byte = raw[index]
+            guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return nil }
+            value = value * 10 + Int(byte - UInt8(ascii: "0"))
+        }
+        return value
+    }
+}
