@@ -45,6 +45,11 @@ enum HeadScanner {
         var index = start
         let count = bytes.count
         while index < count {
+            // Eight bytes at a time past the long lines (the token): most words hold no LF.
+            if index + 8 <= count, !SWAR.contains(bytes.loadUnaligned(fromByteOffset: index, as: UInt64.self), UInt8(ascii: "\n")) {
+                index += 8
+                continue
+            }
             if bytes[index] == UInt8(ascii: "\n") {
                 let length = index - lineStart
                 if length == 0 || (length == 1 && bytes[lineStart] == UInt8(ascii: "\r")) {
@@ -59,25 +64,26 @@ enum HeadScanner {
 
     /// Splits and checks the lines of a complete head (`bytes[0..<end]`, ending in its empty line).
     static func split(_ bytes: UnsafeRawBufferPointer, end: Int) -> Result<HeadLines, HeadError> {
-        var lineStart = 0
-        var startLine: Range<Int>?
+        guard let startLineEnd = Self.lineEnd(bytes, from: 0, limit: end) else { return .failure(.bareLineFeed) }
+        guard startLineEnd > 0 else { return .failure(.emptyHead) }
         var fields: [HeaderField] = []
         fields.reserveCapacity(12)
+        var lineStart = startLineEnd + 2
         while lineStart < end {
-            guard let lineEnd = Self.lineEnd(bytes, from: lineStart, limit: end) else { return .failure(.bareLineFeed) }
-            if lineEnd == lineStart { break }  // the empty line
-            if startLine == nil {
-                startLine = lineStart..<lineEnd
-            } else {
-                switch Self.field(bytes, lineStart, lineEnd) {
-                case .success(let field): fields.append(field)
-                case .failure(let error): return .failure(error)
-                }
+            if bytes[lineStart] == UInt8(ascii: "\r") {
+                // The empty line: `headEnd` put the end right after it.
+                guard lineStart + 2 == end, bytes[lineStart + 1] == UInt8(ascii: "\n") else { return .failure(.bareLineFeed) }
+                break
             }
-            lineStart = lineEnd + 2
+            switch Self.field(bytes, lineStart, end) {
+            case .success(let (field, next)):
+                fields.append(field)
+                lineStart = next
+            case .failure(let error):
+                return .failure(error)
+            }
         }
-        guard let startLine else { return .failure(.emptyHead) }
-        return .success(HeadLines(startLine: startLine, fields: fields))
+        return .success(HeadLines(startLine: 0..<startLineEnd, fields: fields))
     }
 
     /// The offset of the CR of the CRLF ending the line at `start`; nil for a bare LF or CR.
@@ -94,8 +100,9 @@ enum HeadScanner {
         return nil
     }
 
-    /// `field-name ":" OWS field-value OWS` (RFC 9112 §5).
-    private static func field(_ bytes: UnsafeRawBufferPointer, _ start: Int, _ end: Int) -> Result<HeaderField, HeadError> {
+    /// `field-name ":" OWS field-value OWS CRLF` (RFC 9112 §5) at `start`; the field and the
+    /// start of the next line.
+    private static func field(_ bytes: UnsafeRawBufferPointer, _ start: Int, _ end: Int) -> Result<(HeaderField, Int), HeadError> {
         let first = bytes[start]
         if first == UInt8(ascii: " ") || first == UInt8(ascii: "\t") { return .failure(.obsFold) }
         var index = start
@@ -109,21 +116,51 @@ enum HeadScanner {
         index += 1
         while index < end, bytes[index] == UInt8(ascii: " ") || bytes[index] == UInt8(ascii: "\t") { index += 1 }
         let valueStart = index
-        var valueEnd = index
-        while index < end {
+        // The value runs to the CRLF; every byte is checked, eight at a time where no control
+        // character is among them (measured: the byte loop over a 700-byte token cost ~3 %).
+        while true {
+            while index + 8 <= end, SWAR.isPlainText(bytes.loadUnaligned(fromByteOffset: index, as: UInt64.self)) { index += 8 }
+            guard index < end else { return .failure(.bareLineFeed) }
             let byte = bytes[index]
-            guard Self.isFieldValueByte(byte) else { return .failure(.invalidHeaderValue) }
+            if byte == UInt8(ascii: "\r") {
+                guard index + 1 < end, bytes[index + 1] == UInt8(ascii: "\n") else { return .failure(.bareLineFeed) }
+                break
+            }
+            guard Self.isFieldValueByte(byte) else { return .failure(byte == UInt8(ascii: "\n") ? .bareLineFeed : .invalidHeaderValue) }
             index += 1
-            if byte != UInt8(ascii: " ") && byte != UInt8(ascii: "\t") { valueEnd = index }
         }
+        let lineEnd = index
+        var valueEnd = lineEnd
+        while valueEnd > valueStart, bytes[valueEnd - 1] == UInt8(ascii: " ") || bytes[valueEnd - 1] == UInt8(ascii: "\t") { valueEnd -= 1 }
         let kind = HeaderNames.kind(bytes, start, nameEnd)
-        return .success(HeaderField(nameStart: start, nameEnd: nameEnd, valueStart: valueStart, valueEnd: valueEnd, kind: kind))
+        return .success((HeaderField(nameStart: start, nameEnd: nameEnd, valueStart: valueStart, valueEnd: valueEnd, kind: kind), lineEnd + 2))
     }
 
     /// HTAB, SP, VCHAR and obs-text: no NUL, CR, LF or other control characters.
     @inline(__always)
     static func isFieldValueByte(_ byte: UInt8) -> Bool {
         byte == 0x09 || (byte >= 0x20 && byte != 0x7F)
+    }
+}
+
+/// Byte tests on eight bytes at once ("SIMD within a register").
+enum SWAR {
+    private static let ones: UInt64 = 0x0101_0101_0101_0101
+    private static let highBits: UInt64 = 0x8080_8080_8080_8080
+
+    /// Whether any byte of `word` equals `byte`.
+    @inline(__always)
+    static func contains(_ word: UInt64, _ byte: UInt8) -> Bool {
+        let x = word ^ (Self.ones &* UInt64(byte))
+        return (x &- Self.ones) & ~x & Self.highBits != 0
+    }
+
+    /// No byte below 0x20 (controls, including CR, LF and HTAB) and none is DEL: every byte
+    /// is a visible character, a space or obs-text. (HTAB takes the byte-wise path.)
+    @inline(__always)
+    static func isPlainText(_ word: UInt64) -> Bool {
+        let belowSpace = (word &- Self.ones &* 0x20) & ~word & Self.highBits
+        return belowSpace == 0 && !Self.contains(word, 0x7F)
     }
 }
 

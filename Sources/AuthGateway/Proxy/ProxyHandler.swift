@@ -17,7 +17,10 @@ final class ProxyHandler: ChannelDuplexHandler, UpstreamLeaseRequester, Upstream
     typealias OutboundOut = ByteBuffer
 
     /// The request in flight and what has been learned about it.
-    private struct Exchange {
+    /// The request in flight and what has been learned about it. A class: it is updated in
+    /// place all through the request (as a struct, each update copied it: measured, ~3 % of
+    /// the CPU in retain/release).
+    private final class Exchange {
         let requestID: String
         let method: HTTPMethod
         let uri: String
@@ -38,6 +41,20 @@ final class ProxyHandler: ChannelDuplexHandler, UpstreamLeaseRequester, Upstream
         var upstreamSentAt: NIODeadline?
         var bytesIn = 0
         var bytesOut = 0
+
+        init(
+            requestID: String, method: HTTPMethod, uri: String, version: HTTPVersion, keepAlive: Bool, start: NIODeadline,
+            snapshot: RuntimeSnapshot, requestChunked: Bool
+        ) {
+            self.requestID = requestID
+            self.method = method
+            self.uri = uri
+            self.version = version
+            self.keepAlive = keepAlive
+            self.start = start
+            self.snapshot = snapshot
+            self.requestChunked = requestChunked
+        }
     }
 
     private let worker: Worker
@@ -316,7 +333,7 @@ final class ProxyHandler: ChannelDuplexHandler, UpstreamLeaseRequester, Upstream
             self.writeLocalResponse(close: close, context: context)
         case .respondWithError(let error, let close):
             self.cancelLease()
-            var exchange = self.exchange ?? self.bareExchange()
+            let exchange = self.exchange ?? self.bareExchange()
             exchange.local = .problem(error, requestID: exchange.requestID)
             self.exchange = exchange
             self.writeLocalResponse(close: close, context: context)
@@ -326,7 +343,7 @@ final class ProxyHandler: ChannelDuplexHandler, UpstreamLeaseRequester, Upstream
             self.upstream = nil
             if let error {
                 self.countUpstreamError(error)
-                var exchange = self.exchange ?? self.bareExchange()
+                let exchange = self.exchange ?? self.bareExchange()
                 exchange.local = .problem(error, requestID: exchange.requestID)
                 self.exchange = exchange
                 self.writeLocalResponse(close: true, context: context)
@@ -392,7 +409,8 @@ final class ProxyHandler: ChannelDuplexHandler, UpstreamLeaseRequester, Upstream
     private func finishResponse(reuseUpstream: Bool, closeClient: Bool, context: ChannelHandlerContext) {
         if let upstream = self.upstream {
             self.upstream = nil
-            if reuseUpstream, let pool = upstream.pool { pool.release(upstream) } else { upstream.close() }
+            // The pool the connection was leased from (the plan holds it strongly).
+            if reuseUpstream, let pool = self.exchange?.plan?.pool ?? upstream.pool { pool.release(upstream) } else { upstream.close() }
         }
         let end = self.responseEnd(context: context)
         self.finishExchange(status: self.exchange?.responseStatus ?? 0, error: nil)
@@ -413,7 +431,7 @@ final class ProxyHandler: ChannelDuplexHandler, UpstreamLeaseRequester, Upstream
     }
 
     private func writeLocalResponse(close: Bool, context: ChannelHandlerContext) {
-        guard var exchange = self.exchange, let response = exchange.local else { return }
+        guard let exchange = self.exchange, let response = exchange.local else { return }
         var headers = response.headers
         headers.add(name: "X-Request-Id", value: exchange.requestID)
         headers.add(name: "Content-Length", value: String(response.body.utf8.count))
@@ -427,7 +445,6 @@ final class ProxyHandler: ChannelDuplexHandler, UpstreamLeaseRequester, Upstream
         HTTPWriter.responseHead(version: version, status: response.status, headers: headers, into: &bytes)
         if exchange.method != .HEAD {
             exchange.bytesOut = response.body.utf8.count
-            self.exchange = exchange
             bytes.writeString(response.body)
         }
         self.finishExchange(status: Int(response.status.code), error: response.error)
@@ -469,7 +486,7 @@ final class ProxyHandler: ChannelDuplexHandler, UpstreamLeaseRequester, Upstream
     // MARK: Upstream events
 
     func upstreamResponseHead(_ head: UpstreamResponseHead) {
-        guard let context = self.context, var exchange = self.exchange, let plan = exchange.plan else { return }
+        guard let context = self.context, let exchange = self.exchange, let plan = exchange.plan else { return }
         if let sentAt = exchange.upstreamSentAt {
             self.worker.metrics.observeUpstreamDuration(backend: plan.route.backend, seconds: Double((NIODeadline.now() - sentAt).nanoseconds) / 1e9)
         }
@@ -492,7 +509,6 @@ final class ProxyHandler: ChannelDuplexHandler, UpstreamLeaseRequester, Upstream
         exchange.responseHead = bytes
         exchange.responseStatus = head.status
         exchange.closeAfterResponse = closeClient
-        self.exchange = exchange
         self.run(self.state.responseHead(), context: context)
         self.updateTimer(context: context)
     }

@@ -93,8 +93,11 @@ final class UpstreamHandler: ChannelDuplexHandler {
     typealias OutboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
 
-    /// The lease holder, nil while idle in the pool.
-    weak var delegate: UpstreamConnectionDelegate?
+    /// The lease holder, nil while idle in the pool. Strong: the pool (`release`,
+    /// `returnUnused`), `UpstreamConnection.close` and the channel's closing clear it. (A weak
+    /// reference would give every `ProxyHandler` a side table, making each of its many
+    /// retains and releases take the slow path: measured.)
+    var delegate: UpstreamConnectionDelegate?
     /// Called once when the channel goes inactive (the pool forgets the connection).
     var onClose: (() -> Void)?
     var reusable = true

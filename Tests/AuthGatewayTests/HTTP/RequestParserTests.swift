@@ -154,4 +154,31 @@ struct RequestParserTests {
         #expect(ChunkedBody.chunkSize(Array("-1".utf8)) == nil)
         #expect(ChunkedBody.chunkSize(Array("1;\u{1}".utf8)) == nil)
     }
+
+    @Test("the eight-byte tests agree with the byte-wise ones, for every byte value in every position")
+    func swar() {
+        for value in 0...255 {
+            for position in 0..<8 {
+                let byte = UInt8(value)
+                var word: UInt64 = 0x4141_4141_4141_4141  // "AAAAAAAA"
+                word &= ~(UInt64(0xFF) << (8 * position))
+                word |= UInt64(byte) << (8 * position)
+                #expect(SWAR.contains(word, byte))
+                #expect(SWAR.contains(word, UInt8(ascii: "\n")) == (byte == UInt8(ascii: "\n")))
+                #expect(SWAR.isPlainText(word) == (byte >= 0x20 && byte != 0x7F))
+            }
+        }
+    }
+
+    @Test("a control character anywhere in a long value is refused; a tab is not")
+    func controlAnywhere() {
+        for position in 0..<40 {
+            var value = Array(repeating: "a", count: 40)
+            value[position] = "\u{1}"
+            let request = "GET / HTTP/1.1\r\nHost: h\r\nX: \(value.joined())\r\n\r\n"
+            #expect(parseRequests([request]).parts == [.error("request.malformed")], "position \(position)")
+            value[position] = "\t"
+            #expect(parseRequests(["GET / HTTP/1.1\r\nHost: h\r\nX: \(value.joined())\r\n\r\n"]).parts.count == 3)
+        }
+    }
 }
