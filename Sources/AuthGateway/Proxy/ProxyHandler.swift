@@ -302,20 +302,19 @@ final class ProxyHandler: ChannelDuplexHandler, UpstreamLeaseRequester, Upstream
             self.upstream?.flush()
             self.upstreamNeedsFlush = false
         case .writeResponseHead:
-            if let head = self.exchange?.responseHead {
-                self.exchange?.responseHead = nil
-                context.write(self.wrapOutboundOut(head), promise: nil)
-            }
+            // Held in `exchange.responseHead` until the first body part, the end or the end of
+            // the read burst: a small response then leaves in one write.
+            break
         case .writeResponseBody(let part):
             self.exchange?.bytesOut += part.readableBytes
             let framed = self.exchange?.responseChunked == true ? HTTPWriter.chunk(part, allocator: context.channel.allocator) : part
-            context.write(self.wrapOutboundOut(framed), promise: nil)
+            self.writeResponse(framed, context: context)
         case .finishResponse(let reuseUpstream, let closeClient):
             self.finishResponse(reuseUpstream: reuseUpstream, closeClient: closeClient, context: context)
         case .finishResponseOnly:
-            let end = self.responseEnd(context: context)
+            let tail = self.takeResponseTail(context: context)
             self.finishExchange(status: self.exchange?.responseStatus ?? 0, error: nil)
-            context.writeAndFlush(self.wrapOutboundOut(end), promise: nil)
+            self.flushResponse(tail, close: false, context: context)
         case .forwardEndAndRelease(let reuseUpstream, let closeClient):
             if let upstream = self.upstream {
                 self.upstream = nil
@@ -412,22 +411,56 @@ final class ProxyHandler: ChannelDuplexHandler, UpstreamLeaseRequester, Upstream
             // The pool the connection was leased from (the plan holds it strongly).
             if reuseUpstream, let pool = self.exchange?.plan?.pool ?? upstream.pool { pool.release(upstream) } else { upstream.close() }
         }
-        let end = self.responseEnd(context: context)
+        let tail = self.takeResponseTail(context: context)
         self.finishExchange(status: self.exchange?.responseStatus ?? 0, error: nil)
-        if closeClient {
-            context.writeAndFlush(self.wrapOutboundOut(end)).assumeIsolated().whenComplete { _ in context.close(promise: nil) }
+        // Flush here: the upstream connection is back in its pool, so its read-complete (the
+        // usual flush point) no longer reaches this handler.
+        self.flushResponse(tail, close: closeClient, context: context)
+        if !closeClient { self.requestFinished(context: context) }
+    }
+
+    /// Largest first body part copied into the held response head (one buffer, one write);
+    /// larger parts follow it as their own buffer.
+    private static let coalescedBodyBytes = 8 * 1024
+
+    /// Writes response bytes, after the head while it is still held.
+    private func writeResponse(_ bytes: ByteBuffer, context: ChannelHandlerContext) {
+        guard let exchange = self.exchange, var head = exchange.responseHead else {
+            context.write(self.wrapOutboundOut(bytes), promise: nil)
+            return
+        }
+        exchange.responseHead = nil
+        if bytes.readableBytes <= Self.coalescedBodyBytes {
+            var bytes = bytes
+            head.writeBuffer(&bytes)
+            context.write(self.wrapOutboundOut(head), promise: nil)
         } else {
-            // Flush here: the upstream connection is back in its pool, so its read-complete
-            // (the usual flush point) no longer reaches this handler.
-            context.writeAndFlush(self.wrapOutboundOut(end), promise: nil)
-            self.requestFinished(context: context)
+            context.write(self.wrapOutboundOut(head), promise: nil)
+            context.write(self.wrapOutboundOut(bytes), promise: nil)
         }
     }
 
-    /// What ends the response body on the wire: the last chunk, or nothing.
-    private func responseEnd(context: ChannelHandlerContext) -> ByteBuffer {
-        guard self.exchange?.responseChunked == true else { return ByteBuffer() }
-        return context.channel.allocator.buffer(staticString: HTTPWriter.lastChunk)
+    /// What is left to write when the response ends: the held head, the last chunk.
+    private func takeResponseTail(context: ChannelHandlerContext) -> ByteBuffer? {
+        guard let exchange = self.exchange else { return nil }
+        var tail = exchange.responseHead
+        exchange.responseHead = nil
+        if exchange.responseChunked {
+            if tail == nil { tail = context.channel.allocator.buffer(capacity: 8) }
+            tail!.writeStaticString(HTTPWriter.lastChunk)
+        }
+        return tail
+    }
+
+    /// Writes `tail` and flushes; closes the connection afterwards when `close`.
+    private func flushResponse(_ tail: ByteBuffer?, close: Bool, context: ChannelHandlerContext) {
+        if close {
+            context.writeAndFlush(self.wrapOutboundOut(tail ?? ByteBuffer())).assumeIsolated().whenComplete { _ in context.close(promise: nil) }
+        } else if let tail {
+            context.writeAndFlush(self.wrapOutboundOut(tail), promise: nil)
+        } else {
+            context.flush()
+        }
     }
 
     private func writeLocalResponse(close: Bool, context: ChannelHandlerContext) {
@@ -506,10 +539,11 @@ final class ProxyHandler: ChannelDuplexHandler, UpstreamLeaseRequester, Upstream
             connection: closeClient ? "close" : (clientIsHTTP11 ? nil : "keep-alive"),
             into: &bytes
         )
-        exchange.responseHead = bytes
         exchange.responseStatus = head.status
         exchange.closeAfterResponse = closeClient
-        self.run(self.state.responseHead(), context: context)
+        let action = self.state.responseHead()
+        if case .writeResponseHead = action { exchange.responseHead = bytes }
+        self.run(action, context: context)
         self.updateTimer(context: context)
     }
 
@@ -526,7 +560,14 @@ final class ProxyHandler: ChannelDuplexHandler, UpstreamLeaseRequester, Upstream
     }
 
     func upstreamReadComplete() {
-        self.context?.flush()
+        guard let context = self.context else { return }
+        // The head of a response whose body is still to come goes out now (a stream's client
+        // sees the head without waiting for the first event).
+        if let head = self.exchange?.responseHead {
+            self.exchange?.responseHead = nil
+            context.write(self.wrapOutboundOut(head), promise: nil)
+        }
+        context.flush()
     }
 
     func upstreamClosed(protocolError: Bool) {
