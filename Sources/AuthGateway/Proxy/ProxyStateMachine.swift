@@ -120,7 +120,7 @@ struct ProxyStateMachine {
             self.state = .deciding(request)
             return .decide
         case .deciding, .leasing, .forwarding:
-            // The pipelining handler never delivers a second head before the first response ends.
+            // `ProxyHandler` never parses a second head before the first response ends.
             self.state = .closed
             return .failForwarding(.malformedRequest("Unexpected request"))
         case .closed:
@@ -175,7 +175,7 @@ struct ProxyStateMachine {
         }
     }
 
-    /// The HTTP decoder refused the input (400, 431): nothing more can be read reliably.
+    /// The request parser refused the input (400, 431): nothing more can be read reliably.
     mutating func protocolError(_ error: GatewayError) -> Action {
         switch self.state {
         case .idle, .deciding, .leasing:
@@ -363,14 +363,6 @@ struct ProxyStateMachine {
     var isIdle: Bool {
         if case .idle = self.state { return true }
         return false
-    }
-
-    /// The request in flight has been received completely (its `.end` arrived).
-    var requestEndReceived: Bool {
-        switch self.state {
-        case .deciding(let request), .leasing(let request), .forwarding(let request, _, _): return request.bodyComplete
-        case .idle, .closed: return false
-        }
     }
 
     var isClosed: Bool {

@@ -61,10 +61,13 @@ final class UpstreamConnection {
         self.handler.write(self.chunkedRequestBody ? HTTPWriter.chunk(part, allocator: self.channel.allocator) : part)
     }
 
-    func sendEnd() {
-        guard self.chunkedRequestBody else { return }
+    /// Ends the request body; true when that wrote bytes (the last chunk).
+    @discardableResult
+    func sendEnd() -> Bool {
+        guard self.chunkedRequestBody else { return false }
         self.chunkedRequestBody = false
         self.handler.write(self.channel.allocator.buffer(staticString: HTTPWriter.lastChunk))
+        return true
     }
 
     func flush() {
