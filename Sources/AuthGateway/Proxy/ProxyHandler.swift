@@ -74,6 +74,8 @@ final class ProxyHandler: ChannelDuplexHandler, UpstreamLeaseRequester, Upstream
     /// Draining: close after the response in flight.
     private var quiescing = false
     private var upstreamNeedsFlush = false
+    /// Between a client read and its read-complete, which flushes what was written upstream.
+    private var inClientReadBurst = false
     private var deadline: NIODeadline?
     private var timer: Scheduled<Void>?
     /// When `timer` fires.
@@ -103,6 +105,7 @@ final class ProxyHandler: ChannelDuplexHandler, UpstreamLeaseRequester, Upstream
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         var bytes = self.unwrapInboundIn(data)
+        self.inClientReadBurst = true
         if self.state.isIdle, self.headStartedAt == nil {
             // The first bytes of a head on an idle connection start the `requestHeaderSeconds`
             // clock. The armed timer fires within `timerGranularity` (≤ requestHeaderSeconds)
@@ -164,6 +167,7 @@ final class ProxyHandler: ChannelDuplexHandler, UpstreamLeaseRequester, Upstream
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
+        self.inClientReadBurst = false
         if self.upstreamNeedsFlush {
             self.upstreamNeedsFlush = false
             self.upstream?.flush()
@@ -399,8 +403,14 @@ final class ProxyHandler: ChannelDuplexHandler, UpstreamLeaseRequester, Upstream
         self.exchange?.upstreamSentAt = .now()
         for part in body { upstream.sendBody(part) }
         if end { upstream.sendEnd() }
-        upstream.flush()
-        self.upstreamNeedsFlush = false
+        if self.inClientReadBurst && !end {
+            // More of this request is in the read being parsed: the head leaves with it at
+            // the read's end, one system call instead of two (measured on 64 KiB uploads).
+            self.upstreamNeedsFlush = true
+        } else {
+            upstream.flush()
+            self.upstreamNeedsFlush = false
+        }
         // Body reads were held while waiting for the decision and the connection.
         self.run(.resumeClientReads, context: context)
     }
