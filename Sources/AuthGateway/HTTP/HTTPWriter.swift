@@ -31,7 +31,8 @@ enum HTTPWriter {
 
     /// The client's response head from a backend's: hop-by-hop fields (and those the
     /// backend's `Connection` names) and `X-Request-Id` are dropped, `Content-Length` too when
-    /// the body is re-framed as chunked; the gateway's fields are appended.
+    /// the body is re-framed as chunked; the gateway's fields are appended (`Upgrade` only for
+    /// a 101 to an upgrade request).
     static func clientResponseHead(
         _ head: UpstreamResponseHead,
         clientVersion: HTTPVersion,
@@ -39,6 +40,7 @@ enum HTTPWriter {
         extra: [(name: String, value: String)],
         chunked: Bool,
         connection: String?,
+        upgrade: String? = nil,
         into buffer: inout ByteBuffer
     ) {
         Self.statusLine(version: clientVersion, code: head.status, into: &buffer)
@@ -67,6 +69,7 @@ enum HTTPWriter {
         for (name, value) in extra { Self.field(name, value, into: &buffer) }
         if chunked { buffer.writeStaticString("Transfer-Encoding: chunked\r\n") }
         if let connection { Self.field("Connection", connection, into: &buffer) }
+        if let upgrade { Self.field("Upgrade", upgrade, into: &buffer) }
         buffer.writeStaticString("\r\n")
     }
 

@@ -28,7 +28,8 @@ struct UpstreamResponseHead {
 
 /// Parses the responses of one upstream connection: a pure state machine, told what each
 /// response answers (`expectResponse`) because a HEAD response has no body. Interim 1xx
-/// responses are skipped; a 101 is an error (the gateway never asks for an upgrade).
+/// responses are skipped. A 101 answers only an upgrade request; after it every byte is
+/// "body" until the connection closes (the tunnel), else it is an error.
 struct ResponseParser {
     enum Event {
         case head(UpstreamResponseHead)
@@ -40,7 +41,7 @@ struct ResponseParser {
 
     private enum State {
         case awaitingRequest
-        case head(resumeAt: Int, method: HTTPMethod)
+        case head(resumeAt: Int, method: HTTPMethod, upgrade: Bool)
         case fixed(remaining: Int)
         case chunked(ChunkedBody)
         case untilClose
@@ -63,9 +64,10 @@ struct ResponseParser {
         return false
     }
 
-    /// A request answered by the next response was sent.
-    mutating func expectResponse(to method: HTTPMethod) {
-        self.state = .head(resumeAt: 0, method: method)
+    /// A request answered by the next response was sent; `upgrade` when it asked for a
+    /// protocol upgrade.
+    mutating func expectResponse(to method: HTTPMethod, upgrade: Bool = false) {
+        self.state = .head(resumeAt: 0, method: method, upgrade: upgrade)
     }
 
     mutating func next(_ buffer: inout ByteBuffer) -> Event? {
@@ -73,8 +75,8 @@ struct ResponseParser {
         case .awaitingRequest:
             guard buffer.readableBytes > 0 else { return nil }
             return self.fail("Bytes before a request was sent")
-        case .head(let resumeAt, let method):
-            return self.head(&buffer, resumeAt: resumeAt, method: method)
+        case .head(let resumeAt, let method, let upgrade):
+            return self.head(&buffer, resumeAt: resumeAt, method: method, upgrade: upgrade)
         case .fixed(let remaining):
             guard buffer.readableBytes > 0 else { return nil }
             let length = min(remaining, buffer.readableBytes)
@@ -109,14 +111,14 @@ struct ResponseParser {
         return .end
     }
 
-    private mutating func head(_ buffer: inout ByteBuffer, resumeAt initialResumeAt: Int, method: HTTPMethod) -> Event? {
+    private mutating func head(_ buffer: inout ByteBuffer, resumeAt initialResumeAt: Int, method: HTTPMethod, upgrade: Bool) -> Event? {
         var resumeAt = initialResumeAt
         while true {
             guard buffer.readableBytes > 0 else { return nil }
             let scan = buffer.withUnsafeReadableBytes { HeadScanner.headEnd($0, from: resumeAt) }
             guard let end = scan.end else {
                 if buffer.readableBytes > Self.maxHeadBytes { return self.fail("Response head too large") }
-                self.state = .head(resumeAt: scan.resumeAt, method: method)
+                self.state = .head(resumeAt: scan.resumeAt, method: method, upgrade: upgrade)
                 return nil
             }
             guard end <= Self.maxHeadBytes else { return self.fail("Response head too large") }
@@ -126,10 +128,14 @@ struct ResponseParser {
                 if case .failure(let detail) = parsed { return self.fail(detail.message) }
                 return nil
             }
-            if head.status == 101 { return self.fail("Unexpected 101 Switching Protocols") }
+            if head.status == 101 {
+                guard upgrade else { return self.fail("Unexpected 101 Switching Protocols") }
+                self.state = .untilClose
+                return .head(head)
+            }
             if head.status < 200 {
                 // Interim response (100 Continue, 103 Early Hints): skipped, the final one follows.
-                self.state = .head(resumeAt: 0, method: method)
+                self.state = .head(resumeAt: 0, method: method, upgrade: upgrade)
                 resumeAt = 0
                 continue
             }
@@ -179,6 +185,8 @@ struct ResponseParser {
         if line.count > 12 {
             guard raw[start + 12] == UInt8(ascii: " ") else { return .failure(Invalid(message: "Invalid status line")) }
             reason = (start + 13)..<line.upperBound
+            // Copied to the client as it is: no control characters.
+            guard raw[reason].allSatisfy(HeadScanner.isFieldValueByte) else { return .failure(Invalid(message: "Invalid reason phrase")) }
         }
 
         var contentLength: Int?
@@ -208,7 +216,8 @@ struct ResponseParser {
                 break
             }
         }
-        var keepAlive = version == .http1_1 ? !close : (keepAliveToken && !close)
+        // After a 101 the connection belongs to the upgraded protocol.
+        var keepAlive = status == 101 ? false : version == .http1_1 ? !close : (keepAliveToken && !close)
         let framing: BodyFraming
         if method == .HEAD || status < 200 || status == 204 || status == 304 {
             framing = .none

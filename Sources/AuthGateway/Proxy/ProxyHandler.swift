@@ -76,6 +76,8 @@ final class ProxyHandler: ChannelDuplexHandler, UpstreamLeaseRequester, Upstream
     private var upstreamNeedsFlush = false
     /// Between a client read and its read-complete, which flushes what was written upstream.
     private var inClientReadBurst = false
+    /// A WebSocket upgrade was accepted (101): client bytes are relayed, no longer parsed.
+    private var tunneling = false
     private var deadline: NIODeadline?
     private var timer: Scheduled<Void>?
     /// When `timer` fires.
@@ -118,6 +120,12 @@ final class ProxyHandler: ChannelDuplexHandler, UpstreamLeaseRequester, Upstream
             unparsed.writeBuffer(&bytes)
             bytes = unparsed
         }
+        if self.tunneling {
+            self.exchange?.bytesIn += bytes.readableBytes
+            self.run(self.state.requestBody(bytes), context: context)
+            self.updateTimer(context: context)
+            return
+        }
         self.unparsed = bytes
         self.parseRequests(context: context)
     }
@@ -129,7 +137,7 @@ final class ProxyHandler: ChannelDuplexHandler, UpstreamLeaseRequester, Upstream
         guard !self.parsing else { return }
         self.parsing = true
         defer { self.parsing = false }
-        while !self.state.isClosed {
+        while !self.state.isClosed && !self.tunneling {
             // Between requests: parse the next head only when idle and bytes are here. Within a
             // request, the parser may have an event without new bytes (the end of a bodiless
             // request).
@@ -399,7 +407,7 @@ final class ProxyHandler: ChannelDuplexHandler, UpstreamLeaseRequester, Upstream
         if sendContinue {
             context.writeAndFlush(self.wrapOutboundOut(context.channel.allocator.buffer(staticString: HTTPWriter.continueResponse)), promise: nil)
         }
-        upstream.sendHead(plan.head, chunkedBody: self.exchange?.requestChunked ?? false)
+        upstream.sendHead(plan.head, chunkedBody: self.exchange?.requestChunked ?? false, upgrade: plan.upgrade != nil)
         self.exchange?.upstreamSentAt = .now()
         for part in body { upstream.sendBody(part) }
         if end { upstream.sendEnd() }
@@ -533,6 +541,10 @@ final class ProxyHandler: ChannelDuplexHandler, UpstreamLeaseRequester, Upstream
         if let sentAt = exchange.upstreamSentAt {
             self.worker.metrics.observeUpstreamDuration(backend: plan.route.backend, seconds: Double((NIODeadline.now() - sentAt).nanoseconds) / 1e9)
         }
+        if head.status == 101, let upgrade = plan.upgrade {
+            self.startTunnel(head, upgrade: upgrade, exchange: exchange, plan: plan, context: context)
+            return
+        }
         let clientIsHTTP11 = exchange.version == .http1_1
         // A body without a length goes to an HTTP/1.1 client chunked; an HTTP/1.0 client
         // cannot take chunks, so its body ends with the connection.
@@ -557,9 +569,36 @@ final class ProxyHandler: ChannelDuplexHandler, UpstreamLeaseRequester, Upstream
         self.updateTimer(context: context)
     }
 
+    /// The backend switched protocols (only ever for a WebSocket upgrade the client asked
+    /// for): the 101 goes to the client and both connections become a tunnel.
+    private func startTunnel(_ head: UpstreamResponseHead, upgrade: String, exchange: Exchange, plan: ForwardPlan, context: ChannelHandlerContext) {
+        var bytes = context.channel.allocator.buffer(capacity: head.bytes.readableBytes + 128)
+        HTTPWriter.clientResponseHead(
+            head, clientVersion: .http1_1, requestID: exchange.requestID, extra: plan.responseHeaders, chunked: false,
+            connection: "upgrade", upgrade: upgrade, into: &bytes
+        )
+        exchange.responseStatus = 101
+        let action = self.state.upgraded()
+        if case .writeResponseHead = action {
+            exchange.responseHead = bytes
+            self.tunneling = true
+        }
+        self.run(action, context: context)
+        // Bytes the client sent after its request (frames that did not wait for the 101)
+        // are the tunnel's first.
+        if self.tunneling, let early = self.unparsed {
+            self.unparsed = nil
+            exchange.bytesIn += early.readableBytes
+            self.run(self.state.requestBody(early), context: context)
+            self.upstream?.flush()
+        }
+        self.updateTimer(context: context)
+    }
+
     func upstreamResponseBody(_ body: ByteBuffer) {
         guard let context = self.context else { return }
         self.run(self.state.responseBody(body), context: context)
+        if self.tunneling { self.updateTimer(context: context) }
     }
 
     func upstreamResponseEnd() {

@@ -13,6 +13,8 @@ import NIOCore
 /// - `forwarding` → `idle` (response ended, connection kept) | `leasing` (safe retry)
 ///   | `closed` (failed, or the client or response asked to close); a response that ends
 ///   before the request body stays in `forwarding(.complete)` until the body's end is sent
+/// - `forwarding` → `tunnel` (a WebSocket upgrade answered 101): bytes relayed both ways,
+///   unparsed, until either side closes or the tunnel is idle for `idleSeconds`
 /// - any → `closed` (client went away, protocol error); `closed` is final.
 struct ProxyStateMachine {
     /// What the state machine knows of the request in flight.
@@ -51,6 +53,9 @@ struct ProxyStateMachine {
         case deciding(Request)
         case leasing(Request)
         case forwarding(Request, ResponsePhase, reusedConnection: Bool)
+        /// After a `101 Switching Protocols`: client bytes go upstream as "body", upstream bytes
+        /// to the client as "response body", neither parsed nor limited.
+        case tunnel
         case closed
     }
 
@@ -119,7 +124,7 @@ struct ProxyStateMachine {
             let request = Request(keepAlive: keepAlive, expectsContinue: expectsContinue && hasBody, replayable: replayable, hasBody: hasBody, bodyComplete: false)
             self.state = .deciding(request)
             return .decide
-        case .deciding, .leasing, .forwarding:
+        case .deciding, .leasing, .forwarding, .tunnel:
             // `ProxyHandler` never parses a second head before the first response ends.
             self.state = .closed
             return .failForwarding(.malformedRequest("Unexpected request"))
@@ -144,6 +149,8 @@ struct ProxyStateMachine {
             guard !request.bodyComplete else { return .none }
             guard self.accept(part, into: &request) else { return self.tooLarge() }
             self.state = .forwarding(request, phase, reusedConnection: reused)
+            return .forwardBody(part)
+        case .tunnel:
             return .forwardBody(part)
         case .idle, .closed:
             return .none
@@ -170,7 +177,7 @@ struct ProxyStateMachine {
             }
             self.state = .forwarding(request, phase, reusedConnection: reused)
             return .forwardEnd
-        case .idle, .closed:
+        case .idle, .tunnel, .closed:
             return .none
         }
     }
@@ -184,7 +191,7 @@ struct ProxyStateMachine {
         case .forwarding(_, .awaitingHead, _):
             self.state = .closed
             return .failForwarding(error)
-        case .forwarding(_, .streaming, _), .forwarding(_, .complete, _):
+        case .forwarding(_, .streaming, _), .forwarding(_, .complete, _), .tunnel:
             self.state = .closed
             return .failForwarding(nil)
         case .closed:
@@ -197,7 +204,7 @@ struct ProxyStateMachine {
         case .idle, .closed:
             self.state = .closed
             return .none
-        case .deciding, .leasing, .forwarding:
+        case .deciding, .leasing, .forwarding, .tunnel:
             self.state = .closed
             return .abandon
         }
@@ -205,8 +212,10 @@ struct ProxyStateMachine {
 
     mutating func clientWritabilityChanged(_ writable: Bool) -> Action {
         self.clientWritable = writable
-        if writable, case .forwarding = self.state { return .resumeUpstreamReads }
-        return .none
+        switch self.state {
+        case .forwarding, .tunnel: return writable ? .resumeUpstreamReads : .none
+        case .idle, .deciding, .leasing, .closed: return .none
+        }
     }
 
     // MARK: Decision
@@ -252,14 +261,32 @@ struct ProxyStateMachine {
         return .writeResponseHead
     }
 
+    /// The backend accepted a protocol upgrade (101) of a bodiless request: from now on the
+    /// connections are a tunnel.
+    mutating func upgraded() -> Action {
+        guard case .forwarding(let request, .awaitingHead, _) = self.state, request.bodyComplete, !request.hasBody else {
+            return self.upstreamProtocolError()
+        }
+        self.state = .tunnel
+        return .writeResponseHead
+    }
+
     mutating func responseBody(_ part: ByteBuffer) -> Action {
-        guard case .forwarding(_, .streaming, _) = self.state else { return .none }
-        return .writeResponseBody(part)
+        switch self.state {
+        case .forwarding(_, .streaming, _), .tunnel: return .writeResponseBody(part)
+        case .idle, .deciding, .leasing, .forwarding, .closed: return .none
+        }
     }
 
     /// `upstreamKeepAlive`: the backend allows reuse; `clientMustClose`: the response framing
     /// (a body delimited by close) or a drain requires closing the client connection.
     mutating func responseEnd(upstreamKeepAlive: Bool, clientMustClose: Bool) -> Action {
+        if case .tunnel = self.state {
+            // The backend closed its side of the tunnel: what it sent reaches the client, then
+            // the client's connection closes too.
+            self.state = .closed
+            return .finishResponse(reuseUpstream: false, closeClient: true)
+        }
         guard case .forwarding(let request, .streaming, let reused) = self.state else { return .none }
         if request.hasUnreadBody {
             self.state = .forwarding(request, .complete(upstreamKeepAlive: upstreamKeepAlive, clientMustClose: clientMustClose), reusedConnection: reused)
@@ -283,7 +310,7 @@ struct ProxyStateMachine {
             }
             self.state = .closed
             return .failForwarding(.upstreamUnreachable)
-        case .forwarding(_, .streaming, _), .forwarding(_, .complete, _):
+        case .forwarding(_, .streaming, _), .forwarding(_, .complete, _), .tunnel:
             self.state = .closed
             return .failForwarding(nil)
         case .idle, .deciding, .leasing, .closed:
@@ -297,7 +324,7 @@ struct ProxyStateMachine {
         case .forwarding(_, .awaitingHead, _):
             self.state = .closed
             return .failForwarding(.upstreamProtocolError)
-        case .forwarding(_, .streaming, _), .forwarding(_, .complete, _):
+        case .forwarding(_, .streaming, _), .forwarding(_, .complete, _), .tunnel:
             self.state = .closed
             return .failForwarding(nil)
         case .idle, .deciding, .leasing, .closed:
@@ -307,8 +334,12 @@ struct ProxyStateMachine {
 
     mutating func upstreamWritabilityChanged(_ writable: Bool) -> Action {
         self.upstreamWritable = writable
-        if writable, case .forwarding(let request, _, _) = self.state, !request.bodyComplete { return .resumeClientReads }
-        return .none
+        guard writable else { return .none }
+        switch self.state {
+        case .forwarding(let request, _, _): return request.bodyComplete ? .none : .resumeClientReads
+        case .tunnel: return .resumeClientReads
+        case .idle, .deciding, .leasing, .closed: return .none
+        }
     }
 
     // MARK: Time
@@ -323,7 +354,7 @@ struct ProxyStateMachine {
             // The client stopped sending its body: say so before closing.
             self.state = .closed
             return .failForwarding(.requestTimeout)
-        case .forwarding:
+        case .forwarding, .tunnel:
             self.state = .closed
             return .failForwarding(nil)
         case .idle:
@@ -341,6 +372,8 @@ struct ProxyStateMachine {
         case .forwarding(_, .streaming, _): return .response
         // Only the client's upload is left.
         case .forwarding(_, .complete, _): return .idle
+        // A tunnel lives while bytes move; activity on either side restarts the clock.
+        case .tunnel: return .idle
         case .deciding, .leasing, .closed: return .none
         }
     }
@@ -354,6 +387,7 @@ struct ProxyStateMachine {
         case .idle: return true
         case .deciding, .leasing, .closed: return false
         case .forwarding(let request, _, _): return request.bodyComplete || self.upstreamWritable
+        case .tunnel: return self.upstreamWritable
         }
     }
 
@@ -388,7 +422,7 @@ struct ProxyStateMachine {
         case .deciding, .leasing:
             self.state = .closed
             return .respondWithError(.bodyTooLarge, close: true)
-        case .idle, .closed:
+        case .idle, .tunnel, .closed:
             return .none
         }
     }

@@ -78,4 +78,12 @@ enum RequestFraming {
         guard head.headers.contains(name: "upgrade") else { return false }
         return head.headers[canonicalForm: "connection"].contains { ASCII.equalsIgnoringCase($0, "upgrade") }
     }
+
+    /// The protocol of an upgrade request that asks for exactly WebSocket (RFC 6455 §4.1), as
+    /// the client wrote it; nil for any other upgrade (h2c and the like: not supported).
+    static func webSocketUpgrade(_ head: HTTPRequestHead) -> String? {
+        let values = head.headers[canonicalForm: "upgrade"]
+        guard values.count == 1, ASCII.equalsIgnoringCase(values[0], "websocket") else { return nil }
+        return String(values[0])
+    }
 }

@@ -18,6 +18,8 @@ struct ForwardPlan {
     let responseHeaders: [(name: String, value: String)]
     /// The verified subject, for the access log.
     let subject: String?
+    /// The protocol a WebSocket upgrade asks for ("websocket"); nil for ordinary requests.
+    let upgrade: String?
 }
 
 enum PlanDecision {
@@ -43,8 +45,16 @@ struct RequestPlanner {
         if let health = HealthEndpoints.response(for: target.path, method: head.method, worker: self.worker, snapshot: self.snapshot) {
             return .ready(.respond(health, close: false))
         }
+        var upgrade: String?
         if RequestFraming.isUpgrade(head) {
-            return .ready(.respond(.problem(.upgradeUnsupported, requestID: requestID), close: true))
+            // WebSocket is tunnelled once authorized; other upgrades (h2c…) are refused.
+            guard let protocolName = RequestFraming.webSocketUpgrade(head) else {
+                return .ready(.respond(.problem(.upgradeUnsupported, requestID: requestID), close: true))
+            }
+            guard head.method == .GET, head.version == .http1_1, framing == .none else {
+                return .ready(.respond(.problem(.malformedRequest("A WebSocket upgrade is an HTTP/1.1 GET without a body"), requestID: requestID), close: true))
+            }
+            upgrade = protocolName
         }
         let host = target.authority.map(RouteTable.hostWithoutPort) ?? head.headers.first(name: "host").map { RouteTable.hostWithoutPort($0[...]) }
         guard let route = self.snapshot.routes.match(host: host, path: target.path, method: head.method.rawValue) else {
@@ -58,12 +68,12 @@ struct RequestPlanner {
         let decision = self.snapshot.authenticator.authenticate(headers: head.headers, route: route, environment: environment)
         switch decision {
         case .done(let outcome):
-            return .ready(self.finish(outcome, head: head, framing: framing, target: target, route: route, pool: pool, requestID: requestID))
+            return .ready(self.finish(outcome, head: head, framing: framing, target: target, route: route, pool: pool, requestID: requestID, upgrade: upgrade))
         case .pending(let future):
             let planner = self
             return .pending(
                 future.assumeIsolated().map { outcome in
-                    planner.finish(outcome, head: head, framing: framing, target: target, route: route, pool: pool, requestID: requestID)
+                    planner.finish(outcome, head: head, framing: framing, target: target, route: route, pool: pool, requestID: requestID, upgrade: upgrade)
                 }.nonisolated()
             )
         }
@@ -76,7 +86,8 @@ struct RequestPlanner {
         target: RequestTarget,
         route: RouteConfiguration,
         pool: UpstreamPool,
-        requestID: String
+        requestID: String,
+        upgrade: String?
     ) -> RequestPlan {
         var identity: Identity?
         switch outcome {
@@ -97,7 +108,7 @@ struct RequestPlanner {
             }
             identityHeaders = Self.identityHeaders(for: identity, policy: self.snapshot.forwarding)
         }
-        let upstreamHeaders = HeaderRewriter.upstreamRequestHeaders(
+        var upstreamHeaders = HeaderRewriter.upstreamRequestHeaders(
             head.headers,
             framing: framing,
             policy: self.snapshot.forwarding,
@@ -106,6 +117,11 @@ struct RequestPlanner {
             identity: identityHeaders,
             tokenEdits: edits
         )
+        if let upgrade {
+            // Hop-by-hop, so removed above; an upgrade asks the backend for them again.
+            upstreamHeaders.add(name: "Connection", value: "upgrade")
+            upstreamHeaders.add(name: "Upgrade", value: upgrade)
+        }
         let strip: String? = if route.stripPathPrefix, case .prefix(let prefix) = route.pathMatch { prefix } else { nil }
         let upstreamHead = HTTPRequestHead(version: .http1_1, method: head.method, uri: target.upstreamURI(strippingPrefix: strip), headers: upstreamHeaders)
         return .forward(
@@ -115,7 +131,8 @@ struct RequestPlanner {
                 head: upstreamHead,
                 responseTimeout: self.snapshot.responseTimeouts[route.backend] ?? .seconds(30),
                 responseHeaders: identity?.responseHeaders ?? [],
-                subject: identity?.token.subject
+                subject: identity?.token.subject,
+                upgrade: upgrade
             )
         )
     }

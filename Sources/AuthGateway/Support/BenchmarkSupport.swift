@@ -97,10 +97,10 @@ public enum GatewayBenchmarkSupport {
         return ForwardingPolicy(configuration: configuration)
     }()
 
-    /// One whole request through the real client pipeline (HTTP decoder, `ProxyHandler`,
-    /// planner, token verification, header rewriting, upstream pool and HTTP codecs, response
-    /// relay), with embedded channels instead of sockets: what is measured is the gateway's own
-    /// work per request, without system calls.
+    /// One whole request through the real client pipeline (`ProxyHandler` with its HTTP/1.1
+    /// parser, planner, token verification, header rewriting, upstream pool and
+    /// `UpstreamHandler`, response relay), with embedded channels instead of sockets: what is
+    /// measured is the gateway's own work per request, without system calls.
     public final class WholeRequest {
         private let loop = EmbeddedEventLoop()
         private let client: EmbeddedChannel

@@ -47,10 +47,14 @@ final class UpstreamConnection {
     }
 
     /// Writes a request head; its body follows with `sendBody` (chunk-framed when
-    /// `chunkedBody`) and ends with `sendEnd`.
-    func sendHead(_ head: HTTPRequestHead, chunkedBody: Bool) {
+    /// `chunkedBody`) and ends with `sendEnd`. `upgrade`: the request asks for a protocol
+    /// upgrade, so a 101 may answer it (and the connection then becomes a tunnel).
+    func sendHead(_ head: HTTPRequestHead, chunkedBody: Bool, upgrade: Bool = false) {
         self.chunkedRequestBody = chunkedBody
-        self.handler.expectResponse(to: head.method)
+        self.handler.expectResponse(to: head.method, upgrade: upgrade)
+        // Whatever the answer, a connection that was asked to switch protocols is not trusted
+        // with another request (a backend may be half-way into the new protocol).
+        if upgrade { self.reusable = false }
         var buffer = self.channel.allocator.buffer(capacity: 512)
         HTTPWriter.requestHead(head, into: &buffer)
         self.handler.write(buffer)
@@ -120,8 +124,8 @@ final class UpstreamHandler: ChannelDuplexHandler {
         self.context = nil
     }
 
-    func expectResponse(to method: HTTPMethod) {
-        self.parser.expectResponse(to: method)
+    func expectResponse(to method: HTTPMethod, upgrade: Bool) {
+        self.parser.expectResponse(to: method, upgrade: upgrade)
     }
 
     func write(_ buffer: ByteBuffer) {

@@ -95,6 +95,7 @@ struct ResponseParserTests {
             "HTTP/1.1 200 OK\nContent-Length: 0\n\n",
             "HTTP/1.1 200 OK\r\nX : y\r\n\r\n",
             "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nxyz\r\n",
+            "HTTP/1.1 200 O\u{0}K\r\nContent-Length: 0\r\n\r\n",
         ]
     )
     func invalid(_ text: String) {

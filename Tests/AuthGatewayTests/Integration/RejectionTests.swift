@@ -118,14 +118,23 @@ struct RejectionTests {
         #expect(viaCookie.echoedHeader("cookie") == ["theme=dark"])
     }
 
-    @Test func upgradeRequestGetsACleanErrorNotAHang() async throws {
+    @Test func aWebSocketUpgradeToABackendThatDoesNotSwitchGetsItsAnswerNotAHang() async throws {
         let gateway = try await GatewayFixture.start()
         defer { Task { await gateway.stop() } }
         let raw = try await gateway.raw()
         try await raw.send("GET /ws HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(TestKeys.token())\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n")
-        #expect(await raw.waitFor { $0.contains("\r\n\r\n") })
-        #expect(raw.firstStatus == 501)
+        #expect(await raw.waitFor { $0.contains("\"uri\"") })
+        #expect(raw.firstStatus == 200)
+        #expect(gateway.backend.requestCount == 1)
+    }
+
+    @Test func aWebSocketUpgradeMustBeABodilessHTTP11Get() async throws {
+        let gateway = try await GatewayFixture.start()
+        defer { Task { await gateway.stop() } }
+        let raw = try await gateway.raw()
+        try await raw.send("POST /ws HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(TestKeys.token())\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nContent-Length: 2\r\n\r\nhi")
         #expect(await raw.waitForClose())
+        #expect(raw.firstStatus == 400)
         #expect(gateway.backend.requestCount == 0)
     }
 

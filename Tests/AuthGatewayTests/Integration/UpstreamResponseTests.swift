@@ -87,28 +87,39 @@ struct UpstreamResponseTests {
     }
 }
 
-/// A backend that answers every request head with a script of raw writes, waits and closes.
+/// A backend that answers every request head with a script of raw writes, waits and closes,
+/// or turns into an echo server (a WebSocket peer that repeats every byte).
 final class ScriptedBackend: Sendable {
     enum Step: Sendable {
         case send(String)
         case wait(milliseconds: Int64)
         case close
+        /// From now on, every byte received is sent back.
+        case echo
     }
 
     private let server: Channel
+    private let heads: NIOLockedValueBox<[String]>
 
-    private init(server: Channel) { self.server = server }
+    private init(server: Channel, heads: NIOLockedValueBox<[String]>) {
+        self.server = server
+        self.heads = heads
+    }
 
     var baseURL: String { "http://127.0.0.1:\(self.server.localAddress?.port ?? 0)" }
 
+    /// The request heads received, as text.
+    var requestHeads: [String] { self.heads.withLockedValue { $0 } }
+
     static func start(_ script: [Step]) async throws -> ScriptedBackend {
+        let heads = NIOLockedValueBox<[String]>([])
         let server = try await ServerBootstrap(group: TestGroup.shared)
             .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(Handler(script: script)) }
+                channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(Handler(script: script, heads: heads)) }
             }
             .bind(host: "127.0.0.1", port: 0)
             .get()
-        return ScriptedBackend(server: server)
+        return ScriptedBackend(server: server, heads: heads)
     }
 
     func close() async { try? await self.server.close() }
@@ -117,13 +128,25 @@ final class ScriptedBackend: Sendable {
         typealias InboundIn = ByteBuffer
         typealias OutboundOut = ByteBuffer
         let script: [Step]
+        let heads: NIOLockedValueBox<[String]>
         var received = ""
+        var echoing = false
 
-        init(script: [Step]) { self.script = script }
+        init(script: [Step], heads: NIOLockedValueBox<[String]>) {
+            self.script = script
+            self.heads = heads
+        }
 
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-            self.received += String(buffer: self.unwrapInboundIn(data))
-            guard self.received.contains("\r\n\r\n") else { return }
+            let bytes = self.unwrapInboundIn(data)
+            if self.echoing {
+                context.writeAndFlush(self.wrapOutboundOut(bytes), promise: nil)
+                return
+            }
+            self.received += String(buffer: bytes)
+            guard let end = self.received.range(of: "\r\n\r\n") else { return }
+            let head = String(self.received[..<end.upperBound])
+            self.heads.withLockedValue { $0.append(head) }
             self.received = ""
             self.play(self.script[...], context: context)
         }
@@ -139,7 +162,102 @@ final class ScriptedBackend: Sendable {
                 context.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(milliseconds)) { self.play(rest, context: context) }
             case .close:
                 context.close(promise: nil)
+            case .echo:
+                self.echoing = true
             }
         }
     }
 }
+
+@Suite("WebSocket upgrades (raw sockets)")
+struct WebSocketTests {
+    static let switching =
+        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n"
+
+    static func upgrade(token: String?, protocolName: String = "websocket") -> String {
+        let authorization = token.map { "Authorization: Bearer \($0)\r\n" } ?? ""
+        return "GET /chat HTTP/1.1\r\nHost: x\r\n\(authorization)Upgrade: \(protocolName)\r\nConnection: keep-alive, Upgrade\r\n"
+            + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+    }
+
+    private func start(_ script: [ScriptedBackend.Step]) async throws -> (GatewayFixture, ScriptedBackend) {
+        let backend = try await ScriptedBackend.start(script)
+        let gateway = try await GatewayFixture.start { config in
+            config["backends"] = ["api": ["urls": [.string(backend.baseURL)], "responseTimeoutMilliseconds": 300]]
+        }
+        return (gateway, backend)
+    }
+
+    @Test func anAuthorizedUpgradeBecomesATunnelBothWays() async throws {
+        let (gateway, backend) = try await start([.send(Self.switching), .echo])
+        defer { Task { await gateway.stop(); await backend.close() } }
+        let raw = try await gateway.raw()
+        try await raw.send(Self.upgrade(token: TestKeys.token()))
+        #expect(await raw.waitFor { $0.contains("\r\n\r\n") })
+        #expect(raw.firstStatus == 101)
+        #expect(raw.received.contains("Upgrade: websocket\r\n") && raw.received.contains("Connection: upgrade\r\n"))
+        #expect(raw.received.contains("Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n"))
+        let head = try #require(backend.requestHeads.first)
+        #expect(head.contains("Upgrade: websocket\r\n") && head.contains("Connection: upgrade\r\n"))
+        #expect(head.contains("Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"))
+        // Bytes now flow unparsed, longer than the response timeout and in both directions.
+        try await raw.send("\u{81}\u{05}frame one")
+        #expect(await raw.waitFor { $0.hasSuffix("\u{81}\u{05}frame one") })
+        try await Task.sleep(for: .milliseconds(400))
+        try await raw.send("GET / HTTP/1.1\r\n\r\n")
+        #expect(await raw.waitFor { $0.hasSuffix("GET / HTTP/1.1\r\n\r\n") }, "tunnel bytes are never parsed as HTTP")
+        #expect(!raw.isClosed)
+        await raw.close()
+    }
+
+    @Test func theBackendClosingTheTunnelClosesTheClientAfterItsLastBytes() async throws {
+        let (gateway, backend) = try await start([.send(Self.switching + "last words"), .close])
+        defer { Task { await gateway.stop(); await backend.close() } }
+        let raw = try await gateway.raw()
+        try await raw.send(Self.upgrade(token: TestKeys.token()))
+        #expect(await raw.waitForClose())
+        #expect(raw.firstStatus == 101)
+        #expect(raw.received.hasSuffix("\r\n\r\nlast words"))
+    }
+
+    @Test func anUpgradeWithoutAValidTokenIs401AndNeverReachesTheBackend() async throws {
+        let (gateway, backend) = try await start([.send(Self.switching), .echo])
+        defer { Task { await gateway.stop(); await backend.close() } }
+        let raw = try await gateway.raw()
+        try await raw.send(Self.upgrade(token: nil))
+        #expect(await raw.waitFor { $0.contains("\r\n\r\n{") })
+        #expect(raw.firstStatus == 401)
+        #expect(backend.requestHeads.isEmpty)
+    }
+
+    @Test func otherUpgradesAre501() async throws {
+        let (gateway, backend) = try await start([.send(Self.switching), .echo])
+        defer { Task { await gateway.stop(); await backend.close() } }
+        let raw = try await gateway.raw()
+        try await raw.send(Self.upgrade(token: TestKeys.token(), protocolName: "h2c"))
+        #expect(await raw.waitForClose())
+        #expect(raw.firstStatus == 501)
+        #expect(backend.requestHeads.isEmpty)
+    }
+
+    @Test func aRefusedUpgradeIsAnOrdinaryResponse() async throws {
+        let (gateway, backend) = try await start([.send("HTTP/1.1 403 Forbidden\r\nContent-Length: 2\r\n\r\nno")])
+        defer { Task { await gateway.stop(); await backend.close() } }
+        let raw = try await gateway.raw()
+        try await raw.send(Self.upgrade(token: TestKeys.token()))
+        #expect(await raw.waitFor { $0.hasSuffix("\r\n\r\nno") })
+        #expect(raw.firstStatus == 403)
+        #expect(!raw.received.contains("Upgrade:"))
+        #expect(!raw.isClosed)
+    }
+
+    @Test func aBackendThatSwitchesProtocolsUnaskedIs502() async throws {
+        let (gateway, backend) = try await start([.send(Self.switching)])
+        defer { Task { await gateway.stop(); await backend.close() } }
+        let raw = try await gateway.raw()
+        try await raw.send("GET /plain HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(TestKeys.token())\r\n\r\n")
+        #expect(await raw.waitFor { $0.contains("\r\n\r\n{") })
+        #expect(raw.firstStatus == 502)
+    }
+}
+

@@ -61,6 +61,7 @@ func proxyStateName(_ state: ProxyStateMachine.State) -> String {
     case .forwarding(_, .awaitingHead, let reused): return reused ? "forwarding(awaitingHead, reused)" : "forwarding(awaitingHead)"
     case .forwarding(_, .streaming, let reused): return reused ? "forwarding(streaming, reused)" : "forwarding(streaming)"
     case .forwarding(_, .complete, _): return "forwarding(complete)"
+    case .tunnel: return "tunnel"
     case .closed: return "closed"
     }
 }
@@ -89,6 +90,7 @@ struct ProxyDriver {
     @discardableResult mutating func leased(reused: Bool = false) -> ProxyStep { ProxyStep(self.machine.leaseSucceeded(reused: reused)) }
     @discardableResult mutating func leaseFailed(_ error: GatewayError = .upstreamUnreachable) -> ProxyStep { ProxyStep(self.machine.leaseFailed(error)) }
     @discardableResult mutating func responseHead() -> ProxyStep { ProxyStep(self.machine.responseHead()) }
+    @discardableResult mutating func upgraded() -> ProxyStep { ProxyStep(self.machine.upgraded()) }
     @discardableResult mutating func responseBody(_ text: String) -> ProxyStep { ProxyStep(self.machine.responseBody(buffer(text))) }
     @discardableResult mutating func responseEnd(upstreamKeepAlive: Bool = true, clientMustClose: Bool = false) -> ProxyStep {
         ProxyStep(self.machine.responseEnd(upstreamKeepAlive: upstreamKeepAlive, clientMustClose: clientMustClose))
@@ -806,5 +808,66 @@ struct ProxyStateMachineTests {
         #expect(driver.body("x") == .none)
         #expect(driver.end() == .none)
         #expect(driver.state == "idle")
+    }
+
+    // MARK: Tunnels (WebSocket)
+
+    /// A bodiless upgrade request answered 101.
+    private func tunnel() -> ProxyDriver {
+        var driver = ProxyDriver(maxBodyBytes: 4)
+        driver.getAwaitingResponse()
+        #expect(driver.upgraded() == .writeResponseHead)
+        #expect(driver.state == "tunnel")
+        return driver
+    }
+
+    @Test("a 101 turns a bodiless request into a tunnel: bytes flow both ways, unlimited")
+    func tunnelRelaysBothWays() {
+        var driver = tunnel()
+        #expect(driver.body("client frame over the body limit") == .forwardBody("client frame over the body limit"))
+        #expect(driver.responseBody("server frame") == .writeResponseBody("server frame"))
+        #expect(driver.end() == .none)
+        #expect(driver.machine.timeout == .idle)
+        #expect(driver.state == "tunnel")
+    }
+
+    @Test("a tunnel ends with either side: the backend's close flushes then closes the client")
+    func tunnelEnds() {
+        var backendClosed = tunnel()
+        #expect(backendClosed.responseEnd(upstreamKeepAlive: false, clientMustClose: true) == .finishResponse(reuseUpstream: false, closeClient: true))
+        #expect(backendClosed.state == "closed")
+
+        var clientClosed = tunnel()
+        #expect(clientClosed.clientClosed() == .abandon)
+
+        var failed = tunnel()
+        #expect(failed.upstreamFailed() == .failForwarding(nil))
+
+        var idle = tunnel()
+        #expect(idle.timedOut() == .failForwarding(nil))
+        #expect(idle.state == "closed")
+    }
+
+    @Test("backpressure in a tunnel follows each side's writability")
+    func tunnelBackpressure() {
+        var driver = tunnel()
+        #expect(driver.upstreamWritable(false) == .none)
+        #expect(!driver.machine.shouldReadFromClient)
+        #expect(driver.upstreamWritable(true) == .resumeClientReads)
+        #expect(driver.machine.shouldReadFromClient)
+        #expect(driver.clientWritable(false) == .none)
+        #expect(!driver.machine.shouldReadFromUpstream)
+        #expect(driver.clientWritable(true) == .resumeUpstreamReads)
+    }
+
+    @Test("a 101 is refused for a request with a body or once the response has started")
+    func upgradeOnlyForBodilessRequestsAwaitingTheHead() {
+        var post = ProxyDriver()
+        post.postAwaitingResponse()
+        #expect(post.upgraded() == .failForwarding(.upstreamProtocolError))
+        #expect(post.state == "closed")
+
+        var streaming = ProxySituation.streaming.driver()
+        #expect(streaming.upgraded() == .failForwarding(nil))
     }
 }
