@@ -56,7 +56,7 @@ struct ChunkedBody {
                     self.state = .done
                     return .end
                 }
-                guard text.allSatisfy(HeadScanner.isFieldValueByte) else { return self.fail("Invalid trailer line") }
+                guard HeadScanner.isValidFieldLine(text) else { return self.fail("Invalid trailer line") }
                 self.state = .trailers(bytes: bytes + text.count + 2)
             case .done, .failed:
                 return nil
@@ -86,7 +86,10 @@ struct ChunkedBody {
 
     private struct ChunkLineError: Error {}
 
-    /// `1*HEXDIG [ BWS ";" chunk-ext ]`; nil when invalid or over 15 digits.
+    /// `1*HEXDIG *( ";" ext-name [ "=" ext-value ] )` (RFC 9112 §7.1.1, without the optional
+    /// whitespace: llhttp refuses it too, and two parsers that disagree about a chunk line are
+    /// a smuggling risk); nil when invalid or over 15 digits. Extensions are checked, then
+    /// ignored.
     static func chunkSize(_ line: [UInt8]) -> Int? {
         var size = 0
         var digits = 0
@@ -97,11 +100,44 @@ struct ChunkedBody {
             index += 1
         }
         guard digits > 0, digits <= 15 else { return nil }
-        while index < line.count, line[index] == UInt8(ascii: " ") || line[index] == UInt8(ascii: "\t") { index += 1 }
-        if index == line.count { return size }
-        guard line[index] == UInt8(ascii: ";") else { return nil }
-        guard line[index...].allSatisfy(HeadScanner.isFieldValueByte) else { return nil }
-        return size
+        while true {
+            if index == line.count { return size }
+            guard line[index] == UInt8(ascii: ";") else { return nil }
+            index += 1
+            guard Self.skipToken(line, &index) else { return nil }
+            if index < line.count, line[index] == UInt8(ascii: "=") {
+                index += 1
+                guard Self.skipToken(line, &index) || Self.skipQuotedString(line, &index) else { return nil }
+            }
+        }
+    }
+
+    /// 1*tchar; false when there is none.
+    private static func skipToken(_ line: [UInt8], _ index: inout Int) -> Bool {
+        let start = index
+        while index < line.count, HTTPToken.isTokenByte(line[index]) { index += 1 }
+        return index > start
+    }
+
+    /// `DQUOTE *( qdtext / quoted-pair ) DQUOTE` (RFC 9110 §5.6.4); false when there is none.
+    private static func skipQuotedString(_ line: [UInt8], _ index: inout Int) -> Bool {
+        guard index < line.count, line[index] == UInt8(ascii: "\"") else { return false }
+        var position = index + 1
+        while position < line.count {
+            let byte = line[position]
+            if byte == UInt8(ascii: "\"") {
+                index = position + 1
+                return true
+            }
+            if byte == UInt8(ascii: "\\") {
+                position += 1
+                guard position < line.count, HeadScanner.isFieldValueByte(line[position]) else { return false }
+            } else if !HeadScanner.isFieldValueByte(byte) {
+                return false
+            }
+            position += 1
+        }
+        return false
     }
 
     private static func hexValue(_ byte: UInt8) -> Int? {

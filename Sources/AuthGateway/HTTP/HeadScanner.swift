@@ -136,6 +136,13 @@ enum HeadScanner {
         return .success((HeaderField(nameStart: start, nameEnd: nameEnd, valueStart: valueStart, valueEnd: valueEnd, kind: kind), lineEnd + 2))
     }
 
+    /// A field line without its CRLF (a trailer): `field-name ":" field-value`, by the same
+    /// rules as a head's fields.
+    static func isValidFieldLine(_ line: [UInt8]) -> Bool {
+        guard let colon = line.firstIndex(of: UInt8(ascii: ":")), colon > 0 else { return false }
+        return line[..<colon].allSatisfy(HTTPToken.isTokenByte) && line[(colon + 1)...].allSatisfy(Self.isFieldValueByte)
+    }
+
     /// HTAB, SP, VCHAR and obs-text: no NUL, CR, LF or other control characters.
     @inline(__always)
     static func isFieldValueByte(_ byte: UInt8) -> Bool {

@@ -138,6 +138,8 @@ struct RequestParserTests {
             "2\nab\r\n0\r\n\r\n",  // bare LF
             "2 x\r\nab\r\n0\r\n\r\n",
             "\r\nab\r\n",  // empty size
+            "2\r\nab\r\n0\r\nno colon\r\n\r\n",  // a trailer that is not a field
+            "2\r\nab\r\n0\r\n: empty name\r\n\r\n",
         ]
     )
     func badChunks(_ body: String) {
@@ -145,14 +147,23 @@ struct RequestParserTests {
         #expect(result.parts.last == .error("request.malformed"))
     }
 
-    @Test("chunk sizes: hex digits, optional whitespace before extensions")
+    @Test("chunk sizes: hex digits, then checked extensions without whitespace")
     func chunkSizes() {
         #expect(ChunkedBody.chunkSize(Array("ff".utf8)) == 255)
-        #expect(ChunkedBody.chunkSize(Array("FF ;x=y".utf8)) == 255)
+        #expect(ChunkedBody.chunkSize(Array("FF;x=y".utf8)) == 255)
+        #expect(ChunkedBody.chunkSize(Array("FF ;x=y".utf8)) == nil)
+        #expect(ChunkedBody.chunkSize(Array("FF;x= y".utf8)) == nil)
+        #expect(ChunkedBody.chunkSize(Array("FF ".utf8)) == nil)
         #expect(ChunkedBody.chunkSize(Array("fffffffffffffff".utf8)) == 0xfff_ffff_ffff_ffff)
         #expect(ChunkedBody.chunkSize(Array("".utf8)) == nil)
         #expect(ChunkedBody.chunkSize(Array("-1".utf8)) == nil)
         #expect(ChunkedBody.chunkSize(Array("1;\u{1}".utf8)) == nil)
+        #expect(ChunkedBody.chunkSize(Array("a;x=y;flag;q=\"a \\\" b\"".utf8)) == 10)
+        #expect(ChunkedBody.chunkSize(Array("1;".utf8)) == nil)
+        #expect(ChunkedBody.chunkSize(Array("1;:x=y".utf8)) == nil)
+        #expect(ChunkedBody.chunkSize(Array("1;x=".utf8)) == nil)
+        #expect(ChunkedBody.chunkSize(Array("1;x=\"open".utf8)) == nil)
+        #expect(ChunkedBody.chunkSize([UInt8(ascii: "1"), UInt8(ascii: ";"), UInt8(ascii: "x"), UInt8(ascii: "="), 0xFF]) == nil)
     }
 
     @Test("the eight-byte tests agree with the byte-wise ones, for every byte value in every position")
