@@ -133,6 +133,12 @@ enum HeadScanner {
         var valueEnd = lineEnd
         while valueEnd > valueStart, bytes[valueEnd - 1] == UInt8(ascii: " ") || bytes[valueEnd - 1] == UInt8(ascii: "\t") { valueEnd -= 1 }
         let kind = HeaderNames.kind(bytes, start, nameEnd)
+        if valueEnd != lineEnd, kind == .contentLength || kind == .transferEncoding {
+            // Trailing whitespace is legal (and trimmed) elsewhere; in the two fields that
+            // frame a message it is refused, as llhttp refuses it: parsers that disagree about
+            // framing are how requests get smuggled.
+            return .failure(.invalidHeaderValue)
+        }
         return .success((HeaderField(nameStart: start, nameEnd: nameEnd, valueStart: valueStart, valueEnd: valueEnd, kind: kind), lineEnd + 2))
     }
 

@@ -17,19 +17,22 @@ enum BodyFraming: Equatable {
 enum RequestFraming {
     static func validate(_ head: HTTPRequestHead, maxBodyBytes: Int) -> Result<BodyFraming, GatewayError> {
         var contentLength: Int?
+        var contentLengthText: Substring?
         var transferEncodings = 0
         var chunked = false
         var hosts = 0
         for (name, value) in head.headers {
             if ASCII.equalsIgnoringCase(name, "content-length") {
-                // A list ("5, 5") or repeated header is accepted only when every value agrees.
+                // A list ("5, 5") or repeated header is accepted only when every value is the
+                // same text ("5" and "05" are refused together: no room for two readings).
                 for part in value.split(separator: ",", omittingEmptySubsequences: false) {
                     let text = ASCII.trimmingOWS(part)
                     guard let parsed = Self.parseLength(text) else { return .failure(.malformedRequest("Invalid Content-Length")) }
-                    if let existing = contentLength, existing != parsed {
+                    if let existing = contentLengthText, existing != text {
                         return .failure(.malformedRequest("Conflicting Content-Length headers"))
                     }
                     contentLength = parsed
+                    contentLengthText = text
                 }
             } else if ASCII.equalsIgnoringCase(name, "transfer-encoding") {
                 transferEncodings += 1

@@ -35,6 +35,9 @@ struct RequestFramingTests {
         #expect(isMalformed(validate([("Host", "h"), ("Content-Length", "5"), ("Content-Length", "6")])))
         #expect(isMalformed(validate([("Host", "h"), ("Content-Length", "5, 6")])))
         #expect(isMalformed(validate([("Host", "h"), ("Content-Length", "05, 6")])))
+        // The same number written differently is refused too: no room for two readings.
+        #expect(isMalformed(validate([("Host", "h"), ("Content-Length", "05"), ("Content-Length", "5")])))
+        #expect(isMalformed(validate([("Host", "h"), ("Content-Length", "5, 05")])))
     }
 
     @Test("invalid Content-Length values are refused", arguments: ["", " ", "-1", "+5", "5a", "0x10", "1e3", "5,", ",5", "5 5", "9999999999999999999", "١"])
