@@ -37,6 +37,8 @@ struct AuthEnvironment {
     let isTLS: Bool
     let eventLoop: EventLoop
     let verifiedTokens: VerifiedTokenCache
+    /// The loop's memo in front of `verifiedTokens`.
+    let recentTokens: RecentTokens
     let keyStore: KeyStore
     /// The loop's client for the auth service (nil without `authService`).
     let authServiceClient: UpstreamClient?
@@ -84,7 +86,7 @@ struct RequestAuthenticator: Sendable {
         case .found(let found):
             token = found
         }
-        switch environment.verifiedTokens.verify(token.value, keys: environment.keys) {
+        switch environment.recentTokens.verify(token.value, keys: environment.keys, through: environment.verifiedTokens) {
         case .success(let verified):
             return self.checkTime(verified, token: token, headers: headers, route: route, environment: environment)
         case .failure(let rejection):
@@ -116,7 +118,7 @@ struct RequestAuthenticator: Sendable {
             guard let snapshot else { return environment.eventLoop.makeSucceededFuture(.reject(.keysUnavailable)) }
             let refreshed = AuthEnvironment(
                 keys: snapshot, now: environment.now, isTLS: environment.isTLS, eventLoop: environment.eventLoop,
-                verifiedTokens: environment.verifiedTokens, keyStore: environment.keyStore,
+                verifiedTokens: environment.verifiedTokens, recentTokens: environment.recentTokens, keyStore: environment.keyStore,
                 authServiceClient: environment.authServiceClient, jwksClient: environment.jwksClient, metrics: environment.metrics
             )
             switch environment.verifiedTokens.verify(token.value, keys: snapshot) {

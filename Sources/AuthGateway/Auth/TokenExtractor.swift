@@ -53,7 +53,7 @@ enum TokenExtractor {
             let token = ASCII.trimmingOWS(trimmed.dropFirst(7))
             return token.isEmpty ? nil : (token, true)
         }
-        if raw, !trimmed.contains(" "), !ASCII.equalsIgnoringCase(trimmed, "bearer") {
+        if raw, !trimmed.utf8.contains(UInt8(ascii: " ")), !ASCII.equalsIgnoringCase(trimmed, "bearer") {
             return (trimmed, false)
         }
         return nil

@@ -41,6 +41,9 @@ public final class VerifiedTokenCache: Sendable {
         self.storage = capacity > 0 ? Sharded(capacity: capacity) { LRUCache(capacity: $0) } : nil
     }
 
+    /// False when configured with no capacity: every request is verified.
+    public var isEnabled: Bool { self.storage != nil }
+
     /// Verifies `token` (Substring of a header value), consulting and filling the cache.
     public func verify(_ token: Substring, keys: KeySnapshot) -> Result<VerifiedToken, TokenRejection> {
         var token = token

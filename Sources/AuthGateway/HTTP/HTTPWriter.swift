@@ -11,13 +11,29 @@ enum HTTPWriter {
     static let continueResponse: StaticString = "HTTP/1.1 100 Continue\r\n\r\n"
     static let lastChunk: StaticString = "0\r\n\r\n"
 
+    /// A request head for a backend. Sized first, then copied in one pass into the buffer's
+    /// memory: ~35 separate `ByteBuffer` writes (each checking capacity and uniqueness) cost
+    /// ~2 % of a proxied request's CPU (perf).
     static func requestHead(_ head: HTTPRequestHead, into buffer: inout ByteBuffer) {
-        buffer.writeString(head.method.rawValue)
-        buffer.writeStaticString(" ")
-        buffer.writeString(head.uri)
-        buffer.writeStaticString(head.version == .http1_0 ? " HTTP/1.0\r\n" : " HTTP/1.1\r\n")
-        Self.fields(head.headers, into: &buffer)
-        buffer.writeStaticString("\r\n")
+        let method = head.method.rawValue
+        let version: StaticString = head.version == .http1_0 ? " HTTP/1.0\r\n" : " HTTP/1.1\r\n"
+        var size = method.utf8.count + 1 + head.uri.utf8.count + version.utf8CodeUnitCount + 2
+        for (name, value) in head.headers { size += name.utf8.count + value.utf8.count + 4 }
+        buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: size) { memory in
+            var output = RawOutput(memory)
+            output.append(method)
+            output.append(" ")
+            output.append(head.uri)
+            output.append(version)
+            for (name, value) in head.headers {
+                output.append(name)
+                output.append(": ")
+                output.append(value)
+                output.append("\r\n")
+            }
+            output.append("\r\n")
+            return output.count
+        }
     }
 
     /// A response head of the gateway's own (errors, health answers).
@@ -108,5 +124,30 @@ enum HTTPWriter {
         buffer.writeStaticString(": ")
         buffer.writeString(value)
         buffer.writeStaticString("\r\n")
+    }
+}
+
+/// Appends bytes to memory already known to be large enough (`HTTPWriter.requestHead` sizes
+/// it first).
+private struct RawOutput {
+    private let memory: UnsafeMutableRawBufferPointer
+    private(set) var count = 0
+
+    init(_ memory: UnsafeMutableRawBufferPointer) { self.memory = memory }
+
+    @inline(__always)
+    mutating func append(_ text: String) {
+        var text = text
+        text.withUTF8 { bytes in
+            UnsafeMutableRawBufferPointer(rebasing: self.memory[self.count...]).copyMemory(from: UnsafeRawBufferPointer(bytes))
+            self.count += bytes.count
+        }
+    }
+
+    @inline(__always)
+    mutating func append(_ text: StaticString) {
+        let bytes = UnsafeRawBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount)
+        UnsafeMutableRawBufferPointer(rebasing: self.memory[self.count...]).copyMemory(from: bytes)
+        self.count += bytes.count
     }
 }

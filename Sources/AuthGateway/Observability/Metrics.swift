@@ -41,35 +41,38 @@ struct MetricsSnapshot: Sendable {
 
 /// One event loop's metrics. Only touched on that loop.
 final class WorkerMetrics {
-    private(set) var values = MetricsSnapshot()
-    /// Cached keys of the hot histograms, to avoid building label dictionaries per request.
-    private var upstreamDurationKeys: [String: MetricKey] = [:]
+    private var recorded = MetricsSnapshot()
+    /// The per-request histogram, keyed by backend name alone: hashing a `MetricKey` hashes
+    /// its label dictionary (measured on the request path); merged into `values` when read.
+    private var upstreamDurations: [String: Histogram] = [:]
+
+    /// Everything recorded so far (read by the metrics endpoint, not per request).
+    var values: MetricsSnapshot {
+        var snapshot = self.recorded
+        for (backend, histogram) in self.upstreamDurations {
+            snapshot.histograms[MetricKey(MetricName.upstreamDuration, ["backend": backend]), default: Histogram(bounds: histogram.bounds)].merge(histogram)
+        }
+        return snapshot
+    }
 
     func countRequest(route: String, status: Int) {
-        self.values.requests[.init(route: route, statusClass: status / 100), default: 0] += 1
+        self.recorded.requests[.init(route: route, statusClass: status / 100), default: 0] += 1
     }
 
     func increment(_ key: MetricKey, by amount: UInt64 = 1) {
-        self.values.counters[key, default: 0] += amount
+        self.recorded.counters[key, default: 0] += amount
     }
 
     func observeUpstreamDuration(backend: String, seconds: Double) {
-        let key: MetricKey
-        if let cached = self.upstreamDurationKeys[backend] {
-            key = cached
-        } else {
-            key = MetricKey(MetricName.upstreamDuration, ["backend": backend])
-            self.upstreamDurationKeys[backend] = key
-        }
-        self.values.histograms[key, default: Histogram()].observe(seconds)
+        self.upstreamDurations[backend, default: Histogram()].observe(seconds)
     }
 
     func observe(_ key: MetricKey, seconds: Double) {
-        self.values.histograms[key, default: Histogram()].observe(seconds)
+        self.recorded.histograms[key, default: Histogram()].observe(seconds)
     }
 
     func addGauge(_ key: MetricKey, _ delta: Double) {
-        self.values.gauges[key, default: 0] += delta
+        self.recorded.gauges[key, default: 0] += delta
     }
 }
 

@@ -24,33 +24,37 @@ struct RequestTarget: Equatable {
 
     init(parsing uri: String) throws(ParseError) {
         var rest = Substring(uri)
+        // Byte-wise (UTF-8 view) throughout: Character-based scanning pays for grapheme
+        // breaking, and `String.contains(String)` resolves to Foundation's NSString search
+        // (measured: ~2 % of the CPU of a proxied request together).
+        let bytes = rest.utf8
+        // A fragment never belongs in a request target; bytes outside visible ASCII never do.
+        guard bytes.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "#") }) else { throw .invalidTarget }
         var authority: Substring?
-        if !rest.hasPrefix("/") {
+        if bytes.first != UInt8(ascii: "/") {
             // absolute-form: scheme "://" authority path-abempty [ "?" query ]
-            let lower = rest.prefix(8).lowercased()
             let schemeLength: Int
-            if lower.hasPrefix("http://") {
+            if ASCII.hasPrefixIgnoringCase(rest, "http://") {
                 schemeLength = 7
-            } else if lower.hasPrefix("https://") {
+            } else if ASCII.hasPrefixIgnoringCase(rest, "https://") {
                 schemeLength = 8
             } else {
                 throw .invalidTarget
             }
-            rest = rest.dropFirst(schemeLength)
-            let end = rest.firstIndex(where: { $0 == "/" || $0 == "?" }) ?? rest.endIndex
-            authority = rest[..<end]
-            guard let authority, !authority.isEmpty, !authority.contains("@") else { throw .invalidTarget }
+            rest = rest[rest.utf8.index(rest.startIndex, offsetBy: schemeLength)...]
+            let end = rest.utf8.firstIndex(where: { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") }) ?? rest.endIndex
+            let found = rest[..<end]
+            guard !found.isEmpty, !found.utf8.contains(UInt8(ascii: "@")) else { throw .invalidTarget }
+            authority = found
             rest = rest[end...]
-            if !rest.hasPrefix("/") { rest = "/" + rest }
+            if rest.utf8.first != UInt8(ascii: "/") { rest = "/" + rest }
         }
         var rawPath = rest
         var query: Substring?
-        if let mark = rest.firstIndex(of: "?") {
+        if let mark = rest.utf8.firstIndex(of: UInt8(ascii: "?")) {
             rawPath = rest[..<mark]
-            query = rest[rest.index(after: mark)...]
+            query = rest[rest.utf8.index(after: mark)...]
         }
-        // A fragment never belongs in a request target; bytes outside visible ASCII never do.
-        guard !rest.contains("#"), rest.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else { throw .invalidTarget }
         self.path = try Self.normalize(rawPath)
         self.query = query
         self.authority = authority

@@ -29,11 +29,12 @@ struct RouteTable: Sendable {
 
     /// The host part of a Host header value: brackets of IPv6 literals kept, port dropped.
     static func hostWithoutPort(_ value: Substring) -> Substring {
-        if value.hasPrefix("[") {
-            guard let close = value.firstIndex(of: "]") else { return value }
+        // UTF-8 view: no grapheme breaking for a per-request scan.
+        if value.utf8.first == UInt8(ascii: "[") {
+            guard let close = value.utf8.firstIndex(of: UInt8(ascii: "]")) else { return value }
             return value[...close]
         }
-        guard let colon = value.lastIndex(of: ":") else { return value }
+        guard let colon = value.utf8.lastIndex(of: UInt8(ascii: ":")) else { return value }
         return value[..<colon]
     }
 

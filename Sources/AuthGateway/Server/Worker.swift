@@ -14,6 +14,7 @@ final class Worker {
     private(set) var authServiceClient: UpstreamClient?
     private var jwksClients: [String: UpstreamClient] = [:]
     private var requestIDs = RequestIDGenerator()
+    private let recentTokens = RecentTokens()
     /// Open client connections, for draining.
     private var connections: [ObjectIdentifier: Channel] = [:]
 
@@ -63,6 +64,7 @@ final class Worker {
             isTLS: isTLS,
             eventLoop: self.eventLoop,
             verifiedTokens: self.shared.verifiedTokens,
+            recentTokens: self.recentTokens,
             keyStore: self.shared.keyStore,
             authServiceClient: self.authServiceClient,
             jwksClient: self.jwksLookup,

@@ -32,13 +32,19 @@ enum ASCII {
 
     /// Trims spaces and horizontal tabs (HTTP optional whitespace) from both ends.
     static func trimmingOWS(_ text: Substring) -> Substring {
-        var start = text.startIndex, end = text.endIndex
-        while start < end, text[start] == " " || text[start] == "\t" { start = text.index(after: start) }
+        // UTF-8 view: header values are scanned on every request, Characters would pay for
+        // grapheme breaking.
+        let bytes = text.utf8
+        var start = bytes.startIndex, end = bytes.endIndex
+        while start < end, Self.isOWS(bytes[start]) { bytes.formIndex(after: &start) }
         while end > start {
-            let before = text.index(before: end)
-            guard text[before] == " " || text[before] == "\t" else { break }
+            let before = bytes.index(before: end)
+            guard Self.isOWS(bytes[before]) else { break }
             end = before
         }
         return text[start..<end]
     }
+
+    @inline(__always)
+    private static func isOWS(_ byte: UInt8) -> Bool { byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
 }

@@ -1,0 +1,68 @@
+import Testing
+
+@testable import AuthGateway
+
+@Suite("RecentTokens")
+struct RecentTokensTests {
+    private let generation = VectorKeys.staticSnapshot.generation
+
+    /// The main issuer with no keys: only a memo or cache hit can succeed against it.
+    private func keyless(generation: UInt64) -> KeySnapshot {
+        VectorKeys.snapshot(generation: generation, mainKeys: [])
+    }
+
+    private func failure(_ result: Result<VerifiedToken, TokenRejection>) -> TokenFailure? {
+        if case .failure(let rejection) = result { return rejection.failure }
+        return nil
+    }
+
+    @Test("a repeated token is answered by the memo, without the shared cache")
+    func hitWithoutSharedCache() throws {
+        let memo = RecentTokens()
+        let token = VectorKeys.sign(VectorKeys.claims())
+        let first = try memo.verify(token[...], keys: VectorKeys.staticSnapshot, through: VerifiedTokenCache(capacity: 64)).get()
+        // A fresh (empty) shared cache and no keys: only the memo can say yes.
+        let second = try memo.verify(token[...], keys: keyless(generation: generation), through: VerifiedTokenCache(capacity: 64)).get()
+        #expect(second === first)
+    }
+
+    @Test("a token that differs in one byte but shares the slot is not a hit")
+    func wholeTokenMustMatch() throws {
+        let memo = RecentTokens(slotCount: 1)  // every token shares the one slot
+        let token = VectorKeys.sign(VectorKeys.claims(["sub": "alice"]))
+        _ = try memo.verify(token[...], keys: VectorKeys.staticSnapshot, through: VerifiedTokenCache(capacity: 64)).get()
+        // Change one payload byte; length and signature (the slot's hash input) stay.
+        var bytes = Array(token.utf8)
+        let payloadByte = bytes.firstIndex(of: UInt8(ascii: "."))! + 5
+        bytes[payloadByte] = bytes[payloadByte] == UInt8(ascii: "A") ? UInt8(ascii: "B") : UInt8(ascii: "A")
+        let tampered = String(decoding: bytes, as: UTF8.self)
+        #expect(tampered.utf8.count == token.utf8.count)
+        #expect(failure(memo.verify(tampered[...], keys: keyless(generation: generation), through: VerifiedTokenCache(capacity: 64))) != nil)
+        #expect(failure(memo.verify(tampered[...], keys: VectorKeys.staticSnapshot, through: VerifiedTokenCache(capacity: 64))) != nil)
+    }
+
+    @Test("a new key generation is a miss")
+    func generationChange() throws {
+        let memo = RecentTokens()
+        let token = VectorKeys.sign(VectorKeys.claims())
+        _ = try memo.verify(token[...], keys: VectorKeys.staticSnapshot, through: VerifiedTokenCache(capacity: 64)).get()
+        #expect(failure(memo.verify(token[...], keys: keyless(generation: generation + 1), through: VerifiedTokenCache(capacity: 64))) == .unknownKey)
+    }
+
+    @Test("failures are not remembered")
+    func failuresNotRemembered() throws {
+        let memo = RecentTokens()
+        let token = VectorKeys.sign(VectorKeys.claims())
+        #expect(failure(memo.verify(token[...], keys: keyless(generation: generation), through: VerifiedTokenCache(capacity: 64))) == .unknownKey)
+        _ = try memo.verify(token[...], keys: VectorKeys.staticSnapshot, through: VerifiedTokenCache(capacity: 64)).get()
+    }
+
+    @Test("with the verified-token cache disabled, every request verifies")
+    func disabledWithSharedCache() throws {
+        let memo = RecentTokens()
+        let disabled = VerifiedTokenCache(capacity: 0)
+        let token = VectorKeys.sign(VectorKeys.claims())
+        _ = try memo.verify(token[...], keys: VectorKeys.staticSnapshot, through: disabled).get()
+        #expect(failure(memo.verify(token[...], keys: keyless(generation: generation), through: disabled)) == .unknownKey)
+    }
+}
