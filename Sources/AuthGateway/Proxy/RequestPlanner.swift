@@ -8,8 +8,10 @@ enum RequestPlan {
     case forward(ForwardPlan)
 }
 
-/// An authorized request, ready to go to its backend.
-struct ForwardPlan {
+/// An authorized request, ready to go to its backend. A class: the handler reads it at every
+/// step of the request, and as a struct each read copied (retained and released) all its
+/// fields (measured: ~1 % of a proxied request's CPU).
+final class ForwardPlan {
     let route: RouteConfiguration
     let pool: UpstreamPool
     let head: HTTPRequestHead
@@ -20,6 +22,19 @@ struct ForwardPlan {
     let subject: String?
     /// The protocol a WebSocket upgrade asks for ("websocket"); nil for ordinary requests.
     let upgrade: String?
+
+    init(
+        route: RouteConfiguration, pool: UpstreamPool, head: HTTPRequestHead, responseTimeout: TimeAmount,
+        responseHeaders: [(name: String, value: String)], subject: String?, upgrade: String?
+    ) {
+        self.route = route
+        self.pool = pool
+        self.head = head
+        self.responseTimeout = responseTimeout
+        self.responseHeaders = responseHeaders
+        self.subject = subject
+        self.upgrade = upgrade
+    }
 }
 
 enum PlanDecision {

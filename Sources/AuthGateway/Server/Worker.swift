@@ -11,6 +11,9 @@ final class Worker {
     private(set) var snapshot: RuntimeSnapshot
     private(set) var keys: KeySnapshot
     private var backendPools: [String: (configuration: BackendConfiguration, pool: UpstreamPool)] = [:]
+    /// The pools alone, for the per-request lookup (reading a tuple out of `backendPools`
+    /// copied its configuration: measured).
+    private var poolsByBackend: [String: UpstreamPool] = [:]
     private(set) var authServiceClient: UpstreamClient?
     private var jwksClients: [String: UpstreamClient] = [:]
     private var requestIDs = RequestIDGenerator()
@@ -45,7 +48,7 @@ final class Worker {
         if keys.generation > self.keys.generation { self.keys = keys }
     }
 
-    func pool(forBackend name: String) -> UpstreamPool? { self.backendPools[name]?.pool }
+    func pool(forBackend name: String) -> UpstreamPool? { self.poolsByBackend[name] }
 
     /// The client's `X-Request-Id` when well formed, else a new one.
     func requestID(forwarded value: String?) -> String {
@@ -91,6 +94,7 @@ final class Worker {
             old.pool.shutdown()
         }
         self.backendPools = pools
+        self.poolsByBackend = pools.mapValues(\.pool)
 
         // The auth service and JWKS endpoints are upstreams like any other (issue: one pool
         // kind for everything behind the gateway).

@@ -39,6 +39,27 @@ struct HTTPWriterTests {
         )
     }
 
+    @Test("the worst case of the sized copy: every field bare-colon (one byte longer when written), a short reason, all extras")
+    func sizedCopyWorstCase() {
+        let fields = (0..<200).map { "a\($0):v\r\n" }.joined()
+        var parser = ResponseParser()
+        parser.expectResponse(to: .GET, upgrade: true)
+        var input = ByteBuffer(string: "HTTP/1.1 101 \r\n" + fields + "\r\n")
+        guard case .head(let head) = parser.next(&input) else {
+            Issue.record("no head")
+            return
+        }
+        var output = ByteBuffer()
+        HTTPWriter.clientResponseHead(
+            head, clientVersion: .http1_0, requestID: String(repeating: "r", count: 64), extra: [("X-Access-Token", String(repeating: "t", count: 900))],
+            chunked: true, connection: "upgrade", upgrade: "websocket", into: &output
+        )
+        let text = String(buffer: output)
+        #expect(text.hasPrefix("HTTP/1.0 101 \r\na0: v\r\na1: v\r\n"))
+        #expect(text.contains("a199: v\r\nX-Request-Id: " + String(repeating: "r", count: 64) + "\r\nX-Access-Token: "))
+        #expect(text.hasSuffix("\r\nTransfer-Encoding: chunked\r\nConnection: upgrade\r\nUpgrade: websocket\r\n\r\n"))
+    }
+
     @Test("Content-Length is kept for a fixed-length body and dropped when the body is re-framed as chunked")
     func contentLength() {
         #expect(clientHead("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n") == "HTTP/1.1 200 OK\r\nContent-Length: 10\r\nX-Request-Id: gw-1\r\n\r\n")
