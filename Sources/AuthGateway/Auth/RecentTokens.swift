@@ -18,7 +18,8 @@ import Darwin
 /// when the whole token is byte-for-byte the stored one and was verified under the current
 /// key generation, so it decides nothing the shared cache would not: the shared cache still
 /// verifies each token once per process, and callers still run the clock checks on every hit.
-/// Direct-mapped: a colliding token simply replaces the slot's entry.
+/// Direct-mapped: a colliding token simply replaces the slot's entry. A token enters on its
+/// first shared-cache hit, so one-off tokens never displace repeated ones.
 final class RecentTokens {
     private struct Entry {
         let token: String
@@ -43,8 +44,11 @@ final class RecentTokens {
         if let entry = self.slots[slot], entry.verified.generation == keys.generation, Self.same(entry.token, token) {
             return .success(entry.verified)
         }
-        let result = shared.verify(token, keys: keys)
-        if case .success(let verified) = result {
+        let (result, fromCache) = shared.lookUpOrVerify(token, keys: keys)
+        // Only a token seen before (a cache hit) is memoized: a client that repeats its
+        // token gets here on its second request, while a stream of distinct tokens never
+        // pays for copying each into the memo and evicting the last.
+        if fromCache, case .success(let verified) = result {
             self.slots[slot] = Entry(token: String(token), verified: verified)
         }
         return result

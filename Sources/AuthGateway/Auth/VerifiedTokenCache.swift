@@ -46,22 +46,28 @@ public final class VerifiedTokenCache: Sendable {
 
     /// Verifies `token` (Substring of a header value), consulting and filling the cache.
     public func verify(_ token: Substring, keys: KeySnapshot) -> Result<VerifiedToken, TokenRejection> {
+        self.lookUpOrVerify(token, keys: keys).result
+    }
+
+    /// `verify`, also telling whether the answer came from the cache (the token was seen
+    /// before) rather than from a signature check just now.
+    func lookUpOrVerify(_ token: Substring, keys: KeySnapshot) -> (result: Result<VerifiedToken, TokenRejection>, fromCache: Bool) {
         var token = token
         return token.withUTF8 { utf8 in
             let bytes = UnsafeRawBufferPointer(utf8)
             guard let storage = self.storage else {
-                return TokenVerifier.verifySignature(token: bytes, keys: keys)
+                return (TokenVerifier.verifySignature(token: bytes, keys: keys), false)
             }
             let digest = TokenDigest(of: bytes)
             if let cached = storage.withShard(for: digest, { $0.get(digest) }), cached.generation == keys.generation {
-                return .success(cached)
+                return (.success(cached), true)
             }
             // Verified outside the lock: other loops are not held up by the signature check.
             let result = TokenVerifier.verifySignature(token: bytes, keys: keys)
             if case .success(let verified) = result {
                 storage.withShard(for: digest) { _ = $0.set(digest, verified) }
             }
-            return result
+            return (result, false)
         }
     }
 

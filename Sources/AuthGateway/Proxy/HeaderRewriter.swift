@@ -58,7 +58,10 @@ enum HeaderRewriter {
         var forwardedProto: String?
         var forwardedHost: String?
         var host: String?
-        var output = HTTPHeaders()
+        // Collected as an array and wrapped once (`HTTPHeaders.add` re-validates each name:
+        // measured). Every name here was checked where it entered: by the request parser or
+        // the configuration loader.
+        var output: [(String, String)] = []
         output.reserveCapacity(headers.count + identity.count + 5)
         for (name, value) in headers {
             if Self.isHopByHop(name, connectionTokens: connectionTokens) { continue }
@@ -78,18 +81,18 @@ enum HeaderRewriter {
                 continue
             }
             if tokenEdits.isEmpty {
-                output.add(name: name, value: value)
+                output.append((name, value))
             } else {
                 Self.addApplying(tokenEdits, name: name, value: value, to: &output)
             }
         }
-        output.add(name: "X-Forwarded-For", value: forwardedFor.map { "\($0), \(connection.peerIP)" } ?? connection.peerIP)
-        output.add(name: "X-Forwarded-Proto", value: forwardedProto ?? (connection.isTLS ? "https" : "http"))
-        if let forwardedHost = forwardedHost ?? host { output.add(name: "X-Forwarded-Host", value: forwardedHost) }
-        output.add(name: "X-Request-Id", value: requestID)
-        for (name, value) in identity { output.add(name: name, value: value) }
-        if framing == .chunked { output.add(name: "Transfer-Encoding", value: "chunked") }
-        return output
+        output.append(("X-Forwarded-For", forwardedFor.map { "\($0), \(connection.peerIP)" } ?? connection.peerIP))
+        output.append(("X-Forwarded-Proto", forwardedProto ?? (connection.isTLS ? "https" : "http")))
+        if let forwardedHost = forwardedHost ?? host { output.append(("X-Forwarded-Host", forwardedHost)) }
+        output.append(("X-Request-Id", requestID))
+        output.append(contentsOf: identity.lazy.map { ($0.name, $0.value) })
+        if framing == .chunked { output.append(("Transfer-Encoding", "chunked")) }
+        return HTTPHeaders(output)
     }
 
     private static func connectionTokens(_ headers: HTTPHeaders) -> [Substring] {
@@ -118,7 +121,7 @@ enum HeaderRewriter {
     }
 
     /// Adds one header after applying the token edits that concern it.
-    private static func addApplying(_ edits: [TokenEdit], name: String, value: String, to output: inout HTTPHeaders) {
+    private static func addApplying(_ edits: [TokenEdit], name: String, value: String, to output: inout [(String, String)]) {
         var value = value
         for edit in edits {
             switch edit.location {
@@ -132,6 +135,6 @@ enum HeaderRewriter {
                 value = rewritten
             }
         }
-        output.add(name: name, value: value)
+        output.append((name, value))
     }
 }

@@ -16,21 +16,39 @@ struct RecentTokensTests {
         return nil
     }
 
+    /// Verifies `token` twice through a shared cache of its own: the second time is a cache
+    /// hit, which puts the token into the memo.
+    private func remember(_ token: String, in memo: RecentTokens) throws -> VerifiedToken {
+        let shared = VerifiedTokenCache(capacity: 64)
+        let first = try memo.verify(token[...], keys: VectorKeys.staticSnapshot, through: shared).get()
+        let second = try memo.verify(token[...], keys: VectorKeys.staticSnapshot, through: shared).get()
+        #expect(second === first)
+        return first
+    }
+
     @Test("a repeated token is answered by the memo, without the shared cache")
     func hitWithoutSharedCache() throws {
         let memo = RecentTokens()
         let token = VectorKeys.sign(VectorKeys.claims())
-        let first = try memo.verify(token[...], keys: VectorKeys.staticSnapshot, through: VerifiedTokenCache(capacity: 64)).get()
+        let first = try remember(token, in: memo)
         // A fresh (empty) shared cache and no keys: only the memo can say yes.
-        let second = try memo.verify(token[...], keys: keyless(generation: generation), through: VerifiedTokenCache(capacity: 64)).get()
-        #expect(second === first)
+        let third = try memo.verify(token[...], keys: keyless(generation: generation), through: VerifiedTokenCache(capacity: 64)).get()
+        #expect(third === first)
+    }
+
+    @Test("a token verified only once is not memoized (one-off tokens do not displace repeated ones)")
+    func firstSightingNotMemoized() throws {
+        let memo = RecentTokens()
+        let token = VectorKeys.sign(VectorKeys.claims())
+        _ = try memo.verify(token[...], keys: VectorKeys.staticSnapshot, through: VerifiedTokenCache(capacity: 64)).get()
+        #expect(failure(memo.verify(token[...], keys: keyless(generation: generation), through: VerifiedTokenCache(capacity: 64))) == .unknownKey)
     }
 
     @Test("a token that differs in one byte but shares the slot is not a hit")
     func wholeTokenMustMatch() throws {
         let memo = RecentTokens(slotCount: 1)  // every token shares the one slot
         let token = VectorKeys.sign(VectorKeys.claims(["sub": "alice"]))
-        _ = try memo.verify(token[...], keys: VectorKeys.staticSnapshot, through: VerifiedTokenCache(capacity: 64)).get()
+        _ = try remember(token, in: memo)
         // Change one payload byte; length and signature (the slot's hash input) stay.
         var bytes = Array(token.utf8)
         let payloadByte = bytes.firstIndex(of: UInt8(ascii: "."))! + 5
@@ -45,7 +63,7 @@ struct RecentTokensTests {
     func generationChange() throws {
         let memo = RecentTokens()
         let token = VectorKeys.sign(VectorKeys.claims())
-        _ = try memo.verify(token[...], keys: VectorKeys.staticSnapshot, through: VerifiedTokenCache(capacity: 64)).get()
+        _ = try remember(token, in: memo)
         #expect(failure(memo.verify(token[...], keys: keyless(generation: generation + 1), through: VerifiedTokenCache(capacity: 64))) == .unknownKey)
     }
 
@@ -62,6 +80,7 @@ struct RecentTokensTests {
         let memo = RecentTokens()
         let disabled = VerifiedTokenCache(capacity: 0)
         let token = VectorKeys.sign(VectorKeys.claims())
+        _ = try memo.verify(token[...], keys: VectorKeys.staticSnapshot, through: disabled).get()
         _ = try memo.verify(token[...], keys: VectorKeys.staticSnapshot, through: disabled).get()
         #expect(failure(memo.verify(token[...], keys: keyless(generation: generation), through: disabled)) == .unknownKey)
     }
