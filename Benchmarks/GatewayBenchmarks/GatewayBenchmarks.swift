@@ -49,6 +49,11 @@ let benchmarks: @Sendable () -> Void = {
             for _ in benchmark.scaledIterations { blackHole(verifier.verifyCached(token, now: now)) }
         }
     }
+    let loopVerifier = GatewayBenchmarkSupport.LoopVerifier(verifier)
+    for _ in 0..<2 { precondition(loopVerifier.verify(tokens[0].1, now: now)) }  // verified, then a cache hit: memoized
+    Benchmark("Verify (per-loop memo hit, as the request path does)") { benchmark in
+        for _ in benchmark.scaledIterations { blackHole(loopVerifier.verify(tokens[0].1, now: now)) }
+    }
 
     let routes = GatewayBenchmarkSupport.Routes(count: 20)
     Benchmark("Route matching (20 prefix routes, last one matches)") { benchmark in

@@ -43,6 +43,23 @@ public enum GatewayBenchmarkSupport {
         }
     }
 
+    /// Verification as the request path does it: through one event loop's memo
+    /// (`RecentTokens`) in front of the verified-token cache.
+    public final class LoopVerifier {
+        private let verifier: Verifier
+        private let memo = RecentTokens()
+
+        public init(_ verifier: Verifier) { self.verifier = verifier }
+
+        /// A memo hit from the third call on (the first verifies, the second is a cache hit).
+        public func verify(_ token: String, now: Double) -> Bool {
+            guard case .success(let verified) = self.memo.verify(token[...], keys: self.verifier.keys, through: self.verifier.cache) else {
+                return false
+            }
+            return verified.timeFailure(now: now) == nil
+        }
+    }
+
     /// Route matching over `count` prefix routes; returns whether `path` matched.
     public struct Routes: Sendable {
         let table: RouteTable
