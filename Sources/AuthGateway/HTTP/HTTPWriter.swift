@@ -25,13 +25,7 @@ enum HTTPWriter {
             output.append(version)
             return output.count
         }
-        for (name, value) in head.headers {
-            buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: name.utf8.count + value.utf8.count + 4) { memory in
-                var output = RawOutput(memory)
-                output.field(name, value)
-                return output.count
-            }
-        }
+        Self.fields(head.headers, into: &buffer)
         buffer.writeStaticString("\r\n")
     }
 
@@ -132,16 +126,15 @@ enum HTTPWriter {
         output.append(" ")
     }
 
+    /// Each `name: value` line copied in one step.
     private static func fields(_ headers: HTTPHeaders, into buffer: inout ByteBuffer) {
-        for (name, value) in headers { Self.field(name, value, into: &buffer) }
-    }
-
-    @inline(__always)
-    private static func field(_ name: String, _ value: String, into buffer: inout ByteBuffer) {
-        buffer.writeString(name)
-        buffer.writeStaticString(": ")
-        buffer.writeString(value)
-        buffer.writeStaticString("\r\n")
+        for (name, value) in headers {
+            buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: name.utf8.count + value.utf8.count + 4) { memory in
+                var output = RawOutput(memory)
+                output.field(name, value)
+                return output.count
+            }
+        }
     }
 }
 

@@ -10,10 +10,10 @@ final class Worker {
     private(set) var accessLog: AccessLog
     private(set) var snapshot: RuntimeSnapshot
     private(set) var keys: KeySnapshot
-    private var backendPools: [String: (configuration: BackendConfiguration, pool: UpstreamPool)] = [:]
-    /// The pools alone, for the per-request lookup (reading a tuple out of `backendPools`
-    /// copied its configuration: measured).
-    private var poolsByBackend: [String: UpstreamPool] = [:]
+    /// Each backend's pool, and apart from it the configuration it was built from (kept
+    /// apart: reading a (configuration, pool) tuple per request copied the configuration).
+    private var backendPools: [String: UpstreamPool] = [:]
+    private var backendConfigurations: [String: BackendConfiguration] = [:]
     private(set) var authServiceClient: UpstreamClient?
     private var jwksClients: [String: UpstreamClient] = [:]
     private var requestIDs = RequestIDGenerator()
@@ -48,7 +48,7 @@ final class Worker {
         if keys.generation > self.keys.generation { self.keys = keys }
     }
 
-    func pool(forBackend name: String) -> UpstreamPool? { self.poolsByBackend[name] }
+    func pool(forBackend name: String) -> UpstreamPool? { self.backendPools[name] }
 
     /// The client's `X-Request-Id` when well formed, else a new one.
     func requestID(forwarded value: String?) -> String {
@@ -76,25 +76,26 @@ final class Worker {
     }
 
     private func buildUpstreams(for configuration: GatewayConfiguration) {
-        var pools: [String: (configuration: BackendConfiguration, pool: UpstreamPool)] = [:]
+        var pools: [String: UpstreamPool] = [:]
+        var configurations: [String: BackendConfiguration] = [:]
         for backend in configuration.backends {
-            if let existing = self.backendPools[backend.name], existing.configuration == backend {
+            configurations[backend.name] = backend
+            if let existing = self.backendPools[backend.name], self.backendConfigurations[backend.name] == backend {
                 pools[backend.name] = existing
                 continue
             }
-            let pool = self.makePool(
+            pools[backend.name] = self.makePool(
                 name: "backend \(backend.name)",
                 targets: backend.urls,
                 maxConnections: backend.maxConnectionsPerThread,
                 connectTimeout: .milliseconds(Int64(backend.connectTimeoutMilliseconds))
             )
-            pools[backend.name] = (backend, pool)
         }
-        for (name, old) in self.backendPools where pools[name]?.pool !== old.pool {
-            old.pool.shutdown()
+        for (name, old) in self.backendPools where pools[name] !== old {
+            old.shutdown()
         }
         self.backendPools = pools
-        self.poolsByBackend = pools.mapValues(\.pool)
+        self.backendConfigurations = configurations
 
         // The auth service and JWKS endpoints are upstreams like any other (issue: one pool
         // kind for everything behind the gateway).
