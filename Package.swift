@@ -7,6 +7,7 @@ let package = Package(
     products: [
         .executable(name: "auth-gateway", targets: ["auth-gateway"]),
         .library(name: "AuthGateway", targets: ["AuthGateway"]),
+        .library(name: "AuthGatewayDemo", targets: ["AuthGatewayDemo"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.3"),
@@ -35,10 +36,29 @@ let package = Package(
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ]
         ),
+        // `auth-gateway demo`: the sample auth service, echo backend and JWT signer. Not part
+        // of the product library; the tests use its services as scripted peers.
+        .target(
+            name: "AuthGatewayDemo",
+            dependencies: [
+                "AuthGateway",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+            ]
+        ),
         .executableTarget(
             name: "auth-gateway",
             dependencies: [
                 "AuthGateway",
+                "AuthGatewayDemo",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -48,6 +68,7 @@ let package = Package(
             name: "AuthGatewayTests",
             dependencies: [
                 "AuthGateway",
+                "AuthGatewayDemo",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -15,6 +15,7 @@ let package = Package(
             name: "GatewayBenchmarks",
             dependencies: [
                 .product(name: "AuthGateway", package: "auth-gateway"),
+                .product(name: "AuthGatewayDemo", package: "auth-gateway"),
                 .product(name: "Benchmark", package: "benchmark"),
             ],
             path: "GatewayBenchmarks",

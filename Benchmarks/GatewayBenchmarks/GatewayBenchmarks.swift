@@ -1,4 +1,5 @@
 import AuthGateway
+import AuthGatewayDemo
 import Benchmark
 import Crypto
 import Foundation

@@ -1,5 +1,6 @@
 import ArgumentParser
 import AuthGateway
+import AuthGatewayDemo
 import Foundation
 import Logging
 import ServiceLifecycle

@@ -18,6 +18,20 @@ public final class KeySnapshot: Sendable {
         public let remoteKeysFetchedAt: Double?
 
         public var keyCount: Int { self.keysByID.count + self.keysWithoutID.count }
+
+        package init(
+            issuer: String, audiences: [String]?, leewaySeconds: Int, requiredClaims: [String], keysByID: [String: VerificationKey],
+            keysWithoutID: [VerificationKey], hasRemoteKeys: Bool, remoteKeysFetchedAt: Double?
+        ) {
+            self.issuer = issuer
+            self.audiences = audiences
+            self.leewaySeconds = leewaySeconds
+            self.requiredClaims = requiredClaims
+            self.keysByID = keysByID
+            self.keysWithoutID = keysWithoutID
+            self.hasRemoteKeys = hasRemoteKeys
+            self.remoteKeysFetchedAt = remoteKeysFetchedAt
+        }
     }
 
     public let generation: UInt64

@@ -1,6 +1,7 @@
 import Crypto
 import Testing
 
+import AuthGatewayDemo
 @testable import AuthGateway
 
 /// Verifier behaviour beyond the committed vectors, with tokens signed by the committed

@@ -2,6 +2,7 @@ import Foundation
 import NIOCore
 import Testing
 
+import AuthGatewayDemo
 @testable import AuthGateway
 
 /// Ambiguous or malformed framing gets 400 and a closed connection, and reaches no backend

@@ -3,6 +3,7 @@ import NIOCore
 import NIOPosix
 import Testing
 
+import AuthGatewayDemo
 @testable import AuthGateway
 
 @Suite("Health, metrics and drain (real sockets)")

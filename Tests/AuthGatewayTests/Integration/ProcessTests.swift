@@ -2,6 +2,7 @@ import Foundation
 import NIOConcurrencyHelpers
 import Testing
 
+import AuthGatewayDemo
 @testable import AuthGateway
 
 /// The `auth-gateway` executable itself: `check`, and `serve` with its signals (SPEC §2).

@@ -4,6 +4,7 @@ import NIOCore
 import NIOHTTP1
 import Testing
 
+import AuthGatewayDemo
 @testable import AuthGateway
 
 /// A RainMaker-style auth service that rotates refresh tokens and refuses any reuse — the

@@ -2,6 +2,7 @@ import Foundation
 import NIOCore
 import Testing
 
+import AuthGatewayDemo
 @testable import AuthGateway
 
 /// Every refused request gets the SPEC status with a problem document, and reaches no backend.

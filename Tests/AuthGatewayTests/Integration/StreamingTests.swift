@@ -3,6 +3,7 @@ import Foundation
 import NIOCore
 import Testing
 
+import AuthGatewayDemo
 @testable import AuthGateway
 
 /// Bodies stream through the gateway in both directions with backpressure: 64 MiB pass

@@ -3,6 +3,7 @@ import NIOCore
 import NIOSSL
 import Testing
 
+import AuthGatewayDemo
 @testable import AuthGateway
 
 /// TLS on the listener, and HTTPS to the auth service with a configured CA file.

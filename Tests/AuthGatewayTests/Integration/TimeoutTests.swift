@@ -4,6 +4,7 @@ import NIOHTTP1
 import NIOPosix
 import Testing
 
+import AuthGatewayDemo
 @testable import AuthGateway
 
 @Suite("Timeouts and slow clients (real sockets)")

@@ -4,6 +4,7 @@ import NIOCore
 import NIOPosix
 import Testing
 
+import AuthGatewayDemo
 @testable import AuthGateway
 
 /// Backend responses the echo backend does not produce: written byte for byte by a scripted

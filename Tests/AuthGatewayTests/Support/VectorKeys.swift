@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 
+import AuthGatewayDemo
 @testable import AuthGateway
 
 /// The committed key fixtures (`Fixtures/jwt/keys`) as the verifier configurations that

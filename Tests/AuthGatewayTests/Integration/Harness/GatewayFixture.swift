@@ -3,6 +3,7 @@ import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 
+import AuthGatewayDemo
 @testable import AuthGateway
 
 /// Unix time for the gateway under test: real time plus an adjustable offset, so tests can

@@ -3,6 +3,7 @@ import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 
+import AuthGatewayDemo
 @testable import AuthGateway
 
 /// An auth service whose answers the test scripts, counting calls per path.

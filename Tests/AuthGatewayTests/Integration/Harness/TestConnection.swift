@@ -5,6 +5,7 @@ import NIOHTTP1
 import NIOPosix
 import NIOSSL
 
+import AuthGatewayDemo
 @testable import AuthGateway
 
 /// One event loop group for every test server and client.

@@ -1,3 +1,4 @@
+import AuthGateway
 import Foundation
 import NIOConcurrencyHelpers
 import NIOCore
@@ -107,7 +108,7 @@ public final class DemoAuthService: Sendable {
 
     private func profile(_ request: SimpleRequest) -> SimpleResponse {
         guard let header = request.headers.first(name: "authorization"),
-            let token = TokenExtractor.token(inHeaderValue: header[...], bearer: true, raw: true)?.value,
+            let token = Self.token(inAuthorization: header),
             let user = self.verifiedUser(token)
         else {
             return .json(.unauthorized, ["status": "failure", "description": "Unauthorized"])
@@ -128,6 +129,13 @@ public final class DemoAuthService: Sendable {
         let result = token.withUTF8 { TokenVerifier.verifySignature(token: UnsafeRawBufferPointer($0), keys: KeySnapshot(generation: 1, issuers: [issuer])) }
         guard case .success(let verified) = result, verified.timeFailure(now: Date().timeIntervalSince1970) == nil else { return nil }
         return Self.users.first { $0.userID == verified.subject }
+    }
+
+    /// `Bearer <jwt>` or RainMaker's bare `<jwt>`.
+    private static func token(inAuthorization value: String) -> Substring? {
+        let trimmed = value.drop { $0 == " " }
+        let token = trimmed.lowercased().hasPrefix("bearer ") ? trimmed.dropFirst(7).drop { $0 == " " } : trimmed
+        return token.isEmpty ? nil : token
     }
 
     private static func failure(_ description: String) -> SimpleResponse {

@@ -1,3 +1,4 @@
+import AuthGateway
 import Crypto
 import Foundation
 import _CryptoExtras

@@ -1,3 +1,4 @@
+import AuthGateway
 import Foundation
 import Crypto
 import NIOCore
