@@ -512,12 +512,12 @@ final class ProxyHandler: ChannelDuplexHandler, UpstreamLeaseRequester, Upstream
     func leaseSucceeded(_ connection: UpstreamConnection, reused: Bool) {
         self.leasingPool = nil
         guard let context = self.context else {
-            connection.pool?.returnUnused(connection)
+            connection.pool?.returnUnused(connection, reused: reused)
             return
         }
         let action = self.state.leaseSucceeded(reused: reused)
         if case .returnUnusedConnection = action {
-            connection.pool?.returnUnused(connection)
+            connection.pool?.returnUnused(connection, reused: reused)
             return
         }
         self.upstream = connection

@@ -13,15 +13,21 @@ final class GatewayShared: Sendable {
     let clock: @Sendable () -> Double
     /// Client TLS for HTTPS upstreams (system trust store plus the configured CA file).
     let clientTLS: NIOSSLContext?
+    /// Opens upstream connections: TCP/TLS sockets, or embedded channels in the in-process
+    /// harness (`AuthGatewayTesting`).
+    let connector: UpstreamConnector
     private let openConnectionCount = Atomic<Int>(0)
 
-    init(verifiedTokens: VerifiedTokenCache, keyStore: KeyStore, health: HealthState, processMetrics: ProcessMetrics, clock: @escaping @Sendable () -> Double, clientTLS: NIOSSLContext?) {
+    init(verifiedTokens: VerifiedTokenCache, keyStore: KeyStore, health: HealthState, processMetrics: ProcessMetrics, clock: @escaping @Sendable () -> Double, clientTLS: NIOSSLContext?,
+        connector: UpstreamConnector = SocketConnector()
+    ) {
         self.verifiedTokens = verifiedTokens
         self.keyStore = keyStore
         self.health = health
         self.processMetrics = processMetrics
         self.clock = clock
         self.clientTLS = clientTLS
+        self.connector = connector
     }
 
     /// Counts a new client connection against `limit`; false when the limit is reached.

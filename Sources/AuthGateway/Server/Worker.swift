@@ -133,7 +133,8 @@ final class Worker {
             targets: targets,
             maxConnections: maxConnections,
             connectTimeout: connectTimeout,
-            tlsContext: self.shared.clientTLS
+            tlsContext: self.shared.clientTLS,
+            connector: self.shared.connector
         )
         let health = self.shared.health
         let clock = self.shared.clock

@@ -131,15 +131,15 @@ public enum GatewayBenchmarkSupport {
         public init(configuration: String, request: String, response: String, now: Double) throws {
             let parsed = try ConfigurationLoader(environment: [:]).load(text: configuration, baseDirectory: "/")
             let processMetrics = ProcessMetrics()
+            self.connector = EmbeddedConnector(loop: self.loop)
             let keyStore = KeyStore(configuration: parsed.tokens, metrics: processMetrics, clock: { now }, publish: { _ in })
             let shared = GatewayShared(
                 verifiedTokens: VerifiedTokenCache(capacity: parsed.tokens.verifiedCacheEntries),
-                keyStore: keyStore, health: HealthState(), processMetrics: processMetrics, clock: { now }, clientTLS: nil
+                keyStore: keyStore, health: HealthState(), processMetrics: processMetrics, clock: { now }, clientTLS: nil,
+                connector: self.connector
             )
             let snapshot = RuntimeSnapshot(configuration: parsed, generation: 1, refresher: nil, profiles: nil)
             self.worker = Worker(eventLoop: self.loop, shared: shared, snapshot: snapshot)
-            self.connector = EmbeddedConnector(loop: self.loop)
-            for backend in parsed.backends { self.worker.pool(forBackend: backend.name)?.connector = self.connector }
             self.client = EmbeddedChannel(loop: self.loop)
             try ClientPipeline.configure(channel: self.client, worker: self.worker, tls: nil)
             try self.client.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 40000)).wait()
@@ -162,7 +162,8 @@ public enum GatewayBenchmarkSupport {
 }
 
 /// Hands the pool an embedded channel instead of a TCP connection (benchmarks only).
-private final class EmbeddedConnector: UpstreamConnector {
+/// `@unchecked Sendable`: used only on its one embedded event loop.
+private final class EmbeddedConnector: UpstreamConnector, @unchecked Sendable {
     let loop: EmbeddedEventLoop
     private(set) var channel: EmbeddedChannel?
 

@@ -94,7 +94,7 @@ private final class UpstreamCall: UpstreamLeaseRequester, UpstreamConnectionDele
 
     func leaseSucceeded(_ connection: UpstreamConnection, reused: Bool) {
         guard self.promise != nil else {
-            self.pool.returnUnused(connection)
+            self.pool.returnUnused(connection, reused: reused)
             return
         }
         self.connection = connection

@@ -19,15 +19,13 @@ protocol UpstreamConnectionDelegate: AnyObject {
 
 /// One keep-alive connection to a backend or the auth service, owned by an `UpstreamPool`.
 /// Used only on its event loop.
-final class UpstreamConnection {
+final class UpstreamConnection: Equatable {
     let channel: Channel
     let handler: UpstreamHandler
     /// Index of the pool target (URL) it is connected to.
     let targetIndex: Int
     /// The pool it belongs to (weak: a pool shut down by a reload may go away first).
     weak var pool: UpstreamPool?
-    /// Requests completed on it; a connection with at least one is "reused".
-    var completedRequests = 0
     /// The request body in flight goes upstream chunk-framed.
     private var chunkedRequestBody = false
 
@@ -38,6 +36,9 @@ final class UpstreamConnection {
     }
 
     var isActive: Bool { self.channel.isActive }
+
+    /// Open and fit for another request.
+    var isReusable: Bool { self.handler.reusable && self.channel.isActive }
 
     /// False once the backend asked to close (`Connection: close`, HTTP/1.0), a response was
     /// cut short or over-long; such a connection is never returned to the idle list.
@@ -87,6 +88,9 @@ final class UpstreamConnection {
     func resumeReading() {
         self.handler.resumeReading()
     }
+
+    /// The same connection (pools compare by identity).
+    static func == (lhs: UpstreamConnection, rhs: UpstreamConnection) -> Bool { lhs === rhs }
 }
 
 @available(*, unavailable)

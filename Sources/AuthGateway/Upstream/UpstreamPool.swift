@@ -12,45 +12,44 @@ protocol UpstreamLeaseRequester: AnyObject {
 /// Keep-alive connections from one event loop to one upstream (a backend's URLs, or the auth
 /// service), Envoy-style: each loop has its own pools, so leasing takes no lock.
 ///
-/// - Idle connections are reused last-in first-out (the warmest first).
-/// - At most `maxConnections` are open or opening; further requests wait in line, each for at
-///   most `connectTimeout`, then get 503.
-/// - A connect failure moves on to the next URL (round robin, failed URLs sit out a moment);
-///   when every URL failed the requester gets 502.
+/// The decisions — which URL, which idle connection, when to connect, wait or fail — are
+/// `PoolStateMachine`'s; this shell runs its actions: it connects (`UpstreamConnector`), arms
+/// the wait limits (`connectTimeout`, then 503) and calls the requesters back.
 final class UpstreamPool {
     typealias Target = UpstreamURL
 
     let name: String
     let eventLoop: EventLoop
     let targets: [Target]
-    let maxConnections: Int
     let connectTimeout: TimeAmount
     private let tlsContext: NIOSSLContext?
-    /// Opens connections; replaced only by the in-process benchmark.
-    var connector: UpstreamConnector = SocketConnector()
-    private var selector: TargetSelector
-    private var idle: [UpstreamConnection] = []
-    /// Connections open or being opened.
-    private var openCount = 0
-    private var waiters = CircularBuffer<Waiter>()
-    private var closed = false
+    private let connector: UpstreamConnector
+    private var state: PoolStateMachine<UpstreamConnection>
+    private var nextLeaseID = 0
+    /// Leases waiting for a connection (being opened, or in line), by lease id.
+    private var pending: [Int: PendingLease] = [:]
     /// Told about each connect attempt (for `/healthz`): target index, success, error text.
     var onConnectResult: ((Int, Bool, String?) -> Void)?
 
-    private struct Waiter {
+    private struct PendingLease {
         let requester: UpstreamLeaseRequester
-        let timeout: Scheduled<Void>
+        var timeout: Scheduled<Void>?
     }
 
-    init(name: String, eventLoop: EventLoop, targets: [Target], maxConnections: Int, connectTimeout: TimeAmount, tlsContext: NIOSSLContext?) {
+    init(
+        name: String, eventLoop: EventLoop, targets: [Target], maxConnections: Int, connectTimeout: TimeAmount, tlsContext: NIOSSLContext?,
+        connector: UpstreamConnector
+    ) {
         self.name = name
         self.eventLoop = eventLoop
         self.targets = targets
-        self.maxConnections = maxConnections
         self.connectTimeout = connectTimeout
         self.tlsContext = tlsContext
-        self.selector = TargetSelector(count: targets.count)
+        self.connector = connector
+        self.state = PoolStateMachine(targetCount: targets.count, maxConnections: maxConnections)
     }
+
+    var maxConnections: Int { self.state.maxConnections }
 
     enum LeaseResult {
         case leased(UpstreamConnection, reused: Bool)
@@ -61,149 +60,115 @@ final class UpstreamPool {
     /// Leases a connection: an idle one at once, else a new or freed one later.
     func lease(for requester: UpstreamLeaseRequester) -> LeaseResult {
         self.eventLoop.preconditionInEventLoop()
-        while let connection = self.idle.popLast() {
-            if connection.isActive { return .leased(connection, reused: connection.completedRequests > 0) }
+        let id = self.nextLeaseID
+        self.nextLeaseID &+= 1
+        let action = self.state.lease(id, now: .now())
+        if case .deliver(let connection, to: id, let reused) = action {
+            return .leased(connection, reused: reused)
         }
-        if self.openCount < self.maxConnections {
-            self.openCount += 1
-            self.connect(for: requester, tried: [])
-        } else {
-            let timeout = self.eventLoop.assumeIsolated().scheduleTask(in: self.connectTimeout) { [weak self, weak requester] in
-                guard let self, let requester else { return }
-                self.removeWaiter(requester)
-                requester.leaseFailed(.upstreamBusy)
-            }
-            self.waiters.append(Waiter(requester: requester, timeout: timeout))
-        }
+        self.pending[id] = PendingLease(requester: requester)
+        self.run(action)
         return .pending
     }
 
-    /// Forgets a queued lease (the client went away). A connection already being opened for
-    /// the requester is still delivered; the requester gives it back with `returnUnused`.
+    /// Forgets a pending lease (the requester went away). A connection already being opened
+    /// for it goes to the next lease or the idle list.
     func cancelLease(for requester: UpstreamLeaseRequester) {
-        self.removeWaiter(requester)
+        guard let id = self.pending.first(where: { $0.value.requester === requester })?.key else { return }
+        self.pending.removeValue(forKey: id)?.timeout?.cancel()
+        self.state.cancel(id)
     }
 
     /// Takes back a connection that was leased but never used.
-    func returnUnused(_ connection: UpstreamConnection) {
+    func returnUnused(_ connection: UpstreamConnection, reused: Bool) {
         self.eventLoop.preconditionInEventLoop()
         connection.handler.delegate = nil
-        guard connection.reusable, connection.isActive, !self.closed else {
-            connection.close()
-            return
-        }
-        self.handOut(connection)
+        self.run(self.state.returnedUnused(connection, target: connection.targetIndex, reused: reused, reusable: connection.isReusable))
     }
 
     /// Returns a connection after a complete exchange.
     func release(_ connection: UpstreamConnection) {
         self.eventLoop.preconditionInEventLoop()
         connection.handler.delegate = nil
-        connection.completedRequests += 1
-        guard connection.reusable, connection.isActive, !self.closed else {
-            connection.close()
-            return
-        }
-        self.handOut(connection)
+        self.run(self.state.released(connection, target: connection.targetIndex, reusable: connection.isReusable))
     }
 
     /// Closes idle connections and refuses new leases (config reload removed this pool).
     func shutdown() {
-        self.closed = true
-        for connection in self.idle { connection.close() }
-        self.idle.removeAll()
-        while let waiter = self.waiters.popFirst() {
-            waiter.timeout.cancel()
-            waiter.requester.leaseFailed(.upstreamUnreachable)
+        self.run(self.state.shutDown())
+    }
+
+    // MARK: Running actions
+
+    private func run(_ action: PoolStateMachine<UpstreamConnection>.Action) {
+        switch action {
+        case .none:
+            break
+        case .deliver(let connection, let lease, let reused):
+            guard let waiting = self.pending.removeValue(forKey: lease) else {
+                // The requester is gone (it cancelled while the connection was on its way).
+                self.run(self.state.returnedUnused(connection, target: connection.targetIndex, reused: reused, reusable: connection.isReusable))
+                return
+            }
+            waiting.timeout?.cancel()
+            waiting.requester.leaseSucceeded(connection, reused: reused)
+        case .connect(let attempt):
+            self.connect(attempt)
+        case .closeAndConnect(let idle, let attempt):
+            idle.close()
+            self.connect(attempt)
+        case .wait(let lease):
+            self.pending[lease]?.timeout = self.eventLoop.assumeIsolated().scheduleTask(in: self.connectTimeout) { [weak self] in
+                guard let self else { return }
+                self.run(self.state.waitTimedOut(lease))
+            }
+        case .fail(let lease, let failure):
+            guard let waiting = self.pending.removeValue(forKey: lease) else { return }
+            waiting.timeout?.cancel()
+            waiting.requester.leaseFailed(failure == .busy ? .upstreamBusy : .upstreamUnreachable)
+        case .close(let connection):
+            connection.close()
+        case .shutDown(let idle, let leases):
+            for connection in idle { connection.close() }
+            for lease in leases { self.run(.fail(lease, .unreachable)) }
         }
     }
 
-
-    // MARK: Internals
-
-    private func handOut(_ connection: UpstreamConnection) {
-        if let waiter = self.waiters.popFirst() {
-            waiter.timeout.cancel()
-            waiter.requester.leaseSucceeded(connection, reused: connection.completedRequests > 0)
-        } else {
-            self.idle.append(connection)
-        }
-    }
-
-    private func removeWaiter(_ requester: UpstreamLeaseRequester) {
-        if let index = self.waiters.firstIndex(where: { $0.requester === requester }) {
-            self.waiters[index].timeout.cancel()
-            self.waiters.remove(at: index)
-        }
-    }
-
-    private func connectionClosed(_ identity: ObjectIdentifier) {
-        self.openCount -= 1
-        if let index = self.idle.firstIndex(where: { ObjectIdentifier($0) == identity }) {
-            self.idle.remove(at: index)
-        }
-        // Room for a new connection: serve the longest waiter.
-        if let waiter = self.waiters.popFirst(), !self.closed {
-            waiter.timeout.cancel()
-            self.openCount += 1
-            self.connect(for: waiter.requester, tried: [])
-        }
-    }
-
-    private func connect(for requester: UpstreamLeaseRequester, tried: Set<Int>) {
-        guard !self.closed, let targetIndex = self.selector.pick(now: .now(), excluding: tried) else {
-            self.openCount -= 1
-            requester.leaseFailed(.upstreamUnreachable)
-            return
-        }
-        let target = self.targets[targetIndex]
+    private func connect(_ attempt: PoolStateMachine<UpstreamConnection>.Attempt) {
+        let target = self.targets[attempt.target]
         self.connector.connect(to: target, eventLoop: self.eventLoop, timeout: self.connectTimeout, tls: target.isTLS ? self.tlsContext : nil)
             .assumeIsolated()
             .whenComplete { result in
                 switch result {
                 case .success(let channel):
-                    self.selector.connectSucceeded(targetIndex)
-                    self.onConnectResult?(targetIndex, true, nil)
+                    self.onConnectResult?(attempt.target, true, nil)
                     guard let handler = try? channel.pipeline.syncOperations.handler(type: UpstreamHandler.self) else {
                         channel.close(promise: nil)
-                        self.openCount -= 1
-                        requester.leaseFailed(.upstreamUnreachable)
+                        self.run(self.state.connectFailed(attempt.id, now: .now()))
                         return
                     }
-                    let connection = UpstreamConnection(channel: channel, handler: handler, targetIndex: targetIndex)
+                    let connection = UpstreamConnection(channel: channel, handler: handler, targetIndex: attempt.target)
                     connection.pool = self
-                    // Identity only: the connection object may be gone by the time its channel closes.
-                    let identity = ObjectIdentifier(connection)
-                    handler.onClose = { [weak self] in self?.connectionClosed(identity) }
-                    if self.closed {
-                        connection.close()
-                        requester.leaseFailed(.upstreamUnreachable)
-                    } else {
-                        // A requester that no longer wants it hands it back with `returnUnused`.
-                        requester.leaseSucceeded(connection, reused: false)
+                    // Every connection's close frees its slot exactly once (the handler calls
+                    // this once and then drops it, which ends the reference cycle).
+                    handler.onClose = { [weak self] in
+                        guard let self else { return }
+                        self.run(self.state.closed(connection, target: attempt.target, now: .now()))
                     }
+                    self.run(self.state.connected(attempt.id, connection))
                 case .failure(let error):
-                    self.selector.connectFailed(targetIndex, now: .now())
-                    self.onConnectResult?(targetIndex, false, "\(error)")
-                    var tried = tried
-                    tried.insert(targetIndex)
-                    if tried.count < self.targets.count {
-                        self.connect(for: requester, tried: tried)
-                    } else {
-                        self.openCount -= 1
-                        requester.leaseFailed(.upstreamUnreachable)
-                    }
+                    self.onConnectResult?(attempt.target, false, "\(error)")
+                    self.run(self.state.connectFailed(attempt.id, now: .now()))
                 }
             }
     }
-
 }
 
 @available(*, unavailable)
 extension UpstreamPool: Sendable {}
 
 /// Opens a channel to an upstream target whose pipeline ends in an `UpstreamHandler`.
-protocol UpstreamConnector {
+protocol UpstreamConnector: Sendable {
     func connect(to target: UpstreamURL, eventLoop: EventLoop, timeout: TimeAmount, tls: NIOSSLContext?) -> EventLoopFuture<Channel>
 }
 

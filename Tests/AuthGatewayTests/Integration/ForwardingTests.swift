@@ -69,6 +69,27 @@ struct ForwardingTests {
         await other.close()
     }
 
+    /// SPEC §4.5: round robin per request. A keep-alive client (and a pool holding an idle
+    /// connection to the first URL) still reaches every URL of the backend.
+    @Test func roundRobinIsPerRequestOverKeepAliveConnections() async throws {
+        let second = try await EchoBackend.start(group: TestGroup.shared)
+        let gateway = try await GatewayFixture.start { config in
+            config["backends"] = ["api": ["urls": [.string(config.backendURL), .string(second.baseURL)]]]
+        }
+        defer { Task { await gateway.stop(); await second.close() } }
+        let client = try await gateway.connect()
+        let token = TestKeys.token()
+        for index in 0..<10 {
+            #expect(try await client.send(.get("/rr/\(index)", token: token)).status == 200)
+        }
+        #expect(gateway.backend.requestCount == 5)
+        #expect(second.requestCount == 5)
+        // Each URL is reached over one kept-alive upstream connection.
+        #expect(gateway.backend.connectionCount == 1)
+        #expect(second.connectionCount == 1)
+        await client.close()
+    }
+
     @Test func pipelinedRequestsAreAnsweredInOrder() async throws {
         let gateway = try await GatewayFixture.start()
         defer { Task { await gateway.stop() } }

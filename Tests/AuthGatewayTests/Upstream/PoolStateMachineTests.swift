@@ -1,0 +1,209 @@
+import NIOCore
+import Testing
+
+@testable import AuthGateway
+
+/// `PoolStateMachine` event by event, no I/O (the shape of AsyncHTTPClient's
+/// `HTTPConnectionPool+HTTP1StateTests`). Connections are plain strings.
+@Suite("PoolStateMachine")
+struct PoolStateMachineTests {
+    typealias Machine = PoolStateMachine<String>
+    private let now = NIODeadline.uptimeNanoseconds(1_000_000_000)
+
+    /// Connects for `lease` and returns the connection delivered.
+    private func open(_ pool: inout Machine, lease: Int, name: String) -> (target: Int, connection: String) {
+        guard case .connect(let attempt) = pool.lease(lease, now: self.now) else {
+            Issue.record("expected a connect")
+            return (-1, name)
+        }
+        #expect(pool.connected(attempt.id, name) == .deliver(name, to: lease, reused: false))
+        return (attempt.target, name)
+    }
+
+    @Test("a keep-alive pool with idle connections still spreads requests over every URL (round robin per request)")
+    func roundRobinPerRequest() {
+        var pool = Machine(targetCount: 2, maxConnections: 8)
+        let first = self.open(&pool, lease: 0, name: "a")
+        #expect(first.target == 0)
+        #expect(pool.released("a", target: 0, reusable: true) == .none)
+        // The idle connection is to URL 0, yet the next request goes to URL 1.
+        guard case .connect(let attempt) = pool.lease(1, now: self.now) else {
+            Issue.record("expected a connect to the second URL")
+            return
+        }
+        #expect(attempt.target == 1)
+        #expect(pool.connected(attempt.id, "b") == .deliver("b", to: 1, reused: false))
+        #expect(pool.released("b", target: 1, reusable: true) == .none)
+        // From now on each request alternates between the two warm connections.
+        var delivered: [String] = []
+        for lease in 2..<8 {
+            guard case .deliver(let connection, to: lease, reused: true) = pool.lease(lease, now: self.now) else {
+                Issue.record("expected an idle connection")
+                return
+            }
+            delivered.append(connection)
+            _ = pool.released(connection, target: connection == "a" ? 0 : 1, reusable: true)
+        }
+        #expect(delivered == ["a", "b", "a", "b", "a", "b"])
+        #expect(pool.openCount == 2)
+    }
+
+    @Test("idle connections of a target are reused last in, first out")
+    func lifo() {
+        var pool = Machine(targetCount: 1, maxConnections: 4)
+        _ = self.open(&pool, lease: 0, name: "old")
+        _ = self.open(&pool, lease: 1, name: "new")
+        _ = pool.released("old", target: 0, reusable: true)
+        _ = pool.released("new", target: 0, reusable: true)
+        #expect(pool.lease(2, now: self.now) == .deliver("new", to: 2, reused: true))
+    }
+
+    @Test("a full pool waits, then hands the next released connection to the longest waiter")
+    func waitersAreServedInOrder() {
+        var pool = Machine(targetCount: 1, maxConnections: 1)
+        _ = self.open(&pool, lease: 0, name: "a")
+        #expect(pool.lease(1, now: self.now) == .wait(1))
+        #expect(pool.lease(2, now: self.now) == .wait(2))
+        #expect(pool.waitingCount == 2)
+        #expect(pool.released("a", target: 0, reusable: true) == .deliver("a", to: 1, reused: true))
+        #expect(pool.waitTimedOut(2) == .fail(2, .busy))
+        #expect(pool.waitTimedOut(2) == .none)
+        #expect(pool.waitingCount == 0)
+    }
+
+    @Test("a connection that cannot be reused is closed; its close lets a waiter connect")
+    func unusableConnectionsAreClosed() {
+        var pool = Machine(targetCount: 1, maxConnections: 1)
+        _ = self.open(&pool, lease: 0, name: "a")
+        #expect(pool.lease(1, now: self.now) == .wait(1))
+        #expect(pool.released("a", target: 0, reusable: false) == .close("a"))
+        guard case .connect(let attempt) = pool.closed("a", target: 0, now: self.now) else {
+            Issue.record("expected a connect for the waiter")
+            return
+        }
+        #expect(pool.connected(attempt.id, "b") == .deliver("b", to: 1, reused: false))
+        #expect(pool.openCount == 1)
+    }
+
+    @Test("an idle connection closed by the backend leaves the idle list")
+    func idleConnectionClosed() {
+        var pool = Machine(targetCount: 1, maxConnections: 2)
+        _ = self.open(&pool, lease: 0, name: "a")
+        _ = pool.released("a", target: 0, reusable: true)
+        #expect(pool.idleCount == 1)
+        #expect(pool.closed("a", target: 0, now: self.now) == .none)
+        #expect(pool.idleCount == 0)
+        #expect(pool.openCount == 0)
+        guard case .connect = pool.lease(1, now: self.now) else {
+            Issue.record("expected a new connection")
+            return
+        }
+    }
+
+    @Test("a full pool closes another URL's idle connection to make room for the chosen URL")
+    func makesRoomOnAnotherTarget() {
+        var pool = Machine(targetCount: 2, maxConnections: 1)
+        _ = self.open(&pool, lease: 0, name: "a")
+        _ = pool.released("a", target: 0, reusable: true)
+        guard case .closeAndConnect("a", let attempt) = pool.lease(1, now: self.now) else {
+            Issue.record("expected the idle connection to URL 0 to make room")
+            return
+        }
+        #expect(attempt.target == 1)
+        #expect(pool.openCount == 2)  // until the victim's close is reported
+        #expect(pool.closed("a", target: 0, now: self.now) == .none)
+        #expect(pool.openCount == 1)
+        #expect(pool.connected(attempt.id, "b") == .deliver("b", to: 1, reused: false))
+    }
+
+    @Test("a refused connect tries the next URL, puts the failed one in cooldown, and the next requests skip it")
+    func connectFailureMovesOnAndCoolsDown() {
+        var pool = Machine(targetCount: 2, maxConnections: 4, cooldown: .seconds(2))
+        guard case .connect(let first) = pool.lease(0, now: self.now) else {
+            Issue.record("expected a connect")
+            return
+        }
+        #expect(first.target == 0)
+        guard case .connect(let second) = pool.connectFailed(first.id, now: self.now) else {
+            Issue.record("expected a connect to the other URL")
+            return
+        }
+        #expect(second.target == 1)
+        #expect(pool.connected(second.id, "b") == .deliver("b", to: 0, reused: false))
+        _ = pool.released("b", target: 1, reusable: true)
+        // URL 0 cools down: both next requests use URL 1.
+        #expect(pool.lease(1, now: self.now + .seconds(1)) == .deliver("b", to: 1, reused: true))
+        _ = pool.released("b", target: 1, reusable: true)
+        #expect(pool.lease(2, now: self.now + .seconds(1)) == .deliver("b", to: 2, reused: true))
+        _ = pool.released("b", target: 1, reusable: true)
+        // After the cooldown URL 0 is chosen again.
+        guard case .connect(let again) = pool.lease(3, now: self.now + .seconds(3)) else {
+            Issue.record("expected URL 0 to be tried again")
+            return
+        }
+        #expect(again.target == 0)
+    }
+
+    @Test("when every URL refuses, the lease fails as unreachable and the slot is freed")
+    func everyTargetRefuses() {
+        var pool = Machine(targetCount: 2, maxConnections: 4)
+        guard case .connect(let first) = pool.lease(0, now: self.now),
+            case .connect(let second) = pool.connectFailed(first.id, now: self.now)
+        else {
+            Issue.record("expected two attempts")
+            return
+        }
+        #expect(pool.connectFailed(second.id, now: self.now) == .fail(0, .unreachable))
+        #expect(pool.openCount == 0)
+    }
+
+    @Test("a connection opened for a cancelled lease goes to the idle list, or to a waiter")
+    func cancelledLease() {
+        var pool = Machine(targetCount: 1, maxConnections: 1)
+        guard case .connect(let attempt) = pool.lease(0, now: self.now) else {
+            Issue.record("expected a connect")
+            return
+        }
+        #expect(pool.lease(1, now: self.now) == .wait(1))
+        pool.cancel(0)
+        #expect(pool.connected(attempt.id, "a") == .deliver("a", to: 1, reused: false))
+        var idlePool = Machine(targetCount: 1, maxConnections: 1)
+        guard case .connect(let idleAttempt) = idlePool.lease(0, now: self.now) else { return }
+        idlePool.cancel(0)
+        #expect(idlePool.connected(idleAttempt.id, "a") == .none)
+        #expect(idlePool.idleCount == 1)
+        #expect(idlePool.lease(1, now: self.now) == .deliver("a", to: 1, reused: false))
+    }
+
+    @Test("a connection returned unused keeps its reuse flag")
+    func returnedUnused() {
+        var pool = Machine(targetCount: 1, maxConnections: 2)
+        _ = self.open(&pool, lease: 0, name: "a")
+        #expect(pool.returnedUnused("a", target: 0, reused: false, reusable: true) == .none)
+        #expect(pool.lease(1, now: self.now) == .deliver("a", to: 1, reused: false))
+        #expect(pool.returnedUnused("a", target: 0, reused: true, reusable: false) == .close("a"))
+    }
+
+    @Test("shutting down closes idle connections, fails waiters and refuses new leases")
+    func shutDown() {
+        var pool = Machine(targetCount: 1, maxConnections: 2)
+        _ = self.open(&pool, lease: 0, name: "a")
+        _ = self.open(&pool, lease: 1, name: "b")
+        _ = pool.released("a", target: 0, reusable: true)
+        #expect(pool.shutDown() == .shutDown(close: ["a"], fail: []))
+        #expect(pool.lease(4, now: self.now) == .fail(4, .unreachable))
+        #expect(pool.released("b", target: 0, reusable: true) == .close("b"))
+        var waiting = Machine(targetCount: 1, maxConnections: 1)
+        _ = self.open(&waiting, lease: 0, name: "a")
+        _ = waiting.lease(1, now: self.now)
+        #expect(waiting.shutDown() == .shutDown(close: [], fail: [1]))
+    }
+
+    @Test("a connection finishing its connect after shutdown is closed")
+    func connectAfterShutdown() {
+        var pool = Machine(targetCount: 1, maxConnections: 1)
+        guard case .connect(let attempt) = pool.lease(0, now: self.now) else { return }
+        _ = pool.shutDown()
+        #expect(pool.connected(attempt.id, "a") == .close("a"))
+    }
+}
