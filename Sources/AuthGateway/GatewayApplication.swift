@@ -20,11 +20,20 @@ public final class GatewayApplication: Sendable {
     private struct State {
         var configuration: GatewayConfiguration
         var generation: UInt64
+        /// Kept across reloads while the profile section is unchanged (SPEC §2).
+        var profiles: ProfileCache?
         var main: Channel?
         var admin: Channel?
         var flushTasks: [RepeatedTask] = []
         var stopped = false
+        /// The start-up fetch of each remote key set (SPEC §2: once).
+        var startupFetches: [String: EventLoopFuture<Bool>] = [:]
+        var startSettled = false
     }
+
+    /// Completed once `start()` has bound the listeners and begun the start-up key fetches
+    /// (failed when it could not, or on shutdown before a start).
+    private let started: EventLoopPromise<Void>
 
     /// Builds everything; listens only after `start()`.
     public static func make(
@@ -60,12 +69,14 @@ public final class GatewayApplication: Sendable {
             keyStore: keyStore,
             health: HealthState(),
             processMetrics: processMetrics,
+            refreshStore: LocalRefreshStore(clock: clock),
             clock: clock,
             clientTLS: clientTLS
         )
         self.shared = shared
         self.listenerTLS = try configuration.listener.tls.map(Self.makeServerTLS)
-        let snapshot = Self.makeSnapshot(configuration, generation: 1, shared: shared)
+        let profiles = Self.profileCache(for: configuration, keeping: nil, shared: shared)
+        let snapshot = Self.makeSnapshot(configuration, generation: 1, shared: shared, profiles: profiles)
         var workers: [NIOLoopBound<Worker>] = []
         for eventLoop in group.makeIterator() {
             let worker = try await eventLoop.submit {
@@ -76,7 +87,8 @@ public final class GatewayApplication: Sendable {
         self.workers = workers
         publisher.attach(workers)
         self.metricsCollector = MetricsCollector(workers: workers, shared: shared)
-        self.state = NIOLockedValueBox(State(configuration: configuration, generation: 1))
+        self.started = workers[0].eventLoop.makePromise(of: Void.self)
+        self.state = NIOLockedValueBox(State(configuration: configuration, generation: 1, profiles: profiles))
     }
 
     /// Unix time in seconds.
@@ -95,15 +107,21 @@ public final class GatewayApplication: Sendable {
     /// Binds the listeners and starts fetching remote keys (readiness waits for them).
     public func start() async throws {
         let configuration = self.configuration
-        let main = try await self.bindMain(configuration.listener)
+        let main: Channel
         var admin: Channel?
-        if let adminListener = configuration.admin {
-            do {
-                admin = try await self.bindAdmin(adminListener)
-            } catch {
-                try? await main.close()
-                throw error
+        do {
+            main = try await self.bindMain(configuration.listener)
+            if let adminListener = configuration.admin {
+                do {
+                    admin = try await self.bindAdmin(adminListener)
+                } catch {
+                    try? await main.close()
+                    throw error
+                }
             }
+        } catch {
+            self.settleStart(with: error)
+            throw error
         }
         var tasks: [RepeatedTask] = []
         for worker in self.workers {
@@ -125,9 +143,30 @@ public final class GatewayApplication: Sendable {
                 "event_loops": "\(self.workers.count)",
             ]
         )
+        var fetches: [String: EventLoopFuture<Bool>] = [:]
         for issuer in self.shared.keyStore.remoteIssuers {
-            _ = self.fetchKeys(issuer: issuer.issuer, url: issuer.url)
+            fetches[issuer.issuer] = self.fetchKeys(issuer: issuer.issuer, url: issuer.url)
         }
+        self.state.withLockedValue { $0.startupFetches = fetches }
+        self.settleStart(with: nil)
+    }
+
+    private func settleStart(with error: Error?) {
+        let first = self.state.withLockedValue { state in
+            defer { state.startSettled = true }
+            return !state.startSettled
+        }
+        guard first else { return }
+        if let error { self.started.fail(error) } else { self.started.succeed(()) }
+    }
+
+    /// Waits for `start()`, then for the start-up fetch of `issuer`'s keys: true when it
+    /// succeeded, nil when there was none (the refresh service then schedules from there, so
+    /// start-up fetches each `jwksURL` once).
+    func startupKeyFetch(issuer: String) async throws -> Bool? {
+        try await self.started.futureResult.get()
+        guard let fetch = self.state.withLockedValue({ $0.startupFetches[issuer] }) else { return nil }
+        return try await fetch.get()
     }
 
     /// Fetches one issuer's JWKS through the first loop's client; true on success.
@@ -171,6 +210,7 @@ public final class GatewayApplication: Sendable {
             return (state.main, state.admin, state.flushTasks, state.stopped)
         }
         guard !alreadyStopped else { return }
+        self.settleStart(with: CancellationError())
         for task in tasks { task.cancel() }
         try? await main?.close()
         try? await admin?.close()
@@ -198,16 +238,17 @@ public final class GatewayApplication: Sendable {
     /// Listener addresses, TLS files and the thread count need a restart; a change there is
     /// reported and otherwise ignored.
     public func reload(_ configuration: GatewayConfiguration) {
-        let (old, generation) = self.state.withLockedValue { state -> (GatewayConfiguration, UInt64) in
+        let (old, generation, profiles) = self.state.withLockedValue { state -> (GatewayConfiguration, UInt64, ProfileCache?) in
             let old = state.configuration
             state.generation += 1
             state.configuration = configuration
-            return (old, state.generation)
+            state.profiles = Self.profileCache(for: configuration, keeping: state.profiles, shared: self.shared)
+            return (old, state.generation, state.profiles)
         }
         if old.listener != configuration.listener || old.admin != configuration.admin || old.eventLoopThreads != configuration.eventLoopThreads {
             self.logger.warning("config.reload_needs_restart", metadata: ["reason": "listener, admin or eventLoopThreads changed; restart to apply them"])
         }
-        let snapshot = Self.makeSnapshot(configuration, generation: generation, shared: self.shared)
+        let snapshot = Self.makeSnapshot(configuration, generation: generation, shared: self.shared, profiles: profiles)
         for worker in self.workers {
             worker.eventLoop.execute { worker.value.apply(snapshot) }
         }
@@ -227,14 +268,21 @@ public final class GatewayApplication: Sendable {
 
     // MARK: Building
 
-    private static func makeSnapshot(_ configuration: GatewayConfiguration, generation: UInt64, shared: GatewayShared) -> RuntimeSnapshot {
+    /// The refresher is rebuilt for each configuration; what it has learned lives in the
+    /// application's refresh store, which every configuration shares.
+    private static func makeSnapshot(_ configuration: GatewayConfiguration, generation: UInt64, shared: GatewayShared, profiles: ProfileCache?) -> RuntimeSnapshot {
         let refresher = configuration.authService?.refresh.map {
-            SessionRefresher(configuration: $0, metrics: shared.processMetrics, clock: shared.clock)
-        }
-        let profiles = configuration.authService?.profile.map {
-            ProfileCache(configuration: $0, metrics: shared.processMetrics, clock: shared.clock)
+            SessionRefresher(configuration: $0, store: shared.refreshStore, metrics: shared.processMetrics, clock: shared.clock)
         }
         return RuntimeSnapshot(configuration: configuration, generation: generation, refresher: refresher, profiles: profiles)
+    }
+
+    /// The profile cache for `configuration`: the existing one while the profile section is
+    /// unchanged, else a new one (or none).
+    private static func profileCache(for configuration: GatewayConfiguration, keeping existing: ProfileCache?, shared: GatewayShared) -> ProfileCache? {
+        guard let profile = configuration.authService?.profile else { return nil }
+        if let existing, existing.profileConfiguration == profile { return existing }
+        return ProfileCache(configuration: profile, metrics: shared.processMetrics, clock: shared.clock)
     }
 
     private static func makeServerTLS(_ files: ListenerTLS) throws -> NIOSSLContext {

@@ -22,8 +22,6 @@ public final class KeyStore: Sendable {
         var fingerprint: SHA256Digest?
         var fetchedAt: Double?
         var lastError: String?
-        var lastUnknownKidRefetch: Double = -.infinity
-        var inFlight: EventLoopFuture<Bool>?
     }
 
     private struct State {
@@ -34,6 +32,12 @@ public final class KeyStore: Sendable {
     }
 
     private let state: NIOLockedValueBox<State>
+    /// One fetch in flight per issuer, whoever asks (start-up, the refresh service, an unknown
+    /// `kid`); nothing remembered.
+    private let fetches = LocalSingleFlight<String, Bool>(capacity: 1024)
+    /// Unknown-`kid` refetches: one per issuer per `jwksMinRefetchSeconds`, the outcome
+    /// remembered for that long (a remembered one means "no refetch allowed now").
+    private let unknownKidRefetches = LocalSingleFlight<String, Bool>(capacity: 1024)
     private let metrics: ProcessMetrics
     private let clock: @Sendable () -> Double
     private let publish: @Sendable (KeySnapshot) -> Void
@@ -118,16 +122,18 @@ public final class KeyStore: Sendable {
     /// whether it succeeded. Never fails: a failed fetch is recorded and the last good keys stay.
     func fetch(issuer: String, using client: UpstreamClient) -> EventLoopFuture<Bool> {
         let eventLoop = client.eventLoop
-        let start: (EventLoopPromise<Bool>, UpstreamURL)? = self.state.withLockedValue { state in
-            guard var remote = state.remote[issuer], remote.inFlight == nil else { return nil }
-            let promise = eventLoop.makePromise(of: Bool.self)
-            remote.inFlight = promise.futureResult
-            state.remote[issuer] = remote
-            return (promise, remote.url)
+        let flight: LocalSingleFlight<String, Bool>.Flight
+        switch self.fetches.lookup(issuer, now: self.clock(), policy: .init(freshSeconds: 0), eventLoop: eventLoop) {
+        case .fresh(let fetched), .stale(let fetched, _):
+            return eventLoop.makeSucceededFuture(fetched)  // nothing is remembered: not reached
+        case .joined(let inFlight):
+            return inFlight
+        case .lead(let lead):
+            flight = lead
         }
-        guard let (promise, url) = start else {
-            let inFlight = self.state.withLockedValue { $0.remote[issuer]?.inFlight }
-            return inFlight?.hop(to: eventLoop) ?? eventLoop.makeSucceededFuture(false)
+        guard let url = self.state.withLockedValue({ $0.remote[issuer]?.url }) else {
+            self.fetches.settle(flight, now: self.clock(), outcome: false, remember: false)
+            return flight.promise.futureResult
         }
         let path = url.pathAndQuery.isEmpty ? "/" : url.pathAndQuery
         var headers = HTTPHeaders()
@@ -135,29 +141,38 @@ public final class KeyStore: Sendable {
         let request = UpstreamRequest(method: .GET, path: path, headers: headers, body: nil)
         let call = eventLoop.inEventLoop ? client.execute(request) : client.executeFromAnyThread(request)
         call.whenComplete { result in
-            promise.succeed(self.finishFetch(issuer: issuer, result: result))
+            let fetched = self.finishFetch(issuer: issuer, result: result)
+            self.fetches.settle(flight, now: self.clock(), outcome: fetched, remember: false)
         }
-        return promise.futureResult
+        return flight.promise.futureResult
     }
 
     /// For a token whose `kid` is unknown: refetch the issuer's keys if the cooldown allows (or
-    /// join a fetch in flight) and return the snapshot after it, or nil when the fetch failed
+    /// join a refetch in flight) and return the snapshot after it, or nil when the fetch failed
     /// (the caller answers 503: it could not check). A nil future means no refetch is allowed
     /// now and the token must be refused.
     func refetchForUnknownKey(issuerIndex: Int, using client: (UpstreamURL) -> UpstreamClient?) -> EventLoopFuture<KeySnapshot?>? {
         let now = self.clock()
-        let decision: (issuer: String, url: UpstreamURL, join: EventLoopFuture<Bool>?)? = self.state.withLockedValue { state in
+        let target: (issuer: String, url: UpstreamURL, cooldown: Int)? = self.state.withLockedValue { state in
             guard issuerIndex < state.snapshot.issuers.count else { return nil }
             let name = state.snapshot.issuers[issuerIndex].issuer
-            guard var remote = state.remote[name] else { return nil }
-            if let inFlight = remote.inFlight { return (name, remote.url, inFlight) }
-            guard now - remote.lastUnknownKidRefetch >= Double(remote.minRefetchSeconds) else { return nil }
-            remote.lastUnknownKidRefetch = now
-            state.remote[name] = remote
-            return (name, remote.url, nil)
+            return state.remote[name].map { (name, $0.url, $0.minRefetchSeconds) }
         }
-        guard let decision, let client = client(decision.url) else { return nil }
-        let fetched = decision.join?.hop(to: client.eventLoop) ?? self.fetch(issuer: decision.issuer, using: client)
+        guard let target, let client = client(target.url) else { return nil }
+        let policy = LocalSingleFlight<String, Bool>.Policy(freshSeconds: Double(target.cooldown))
+        let fetched: EventLoopFuture<Bool>
+        switch self.unknownKidRefetches.lookup(target.issuer, now: now, policy: policy, eventLoop: client.eventLoop) {
+        case .fresh, .stale:
+            return nil
+        case .joined(let inFlight):
+            fetched = inFlight
+        case .lead(let flight):
+            self.fetch(issuer: target.issuer, using: client).whenComplete { result in
+                // Remembered either way: the cooldown holds after a failed refetch too.
+                self.unknownKidRefetches.settle(flight, now: self.clock(), outcome: (try? result.get()) ?? false, remember: true)
+            }
+            fetched = flight.promise.futureResult
+        }
         return fetched.map { succeeded in succeeded ? self.snapshot : nil }
     }
 
@@ -187,7 +202,6 @@ public final class KeyStore: Sendable {
         let fingerprint = parsed.map { _ in Self.fingerprint(result) }
         let published: KeySnapshot? = self.state.withLockedValue { state in
             guard var remote = state.remote[issuer] else { return nil }
-            remote.inFlight = nil
             defer { state.remote[issuer] = remote }
             guard let parsed, let fingerprint else {
                 remote.lastError = failure

@@ -2,89 +2,46 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 
-/// Redeems refresh tokens with the auth service, once per refresh token across the whole
-/// process (SPEC §4.3).
-///
-/// - Single flight: the first request with a given refresh token calls the auth service; every
-///   concurrent request with the same token joins that call, whatever its event loop.
-/// - Grace: the outcome stays for `graceSeconds` under the token's hash, so a straggler still
-///   holding the old pair succeeds even when the service rotates refresh tokens and refuses
-///   reuse (the race that signs oauth2-proxy users out).
-/// - Only definite answers are remembered; "unavailable" is not, so the next request retries.
+/// Redeems refresh tokens with the auth service as one configuration says (SPEC §4.3): builds
+/// the request of either protocol, classifies the answer, counts it. Once per refresh token:
+/// the calls go through the application's `RefreshStore` (single flight + grace), which
+/// outlives this configuration-bound object across reloads.
 final class SessionRefresher: Sendable {
-    enum Outcome: Sendable, Equatable {
-        /// New tokens; `refreshToken` is nil when the service did not rotate it.
-        case refreshed(accessToken: String, refreshToken: String?)
-        /// The service refused the refresh token (400/401/403, or 2xx without an access token).
-        case rejected
-        /// Unreachable, timed out, 5xx, 429 or unreadable: try again later (503).
-        case unavailable
-    }
-
-    private struct Slot: Sendable {
-        var inFlight: EventLoopFuture<Outcome>?
-        var outcome: Outcome?
-        var expiresAt: Double = 0
-    }
+    typealias Outcome = RefreshOutcome
 
     private let configuration: RefreshConfiguration
-    private let slots: Sharded<LRUCache<TokenDigest, Slot>>
+    private let store: RefreshStore
     private let metrics: ProcessMetrics
     private let clock: @Sendable () -> Double
 
-    init(configuration: RefreshConfiguration, metrics: ProcessMetrics, clock: @escaping @Sendable () -> Double, capacity: Int = 100_000) {
+    init(configuration: RefreshConfiguration, store: RefreshStore, metrics: ProcessMetrics, clock: @escaping @Sendable () -> Double) {
         self.configuration = configuration
+        self.store = store
         self.metrics = metrics
         self.clock = clock
-        self.slots = Sharded(capacity: capacity) { LRUCache(capacity: $0) }
     }
 
     /// The outcome for `refreshToken`, from the grace table, a call in flight, or a new call
     /// made with `client` (on the caller's event loop). `claims` are the expired token's
     /// verified claims, for `{claims.*}` in a JSON body.
     func refresh(refreshToken: Substring, claims: JSONObject, client: UpstreamClient) -> EventLoopFuture<Outcome> {
-        let eventLoop = client.eventLoop
-        let digest = TokenDigest(of: refreshToken)
-        let now = self.clock()
-        enum Step {
-            case remembered(Outcome)
-            case join(EventLoopFuture<Outcome>)
-            case call(EventLoopPromise<Outcome>)
-        }
-        let step: Step = self.slots.withShard(for: digest) { table in
-            var slot = table.get(digest) ?? Slot()
-            if let outcome = slot.outcome, now < slot.expiresAt { return .remembered(outcome) }
-            if let inFlight = slot.inFlight { return .join(inFlight) }
-            let promise = eventLoop.makePromise(of: Outcome.self)
-            slot.inFlight = promise.futureResult
-            slot.outcome = nil
-            table.set(digest, slot)
-            return .call(promise)
-        }
-        switch step {
-        case .remembered(let outcome):
-            self.metrics.increment(MetricKey(MetricName.refreshGraceHits))
-            return eventLoop.makeSucceededFuture(outcome)
-        case .join(let inFlight):
-            self.metrics.increment(MetricKey(MetricName.refreshJoins))
-            return inFlight.hop(to: eventLoop)
-        case .call(let promise):
-            let started = self.clock()
-            self.call(refreshToken: String(refreshToken), claims: claims, client: client).whenComplete { result in
-                let outcome = (try? result.get()) ?? .unavailable
-                let finished = self.clock()
-                self.metrics.observe(MetricKey(MetricName.authServiceDuration, ["operation": "refresh"]), seconds: finished - started)
+        let token = String(refreshToken)
+        let started = self.clock()
+        return self.store.outcome(
+            for: TokenDigest(of: refreshToken), graceSeconds: self.configuration.graceSeconds, now: started, eventLoop: client.eventLoop
+        ) {
+            self.call(refreshToken: token, claims: claims, client: client).map { outcome in
+                self.metrics.observe(MetricKey(MetricName.authServiceDuration, ["operation": "refresh"]), seconds: self.clock() - started)
                 self.metrics.increment(MetricKey(MetricName.refreshes, ["outcome": Self.label(outcome)]))
-                self.slots.withShard(for: digest) { table in
-                    if outcome == .unavailable {
-                        table.remove(digest)
-                    } else {
-                        table.set(digest, Slot(inFlight: nil, outcome: outcome, expiresAt: finished + Double(self.configuration.graceSeconds)))
-                    }
-                }
-                promise.succeed(outcome)
+                return outcome
             }
-            return promise.futureResult
+        }.map { outcome, role in
+            switch role {
+            case .remembered: self.metrics.increment(MetricKey(MetricName.refreshGraceHits))
+            case .joined: self.metrics.increment(MetricKey(MetricName.refreshJoins))
+            case .led: break
+            }
+            return outcome
         }
     }
 

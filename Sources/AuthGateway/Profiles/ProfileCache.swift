@@ -27,14 +27,8 @@ final class ProfileCache: Sendable {
         case pending(EventLoopFuture<FetchResult>)
     }
 
-    private struct Entry: Sendable {
-        var profile: JSONObject?
-        var fetchedAt: Double = 0
-        var inFlight: EventLoopFuture<FetchResult>?
-    }
-
     private let configuration: ProfileConfiguration
-    private let entries: Sharded<LRUCache<ProfileKey, Entry>>
+    private let table: LocalSingleFlight<ProfileKey, FetchResult>
     private let clock: @Sendable () -> Double
     private let metrics: ProcessMetrics
 
@@ -42,90 +36,64 @@ final class ProfileCache: Sendable {
         self.configuration = configuration
         self.metrics = metrics
         self.clock = clock
-        self.entries = Sharded(capacity: configuration.maxEntries) { LRUCache(capacity: $0) }
+        self.table = LocalSingleFlight(capacity: configuration.maxEntries)
     }
+
+    /// The configuration this cache was built for: a reload keeps the cache only while it is
+    /// unchanged (SPEC §2).
+    var profileConfiguration: ProfileConfiguration { self.configuration }
 
     /// The profile for `key`, or a fetch (made with `client` on the caller's loop) to wait for.
     /// `accessToken` authorizes the fetch; `result` receives the lookup's metric label.
     func lookup(_ key: ProfileKey, accessToken: String, client: UpstreamClient, result: (String) -> Void) -> Lookup {
-        let now = self.clock()
-        let ttl = Double(self.configuration.ttlSeconds)
-        let staleLimit = ttl + Double(self.configuration.staleSeconds)
-        enum Step {
-            case fresh(JSONObject)
-            case stale(JSONObject, refresh: EventLoopPromise<FetchResult>?)
-            case join(EventLoopFuture<FetchResult>)
-            case fetch(EventLoopPromise<FetchResult>)
-        }
-        let eventLoop = client.eventLoop
-        let step: Step = self.entries.withShard(for: key) { table in
-            var entry = table.get(key) ?? Entry()
-            if let profile = entry.profile {
-                let age = now - entry.fetchedAt
-                if age < ttl { return .fresh(profile) }
-                if age < staleLimit {
-                    guard entry.inFlight == nil else { return .stale(profile, refresh: nil) }
-                    let promise = eventLoop.makePromise(of: FetchResult.self)
-                    entry.inFlight = promise.futureResult
-                    table.set(key, entry)
-                    return .stale(profile, refresh: promise)
-                }
-            }
-            if let inFlight = entry.inFlight { return .join(inFlight) }
-            let promise = eventLoop.makePromise(of: FetchResult.self)
-            entry.inFlight = promise.futureResult
-            table.set(key, entry)
-            return .fetch(promise)
-        }
-        switch step {
-        case .fresh(let profile):
+        let policy = LocalSingleFlight<ProfileKey, FetchResult>.Policy(
+            freshSeconds: Double(self.configuration.ttlSeconds), staleSeconds: Double(self.configuration.staleSeconds)
+        )
+        switch self.table.lookup(key, now: self.clock(), policy: policy, eventLoop: client.eventLoop) {
+        case .fresh(.profile(let profile)):
             result("hit")
             return .hit(profile)
-        case .stale(let profile, let refresh):
+        case .stale(.profile(let profile), let refresh):
             result("stale")
-            if let refresh { self.fetch(key, accessToken: accessToken, client: client, promise: refresh) }
+            if let refresh { self.fetch(refresh, accessToken: accessToken, client: client) }
             return .hit(profile)
-        case .join(let inFlight):
+        case .fresh(let other), .stale(let other, _):
+            // Only profiles are remembered; answered as it is should that ever change.
+            result("hit")
+            return .pending(client.eventLoop.makeSucceededFuture(other))
+        case .joined(let inFlight):
             result("coalesced")
-            return .pending(inFlight.hop(to: eventLoop))
-        case .fetch(let promise):
+            return .pending(inFlight)
+        case .lead(let flight):
             result("miss")
-            self.fetch(key, accessToken: accessToken, client: client, promise: promise)
-            return .pending(promise.futureResult)
+            self.fetch(flight, accessToken: accessToken, client: client)
+            return .pending(flight.promise.futureResult)
         }
     }
 
-    private func fetch(_ key: ProfileKey, accessToken: String, client: UpstreamClient, promise: EventLoopPromise<FetchResult>) {
+    private func fetch(_ flight: LocalSingleFlight<ProfileKey, FetchResult>.Flight, accessToken: String, client: UpstreamClient) {
         var headers = HTTPHeaders()
         headers.add(name: "Accept", value: "application/json")
         headers.add(name: "Authorization", value: self.configuration.authorization == .bearer ? "Bearer \(accessToken)" : accessToken)
         let request = UpstreamRequest(method: .GET, path: self.configuration.path, headers: headers, body: nil)
         let started = self.clock()
+        let usableSeconds = Double(self.configuration.ttlSeconds + self.configuration.staleSeconds)
         client.execute(request).whenComplete { response in
             let finished = self.clock()
             self.metrics.observe(MetricKey(MetricName.authServiceDuration, ["operation": "profile"]), seconds: finished - started)
             let outcome = Self.classify(response)
-            let delivered: FetchResult = self.entries.withShard(for: key) { table in
-                var entry = table.peek(key) ?? Entry()
-                entry.inFlight = nil
+            self.table.settle(flight, now: finished) { previous in
                 switch outcome {
-                case .profile(let profile):
-                    entry.profile = profile
-                    entry.fetchedAt = finished
+                case .profile:
+                    return (.value(outcome), outcome)
                 case .unauthorized:
-                    table.remove(key)
-                    return outcome
+                    return (.nothing, outcome)
                 case .unavailable:
                     // Keep serving what we have while it is within its stale window.
-                    if let profile = entry.profile, finished - entry.fetchedAt < Double(self.configuration.ttlSeconds + self.configuration.staleSeconds) {
-                        table.set(key, entry)
-                        return .profile(profile)
-                    }
+                    if let previous, finished - previous.storedAt < usableSeconds { return (.previous, previous.value) }
+                    return (.previous, outcome)
                 }
-                table.set(key, entry)
-                return outcome
             }
-            promise.succeed(delivered)
         }
     }
 

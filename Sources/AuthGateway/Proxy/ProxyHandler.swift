@@ -30,6 +30,8 @@ final class ProxyHandler: ChannelDuplexHandler, UpstreamLeaseRequester, Upstream
         /// The request body is chunked (and goes upstream chunked).
         let requestChunked: Bool
         var plan: ForwardPlan?
+        /// The matched route, once known (also for requests answered locally).
+        var routeName: String?
         var local: LocalResponse?
         /// The client's response head, ready to write.
         var responseHead: ByteBuffer?
@@ -265,7 +267,8 @@ final class ProxyHandler: ChannelDuplexHandler, UpstreamLeaseRequester, Upstream
             switch planner.plan(head: head, framing: body, requestID: requestID, now: self.worker.shared.clock()) {
             case .ready(let plan):
                 self.adopt(plan, context: context)
-            case .pending(let future):
+            case .pending(let future, let route):
+                self.exchange?.routeName = route
                 future.assumeIsolated().whenComplete { result in
                     guard let context = self.context, self.exchange?.requestID == requestID else { return }
                     switch result {
@@ -283,11 +286,13 @@ final class ProxyHandler: ChannelDuplexHandler, UpstreamLeaseRequester, Upstream
 
     private func adopt(_ plan: RequestPlan, context: ChannelHandlerContext) {
         switch plan {
-        case .respond(let response, let close):
+        case .respond(let response, let close, let route):
+            self.exchange?.routeName = route
             self.exchange?.local = response
             self.run(self.state.decidedToRespondLocally(forceClose: close || self.mustClose), context: context)
         case .forward(let forward):
             self.exchange?.plan = forward
+            self.exchange?.routeName = forward.route.name
             self.run(self.state.decidedToForward(), context: context)
         }
     }
@@ -640,7 +645,7 @@ final class ProxyHandler: ChannelDuplexHandler, UpstreamLeaseRequester, Upstream
     private func finishExchange(status: Int, error: GatewayError?) {
         guard let exchange = self.exchange else { return }
         self.exchange = nil
-        let route = exchange.plan?.route.name ?? "-"
+        let route = exchange.routeName ?? "-"
         let metrics = self.worker.metrics
         metrics.countRequest(route: route, status: status)
         if let reason = error?.authFailureReason {
@@ -655,7 +660,7 @@ final class ProxyHandler: ChannelDuplexHandler, UpstreamLeaseRequester, Upstream
                 requestID: exchange.requestID,
                 method: exchange.method.rawValue,
                 path: path,
-                route: exchange.plan?.route.name,
+                route: exchange.routeName,
                 status: status,
                 durationSeconds: duration,
                 client: self.connection.peerIP,

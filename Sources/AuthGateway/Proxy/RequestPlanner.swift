@@ -3,8 +3,9 @@ import NIOHTTP1
 
 /// What to do with a request whose head has arrived.
 enum RequestPlan {
-    /// Answer locally; close the connection afterwards when `close`.
-    case respond(LocalResponse, close: Bool)
+    /// Answer locally; close the connection afterwards when `close`. `route`: the matched
+    /// route's name, for the metrics and the access log (nil when none matched).
+    case respond(LocalResponse, close: Bool, route: String? = nil)
     case forward(ForwardPlan)
 }
 
@@ -39,7 +40,8 @@ final class ForwardPlan {
 
 enum PlanDecision {
     case ready(RequestPlan)
-    case pending(EventLoopFuture<RequestPlan>)
+    /// Waiting on the auth service or a key refetch for a request on `route`.
+    case pending(EventLoopFuture<RequestPlan>, route: String)
 }
 
 /// Turns a request head into a plan (Pingora's request phases, in order): normalize the
@@ -77,7 +79,7 @@ struct RequestPlanner {
         }
         guard let pool = self.worker.pool(forBackend: route.backend) else {
             // Unreachable with a validated configuration.
-            return .ready(.respond(.problem(.upstreamUnreachable, requestID: requestID), close: false))
+            return .ready(.respond(.problem(.upstreamUnreachable, requestID: requestID), close: false, route: route.name))
         }
         let environment = self.worker.authEnvironment(now: now, isTLS: self.connection.isTLS)
         let decision = self.snapshot.authenticator.authenticate(headers: head.headers, route: route, environment: environment)
@@ -89,7 +91,8 @@ struct RequestPlanner {
             return .pending(
                 future.assumeIsolated().map { outcome in
                     planner.finish(outcome, head: head, framing: framing, target: target, route: route, pool: pool, requestID: requestID, upgrade: upgrade)
-                }.nonisolated()
+                }.nonisolated(),
+                route: route.name
             )
         }
     }
@@ -107,7 +110,7 @@ struct RequestPlanner {
         var identity: Identity?
         switch outcome {
         case .rejected(let error, let headers):
-            return .respond(.problem(error, requestID: requestID, extraHeaders: headers), close: false)
+            return .respond(.problem(error, requestID: requestID, extraHeaders: headers), close: false, route: route.name)
         case .anonymous:
             identity = nil
         case .authenticated(let authenticated):

@@ -9,6 +9,8 @@ final class GatewayShared: Sendable {
     let keyStore: KeyStore
     let health: HealthState
     let processMetrics: ProcessMetrics
+    /// The refresh single flight and grace table: outlives configurations (SPEC §2).
+    let refreshStore: RefreshStore
     /// Unix seconds; injectable so tests can move time.
     let clock: @Sendable () -> Double
     /// Client TLS for HTTPS upstreams (system trust store plus the configured CA file).
@@ -18,13 +20,14 @@ final class GatewayShared: Sendable {
     let connector: UpstreamConnector
     private let openConnectionCount = Atomic<Int>(0)
 
-    init(verifiedTokens: VerifiedTokenCache, keyStore: KeyStore, health: HealthState, processMetrics: ProcessMetrics, clock: @escaping @Sendable () -> Double, clientTLS: NIOSSLContext?,
+    init(verifiedTokens: VerifiedTokenCache, keyStore: KeyStore, health: HealthState, processMetrics: ProcessMetrics, refreshStore: RefreshStore, clock: @escaping @Sendable () -> Double, clientTLS: NIOSSLContext?,
         connector: UpstreamConnector = SocketConnector()
     ) {
         self.verifiedTokens = verifiedTokens
         self.keyStore = keyStore
         self.health = health
         self.processMetrics = processMetrics
+        self.refreshStore = refreshStore
         self.clock = clock
         self.clientTLS = clientTLS
         self.connector = connector

@@ -20,8 +20,9 @@ public struct GatewayService: Service {
     }
 }
 
-/// Refreshes every remote JWKS: until the first success with a short backoff (readiness waits
-/// for it), then every `jwksRefreshSeconds`. Not per request, so a `Task` per issuer is fine.
+/// Refreshes every remote JWKS after its start-up fetch (made by `GatewayApplication.start`,
+/// SPEC §2: once): until the first success with a short backoff (readiness waits for it), then
+/// every `jwksRefreshSeconds`. Not per request, so a `Task` per issuer is fine.
 public struct KeyRefreshService: Service {
     let application: GatewayApplication
 
@@ -41,7 +42,8 @@ public struct KeyRefreshService: Service {
                 for issuer in application.shared.keyStore.remoteIssuers {
                     group.addTask {
                         var backoff = 1.0
-                        var fetched = application.shared.keyStore.status.first { $0.issuer == issuer.issuer }?.ageSeconds != nil
+                        guard let startup = try? await application.startupKeyFetch(issuer: issuer.issuer) else { return }
+                        var fetched = startup ?? false
                         while !Task.isCancelled {
                             let delay = fetched ? Double(issuer.refreshSeconds) : backoff
                             try? await Task.sleep(for: .seconds(delay))

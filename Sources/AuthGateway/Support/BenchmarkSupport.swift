@@ -135,7 +135,8 @@ public enum GatewayBenchmarkSupport {
             let keyStore = KeyStore(configuration: parsed.tokens, metrics: processMetrics, clock: { now }, publish: { _ in })
             let shared = GatewayShared(
                 verifiedTokens: VerifiedTokenCache(capacity: parsed.tokens.verifiedCacheEntries),
-                keyStore: keyStore, health: HealthState(), processMetrics: processMetrics, clock: { now }, clientTLS: nil,
+                keyStore: keyStore, health: HealthState(), processMetrics: processMetrics,
+                refreshStore: LocalRefreshStore(clock: { now }), clock: { now }, clientTLS: nil,
                 connector: self.connector
             )
             let snapshot = RuntimeSnapshot(configuration: parsed, generation: 1, refresher: nil, profiles: nil)

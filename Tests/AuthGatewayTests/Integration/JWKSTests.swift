@@ -56,6 +56,23 @@ struct JWKSTests {
     static let second = JWTSigner(key: .es256(P256.Signing.PrivateKey()), kid: "key-2")
     static let third = JWTSigner(key: .edDSA(Curve25519.Signing.PrivateKey()), kid: "key-3")
 
+    /// SPEC §2: start-up fetches each `jwksURL` once — the refresh service does not race the
+    /// start-up fetch with a fetch of its own.
+    @Test func startUpFetchesEachKeySetOnce() async throws {
+        let endpoint = try await KeyEndpoint.start([Self.first])
+        defer { Task { await endpoint.service.stop() } }
+        let gateway = try await Self.gateway(endpoint: endpoint, refresh: 2, waitUntilReady: false)
+        defer { Task { await gateway.stop() } }
+        let refresher = Task { try await KeyRefreshService(application: gateway.application).run() }
+        defer { refresher.cancel() }
+        try await poll { gateway.application.isReady }
+        // The refresh period is 2 s; the old race fetched again 1 s after start-up.
+        try await Task.sleep(for: .milliseconds(1500))
+        #expect(endpoint.fetches == 1)
+        // The periodic refresh still happens.
+        try await poll { endpoint.fetches == 2 }
+    }
+
     @Test func keysAreFetchedBeforeReadinessAndRotationIsPickedUp() async throws {
         let endpoint = try await KeyEndpoint.start([Self.first])
         defer { Task { await endpoint.service.stop() } }

@@ -80,6 +80,26 @@ struct RejectionTests {
         #expect(try await gateway.send(.get("/admin", token: admin)).status == 200)
     }
 
+    /// Once a route matched, its name labels the request in the metrics and the access log,
+    /// also when the gateway answers itself; "-" only when no route matched.
+    @Test func rejectedRequestsAreCountedUnderTheirRoute() async throws {
+        let gateway = try await GatewayFixture.start { config in
+            config["routes"] = [
+                ["name": "admin", "pathPrefix": "/admin/", "backend": "api", "require": ["claims.roles": "admin"]],
+                ["name": "default", "path": "/only", "backend": "api"],
+            ]
+        }
+        defer { Task { await gateway.stop() } }
+        #expect(try await gateway.send(.get("/only")).status == 401)
+        #expect(try await gateway.send(.get("/only", token: TestKeys.token(expiresIn: -10))).status == 401)
+        #expect(try await gateway.send(.get("/admin/x", token: TestKeys.token())).status == 403)
+        #expect(try await gateway.send(.get("/nowhere")).status == 404)
+        let metrics = try await TestConnection.connect(port: gateway.adminPort).send(.get("/metrics")).text
+        #expect(metrics.contains("auth_gateway_requests_total{route=\"default\",status_class=\"4xx\"} 2\n"))
+        #expect(metrics.contains("auth_gateway_requests_total{route=\"admin\",status_class=\"4xx\"} 1\n"))
+        #expect(metrics.contains("auth_gateway_requests_total{route=\"-\",status_class=\"4xx\"} 1\n"))
+    }
+
     @Test func optionalAndNoneRoutes() async throws {
         let gateway = try await GatewayFixture.start { config in
             config["identityHeaders"] = ["X-User-Subject": "claims.sub"]

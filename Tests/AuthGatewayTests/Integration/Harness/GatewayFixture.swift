@@ -55,12 +55,24 @@ final class GatewayFixture: Sendable {
     let backend: EchoBackend
     let clock: TestClock
     let directory: URL
+    /// The configuration the gateway started with.
+    let document: JSONObject
 
-    private init(application: GatewayApplication, backend: EchoBackend, clock: TestClock, directory: URL) {
+    private init(application: GatewayApplication, backend: EchoBackend, clock: TestClock, directory: URL, document: JSONObject) {
         self.application = application
         self.backend = backend
         self.clock = clock
         self.directory = directory
+        self.document = document
+    }
+
+    /// Reloads (as SIGHUP does) the starting configuration changed by `configure`.
+    func reload(_ configure: (inout JSONObject) -> Void) throws {
+        var document = self.document
+        configure(&document)
+        let path = self.directory.appendingPathComponent("gateway.json").path
+        try JSONValue.object(document).jsonText.write(toFile: path, atomically: true, encoding: .utf8)
+        self.application.reload(try ConfigurationLoader(environment: [:]).load(path: path))
     }
 
     var port: Int { self.application.mainAddress?.port ?? 0 }
@@ -114,7 +126,7 @@ final class GatewayFixture: Sendable {
         if waitUntilReady {
             for _ in 0..<200 where !application.isReady { try await Task.sleep(for: .milliseconds(10)) }
         }
-        return GatewayFixture(application: application, backend: backend, clock: clock, directory: directory)
+        return GatewayFixture(application: application, backend: backend, clock: clock, directory: directory, document: document)
     }
 
     func connect(countOnly: Bool = false) async throws -> TestConnection {

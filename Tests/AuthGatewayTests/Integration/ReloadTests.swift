@@ -1,0 +1,73 @@
+import Foundation
+import NIOConcurrencyHelpers
+import Testing
+
+import AuthGatewayDemo
+@testable import AuthGateway
+
+/// SPEC §2: a reload keeps what the gateway has learned — refreshes in flight and their grace
+/// outcomes, cached profiles while the profile section is unchanged.
+@Suite("Configuration reload keeps learned state (real sockets)")
+struct ReloadTests {
+    /// The sign-out this prevents: with a rotating auth service, a second refresh of the old
+    /// pair after a reload would be refused as reuse (401, cookies cleared).
+    @Test func aReloadKeepsRefreshesInFlightAndTheirGraceOutcomes() async throws {
+        let rainmaker = try await RotatingRainMaker.start(delayMilliseconds: 300)
+        defer { Task { await rainmaker.service.stop() } }
+        let gateway = try await RefreshTests.gateway(authService: rainmaker.service.baseURL, grace: 30)
+        defer { Task { await gateway.stop() } }
+        let headers = [("Authorization", "Bearer \(TestKeys.token(subject: "frank", expiresIn: -60))"), ("X-Refresh-Token", rainmaker.issueRefreshToken())]
+
+        // A refresh is in flight when the configuration is reloaded…
+        async let first = gateway.send(TestRequest(.GET, "/before", headers: headers))
+        try await poll { rainmaker.refreshCalls == 1 }
+        try gateway.reload { config in config["identityHeaders"] = ["X-User-Name": "claims.email"] }
+        // …a request with the same pair after the reload joins it instead of calling again.
+        let joined = try await gateway.send(TestRequest(.GET, "/during", headers: headers))
+        let original = try await first
+        #expect(original.status == 200)
+        #expect(joined.status == 200)
+        #expect(joined.header("x-access-token") == original.header("x-access-token"))
+        // The new configuration applies to it.
+        #expect(joined.echoedHeader("x-user-name") == ["frank@example.com"])
+
+        // After another reload, a late request with the old pair gets the remembered outcome.
+        try gateway.reload { config in config["identityHeaders"] = ["X-User-Subject": "claims.sub"] }
+        let late = try await gateway.send(TestRequest(.GET, "/late", headers: headers))
+        #expect(late.status == 200)
+        #expect(late.header("x-access-token") == original.header("x-access-token"))
+        #expect(rainmaker.refreshCalls == 1)
+    }
+
+    @Test func aReloadKeepsCachedProfilesWhileTheProfileSectionIsUnchanged() async throws {
+        let service = try await ProfileTests.userService()
+        defer { Task { await service.stop() } }
+        let gateway = try await ProfileTests.gateway(service: service)
+        defer { Task { await gateway.stop() } }
+        let token = TestKeys.token(subject: "gina")
+        #expect(try await gateway.send(.get("/p", token: token)).echoedHeader("x-user-id") == ["id-gina"])
+        #expect(service.calls("/v1/user") == 1)
+
+        // Another part of the configuration changes: the profile is still cached.
+        try gateway.reload { config in config["stripInboundHeaderPrefixes"] = ["X-User-", "X-Auth-", "X-Internal-"] }
+        #expect(try await gateway.send(.get("/p", token: token)).echoedHeader("x-user-id") == ["id-gina"])
+        #expect(service.calls("/v1/user") == 1)
+
+        // The profile section changes: its cache starts afresh.
+        try gateway.reload { config in config.set("authService.profile.ttlSeconds", 120) }
+        #expect(try await gateway.send(.get("/p", token: token)).echoedHeader("x-user-id") == ["id-gina"])
+        #expect(service.calls("/v1/user") == 2)
+    }
+}
+
+/// Polls `condition` every 10 ms for up to `timeout`; fails the test when it never holds.
+func poll(timeout: Duration = .seconds(5), _ condition: () -> Bool) async throws {
+    let deadline = ContinuousClock.now + timeout
+    while !condition() {
+        guard ContinuousClock.now < deadline else {
+            Issue.record("condition not met within \(timeout)")
+            return
+        }
+        try await Task.sleep(for: .milliseconds(10))
+    }
+}
