@@ -7,6 +7,8 @@ struct Identity {
     let token: VerifiedToken
     /// The access token as the client sent it.
     let accessToken: ExtractedToken
+    /// The issuer that verified it (profiles are cached per issuer and subject).
+    let issuer: String
     var profile: JSONObject?
     /// After a transparent refresh: the new access token to forward instead of the old one.
     var replacementAccessToken: String?
@@ -30,11 +32,19 @@ enum AuthDecision {
     case pending(EventLoopFuture<AuthOutcome>)
 }
 
-/// What one event loop lends the authenticator for one request.
-struct AuthEnvironment {
+/// The request being authenticated, as far as authentication cares.
+struct AuthRequest {
+    let headers: HTTPHeaders
+    let route: RouteConfiguration
+    /// The keys of the request's event loop when it arrived.
     let keys: KeySnapshot
     let now: Double
     let isTLS: Bool
+}
+
+/// What one event loop lends every request's authentication: its caches and clients. Made
+/// once per loop (and per configuration), not per request.
+struct AuthServices {
     let eventLoop: EventLoop
     let verifiedTokens: VerifiedTokenCache
     /// The loop's memo in front of `verifiedTokens`.
@@ -47,9 +57,35 @@ struct AuthEnvironment {
     let metrics: WorkerMetrics
 }
 
-/// Decides who a request is (SPEC §4.1–4.4): extract the token, verify it (cache first), maybe
-/// refetch keys for an unknown `kid`, maybe refresh an expired session, maybe look up the
-/// profile, then check the route's requirements.
+/// One phase of a request's authentication (Pingora's request phases, Envoy's filter
+/// statuses): extract → verify → (refetch keys) → check the clock → (refresh → adopt the new
+/// token) → profile → requirements. Each phase is a value carrying what the next needs.
+enum AuthPhase {
+    case extract
+    case verify(ExtractedToken, keys: KeySnapshot)
+    /// The token's `kid` is unknown to an issuer with a JWKS URL.
+    case refetchKeys(ExtractedToken, issuerIndex: Int, keys: KeySnapshot)
+    case checkTime(VerifiedToken, ExtractedToken, keys: KeySnapshot)
+    /// The token expired, and a refresh token came with it.
+    case refresh(VerifiedToken, access: ExtractedToken, refresh: ExtractedToken, keys: KeySnapshot)
+    case adoptRefresh(RefreshOutcome, access: ExtractedToken, refresh: ExtractedToken, keys: KeySnapshot)
+    case profile(Identity)
+    case requirements(Identity)
+    /// Refused after a wait (a failed refetch or profile fetch).
+    case refuse(GatewayError)
+}
+
+/// What a phase says to do next.
+enum AuthStep {
+    case next(AuthPhase)
+    /// Authentication is over (authenticated, anonymous or refused).
+    case done(AuthOutcome)
+    /// Wait for the auth service or a key refetch, then go on with the phase it yields.
+    case wait(EventLoopFuture<AuthPhase>)
+}
+
+/// Decides who a request is (SPEC §4.1–4.4), phase by phase (`AuthPhase`): each phase is a
+/// function from values to an `AuthStep`, tested on its own; `authenticate` runs them.
 ///
 /// Everything synchronous stays synchronous: a cached token on a route without profile needs
 /// no future, no allocation of a promise, no hop.
@@ -75,91 +111,136 @@ struct RequestAuthenticator: Sendable {
         }.first
     }
 
-    func authenticate(headers: HTTPHeaders, route: RouteConfiguration, environment: AuthEnvironment) -> AuthDecision {
-        guard route.auth != .none else { return .done(.anonymous) }
-        let token: ExtractedToken
-        switch TokenExtractor.extract(from: headers, sources: self.sources) {
+    /// Runs the phases from `extract` until one is done or must wait.
+    func authenticate(_ request: AuthRequest, services: AuthServices) -> AuthDecision {
+        self.run(from: .extract, request, services)
+    }
+
+    private func run(from start: AuthPhase, _ request: AuthRequest, _ services: AuthServices) -> AuthDecision {
+        var phase = start
+        while true {
+            switch self.step(phase, request, services) {
+            case .next(let next):
+                phase = next
+            case .done(let outcome):
+                return .done(outcome)
+            case .wait(let future):
+                let eventLoop = services.eventLoop
+                return .pending(
+                    future.hop(to: eventLoop).assumeIsolated().flatMap { next in
+                        self.run(from: next, request, services).future(on: eventLoop)
+                    }.nonisolated()
+                )
+            }
+        }
+    }
+
+    func step(_ phase: AuthPhase, _ request: AuthRequest, _ services: AuthServices) -> AuthStep {
+        switch phase {
+        case .extract:
+            return self.extract(request)
+        case .verify(let token, let keys):
+            return self.verify(token, keys: keys, services)
+        case .refetchKeys(let token, let issuerIndex, let keys):
+            return self.refetchKeys(token, issuerIndex: issuerIndex, keys: keys, services)
+        case .checkTime(let verified, let token, let keys):
+            return self.checkTime(verified, token, keys: keys, request)
+        case .refresh(let verified, let access, let refresh, let keys):
+            return self.startRefresh(verified, access: access, refresh: refresh, keys: keys, services)
+        case .adoptRefresh(let outcome, let access, let refresh, let keys):
+            return self.adoptRefresh(outcome, access: access, refresh: refresh, keys: keys, request, services)
+        case .profile(let identity):
+            return self.profile(identity, request, services)
+        case .requirements(let identity):
+            return .done(Self.checkRequirements(identity, route: request.route))
+        case .refuse(let error):
+            return .done(.reject(error))
+        }
+    }
+
+    // MARK: Phases
+
+    /// The token from the configured sources; none on an `optional` route is anonymous.
+    func extract(_ request: AuthRequest) -> AuthStep {
+        guard request.route.auth != .none else { return .done(.anonymous) }
+        switch TokenExtractor.extract(from: request.headers, sources: self.sources) {
         case .conflict:
             return .done(.reject(.ambiguousToken))
         case .none:
-            return .done(route.auth == .optional ? .anonymous : .reject(.tokenMissing))
-        case .found(let found):
-            token = found
-        }
-        switch environment.recentTokens.verify(token.value, keys: environment.keys, through: environment.verifiedTokens) {
-        case .success(let verified):
-            return self.checkTime(verified, token: token, headers: headers, route: route, environment: environment)
-        case .failure(let rejection):
-            return self.handleRejection(rejection, token: token, headers: headers, route: route, environment: environment)
+            return .done(request.route.auth == .optional ? .anonymous : .reject(.tokenMissing))
+        case .found(let token):
+            return .next(.verify(token, keys: request.keys))
         }
     }
 
-    // MARK: Steps
-
-    /// A refused token: for an unknown `kid` of an issuer with a JWKS URL, refetch the keys
-    /// once (if the cooldown allows) and verify again; otherwise 401.
-    private func handleRejection(_ rejection: TokenRejection, token: ExtractedToken, headers: HTTPHeaders, route: RouteConfiguration, environment: AuthEnvironment) -> AuthDecision {
-        guard rejection.failure == .unknownKey, let issuerIndex = rejection.issuerIndex,
-            environment.keys.issuers[issuerIndex].hasRemoteKeys
-        else {
-            return .done(.reject(.tokenRejected(rejection.failure)))
+    /// Signature and clock-independent claims, through the loop's memo and the shared cache.
+    func verify(_ token: ExtractedToken, keys: KeySnapshot, _ services: AuthServices) -> AuthStep {
+        switch services.recentTokens.verify(token.value, keys: keys, through: services.verifiedTokens) {
+        case .success(let verified):
+            return .next(.checkTime(verified, token, keys: keys))
+        case .failure(let rejection):
+            guard rejection.failure == .unknownKey, let issuerIndex = rejection.issuerIndex, keys.issuers[issuerIndex].hasRemoteKeys else {
+                return .done(.reject(.tokenRejected(rejection.failure)))
+            }
+            return .next(.refetchKeys(token, issuerIndex: issuerIndex, keys: keys))
         }
-        guard let refetch = environment.keyStore.refetchForUnknownKey(issuerIndex: issuerIndex, using: environment.jwksClient) else {
+    }
+
+    /// An unknown `kid` of an issuer with a JWKS URL: refetch once (if the cooldown allows),
+    /// then verify again against the new keys.
+    func refetchKeys(_ token: ExtractedToken, issuerIndex: Int, keys: KeySnapshot, _ services: AuthServices) -> AuthStep {
+        guard let refetch = services.keyStore.refetchForUnknownKey(issuerIndex: issuerIndex, using: services.jwksClient) else {
             // No refetch allowed now. If the issuer's keys were never fetched we cannot check
             // anything: 503, not the 401 Envoy answers when its JWKS fetch fails.
-            let neverFetched = environment.keys.issuers[issuerIndex].remoteKeysFetchedAt == nil
+            let neverFetched = keys.issuers[issuerIndex].remoteKeysFetchedAt == nil
             return .done(.reject(neverFetched ? .keysUnavailable : .tokenRejected(.unknownKey)))
         }
-        return self.afterRefetch(refetch, token: token, headers: headers, route: route, environment: environment)
-    }
-
-    private func afterRefetch(_ refetch: EventLoopFuture<KeySnapshot?>, token: ExtractedToken, headers: HTTPHeaders, route: RouteConfiguration, environment: AuthEnvironment) -> AuthDecision {
-        let future = refetch.hop(to: environment.eventLoop).assumeIsolated().flatMap { snapshot -> EventLoopFuture<AuthOutcome> in
-            guard let snapshot else { return environment.eventLoop.makeSucceededFuture(.reject(.keysUnavailable)) }
-            let refreshed = AuthEnvironment(
-                keys: snapshot, now: environment.now, isTLS: environment.isTLS, eventLoop: environment.eventLoop,
-                verifiedTokens: environment.verifiedTokens, recentTokens: environment.recentTokens, keyStore: environment.keyStore,
-                authServiceClient: environment.authServiceClient, jwksClient: environment.jwksClient, metrics: environment.metrics
-            )
-            switch environment.verifiedTokens.verify(token.value, keys: snapshot) {
-            case .success(let verified):
-                return self.checkTime(verified, token: token, headers: headers, route: route, environment: refreshed).future(on: environment.eventLoop)
-            case .failure(let rejection):
-                return environment.eventLoop.makeSucceededFuture(.reject(.tokenRejected(rejection.failure)))
+        let cache = services.verifiedTokens
+        return .wait(
+            refetch.map { snapshot -> AuthPhase in
+                guard let snapshot else { return .refuse(.keysUnavailable) }
+                switch cache.verify(token.value, keys: snapshot) {
+                case .success(let verified): return .checkTime(verified, token, keys: snapshot)
+                case .failure(let rejection): return .refuse(.tokenRejected(rejection.failure))
+                }
             }
-        }
-        return .pending(future.nonisolated())
+        )
     }
 
-    /// The clock checks; an expired token may be refreshed transparently.
-    private func checkTime(_ verified: VerifiedToken, token: ExtractedToken, headers: HTTPHeaders, route: RouteConfiguration, environment: AuthEnvironment) -> AuthDecision {
-        guard let failure = verified.timeFailure(now: environment.now) else {
-            return self.authorize(Identity(token: verified, accessToken: token), route: route, environment: environment)
+    /// The clock checks; an expired token may be refreshed transparently (SPEC §4.3).
+    func checkTime(_ verified: VerifiedToken, _ token: ExtractedToken, keys: KeySnapshot, _ request: AuthRequest) -> AuthStep {
+        guard let failure = verified.timeFailure(now: request.now) else {
+            return .next(.profile(Identity(token: verified, accessToken: token, issuer: keys.issuers[verified.issuerIndex].issuer)))
         }
-        guard failure == .expired, let refresh = self.refresh, let refresher = self.refresher,
-            let client = environment.authServiceClient,
-            verified.secondsSinceExpiry(now: environment.now) <= Double(refresh.maxExpiredSeconds)
+        guard failure == .expired, let refresh = self.refresh, self.refresher != nil,
+            verified.secondsSinceExpiry(now: request.now) <= Double(refresh.maxExpiredSeconds)
         else {
             return .done(.reject(.tokenRejected(failure)))
         }
-        let refreshToken: ExtractedToken
-        switch TokenExtractor.extract(from: headers, sources: refresh.refreshTokenSources) {
+        switch TokenExtractor.extract(from: request.headers, sources: refresh.refreshTokenSources) {
         case .none: return .done(.reject(.tokenRejected(.expired)))
         case .conflict: return .done(.reject(.ambiguousToken))
-        case .found(let found): refreshToken = found
+        case .found(let refreshToken): return .next(.refresh(verified, access: token, refresh: refreshToken, keys: keys))
         }
-        let future = refresher.refresh(refreshToken: refreshToken.value, claims: verified.claims, client: client)
-            .hop(to: environment.eventLoop)
-            .assumeIsolated()
-            .flatMap { outcome -> EventLoopFuture<AuthOutcome> in
-                self.afterRefresh(outcome, oldAccess: token, oldRefresh: refreshToken, route: route, environment: environment)
-                    .future(on: environment.eventLoop)
-            }
-        return .pending(future.nonisolated())
     }
 
-    private func afterRefresh(_ outcome: SessionRefresher.Outcome, oldAccess: ExtractedToken, oldRefresh: ExtractedToken, route: RouteConfiguration, environment: AuthEnvironment) -> AuthDecision {
-        let cookies = SessionCookies(isTLS: environment.isTLS)
+    /// Redeems the refresh token (once per token, process- or fleet-wide: `RefreshStore`).
+    func startRefresh(_ verified: VerifiedToken, access: ExtractedToken, refresh: ExtractedToken, keys: KeySnapshot, _ services: AuthServices) -> AuthStep {
+        guard let refresher = self.refresher, let client = services.authServiceClient else { return .done(.reject(.authServiceUnavailable)) }
+        return .wait(
+            refresher.refresh(refreshToken: refresh.value, claims: verified.claims, client: client).map { outcome in
+                .adoptRefresh(outcome, access: access, refresh: refresh, keys: keys)
+            }
+        )
+    }
+
+    /// The refresh's outcome: the new token (verified like any other) replaces the old one,
+    /// and goes back to the client; a refusal signs the client out.
+    func adoptRefresh(
+        _ outcome: RefreshOutcome, access oldAccess: ExtractedToken, refresh oldRefresh: ExtractedToken, keys: KeySnapshot,
+        _ request: AuthRequest, _ services: AuthServices
+    ) -> AuthStep {
+        let cookies = SessionCookies(isTLS: request.isTLS)
         switch outcome {
         case .unavailable:
             return .done(.reject(.authServiceUnavailable))
@@ -173,17 +254,17 @@ struct RequestAuthenticator: Sendable {
             return .done(.rejected(.refreshRejected, headers: headers))
         case .refreshed(let accessToken, let newRefreshToken):
             let verified: VerifiedToken
-            switch environment.verifiedTokens.verify(accessToken[...], keys: environment.keys) {
-            case .success(let token) where token.timeFailure(now: environment.now) == nil:
+            switch services.verifiedTokens.verify(accessToken[...], keys: keys) {
+            case .success(let token) where token.timeFailure(now: request.now) == nil:
                 verified = token
             case .success(let token):
-                Self.logMisconfiguration(reason: token.timeFailure(now: environment.now)?.rawValue ?? "invalid")
+                Self.logMisconfiguration(reason: token.timeFailure(now: request.now)?.rawValue ?? "invalid")
                 return .done(.reject(.refreshRejected))
             case .failure(let rejection):
                 Self.logMisconfiguration(reason: rejection.failure.rawValue)
                 return .done(.reject(.refreshRejected))
             }
-            var identity = Identity(token: verified, accessToken: oldAccess)
+            var identity = Identity(token: verified, accessToken: oldAccess, issuer: keys.issuers[verified.issuerIndex].issuer)
             identity.replacementAccessToken = accessToken
             // A rotated refresh token goes into a header or cookie: only a plain token may.
             let rotated = newRefreshToken.flatMap { $0 == String(oldRefresh.value) || !SessionCookies.isSafeValue($0) ? nil : $0 }
@@ -198,21 +279,21 @@ struct RequestAuthenticator: Sendable {
                 if let header = self.refresh?.accessTokenResponseHeader { identity.responseHeaders.append((header, accessToken)) }
                 if let rotated, let header = self.refresh?.refreshTokenResponseHeader { identity.responseHeaders.append((header, rotated)) }
             }
-            return self.authorize(identity, route: route, environment: environment)
+            return .next(.profile(identity))
         }
     }
 
-    /// Profile (when the route or identity headers need it), then the route's requirements.
-    private func authorize(_ identity: Identity, route: RouteConfiguration, environment: AuthEnvironment) -> AuthDecision {
-        let needsProfile = self.identityHeadersNeedProfile || route.require.contains { $0.path.source == .profile }
-        guard needsProfile else { return .done(Self.checkRequirements(identity, route: route)) }
-        guard let profiles = self.profiles, let client = environment.authServiceClient, let subject = identity.token.subject else {
+    /// The profile, when the route or the identity headers need it.
+    func profile(_ identity: Identity, _ request: AuthRequest, _ services: AuthServices) -> AuthStep {
+        let needsProfile = self.identityHeadersNeedProfile || request.route.require.contains { $0.path.source == .profile }
+        guard needsProfile else { return .next(.requirements(identity)) }
+        guard let profiles = self.profiles, let client = services.authServiceClient, let subject = identity.token.subject else {
             // Without a subject there is no profile to look up: refuse rather than guess.
             return .done(.reject(.tokenRejected(.missingClaim)))
         }
-        let key = ProfileKey(issuer: environment.keys.issuers[identity.token.issuerIndex].issuer, subject: subject)
+        let key = ProfileKey(issuer: identity.issuer, subject: subject)
         let accessToken = identity.replacementAccessToken ?? String(identity.accessToken.value)
-        let metrics = environment.metrics
+        let metrics = services.metrics
         let lookup = profiles.lookup(key, accessToken: accessToken, client: client) { result in
             metrics.increment(MetricKey(MetricName.profileCache, ["result": result]))
         }
@@ -220,20 +301,22 @@ struct RequestAuthenticator: Sendable {
         case .hit(let profile):
             var identity = identity
             identity.profile = profile
-            return .done(Self.checkRequirements(identity, route: route))
+            return .next(.requirements(identity))
         case .pending(let fetch):
-            return .pending(fetch.map { result in
-                switch result {
-                case .profile(let profile):
-                    var identity = identity
-                    identity.profile = profile
-                    return Self.checkRequirements(identity, route: route)
-                case .unauthorized:
-                    return .reject(.profileRejected)
-                case .unavailable:
-                    return .reject(.authServiceUnavailable)
+            return .wait(
+                fetch.map { result in
+                    switch result {
+                    case .profile(let profile):
+                        var identity = identity
+                        identity.profile = profile
+                        return .requirements(identity)
+                    case .unauthorized:
+                        return .refuse(.profileRejected)
+                    case .unavailable:
+                        return .refuse(.authServiceUnavailable)
+                    }
                 }
-            })
+            )
         }
     }
 

@@ -81,8 +81,8 @@ struct RequestPlanner {
             // Unreachable with a validated configuration.
             return .ready(.respond(.problem(.upstreamUnreachable, requestID: requestID), close: false, route: route.name))
         }
-        let environment = self.worker.authEnvironment(now: now, isTLS: self.connection.isTLS)
-        let decision = self.snapshot.authenticator.authenticate(headers: head.headers, route: route, environment: environment)
+        let request = AuthRequest(headers: head.headers, route: route, keys: self.worker.keys, now: now, isTLS: self.connection.isTLS)
+        let decision = self.snapshot.authenticator.authenticate(request, services: self.worker.authServices)
         switch decision {
         case .done(let outcome):
             return .ready(self.finish(outcome, head: head, framing: framing, target: target, route: route, pool: pool, requestID: requestID, upgrade: upgrade))

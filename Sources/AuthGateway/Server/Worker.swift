@@ -57,20 +57,18 @@ final class Worker {
 
     func jwksClient(for url: UpstreamURL) -> UpstreamClient? { self.jwksClients[Self.origin(url)] }
 
-    /// Made once: a closure built per request would be an allocation per request.
-    private lazy var jwksLookup: (UpstreamURL) -> UpstreamClient? = { [unowned self] url in self.jwksClient(for: url) }
+    /// The caches and clients this loop lends every request's authentication; rebuilt when
+    /// the upstream clients change (a closure or struct built per request would cost).
+    private(set) lazy var authServices: AuthServices = self.makeAuthServices()
 
-    func authEnvironment(now: Double, isTLS: Bool) -> AuthEnvironment {
-        AuthEnvironment(
-            keys: self.keys,
-            now: now,
-            isTLS: isTLS,
+    private func makeAuthServices() -> AuthServices {
+        AuthServices(
             eventLoop: self.eventLoop,
             verifiedTokens: self.shared.verifiedTokens,
             recentTokens: self.recentTokens,
             keyStore: self.shared.keyStore,
             authServiceClient: self.authServiceClient,
-            jwksClient: self.jwksLookup,
+            jwksClient: { [unowned self] url in self.jwksClient(for: url) },
             metrics: self.metrics
         )
     }
@@ -118,6 +116,7 @@ final class Worker {
         }
         self.authServiceClient = authClient
         self.jwksClients = clients
+        self.authServices = self.makeAuthServices()
     }
 
     private func makeClient(name: String, url: UpstreamURL, timeout: TimeAmount, reuse existing: UpstreamClient?) -> UpstreamClient {
