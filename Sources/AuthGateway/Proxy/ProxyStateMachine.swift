@@ -16,6 +16,10 @@ import NIOCore
 /// - `forwarding` → `tunnel` (a WebSocket upgrade answered 101): bytes relayed both ways,
 ///   unparsed, until either side closes or the tunnel is idle for `idleSeconds`
 /// - any → `closed` (client went away, protocol error); `closed` is final.
+///
+/// Draining (`quiesce`) closes an idle connection at once and makes every later answer on it
+/// the last (`Connection: close`). A pipelined request is held back (no reads) until the
+/// response in flight has ended (`mayReadFromClient`).
 struct ProxyStateMachine {
     /// What the state machine knows of the request in flight.
     struct Request {
@@ -94,6 +98,8 @@ struct ProxyStateMachine {
         case returnUnusedConnection
         /// The client left: drop whatever is in flight (pending lease, upstream connection).
         case abandon
+        /// Nothing is in flight: close the client connection now (draining).
+        case closeConnection
         case resumeClientReads
         case resumeUpstreamReads
     }
@@ -108,6 +114,8 @@ struct ProxyStateMachine {
     }
 
     private(set) var state: State = .idle
+    /// The connection closes after the response in flight (draining).
+    private(set) var closeRequested = false
     private(set) var clientWritable = true
     private(set) var upstreamWritable = true
     let maxBodyBytes: Int
@@ -210,6 +218,22 @@ struct ProxyStateMachine {
         }
     }
 
+    /// Draining: finish the request in flight (its response closes the connection), close an
+    /// idle connection now — unless part of a request has already arrived (`partialRequest`),
+    /// which then gets its answer, the last.
+    mutating func quiesce(partialRequest: Bool) -> Action {
+        self.closeRequested = true
+        guard case .idle = self.state, !partialRequest else { return .none }
+        self.state = .closed
+        return .closeConnection
+    }
+
+    /// The gateway started draining after this connection last looked: its next answer is
+    /// its last.
+    mutating func requestClose() {
+        self.closeRequested = true
+    }
+
     mutating func clientWritabilityChanged(_ writable: Bool) -> Action {
         self.clientWritable = writable
         switch self.state {
@@ -230,7 +254,7 @@ struct ProxyStateMachine {
     /// connection must not be reused.
     mutating func decidedToRespondLocally(forceClose: Bool = false) -> Action {
         guard case .deciding(let request) = self.state else { return .none }
-        let close = forceClose || !request.keepAlive || request.hasUnreadBody
+        let close = forceClose || self.closeRequested || !request.keepAlive || request.hasUnreadBody
         self.state = close ? .closed : .idle
         return .writeLocalResponse(close: close)
     }
@@ -391,6 +415,12 @@ struct ProxyStateMachine {
         }
     }
 
+    /// Whether to read more from the client, holding a pipelined request (already received,
+    /// not yet parsed) until the response in flight has ended.
+    func mayReadFromClient(holdingPipelinedRequest: Bool) -> Bool {
+        self.shouldReadFromClient && !holdingPipelinedRequest
+    }
+
     /// Whether to read more from the backend: only while the client keeps up.
     var shouldReadFromUpstream: Bool { self.clientWritable }
 
@@ -401,6 +431,12 @@ struct ProxyStateMachine {
 
     var isClosed: Bool {
         if case .closed = self.state { return true }
+        return false
+    }
+
+    /// Bytes are relayed unparsed (after a 101).
+    var isTunnel: Bool {
+        if case .tunnel = self.state { return true }
         return false
     }
 

@@ -23,6 +23,7 @@ enum ProxyStep: Equatable {
     case retry
     case returnUnusedConnection
     case abandon
+    case closeConnection
     case resumeClientReads
     case resumeUpstreamReads
 
@@ -46,6 +47,7 @@ enum ProxyStep: Equatable {
         case .retry: self = .retry
         case .returnUnusedConnection: self = .returnUnusedConnection
         case .abandon: self = .abandon
+        case .closeConnection: self = .closeConnection
         case .resumeClientReads: self = .resumeClientReads
         case .resumeUpstreamReads: self = .resumeUpstreamReads
         }
@@ -869,5 +871,47 @@ struct ProxyStateMachineTests {
 
         var streaming = ProxySituation.streaming.driver()
         #expect(streaming.upgraded() == .failForwarding(nil))
+    }
+
+    // MARK: Drain and pipelining
+
+    @Test("draining closes an idle connection at once, but not one with part of a request received")
+    func quiesceIdle() {
+        var idle = ProxyDriver()
+        #expect(ProxyStep(idle.machine.quiesce(partialRequest: false)) == .closeConnection)
+        #expect(idle.state == "closed")
+        var partial = ProxyDriver()
+        #expect(ProxyStep(partial.machine.quiesce(partialRequest: true)) == .none)
+        #expect(partial.state == "idle")
+        // That request gets its answer, the connection's last.
+        partial.head()
+        #expect(partial.local() == .writeLocalResponse(close: true))
+        #expect(partial.state == "closed")
+    }
+
+    @Test("draining lets the request in flight finish, then its response closes the connection")
+    func quiesceInFlight() {
+        var driver = ProxyDriver()
+        driver.getAwaitingResponse()
+        #expect(ProxyStep(driver.machine.quiesce(partialRequest: false)) == .none)
+        #expect(driver.machine.closeRequested)
+        #expect(driver.state == "forwarding(awaitingHead)")
+        var deciding = ProxyDriver()
+        deciding.head()
+        deciding.machine.requestClose()
+        #expect(deciding.local() == .writeLocalResponse(close: true))
+    }
+
+    @Test("a pipelined request is held (no reads) until the response in flight has ended")
+    func pipelinedHold() {
+        var driver = ProxyDriver()
+        #expect(driver.machine.mayReadFromClient(holdingPipelinedRequest: false))
+        driver.getAwaitingResponse()
+        // The GET's end was read; reading more is allowed, unless a pipelined request waits.
+        #expect(driver.machine.mayReadFromClient(holdingPipelinedRequest: false))
+        #expect(!driver.machine.mayReadFromClient(holdingPipelinedRequest: true))
+        var deciding = ProxyDriver()
+        deciding.head()
+        #expect(!deciding.machine.mayReadFromClient(holdingPipelinedRequest: false))
     }
 }

@@ -1,0 +1,90 @@
+import NIOCore
+import NIOHTTP1
+
+/// What the client gets: the backend's response relayed (its head held back so a small
+/// response leaves in one write), or the gateway's own answer.
+extension ProxyHandler {
+    func finishResponse(reuseUpstream: Bool, closeClient: Bool, context: ChannelHandlerContext) {
+        if let upstream = self.upstream {
+            self.upstream = nil
+            // The pool the connection was leased from (the plan holds it strongly).
+            if reuseUpstream, let pool = self.exchange?.plan?.pool ?? upstream.pool { pool.release(upstream) } else { upstream.close() }
+        }
+        let tail = self.takeResponseTail(context: context)
+        self.finishExchange(status: self.exchange?.responseStatus ?? 0, error: nil)
+        // Flush here: the upstream connection is back in its pool, so its read-complete (the
+        // usual flush point) no longer reaches this handler.
+        self.flushResponse(tail, close: closeClient, context: context)
+        if !closeClient { self.requestFinished(context: context) }
+    }
+
+    /// Largest first body part copied into the held response head (one buffer, one write);
+    /// larger parts follow it as their own buffer.
+    private static let coalescedBodyBytes = 8 * 1024
+
+    /// Writes response bytes, after the head while it is still held.
+    func writeResponse(_ bytes: ByteBuffer, context: ChannelHandlerContext) {
+        guard let exchange = self.exchange, var head = exchange.responseHead else {
+            context.write(self.wrapOutboundOut(bytes), promise: nil)
+            return
+        }
+        exchange.responseHead = nil
+        if bytes.readableBytes <= Self.coalescedBodyBytes {
+            var bytes = bytes
+            head.writeBuffer(&bytes)
+            context.write(self.wrapOutboundOut(head), promise: nil)
+        } else {
+            context.write(self.wrapOutboundOut(head), promise: nil)
+            context.write(self.wrapOutboundOut(bytes), promise: nil)
+        }
+    }
+
+    /// What is left to write when the response ends: the held head, the last chunk.
+    func takeResponseTail(context: ChannelHandlerContext) -> ByteBuffer? {
+        guard let exchange = self.exchange else { return nil }
+        var tail = exchange.responseHead
+        exchange.responseHead = nil
+        if exchange.responseChunked {
+            if tail == nil { tail = context.channel.allocator.buffer(capacity: 8) }
+            tail!.writeStaticString(HTTPWriter.lastChunk)
+        }
+        return tail
+    }
+
+    /// Writes `tail` and flushes; closes the connection afterwards when `close`.
+    func flushResponse(_ tail: ByteBuffer?, close: Bool, context: ChannelHandlerContext) {
+        if close {
+            context.writeAndFlush(self.wrapOutboundOut(tail ?? ByteBuffer())).assumeIsolated().whenComplete { _ in context.close(promise: nil) }
+        } else if let tail {
+            context.writeAndFlush(self.wrapOutboundOut(tail), promise: nil)
+        } else {
+            context.flush()
+        }
+    }
+
+    func writeLocalResponse(close: Bool, context: ChannelHandlerContext) {
+        guard let exchange = self.exchange, let response = exchange.local else { return }
+        var headers = response.headers
+        headers.add(name: "X-Request-Id", value: exchange.requestID)
+        headers.add(name: "Content-Length", value: String(response.body.utf8.count))
+        if close {
+            headers.add(name: "Connection", value: "close")
+        } else if exchange.version == .http1_0 {
+            headers.add(name: "Connection", value: "keep-alive")
+        }
+        let version: HTTPVersion = exchange.version == .http1_0 ? .http1_0 : .http1_1
+        var bytes = context.channel.allocator.buffer(capacity: 256 + response.body.utf8.count)
+        HTTPWriter.responseHead(version: version, status: response.status, headers: headers, into: &bytes)
+        if exchange.method != .HEAD {
+            exchange.bytesOut = response.body.utf8.count
+            bytes.writeString(response.body)
+        }
+        self.finishExchange(status: Int(response.status.code), error: response.error)
+        if close {
+            context.writeAndFlush(self.wrapOutboundOut(bytes)).assumeIsolated().whenComplete { _ in context.close(promise: nil) }
+        } else {
+            context.writeAndFlush(self.wrapOutboundOut(bytes), promise: nil)
+            self.requestFinished(context: context)
+        }
+    }
+}

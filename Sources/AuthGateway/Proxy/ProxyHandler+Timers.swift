@@ -1,0 +1,44 @@
+import NIOCore
+
+/// The connection's one timer, run as `ConnectionDeadlines` says.
+extension ProxyHandler {
+    var timeoutLimits: ConnectionDeadlines.Limits {
+        let snapshot = self.worker.snapshot
+        return ConnectionDeadlines.Limits(
+            requestHeader: snapshot.requestHeaderTimeout,
+            idle: snapshot.idleTimeout,
+            response: self.exchange?.plan?.responseTimeout ?? .seconds(30),
+            granularity: snapshot.timerGranularity
+        )
+    }
+
+    /// The state may have changed: keep the timer armed for the deadline that applies now.
+    func updateTimer(context: ChannelHandlerContext) {
+        guard !self.state.isClosed else { return }
+        let action = self.deadlines.update(for: self.state.timeout, isIdle: self.state.isIdle, now: .now(), limits: self.timeoutLimits)
+        if case .arm(let at) = action { self.arm(at, context: context) }
+    }
+
+    private func arm(_ deadline: NIODeadline, context: ChannelHandlerContext) {
+        self.timer?.cancel()
+        self.timer = context.eventLoop.assumeIsolated().scheduleTask(deadline: deadline) {
+            self.timerFired(context: context)
+        }
+    }
+
+    private func timerFired(context: ChannelHandlerContext) {
+        self.timer = nil
+        switch self.deadlines.timerFired(now: .now(), isIdle: self.state.isIdle, granularity: self.worker.snapshot.timerGranularity) {
+        case .none:
+            break
+        case .rearm(let at):
+            self.arm(at, context: context)
+        case .slowHeaders:
+            // Slow headers (slowloris): tell the client and close, disturbing nobody else.
+            self.exchange = self.bareExchange()
+            self.run(self.state.protocolError(.requestTimeout), context: context)
+        case .timedOut:
+            self.run(self.state.timedOut(), context: context)
+        }
+    }
+}

@@ -1,0 +1,125 @@
+import NIOCore
+
+/// What the pool and the backend's connection report (`UpstreamLeaseRequester`,
+/// `UpstreamConnectionDelegate`), turned into state-machine events.
+extension ProxyHandler {
+    func leaseSucceeded(_ connection: UpstreamConnection, reused: Bool) {
+        self.leasingPool = nil
+        guard let context = self.context else {
+            connection.pool?.returnUnused(connection, reused: reused)
+            return
+        }
+        let action = self.state.leaseSucceeded(reused: reused)
+        if case .returnUnusedConnection = action {
+            connection.pool?.returnUnused(connection, reused: reused)
+            return
+        }
+        self.upstream = connection
+        connection.handler.delegate = self
+        self.run(action, context: context)
+        self.updateTimer(context: context)
+    }
+
+    func leaseFailed(_ error: GatewayError) {
+        self.leasingPool = nil
+        guard let context = self.context else { return }
+        self.countUpstreamError(error)
+        self.run(self.state.leaseFailed(error), context: context)
+        self.updateTimer(context: context)
+    }
+
+    func upstreamResponseHead(_ head: UpstreamResponseHead) {
+        guard let context = self.context, let exchange = self.exchange, let plan = exchange.plan else { return }
+        if let sentAt = exchange.upstreamSentAt {
+            self.worker.metrics.observeUpstreamDuration(backend: plan.route.backend, seconds: Double((NIODeadline.now() - sentAt).nanoseconds) / 1e9)
+        }
+        if head.status == 101, let upgrade = plan.upgrade {
+            self.startTunnel(head, upgrade: upgrade, exchange: exchange, plan: plan, context: context)
+            return
+        }
+        let framing = ClientResponseFraming.decide(
+            upstream: head.framing, clientVersion: exchange.version, clientKeepAlive: exchange.keepAlive,
+            mustClose: self.state.closeRequested || self.worker.shared.health.isDraining
+        )
+        let clientIsHTTP11 = exchange.version == .http1_1
+        exchange.responseChunked = framing.chunked
+        var bytes = context.channel.allocator.buffer(capacity: head.bytes.readableBytes + 128)
+        HTTPWriter.clientResponseHead(
+            head,
+            clientVersion: clientIsHTTP11 ? .http1_1 : .http1_0,
+            requestID: exchange.requestID,
+            extra: plan.responseHeaders,
+            chunked: framing.chunked,
+            connection: framing.close ? "close" : (clientIsHTTP11 ? nil : "keep-alive"),
+            into: &bytes
+        )
+        exchange.responseStatus = head.status
+        exchange.closeAfterResponse = framing.close
+        let action = self.state.responseHead()
+        if case .writeResponseHead = action { exchange.responseHead = bytes }
+        self.run(action, context: context)
+        self.updateTimer(context: context)
+    }
+
+    /// The backend switched protocols (only ever for a WebSocket upgrade the client asked
+    /// for): the 101 goes to the client and both connections become a tunnel.
+    private func startTunnel(_ head: UpstreamResponseHead, upgrade: String, exchange: Exchange, plan: ForwardPlan, context: ChannelHandlerContext) {
+        var bytes = context.channel.allocator.buffer(capacity: head.bytes.readableBytes + 128)
+        HTTPWriter.clientResponseHead(
+            head, clientVersion: .http1_1, requestID: exchange.requestID, extra: plan.responseHeaders, chunked: false,
+            connection: "upgrade", upgrade: upgrade, into: &bytes
+        )
+        exchange.responseStatus = 101
+        let action = self.state.upgraded()
+        if case .writeResponseHead = action { exchange.responseHead = bytes }
+        self.run(action, context: context)
+        // Bytes the client sent after its request (frames that did not wait for the 101)
+        // are the tunnel's first.
+        if self.state.isTunnel, let early = self.unparsed {
+            self.unparsed = nil
+            exchange.bytesIn += early.readableBytes
+            self.run(self.state.requestBody(early), context: context)
+            self.upstream?.flush()
+        }
+        self.updateTimer(context: context)
+    }
+
+    func upstreamResponseBody(_ body: ByteBuffer) {
+        guard let context = self.context else { return }
+        self.run(self.state.responseBody(body), context: context)
+        if self.state.isTunnel { self.updateTimer(context: context) }
+    }
+
+    func upstreamResponseEnd() {
+        guard let context = self.context else { return }
+        let keepAlive = self.upstream?.reusable ?? false
+        self.run(self.state.responseEnd(upstreamKeepAlive: keepAlive, clientMustClose: self.exchange?.closeAfterResponse ?? true), context: context)
+        self.updateTimer(context: context)
+    }
+
+    func upstreamReadComplete() {
+        guard let context = self.context else { return }
+        // The head of a response whose body is still to come goes out now (a stream's client
+        // sees the head without waiting for the first event).
+        if let head = self.exchange?.responseHead {
+            self.exchange?.responseHead = nil
+            context.write(self.wrapOutboundOut(head), promise: nil)
+        }
+        context.flush()
+    }
+
+    func upstreamClosed(protocolError: Bool) {
+        guard let context = self.context else { return }
+        self.upstream = nil
+        let action = protocolError ? self.state.upstreamProtocolError() : self.state.upstreamFailed()
+        self.run(action, context: context)
+        self.updateTimer(context: context)
+    }
+
+    func upstreamWritabilityChanged(_ writable: Bool) {
+        guard let context = self.context else { return }
+        self.run(self.state.upstreamWritabilityChanged(writable), context: context)
+    }
+
+    var shouldReadFromUpstream: Bool { self.state.shouldReadFromUpstream }
+}
