@@ -8,6 +8,7 @@ let package = Package(
         .executable(name: "auth-gateway", targets: ["auth-gateway"]),
         .library(name: "AuthGateway", targets: ["AuthGateway"]),
         .library(name: "AuthGatewayDemo", targets: ["AuthGatewayDemo"]),
+        .library(name: "AuthGatewayTesting", targets: ["AuthGatewayTesting"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.3"),
@@ -25,7 +26,6 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -54,6 +54,19 @@ let package = Package(
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ]
         ),
+        // Harnesses shared by the tests and `Benchmarks/` (the embedded whole-request driver).
+        // It reaches the library's `package` declarations; the library itself has nothing
+        // that exists only for tests or benchmarks.
+        .target(
+            name: "AuthGatewayTesting",
+            dependencies: [
+                "AuthGateway",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ]
+        ),
         .executableTarget(
             name: "auth-gateway",
             dependencies: [
@@ -69,6 +82,7 @@ let package = Package(
             dependencies: [
                 "AuthGateway",
                 "AuthGatewayDemo",
+                "AuthGatewayTesting",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -16,6 +16,7 @@ let package = Package(
             dependencies: [
                 .product(name: "AuthGateway", package: "auth-gateway"),
                 .product(name: "AuthGatewayDemo", package: "auth-gateway"),
+                .product(name: "AuthGatewayTesting", package: "auth-gateway"),
                 .product(name: "Benchmark", package: "benchmark"),
             ],
             path: "GatewayBenchmarks",

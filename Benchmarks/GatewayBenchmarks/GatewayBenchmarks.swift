@@ -1,5 +1,6 @@
 import AuthGateway
 import AuthGatewayDemo
+import AuthGatewayTesting
 import Benchmark
 import Crypto
 import Foundation

@@ -54,25 +54,8 @@ public final class GatewayApplication: Sendable {
     private init(configuration: GatewayConfiguration, logger: Logger, clock: @escaping @Sendable () -> Double, group: MultiThreadedEventLoopGroup) async throws {
         self.logger = logger
         self.group = group
-        let processMetrics = ProcessMetrics()
         let publisher = KeyPublisher()
-        let keyStore = KeyStore(configuration: configuration.tokens, metrics: processMetrics, clock: clock) { snapshot in
-            publisher.publish(snapshot)
-        }
-        let usesTLSUpstream =
-            configuration.backends.contains { $0.urls.contains(where: \.isTLS) }
-            || configuration.authService?.url.isTLS == true
-            || configuration.tokens.issuers.contains { $0.jwks?.url.isTLS == true }
-        let clientTLS = usesTLSUpstream ? try GatewayShared.makeClientTLS(caFile: configuration.authService?.caCertificatePEMFile) : nil
-        let shared = GatewayShared(
-            verifiedTokens: VerifiedTokenCache(capacity: configuration.tokens.verifiedCacheEntries),
-            keyStore: keyStore,
-            health: HealthState(),
-            processMetrics: processMetrics,
-            refreshStore: LocalRefreshStore(clock: clock),
-            clock: clock,
-            clientTLS: clientTLS
-        )
+        let shared = try Self.makeShared(configuration, clock: clock, connector: SocketConnector(), publisher: publisher)
         self.shared = shared
         self.listenerTLS = try configuration.listener.tls.map(Self.makeServerTLS)
         let profiles = Self.profileCache(for: configuration, keeping: nil, shared: shared)
@@ -89,6 +72,46 @@ public final class GatewayApplication: Sendable {
         self.metricsCollector = MetricsCollector(workers: workers, shared: shared)
         self.started = workers[0].eventLoop.makePromise(of: Void.self)
         self.state = NIOLockedValueBox(State(configuration: configuration, generation: 1, profiles: profiles))
+    }
+
+    /// What all event loops share, as `serve` builds it; keys reach the loops through
+    /// `publisher`.
+    private static func makeShared(
+        _ configuration: GatewayConfiguration, clock: @escaping @Sendable () -> Double, connector: UpstreamConnector, publisher: KeyPublisher
+    ) throws -> GatewayShared {
+        let processMetrics = ProcessMetrics()
+        let keyStore = KeyStore(configuration: configuration.tokens, metrics: processMetrics, clock: clock) { snapshot in
+            publisher.publish(snapshot)
+        }
+        let usesTLSUpstream =
+            configuration.backends.contains { $0.urls.contains(where: \.isTLS) }
+            || configuration.authService?.url.isTLS == true
+            || configuration.tokens.issuers.contains { $0.jwks?.url.isTLS == true }
+        let clientTLS = usesTLSUpstream ? try GatewayShared.makeClientTLS(caFile: configuration.authService?.caCertificatePEMFile) : nil
+        return GatewayShared(
+            verifiedTokens: VerifiedTokenCache(capacity: configuration.tokens.verifiedCacheEntries),
+            keyStore: keyStore,
+            health: HealthState(),
+            processMetrics: processMetrics,
+            refreshStore: LocalRefreshStore(clock: clock),
+            clock: clock,
+            clientTLS: clientTLS,
+            connector: connector
+        )
+    }
+
+    /// One worker built exactly as `serve` builds each of its loops' workers, on `eventLoop`
+    /// (an `EmbeddedEventLoop` in the in-process harness of `AuthGatewayTesting`), opening
+    /// upstream connections with `connector`. Must be called on `eventLoop`.
+    package static func makeWorker(
+        configuration: GatewayConfiguration, eventLoop: EventLoop, clock: @escaping @Sendable () -> Double, connector: UpstreamConnector
+    ) throws -> Worker {
+        let publisher = KeyPublisher()
+        let shared = try Self.makeShared(configuration, clock: clock, connector: connector, publisher: publisher)
+        let profiles = Self.profileCache(for: configuration, keeping: nil, shared: shared)
+        let worker = Worker(eventLoop: eventLoop, shared: shared, snapshot: Self.makeSnapshot(configuration, generation: 1, shared: shared, profiles: profiles))
+        publisher.attach([NIOLoopBound(worker, eventLoop: eventLoop)])
+        return worker
     }
 
     /// Unix time in seconds.

@@ -20,7 +20,7 @@ import Darwin
 /// verifies each token once per process, and callers still run the clock checks on every hit.
 /// Direct-mapped: a colliding token simply replaces the slot's entry. A token enters on its
 /// first shared-cache hit, so one-off tokens never displace repeated ones.
-final class RecentTokens {
+package final class RecentTokens {
     private struct Entry {
         let token: String
         let verified: VerifiedToken
@@ -30,13 +30,13 @@ final class RecentTokens {
 
     private var slots: [Entry?]
 
-    init(slotCount: Int = RecentTokens.defaultSlotCount) {
+    package init(slotCount: Int = RecentTokens.defaultSlotCount) {
         precondition(slotCount > 0 && slotCount & (slotCount - 1) == 0, "slot count must be a power of two")
         self.slots = Array(repeating: nil, count: slotCount)
     }
 
     /// Verifies `token` through the memo, then through `shared` (which verifies and caches).
-    func verify(_ token: Substring, keys: KeySnapshot, through shared: VerifiedTokenCache) -> Result<VerifiedToken, TokenRejection> {
+    package func verify(_ token: Substring, keys: KeySnapshot, through shared: VerifiedTokenCache) -> Result<VerifiedToken, TokenRejection> {
         // A disabled shared cache means "verify every request": no memo either.
         guard shared.isEnabled else { return shared.verify(token, keys: keys) }
         var token = token

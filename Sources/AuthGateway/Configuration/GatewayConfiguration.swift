@@ -166,6 +166,21 @@ public struct RouteConfiguration: Sendable {
     public var require: [Requirement]
     public var stripPathPrefix: Bool
     public var forwardAccessToken: Bool
+
+    package init(
+        name: String, host: String?, pathMatch: PathMatch, methods: Set<String>?, backend: String, auth: AuthMode, require: [Requirement],
+        stripPathPrefix: Bool, forwardAccessToken: Bool
+    ) {
+        self.name = name
+        self.host = host
+        self.pathMatch = pathMatch
+        self.methods = methods
+        self.backend = backend
+        self.auth = auth
+        self.require = require
+        self.stripPathPrefix = stripPathPrefix
+        self.forwardAccessToken = forwardAccessToken
+    }
 }
 
 /// One entry of a route's `require`: the value at `path` must equal `expected`

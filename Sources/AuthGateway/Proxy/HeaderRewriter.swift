@@ -1,7 +1,7 @@
 import NIOHTTP1
 
 /// The header rules of one configuration snapshot, prepared once.
-struct ForwardingPolicy: Sendable {
+package struct ForwardingPolicy: Sendable {
     let identityHeaders: [IdentityHeader]
     /// Lower-cased names of `identityHeaders`: removed from every inbound request.
     let strippedNames: [String]
@@ -9,7 +9,7 @@ struct ForwardingPolicy: Sendable {
     let strippedPrefixes: [String]
     let trustedProxies: [CIDR]
 
-    init(configuration: GatewayConfiguration) {
+    package init(configuration: GatewayConfiguration) {
         self.identityHeaders = configuration.identityHeaders
         self.strippedNames = configuration.identityHeaders.map { $0.name.lowercased() }
         self.strippedPrefixes = configuration.stripInboundHeaderPrefixes.map { $0.lowercased() }
@@ -20,23 +20,29 @@ struct ForwardingPolicy: Sendable {
 /// A change to a token on its way to the backend: removed (`forwardAccessToken: false`, and
 /// refresh tokens always), or replaced by the refreshed access token in the place the old one
 /// came from (SPEC §4.3).
-struct TokenEdit: Equatable {
+package struct TokenEdit: Equatable {
     var location: TokenLocation
     /// nil removes the token.
     var replacement: String?
 }
 
 /// The connection facts the `X-Forwarded-*` headers are made of.
-struct ClientConnectionInfo {
+package struct ClientConnectionInfo {
     let peerIP: String
     let peerIsTrustedProxy: Bool
     let isTLS: Bool
+
+    package init(peerIP: String, peerIsTrustedProxy: Bool, isTLS: Bool) {
+        self.peerIP = peerIP
+        self.peerIsTrustedProxy = peerIsTrustedProxy
+        self.isTLS = isTLS
+    }
 }
 
 /// Rewrites request headers on their way to the backend: hop-by-hop removal (RFC 9110 §7.6.1),
 /// stripping of client-supplied identity headers, `X-Forwarded-*`, `X-Request-Id`, verified
 /// identity headers, and the access token's fate. (Response heads: `HTTPWriter`.)
-enum HeaderRewriter {
+package enum HeaderRewriter {
     /// Headers that describe one connection, never forwarded (plus those named in `Connection`).
     /// `Expect` is answered by the gateway itself; framing headers are set from the body.
     private static let hopByHop: [String] = [
@@ -44,7 +50,7 @@ enum HeaderRewriter {
         "proxy-authorization", "proxy-authenticate", "expect",
     ]
 
-    static func upstreamRequestHeaders(
+    package static func upstreamRequestHeaders(
         _ headers: HTTPHeaders,
         framing: BodyFraming,
         policy: ForwardingPolicy,

@@ -1,7 +1,7 @@
 import NIOHTTP1
 
 /// How a message's body is delimited (RFC 9112 §6).
-enum BodyFraming: Equatable {
+package enum BodyFraming: Equatable {
     case none
     case contentLength(Int)
     case chunked

@@ -1,8 +1,8 @@
 /// The configured routes, matched first to last (SPEC §3.3).
-struct RouteTable: Sendable {
+package struct RouteTable: Sendable {
     let routes: [RouteConfiguration]
 
-    init(_ routes: [RouteConfiguration]) {
+    package init(_ routes: [RouteConfiguration]) {
         self.routes = routes
     }
 
@@ -10,7 +10,7 @@ struct RouteTable: Sendable {
     ///
     /// `host` is the request's Host (or absolute-form authority) without port, any case.
     /// A route whose `methods` exclude the method does not match and matching goes on.
-    func match(host: Substring?, path: String, method: String) -> RouteConfiguration? {
+    package func match(host: Substring?, path: String, method: String) -> RouteConfiguration? {
         for route in self.routes {
             if let routeHost = route.host {
                 guard let host, Self.equalsIgnoringASCIICase(host, routeHost) else { continue }

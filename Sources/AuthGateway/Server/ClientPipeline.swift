@@ -3,8 +3,8 @@ import NIOSSL
 
 /// Builds the pipeline of an accepted client connection:
 /// `[TLS] → ProxyHandler`.
-enum ClientPipeline {
-    static func configure(channel: Channel, worker: Worker, tls: NIOSSLContext?) throws {
+package enum ClientPipeline {
+    package static func configure(channel: Channel, worker: Worker, tls: NIOSSLContext?) throws {
         let shared = worker.shared
         let configuration = worker.snapshot.configuration
         let sync = channel.pipeline.syncOperations

@@ -3,8 +3,8 @@ import NIOCore
 /// Everything one event loop owns (Envoy's worker model): its upstream pools, its view of the
 /// configuration and keys, its metrics and access log, its open client connections. Only ever
 /// touched on `eventLoop`, so the request path takes no lock for any of it.
-final class Worker {
-    let eventLoop: EventLoop
+package final class Worker {
+    package let eventLoop: EventLoop
     let shared: GatewayShared
     let metrics = WorkerMetrics()
     private(set) var accessLog: AccessLog

@@ -168,13 +168,15 @@ final class UpstreamPool {
 extension UpstreamPool: Sendable {}
 
 /// Opens a channel to an upstream target whose pipeline ends in an `UpstreamHandler`.
-protocol UpstreamConnector: Sendable {
+package protocol UpstreamConnector: Sendable {
     func connect(to target: UpstreamURL, eventLoop: EventLoop, timeout: TimeAmount, tls: NIOSSLContext?) -> EventLoopFuture<Channel>
 }
 
 /// TCP (and TLS) connections with NIO's `ClientBootstrap`.
-struct SocketConnector: UpstreamConnector {
-    func connect(to target: UpstreamURL, eventLoop: EventLoop, timeout: TimeAmount, tls: NIOSSLContext?) -> EventLoopFuture<Channel> {
+package struct SocketConnector: UpstreamConnector {
+    package init() {}
+
+    package func connect(to target: UpstreamURL, eventLoop: EventLoop, timeout: TimeAmount, tls: NIOSSLContext?) -> EventLoopFuture<Channel> {
         ClientBootstrap(group: eventLoop)
             .connectTimeout(timeout)
             .channelOption(.tcpOption(.tcp_nodelay), value: 1)
@@ -196,7 +198,7 @@ struct SocketConnector: UpstreamConnector {
 
     /// The handler every upstream connection has: the gateway's own HTTP/1.1 client codec
     /// (`UpstreamHandler`; see HeadScanner.swift for why not NIOHTTP1's).
-    static func addHTTPHandlers(to channel: Channel) throws {
+    package static func addHTTPHandlers(to channel: Channel) throws {
         try channel.pipeline.syncOperations.addHandler(UpstreamHandler())
     }
 }

@@ -1,3 +1,4 @@
+import AuthGateway
 import NIOCore
 import NIOEmbedded
 import NIOHTTP1
@@ -114,36 +115,19 @@ public enum GatewayBenchmarkSupport {
         return ForwardingPolicy(configuration: configuration)
     }()
 
-    /// One whole request through the real client pipeline (`ProxyHandler` with its HTTP/1.1
-    /// parser, planner, token verification, header rewriting, upstream pool and
-    /// `UpstreamHandler`, response relay), with embedded channels instead of sockets: what is
+    /// One whole request through the real client pipeline (`EmbeddedGateway`): what is
     /// measured is the gateway's own work per request, without system calls.
     public final class WholeRequest {
-        private let loop = EmbeddedEventLoop()
+        private let gateway: EmbeddedGateway
         private let client: EmbeddedChannel
-        private let worker: Worker
-        private let connector: EmbeddedConnector
         private let request: ByteBuffer
         private let response: ByteBuffer
 
         /// `configuration`: gateway JSON whose backend `api` is never really dialled.
         /// `request` / `response`: raw HTTP/1.1 bytes of one exchange.
         public init(configuration: String, request: String, response: String, now: Double) throws {
-            let parsed = try ConfigurationLoader(environment: [:]).load(text: configuration, baseDirectory: "/")
-            let processMetrics = ProcessMetrics()
-            self.connector = EmbeddedConnector(loop: self.loop)
-            let keyStore = KeyStore(configuration: parsed.tokens, metrics: processMetrics, clock: { now }, publish: { _ in })
-            let shared = GatewayShared(
-                verifiedTokens: VerifiedTokenCache(capacity: parsed.tokens.verifiedCacheEntries),
-                keyStore: keyStore, health: HealthState(), processMetrics: processMetrics,
-                refreshStore: LocalRefreshStore(clock: { now }), clock: { now }, clientTLS: nil,
-                connector: self.connector
-            )
-            let snapshot = RuntimeSnapshot(configuration: parsed, generation: 1, refresher: nil, profiles: nil)
-            self.worker = Worker(eventLoop: self.loop, shared: shared, snapshot: snapshot)
-            self.client = EmbeddedChannel(loop: self.loop)
-            try ClientPipeline.configure(channel: self.client, worker: self.worker, tls: nil)
-            try self.client.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 40000)).wait()
+            self.gateway = try EmbeddedGateway(configuration: configuration, clock: { now })
+            self.client = try self.gateway.connectClient()
             self.request = ByteBuffer(string: request)
             self.response = ByteBuffer(string: response)
         }
@@ -151,34 +135,13 @@ public enum GatewayBenchmarkSupport {
         /// Runs one request; returns the number of response bytes the client got.
         public func run() throws -> Int {
             try self.client.writeInbound(self.request)
-            guard let upstream = self.connector.channel else { return 0 }
+            guard let upstream = self.gateway.upstreams.last else { return 0 }
             while try upstream.readOutbound(as: ByteBuffer.self) != nil {}
             try upstream.writeInbound(self.response)
             var bytes = 0
             while let part = try self.client.readOutbound(as: ByteBuffer.self) { bytes += part.readableBytes }
-            self.loop.run()
+            self.gateway.loop.run()
             return bytes
         }
-    }
-}
-
-/// Hands the pool an embedded channel instead of a TCP connection (benchmarks only).
-/// `@unchecked Sendable`: used only on its one embedded event loop.
-private final class EmbeddedConnector: UpstreamConnector, @unchecked Sendable {
-    let loop: EmbeddedEventLoop
-    private(set) var channel: EmbeddedChannel?
-
-    init(loop: EmbeddedEventLoop) { self.loop = loop }
-
-    func connect(to target: UpstreamURL, eventLoop: EventLoop, timeout: TimeAmount, tls: NIOSSLContext?) -> EventLoopFuture<Channel> {
-        let channel = EmbeddedChannel(loop: self.loop)
-        do {
-            try SocketConnector.addHTTPHandlers(to: channel)
-            try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 18080)).wait()
-        } catch {
-            return eventLoop.makeFailedFuture(error)
-        }
-        self.channel = channel
-        return eventLoop.makeSucceededFuture(channel)
     }
 }
