@@ -38,6 +38,8 @@ public struct ListenerConfiguration: Sendable, Equatable {
     /// 0 asks the OS for a free port (useful for tests); the bound port is then reported.
     public var port: Int
     public var tls: ListenerTLS?
+    /// HTTP/2 on this listener (SPEC §4.9): by ALPN with TLS, by prior knowledge without.
+    public var http2 = true
 }
 
 public struct ListenerTLS: Sendable, Equatable {
@@ -49,6 +51,8 @@ public struct LimitsConfiguration: Sendable, Equatable {
     public var maxHeaderBytes = 32768
     public var maxRequestBodyBytes = 104_857_600
     public var maxConnections = 20000
+    /// Concurrent HTTP/2 streams per client connection (SETTINGS_MAX_CONCURRENT_STREAMS).
+    public var maxConcurrentStreams = 100
 }
 
 public struct TimeoutsConfiguration: Sendable, Equatable {
@@ -138,8 +142,21 @@ public struct ProfileConfiguration: Sendable, Equatable {
 }
 
 public struct BackendConfiguration: Sendable, Equatable {
+    /// How the gateway talks to a backend (SPEC §4.9).
+    public enum WireProtocol: String, Sendable, Equatable {
+        /// HTTP/1.1 with keep-alive.
+        case http1
+        /// HTTP/2 over TLS (ALPN h2).
+        case h2
+        /// HTTP/2 over cleartext, by prior knowledge.
+        case h2c
+
+        public var isHTTP2: Bool { self != .http1 }
+    }
+
     public var name: String
     public var urls: [UpstreamURL]
+    public var wireProtocol: WireProtocol = .http1
     public var connectTimeoutMilliseconds: Int
     public var responseTimeoutMilliseconds: Int
     public var maxConnectionsPerThread: Int

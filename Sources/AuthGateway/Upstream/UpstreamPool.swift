@@ -3,12 +3,6 @@ import NIOHTTP1
 import NIOPosix
 import NIOSSL
 
-/// Waits for a connection from an `UpstreamPool`.
-protocol UpstreamLeaseRequester: AnyObject {
-    func leaseSucceeded(_ connection: UpstreamConnection, reused: Bool)
-    func leaseFailed(_ error: GatewayError)
-}
-
 /// Keep-alive connections from one event loop to one upstream (a backend's URLs, or the auth
 /// service), Envoy-style: each loop has its own pools, so leasing takes no lock.
 ///
@@ -52,7 +46,7 @@ final class UpstreamPool {
     var maxConnections: Int { self.state.maxConnections }
 
     enum LeaseResult {
-        case leased(UpstreamConnection, reused: Bool)
+        case leased(UpstreamLease, reused: Bool)
         /// The requester will be called back.
         case pending
     }
