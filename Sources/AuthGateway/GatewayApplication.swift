@@ -57,7 +57,7 @@ public final class GatewayApplication: Sendable {
         let publisher = KeyPublisher()
         let shared = try Self.makeShared(configuration, clock: clock, connector: SocketConnector(), publisher: publisher)
         self.shared = shared
-        self.listenerTLS = try configuration.listener.tls.map(Self.makeServerTLS)
+        self.listenerTLS = try configuration.listener.tls.map { try Self.makeServerTLS($0, http2: configuration.listener.http2) }
         let profiles = Self.profileCache(for: configuration, keeping: nil, shared: shared)
         let snapshot = Self.makeSnapshot(configuration, generation: 1, shared: shared, profiles: profiles)
         var workers: [NIOLoopBound<Worker>] = []
@@ -308,10 +308,12 @@ public final class GatewayApplication: Sendable {
         return ProfileCache(configuration: profile, metrics: shared.processMetrics, clock: shared.clock)
     }
 
-    private static func makeServerTLS(_ files: ListenerTLS) throws -> NIOSSLContext {
+    /// The listener's TLS; ALPN offers `h2` and `http/1.1` while HTTP/2 is on (SPEC §4.9).
+    private static func makeServerTLS(_ files: ListenerTLS, http2: Bool) throws -> NIOSSLContext {
         let certificates = try NIOSSLCertificate.fromPEMFile(files.certificatePEMFile)
         let key = try NIOSSLPrivateKey(file: files.privateKeyPEMFile, format: .pem)
-        let configuration = TLSConfiguration.makeServerConfiguration(certificateChain: certificates.map { .certificate($0) }, privateKey: .privateKey(key))
+        var configuration = TLSConfiguration.makeServerConfiguration(certificateChain: certificates.map { .certificate($0) }, privateKey: .privateKey(key))
+        configuration.applicationProtocols = http2 ? ["h2", "http/1.1"] : ["http/1.1"]
         return try NIOSSLContext(configuration: configuration)
     }
 

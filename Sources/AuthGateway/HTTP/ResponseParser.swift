@@ -14,6 +14,15 @@ struct UpstreamResponseHead {
     /// The backend allows another request on this connection afterwards.
     let keepAlive: Bool
 
+    /// Calls `body` with each field's name and value, in order.
+    func forEachField(_ body: (String, String) -> Void) {
+        self.bytes.withUnsafeReadableBytes { raw in
+            for field in self.fields {
+                body(RequestParser.string(raw, field.nameStart, field.nameEnd), RequestParser.string(raw, field.valueStart, field.valueEnd))
+            }
+        }
+    }
+
     /// The same head as NIO's type, for the gateway's own calls (auth service, JWKS).
     var httpResponseHead: HTTPResponseHead {
         self.bytes.withUnsafeReadableBytes { raw in

@@ -18,6 +18,7 @@ final class AccessLog {
         var requestID: String
         var method: String
         var path: String
+        var wireProtocol: ClientProtocol
         var route: String?
         var status: Int
         var durationSeconds: Double
@@ -50,6 +51,7 @@ final class AccessLog {
         JSONValue.writeString(entry.method, to: &line)
         line += ",\"path\":"
         JSONValue.writeString(entry.path, to: &line)
+        line += ",\"protocol\":\"\(entry.wireProtocol.rawValue)\""
         line += ",\"route\":"
         if let route = entry.route { JSONValue.writeString(route, to: &line) } else { line += "null" }
         line += ",\"status\":\(entry.status),\"durationMs\":\(Self.format(entry.durationSeconds * 1000)),\"client\":"

@@ -1,4 +1,5 @@
 import NIOCore
+import NIOHPACK
 import NIOHTTP1
 
 /// Waits for an upstream from an `UpstreamPool`.
@@ -42,6 +43,8 @@ protocol UpstreamLease: AnyObject {
 protocol UpstreamConnectionDelegate: AnyObject {
     func upstreamResponseHead(_ head: UpstreamResponseHead)
     func upstreamResponseBody(_ body: ByteBuffer)
+    /// Trailers of an HTTP/2 backend's response, just before its end.
+    func upstreamResponseTrailers(_ trailers: HPACKHeaders)
     func upstreamResponseEnd()
     /// A read burst ended: the moment to flush what was written to the other side.
     func upstreamReadComplete()
@@ -51,4 +54,9 @@ protocol UpstreamConnectionDelegate: AnyObject {
     func upstreamWritabilityChanged(_ writable: Bool)
     /// Backpressure: false while the receiving side cannot take more.
     var shouldReadFromUpstream: Bool { get }
+}
+
+extension UpstreamConnectionDelegate {
+    /// Only HTTP/2 clients can be given trailers; the others drop them.
+    func upstreamResponseTrailers(_ trailers: HPACKHeaders) {}
 }

@@ -16,6 +16,8 @@ final class UpstreamPool {
     let eventLoop: EventLoop
     let targets: [Target]
     let connectTimeout: TimeAmount
+    /// How requests reach these targets (HTTP/1.1 today; HTTP/2 streams for `h2`/`h2c`).
+    let wireProtocol: BackendConfiguration.WireProtocol
     private let tlsContext: NIOSSLContext?
     private let connector: UpstreamConnector
     private var state: PoolStateMachine<UpstreamConnection>
@@ -32,9 +34,10 @@ final class UpstreamPool {
 
     init(
         name: String, eventLoop: EventLoop, targets: [Target], maxConnections: Int, connectTimeout: TimeAmount, tlsContext: NIOSSLContext?,
-        connector: UpstreamConnector
+        connector: UpstreamConnector, wireProtocol: BackendConfiguration.WireProtocol = .http1
     ) {
         self.name = name
+        self.wireProtocol = wireProtocol
         self.eventLoop = eventLoop
         self.targets = targets
         self.connectTimeout = connectTimeout

@@ -40,9 +40,9 @@ struct LifecycleTests {
         #expect(metrics.status == 200)
         #expect(metrics.header("content-type")?.hasPrefix("text/plain; version=0.0.4") == true)
         let text = metrics.text
-        #expect(text.contains("auth_gateway_requests_total{route=\"default\",status_class=\"2xx\"} 3\n"))
+        #expect(text.contains("auth_gateway_requests_total{route=\"default\",status_class=\"2xx\",protocol=\"http/1.1\"} 3\n"))
         // Refused requests count under the route they matched (SPEC §4.6), not "-".
-        #expect(text.contains("auth_gateway_requests_total{route=\"default\",status_class=\"4xx\"} 2\n"))
+        #expect(text.contains("auth_gateway_requests_total{route=\"default\",status_class=\"4xx\",protocol=\"http/1.1\"} 2\n"))
         #expect(text.contains("auth_gateway_auth_failures_total{reason=\"missing\"} 1\n"))
         #expect(text.contains("auth_gateway_auth_failures_total{reason=\"expired\"} 1\n"))
         #expect(text.contains("auth_gateway_upstream_duration_seconds_count{backend=\"api\"} 3\n"))

@@ -95,9 +95,9 @@ struct RejectionTests {
         #expect(try await gateway.send(.get("/admin/x", token: TestKeys.token())).status == 403)
         #expect(try await gateway.send(.get("/nowhere")).status == 404)
         let metrics = try await TestConnection.connect(port: gateway.adminPort).send(.get("/metrics")).text
-        #expect(metrics.contains("auth_gateway_requests_total{route=\"default\",status_class=\"4xx\"} 2\n"))
-        #expect(metrics.contains("auth_gateway_requests_total{route=\"admin\",status_class=\"4xx\"} 1\n"))
-        #expect(metrics.contains("auth_gateway_requests_total{route=\"-\",status_class=\"4xx\"} 1\n"))
+        #expect(metrics.contains("auth_gateway_requests_total{route=\"default\",status_class=\"4xx\",protocol=\"http/1.1\"} 2\n"))
+        #expect(metrics.contains("auth_gateway_requests_total{route=\"admin\",status_class=\"4xx\",protocol=\"http/1.1\"} 1\n"))
+        #expect(metrics.contains("auth_gateway_requests_total{route=\"-\",status_class=\"4xx\",protocol=\"http/1.1\"} 1\n"))
     }
 
     @Test func optionalAndNoneRoutes() async throws {
