@@ -88,6 +88,8 @@ public final class GatewayApplication: Sendable {
             || configuration.authService?.url.isTLS == true
             || configuration.tokens.issuers.contains { $0.jwks?.url.isTLS == true }
         let clientTLS = usesTLSUpstream ? try GatewayShared.makeClientTLS(caFile: configuration.authService?.caCertificatePEMFile) : nil
+        let usesH2 = configuration.backends.contains { $0.wireProtocol == .h2 }
+        let clientTLSHTTP2 = usesH2 ? try GatewayShared.makeClientTLS(caFile: configuration.authService?.caCertificatePEMFile, alpn: ["h2"]) : nil
         return GatewayShared(
             verifiedTokens: VerifiedTokenCache(capacity: configuration.tokens.verifiedCacheEntries),
             keyStore: keyStore,
@@ -96,6 +98,7 @@ public final class GatewayApplication: Sendable {
             refreshStore: LocalRefreshStore(clock: clock),
             clock: clock,
             clientTLS: clientTLS,
+            clientTLSHTTP2: clientTLSHTTP2,
             connector: connector
         )
     }

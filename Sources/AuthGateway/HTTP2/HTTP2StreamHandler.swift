@@ -59,6 +59,8 @@ final class HTTP2StreamHandler: ChannelDuplexHandler, UpstreamLeaseRequester, Up
             if !self.requestHeadSeen {
                 self.requestHeadSeen = true
                 self.receivedHead(headers.headers, endStream: headers.endStream, context: context)
+                // A request without body ends with its HEADERS.
+                if headers.endStream { self.run(self.state.requestEnd(), context: context) }
             } else if headers.endStream {
                 // Request trailers: HTTP/1.1 backends get none; the body ends here.
                 self.run(self.state.requestEnd(), context: context)

@@ -15,12 +15,14 @@ final class GatewayShared: Sendable {
     let clock: @Sendable () -> Double
     /// Client TLS for HTTPS upstreams (system trust store plus the configured CA file).
     let clientTLS: NIOSSLContext?
+    /// The same, offering only `h2` by ALPN, for `protocol: "h2"` backends.
+    let clientTLSHTTP2: NIOSSLContext?
     /// Opens upstream connections: TCP/TLS sockets, or embedded channels in the in-process
     /// harness (`AuthGatewayTesting`).
     let connector: UpstreamConnector
     private let openConnectionCount = Atomic<Int>(0)
 
-    init(verifiedTokens: VerifiedTokenCache, keyStore: KeyStore, health: HealthState, processMetrics: ProcessMetrics, refreshStore: RefreshStore, clock: @escaping @Sendable () -> Double, clientTLS: NIOSSLContext?,
+    init(verifiedTokens: VerifiedTokenCache, keyStore: KeyStore, health: HealthState, processMetrics: ProcessMetrics, refreshStore: RefreshStore, clock: @escaping @Sendable () -> Double, clientTLS: NIOSSLContext?, clientTLSHTTP2: NIOSSLContext? = nil,
         connector: UpstreamConnector = SocketConnector()
     ) {
         self.verifiedTokens = verifiedTokens
@@ -30,6 +32,7 @@ final class GatewayShared: Sendable {
         self.refreshStore = refreshStore
         self.clock = clock
         self.clientTLS = clientTLS
+        self.clientTLSHTTP2 = clientTLSHTTP2
         self.connector = connector
     }
 
@@ -53,8 +56,9 @@ final class GatewayShared: Sendable {
     static let systemClock: @Sendable () -> Double = { Date().timeIntervalSince1970 }
 
     /// The TLS context for calls to HTTPS upstreams.
-    static func makeClientTLS(caFile: String?) throws -> NIOSSLContext {
+    static func makeClientTLS(caFile: String?, alpn: [String] = []) throws -> NIOSSLContext {
         var configuration = TLSConfiguration.makeClientConfiguration()
+        configuration.applicationProtocols = alpn
         if let caFile {
             configuration.additionalTrustRoots = [.file(caFile)]
         }
