@@ -78,6 +78,66 @@ struct ProcessTests {
         #expect(gateway.output.contains("gateway.draining"))
     }
 
+    /// SIGTERM and SIGINT alike (SPEC §2): readiness turns 503 on the admin listener and stays
+    /// so until exit, the main listener refuses new connections, a request the backend holds
+    /// longer than `timeouts.drainSeconds` is cut off at the drain deadline, and the process
+    /// exits 0. Every step waits for the state it needs by polling.
+    @Test(arguments: [SIGTERM, SIGINT])
+    func aSignalDrainsCutsOffWhatOutlastsTheDrainAndExitsZero(_ signal: Int32) async throws {
+        let backend = try await EchoBackend.start(group: TestGroup.shared)
+        defer { Task { await backend.close() } }
+        // 2 s of drain: room to observe the draining state on a busy machine.
+        let gateway = try RunningGateway(configuration: RunningGateway.configuration(backendURL: backend.baseURL, drainSeconds: 2, admin: true))
+        defer { gateway.kill() }
+        let port = try await gateway.waitForPort()
+        let adminPort = try await gateway.waitForAdminPort()
+        #expect(try await TestConnection.connect(port: adminPort).send(.get("/readyz"), timeout: .seconds(30)).status == 200)
+        #expect(await acceptsConnections(port: port))
+
+        // A request the backend holds far longer than drainSeconds.
+        let client = try await TestConnection.connect(port: port)
+        let held = Task { () -> (Result<TestResponse, any Error>, ContinuousClock.Instant) in
+            do {
+                let response = try await client.send(.get("/delay/60000", token: TestKeys.token()), timeout: .seconds(50))
+                return (.success(response), ContinuousClock.now)
+            } catch {
+                return (.failure(error), ContinuousClock.now)
+            }
+        }
+        #expect(await eventually { backend.requestCount == 1 })
+
+        let signalled = ContinuousClock.now
+        gateway.signal(signal)
+        func readiness() async -> Int? {
+            guard let admin = try? await TestConnection.connect(port: adminPort) else { return nil }
+            defer { Task { await admin.close() } }
+            return try? await admin.send(.get("/readyz"), timeout: .seconds(2)).status
+        }
+        #expect(await eventually { await readiness() == 503 }, "readiness never turned 503")
+        #expect(await eventually { !(await acceptsConnections(port: port)) }, "the main listener still accepts connections while draining")
+        #expect(gateway.process.isRunning, "the held request must keep the process draining")
+
+        // Until the process is gone, every answer of the admin listener's /readyz is 503.
+        var answers: [Int] = []
+        while gateway.process.isRunning {
+            if let status = await readiness() { answers.append(status) }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(!answers.isEmpty)
+        #expect(answers.allSatisfy { $0 == 503 }, "\(answers)")
+
+        // The held request was cut off (closed without an answer) at the drain deadline, long
+        // before the backend would have answered (60 s).
+        let (outcome, ended) = await held.value
+        let cutOff = ended - signalled
+        #expect(throws: TestClientError.connectionClosed) { try outcome.get() }
+        #expect(cutOff >= .milliseconds(1900) && cutOff < .seconds(30), "cut off after \(cutOff)")
+        #expect(try await gateway.waitForExit(timeout: .seconds(30)) == 0, "\(gateway.output)")
+        #expect(gateway.output.contains("gateway.draining"))
+        #expect(gateway.output.contains("gateway.drain_timeout"))
+        #expect(backend.requestCount == 1)
+    }
+
     /// As a non-root user without capabilities (the container image and the systemd unit run it
     /// that way): every socket option the gateway sets must be allowed unprivileged.
     @Test func servesAsAnUnprivilegedUser() async throws {
