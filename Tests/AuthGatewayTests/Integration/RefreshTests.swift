@@ -12,6 +12,8 @@ final class RotatingRainMaker: Sendable {
     let service: ScriptedAuthService
     private let valid = NIOLockedValueBox<Set<String>>([])
     private let mode = NIOLockedValueBox<Mode>(.normal)
+    /// Holds answers while the test parks requests on them.
+    let gate = ReplyGate()
 
     enum Mode: Sendable {
         case normal
@@ -30,7 +32,7 @@ final class RotatingRainMaker: Sendable {
             let mode = self.mode.withLockedValue { $0 }
             var delay = delayMilliseconds
             if case .delayMilliseconds(let extra) = mode { delay = extra }
-            guard delay > 0 else { return eventLoop.makeSucceededFuture(response) }
+            guard delay > 0 else { return self.gate.pass(response, on: eventLoop) }
             return eventLoop.scheduleTask(in: .milliseconds(delay)) { response }.futureResult
         }
         let rainmaker = RotatingRainMaker(service: service)
@@ -72,7 +74,7 @@ final class RotatingRainMaker: Sendable {
 
 @Suite("Transparent session refresh (real sockets)")
 struct RefreshTests {
-    static func gateway(authService: String, clock: TestClock = TestClock(), threads: Int = 2, grace: Int = 2, timeout: Int = 1000) async throws -> GatewayFixture {
+    static func gateway(authService: String, clock: TestClock = TestClock(), threads: Int = 2, grace: Int = 2, timeout: Int = 10_000) async throws -> GatewayFixture {
         try await GatewayFixture.start(clock: clock) { config in
             config["eventLoopThreads"] = .number(JSONNumber(threads))
             config["identityHeaders"] = ["X-User-Subject": "claims.sub"]
@@ -84,23 +86,53 @@ struct RefreshTests {
         }
     }
 
+    /// The metric line `name` of the admin listener's `/metrics`, as a number (nil if absent).
+    static func metric(_ name: String, adminPort: Int) async throws -> Double? {
+        let text = try await TestConnection.connect(port: adminPort).send(.get("/metrics")).text
+        guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix(name + " ") }) else { return nil }
+        return Double(line.dropFirst(name.count + 1))
+    }
+
+    /// Deterministic single flight: the auth service holds its answer until all 100 requests
+    /// are parked (the one that called plus 99 joiners, read from `/metrics`), so none can
+    /// arrive after the outcome and pass as a grace hit or a second call.
     @Test func concurrentRequestsWithOneExpiredPairCauseExactlyOneRefresh() async throws {
-        let rainmaker = try await RotatingRainMaker.start(delayMilliseconds: 200)
+        let rainmaker = try await RotatingRainMaker.start()
         defer { Task { await rainmaker.service.stop() } }
         let clock = TestClock()
-        let gateway = try await Self.gateway(authService: rainmaker.service.baseURL, clock: clock)
+        // A generous auth-service timeout: the answer is held while 100 clients connect.
+        let gateway = try await Self.gateway(authService: rainmaker.service.baseURL, clock: clock, timeout: 30_000)
         defer { Task { await gateway.stop() } }
         let expired = TestKeys.token(subject: "alice", expiresIn: -60)
         let refreshToken = rainmaker.issueRefreshToken()
         let headers = [("Authorization", "Bearer \(expired)"), ("X-Refresh-Token", refreshToken)]
-        let responses = try await withThrowingTaskGroup(of: TestResponse.self) { group in
-            for index in 0..<100 {
-                group.addTask { try await gateway.send(TestRequest(.GET, "/r/\(index)", headers: headers)) }
+        let joins = "auth_gateway_refresh_single_flight_joins_total"
+        rainmaker.gate.hold()
+        let requests = Task {
+            try await withThrowingTaskGroup(of: TestResponse.self) { group in
+                for index in 0..<100 {
+                    group.addTask {
+                        let client = try await gateway.connect()
+                        defer { Task { await client.close() } }
+                        return try await client.send(TestRequest(.GET, "/r/\(index)", headers: headers), timeout: .seconds(60))
+                    }
+                }
+                return try await group.reduce(into: [TestResponse]()) { $0.append($1) }
             }
-            return try await group.reduce(into: [TestResponse]()) { $0.append($1) }
         }
+        let parked = try await eventually(timeout: .seconds(30)) {
+            try await Self.metric(joins, adminPort: gateway.adminPort) == 99
+        }
+        let joinedWhileHeld = try await Self.metric(joins, adminPort: gateway.adminPort)
+        #expect(parked, "joins while the answer was held: \(String(describing: joinedWhileHeld))")
+        // The one call may still be on its way to the service.
+        #expect(await eventually(timeout: .seconds(30)) { rainmaker.refreshCalls == 1 })
+        #expect(gateway.backend.requestCount == 0)
+        rainmaker.gate.release()
+        let responses = try await requests.value
         #expect(responses.filter { $0.status == 200 }.count == 100)
         #expect(rainmaker.refreshCalls == 1)
+        #expect(try await Self.metric(joins, adminPort: gateway.adminPort) == 99)
         let newTokens = Set(responses.compactMap { $0.header("x-access-token") })
         #expect(newTokens.count == 1)
         let newToken = try #require(newTokens.first)
