@@ -279,4 +279,54 @@ struct RefreshTests {
         let refused = try await gateway.send(TestRequest(.GET, "/o", headers: [("Authorization", "Bearer \(TestKeys.token(expiresIn: -60))"), ("X-Refresh-Token", "other")]))
         #expect(refused.status == 401)
     }
+
+    /// `exp` at the extremes (see the `exp-huge-*` vectors): a finite double far in the
+    /// future is valid, a huge negative one is expired so long ago that no `maxExpiredSeconds`
+    /// covers it — no refresh call, no overflow, the gateway keeps serving.
+    @Test(arguments: [3600, Int(Int32.max)])
+    func extremeExpiryValuesAreHandledAndBoundTheRefreshWindow(_ maxExpiredSeconds: Int) async throws {
+        let rainmaker = try await RotatingRainMaker.start()
+        defer { Task { await rainmaker.service.stop() } }
+        let gateway = try await GatewayFixture.start { config in
+            config["identityHeaders"] = ["X-User-Subject": "claims.sub"]
+            config["authService"] = [
+                "url": .string(rainmaker.service.baseURL),
+                "timeoutMilliseconds": 10_000,
+                "refresh": ["maxExpiredSeconds": .number(JSONNumber(maxExpiredSeconds))],
+            ]
+        }
+        defer { Task { await gateway.stop() } }
+        func token(exp literal: String, subject: String) -> String {
+            TestKeys.token(subject: subject, extra: ["exp": .number(JSONNumber(text: literal, double: Double(literal)!))])
+        }
+        let client = try await gateway.connect()
+        // Far future: valid, with or without a refresh token, and no refresh.
+        for literal in ["1e300", "18446744073709551617", "9223372036854775808"] {
+            let response = try await client.send(
+                TestRequest(.GET, "/far", headers: [("Authorization", "Bearer \(token(exp: literal, subject: "far"))"), ("X-Refresh-Token", rainmaker.issueRefreshToken())])
+            )
+            #expect(response.status == 200, "exp \(literal)")
+            #expect(response.echoedHeader("x-user-subject") == ["far"])
+            #expect(response.header("x-access-token") == nil)
+        }
+        // Absurdly long ago: expired beyond any refresh window; the refresh token is not redeemed.
+        for literal in ["-1e300", "-18446744073709551617", "-9223372036854775809"] {
+            let response = try await client.send(
+                TestRequest(.GET, "/past", headers: [("Authorization", "Bearer \(token(exp: literal, subject: "past"))"), ("X-Refresh-Token", rainmaker.issueRefreshToken())])
+            )
+            #expect(response.status == 401, "exp \(literal)")
+            #expect(response.json?["type"]?.stringValue == "urn:auth-gateway:problem:token.expired")
+        }
+        #expect(rainmaker.refreshCalls == 0)
+        // The window itself still works at both ends: exp 0 (1970) is refreshed only when the
+        // window reaches back that far (Int32.max seconds, ~68 years).
+        let epoch = try await client.send(
+            TestRequest(.GET, "/epoch", headers: [("Authorization", "Bearer \(token(exp: "0", subject: "epoch"))"), ("X-Refresh-Token", rainmaker.issueRefreshToken())])
+        )
+        let reachesEpoch = maxExpiredSeconds == Int(Int32.max)
+        #expect(epoch.status == (reachesEpoch ? 200 : 401))
+        #expect(rainmaker.refreshCalls == (reachesEpoch ? 1 : 0))
+        #expect(gateway.backend.requestCount == 3 + (reachesEpoch ? 1 : 0))
+        await client.close()
+    }
 }
