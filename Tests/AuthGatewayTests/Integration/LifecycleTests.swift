@@ -60,14 +60,12 @@ struct LifecycleTests {
         #expect(try await idle.send(.get("/warm", token: token)).status == 200)
         let busy = try await gateway.connect()
         let inFlight = Task { try await busy.send(.get("/delay/800", token: token)) }
-        try await Task.sleep(for: .milliseconds(150))
+        #expect(await eventually { gateway.backend.requestCount == 2 })
         let started = ContinuousClock.now
         let drain = Task { await gateway.application.drain() }
-        try await Task.sleep(for: .milliseconds(100))
         // Readiness turns 503 on the admin listener; the main listener accepts no more.
-        let ready = try await TestConnection.connect(port: gateway.adminPort).send(.get("/readyz"))
-        #expect(ready.status == 503)
-        await #expect(throws: (any Error).self) { _ = try await TestConnection.connect(port: gateway.port) }
+        #expect(await eventually { (try? await TestConnection.connect(port: gateway.adminPort).send(.get("/readyz")).status) == 503 })
+        #expect(await eventually { !(await acceptsConnections(port: gateway.port)) })
         // The idle keep-alive connection is closed at once; the busy one finishes its request.
         #expect(await idle.waitForClose(timeout: .seconds(1)))
         let response = try await inFlight.value

@@ -50,7 +50,10 @@ struct RejectionTests {
         let problem = try #require(response.json)
         #expect(problem["status"]?.numberValue?.exactInt == testCase.status)
         #expect(problem["type"]?.stringValue == "urn:auth-gateway:problem:\(testCase.errorType)")
-        #expect(problem["requestId"]?.stringValue == response.header("x-request-id"))
+        // Both sides must be present: two missing ids would compare equal.
+        let requestID = try #require(response.header("x-request-id"))
+        #expect(RequestID.isWellFormed(requestID))
+        #expect(try #require(problem["requestId"]?.stringValue) == requestID)
         #expect(problem["title"]?.stringValue?.isEmpty == false)
         #expect(problem["detail"]?.stringValue?.isEmpty == false)
         if testCase.status == 401 {
