@@ -2,6 +2,7 @@ import Foundation
 import NIOCore
 import Testing
 
+import AuthGatewayDemo
 @testable import AuthGateway
 
 /// What the backend may never see, on every route kind (SPEC §4.3, §4.5): refresh tokens, and

@@ -4,6 +4,7 @@ import NIOCore
 import NIOHTTP1
 import Testing
 
+import AuthGatewayDemo
 @testable import AuthGateway
 
 /// What the auth service says to a transparent refresh, and what the client must see (SPEC

@@ -4,6 +4,7 @@ import NIOCore
 import NIOHTTP1
 import Testing
 
+import AuthGatewayDemo
 @testable import AuthGateway
 
 /// "A token is never logged" (SPEC §4.2), checked on the real `serve` process at

@@ -80,3 +80,45 @@ enum ExternalTool {
         }
     }
 }
+
+/// A peer process that runs beside a test (a gRPC server): started, asked for the first line
+/// it prints, stopped by closing its standard input (then SIGTERM).
+final class BackgroundTool: @unchecked Sendable {
+    private let process = Process()
+    private let stdin = Pipe()
+    private let stdout = Pipe()
+
+    init(_ executable: String, _ arguments: [String]) throws {
+        self.process.executableURL = URL(fileURLWithPath: executable)
+        self.process.arguments = arguments
+        self.process.standardInput = self.stdin
+        self.process.standardOutput = self.stdout
+        self.process.standardError = FileHandle.nullDevice
+        try self.process.run()
+    }
+
+    /// The first line of its output (blocking a thread of its own, up to `timeout`).
+    func firstLine(timeout: Duration = .seconds(20)) async throws -> String {
+        let handle = self.stdout.fileHandleForReading
+        let line: String? = await withCheckedContinuation { continuation in
+            Thread.detachNewThread {
+                var bytes: [UInt8] = []
+                while true {
+                    let data = handle.readData(ofLength: 1)
+                    guard let byte = data.first else { break }
+                    if byte == UInt8(ascii: "\n") { break }
+                    bytes.append(byte)
+                }
+                continuation.resume(returning: bytes.isEmpty ? nil : String(decoding: bytes, as: UTF8.self))
+            }
+        }
+        guard let line else { throw ExternalTool.Missing(name: "output of \(self.process.executableURL?.lastPathComponent ?? "tool")") }
+        return line
+    }
+
+    func stop() {
+        try? self.stdin.fileHandleForWriting.close()
+        if self.process.isRunning { self.process.terminate() }
+        self.process.waitUntilExit()
+    }
+}

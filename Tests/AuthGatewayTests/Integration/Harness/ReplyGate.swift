@@ -1,6 +1,7 @@
 import NIOConcurrencyHelpers
 import NIOCore
 
+import AuthGatewayDemo
 @testable import AuthGateway
 
 /// Holds a scripted service's answers until the test releases them: concurrent requests can be
