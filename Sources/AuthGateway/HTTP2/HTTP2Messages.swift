@@ -54,6 +54,9 @@ enum HTTP2Messages {
                     return .failure(.malformedRequest("Invalid content-length"))
                 }
                 contentLength = length
+            case "te":
+                // RFC 9113 §8.2.2: only "trailers" (then dropped as hop-by-hop).
+                guard value == "trailers" else { return .failure(.malformedRequest("te other than trailers")) }
             case "host":
                 host = value
             case "cookie":

@@ -21,6 +21,7 @@ extension HTTP2StreamHandler {
         }
         self.isGRPC = request.isGRPC
         self.grpcTimeout = request.grpcTimeout
+        if case .contentLength(let length) = request.framing { self.declaredLength = length }
         let head = request.head
         self.exchange = Exchange(
             requestID: requestID, protocol: .h2, method: head.method, uri: head.uri, version: .http1_1, keepAlive: false, start: .now(),

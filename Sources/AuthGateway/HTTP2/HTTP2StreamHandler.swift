@@ -40,6 +40,11 @@ final class HTTP2StreamHandler: ChannelDuplexHandler, UpstreamLeaseRequester, Up
     /// Trailers from an HTTP/2 backend, sent with the end of the response.
     var responseTrailers: HPACKHeaders?
     var requestHeadSeen = false
+    /// The request's `content-length`: the DATA must add up to it exactly, or the stream is
+    /// refused before an HTTP/1.1 backend could read the excess as another request (NIOHTTP2
+    /// checks this too; this keeps the guarantee local).
+    var declaredLength: Int?
+    var receivedLength = 0
 
     init(worker: Worker, connection: ClientConnectionInfo) {
         self.worker = worker
@@ -67,6 +72,11 @@ final class HTTP2StreamHandler: ChannelDuplexHandler, UpstreamLeaseRequester, Up
             }
         case .data(let data):
             guard case .byteBuffer(let bytes) = data.data else { return }
+            self.receivedLength += bytes.readableBytes
+            if let declared = self.declaredLength, self.receivedLength > declared || (data.endStream && self.receivedLength != declared) {
+                self.run(self.state.protocolError(.malformedRequest("The DATA disagrees with content-length")), context: context)
+                return
+            }
             if bytes.readableBytes > 0 {
                 self.exchange?.bytesIn += bytes.readableBytes
                 self.run(self.state.requestBody(bytes), context: context)
