@@ -81,26 +81,29 @@ package enum ClientPipeline {
             HTTP2Setting(parameter: .maxHeaderListSize, value: limits.maxHeaderBytes),
         ]
         let sync = channel.pipeline.syncOperations
+        // Graceful GOAWAY on drain (ChannelShouldQuiesceEvent), idle close: it learns of streams
+        // through NIOHTTP2's stream delegate.
+        let manager = NIOHTTP2ServerConnectionManagementHandler(
+            eventLoop: channel.eventLoop,
+            configuration: .init(
+                maxIdleTime: snapshot.idleTimeout,
+                maxAge: nil,
+                maxGraceTime: .seconds(Int64(snapshot.configuration.timeouts.drainSeconds)),
+                keepalive: nil
+            )
+        )
         // Streams are initialised on the connection's loop, the worker's.
         let loopWorker = NIOLoopBound(worker, eventLoop: channel.eventLoop)
         try sync.addHandler(
-            NIOHTTP2Handler(mode: .server, eventLoop: channel.eventLoop, connectionConfiguration: connectionConfiguration) { stream in
+            NIOHTTP2Handler(
+                mode: .server, eventLoop: channel.eventLoop, connectionConfiguration: connectionConfiguration, streamDelegate: manager.http2StreamDelegate
+            ) { stream in
                 stream.eventLoop.makeCompletedFuture {
                     try stream.pipeline.syncOperations.addHandler(HTTP2StreamHandler(worker: loopWorker.value, connection: connection))
                 }
             }
         )
-        try sync.addHandler(
-            NIOHTTP2ServerConnectionManagementHandler(
-                eventLoop: channel.eventLoop,
-                configuration: .init(
-                    maxIdleTime: snapshot.idleTimeout,
-                    maxAge: nil,
-                    maxGraceTime: .seconds(Int64(snapshot.configuration.timeouts.drainSeconds)),
-                    keepalive: nil
-                )
-            )
-        )
+        try sync.addHandler(manager)
         try sync.addHandler(HTTP2ConnectionMonitor(metrics: worker.metrics))
     }
 }
