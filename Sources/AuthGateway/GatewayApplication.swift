@@ -4,6 +4,7 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 import NIOSSL
+import ServiceLifecycle
 
 /// The gateway, built from a validated configuration: event loops with their workers, the
 /// process-wide caches and coordinators, the listeners. Used by `auth-gateway serve`, by the
@@ -55,7 +56,15 @@ public final class GatewayApplication: Sendable {
         self.logger = logger
         self.group = group
         let publisher = KeyPublisher()
-        let shared = try Self.makeShared(configuration, clock: clock, connector: SocketConnector(), publisher: publisher)
+        var tracing: GatewayTracing?
+        var backgroundServices: [any Service] = []
+        if let tracingConfiguration = configuration.tracing {
+            let (made, exporter) = try GatewayTracing.make(tracingConfiguration)
+            tracing = made
+            backgroundServices.append(exporter)
+        }
+        self.backgroundServices = backgroundServices
+        let shared = try Self.makeShared(configuration, clock: clock, connector: SocketConnector(), publisher: publisher, tracing: tracing)
         self.shared = shared
         self.listenerTLS = try configuration.listener.tls.map { try Self.makeServerTLS($0, http2: configuration.listener.http2) }
         let profiles = Self.profileCache(for: configuration, keeping: nil, shared: shared)
@@ -77,7 +86,8 @@ public final class GatewayApplication: Sendable {
     /// What all event loops share, as `serve` builds it; keys reach the loops through
     /// `publisher`.
     private static func makeShared(
-        _ configuration: GatewayConfiguration, clock: @escaping @Sendable () -> Double, connector: UpstreamConnector, publisher: KeyPublisher
+        _ configuration: GatewayConfiguration, clock: @escaping @Sendable () -> Double, connector: UpstreamConnector, publisher: KeyPublisher,
+        tracing: GatewayTracing? = nil
     ) throws -> GatewayShared {
         let processMetrics = ProcessMetrics()
         let keyStore = KeyStore(configuration: configuration.tokens, metrics: processMetrics, clock: clock) { snapshot in
@@ -99,7 +109,8 @@ public final class GatewayApplication: Sendable {
             clock: clock,
             clientTLS: clientTLS,
             clientTLSHTTP2: clientTLSHTTP2,
-            connector: connector
+            connector: connector,
+            tracing: tracing
         )
     }
 
@@ -116,6 +127,10 @@ public final class GatewayApplication: Sendable {
         publisher.attach([NIOLoopBound(worker, eventLoop: eventLoop)])
         return worker
     }
+
+    /// Background work the application needs beside `GatewayService` (the trace exporter):
+    /// run them in the same service group.
+    public let backgroundServices: [any Service]
 
     /// Unix time in seconds.
     public static let systemClock: @Sendable () -> Double = GatewayShared.systemClock
@@ -271,8 +286,10 @@ public final class GatewayApplication: Sendable {
             state.profiles = Self.profileCache(for: configuration, keeping: state.profiles, shared: self.shared)
             return (old, state.generation, state.profiles)
         }
-        if old.listener != configuration.listener || old.admin != configuration.admin || old.eventLoopThreads != configuration.eventLoopThreads {
-            self.logger.warning("config.reload_needs_restart", metadata: ["reason": "listener, admin or eventLoopThreads changed; restart to apply them"])
+        if old.listener != configuration.listener || old.admin != configuration.admin || old.eventLoopThreads != configuration.eventLoopThreads
+            || old.tracing != configuration.tracing
+        {
+            self.logger.warning("config.reload_needs_restart", metadata: ["reason": "listener, admin, eventLoopThreads or tracing changed; restart to apply them"])
         }
         let snapshot = Self.makeSnapshot(configuration, generation: generation, shared: self.shared, profiles: profiles)
         for worker in self.workers {

@@ -129,6 +129,8 @@ public struct ConfigurationLoader: Sendable {
             section.finish()
         }
 
+        let tracing = Self.tracing(root)
+
         // Cross-section checks.
         let usesProfile =
             identityHeaders?.contains { $0.path.source == .profile } == true
@@ -144,7 +146,7 @@ public struct ConfigurationLoader: Sendable {
         }
 
         guard let listener, let backends, let tokens, let routes, let identityHeaders else { return nil }
-        return GatewayConfiguration(
+        var configuration = GatewayConfiguration(
             sourcePath: nil,
             listener: listener,
             admin: admin,
@@ -161,6 +163,8 @@ public struct ConfigurationLoader: Sendable {
             health: health,
             logging: logging
         )
+        configuration.tracing = tracing
+        return configuration
     }
 
     static func listener(

@@ -21,6 +21,8 @@ public struct GatewayConfiguration: Sendable {
     public var trustedProxies: [CIDR]
     public var health: HealthConfiguration
     public var logging: LoggingConfiguration
+    /// OpenTelemetry tracing (SPEC §4.10); nil: off.
+    public var tracing: TracingConfiguration? = nil
 
     public func backend(named name: String) -> BackendConfiguration? {
         self.backends.first { $0.name == name }
@@ -249,4 +251,22 @@ public struct HealthConfiguration: Sendable, Equatable {
 public struct LoggingConfiguration: Sendable, Equatable {
     public var level: Logger.Level = .info
     public var accessLog = true
+}
+
+/// `tracing`: spans exported over OTLP/HTTP (SPEC §4.10).
+public struct TracingConfiguration: Sendable, Equatable {
+    /// The collector's base URL (`/v1/traces` is appended), e.g. `http://collector:4318`.
+    public var otlpEndpoint: String
+    public var serviceName = "auth-gateway"
+    /// Share of new traces recorded, 0…1; a client's sampled `traceparent` is always followed.
+    public var sampleRatio = 1.0
+    /// Record the verified `sub` on the server span (off: no user identifier in traces).
+    public var recordSubject = false
+    /// OTLP/HTTP encoding: protobuf (the default of collectors) or JSON.
+    public var otlpProtocol = OTLPProtocol.protobuf
+
+    public enum OTLPProtocol: String, Sendable, Equatable {
+        case protobuf = "http/protobuf"
+        case json = "http/json"
+    }
 }

@@ -27,6 +27,7 @@ extension HTTP2StreamHandler {
             requestID: requestID, protocol: .h2, method: head.method, uri: head.uri, version: .http1_1, keepAlive: false, start: .now(),
             requestChunked: request.framing == .chunked
         )
+        if let tracing = self.worker.shared.tracing { self.exchange?.trace = tracing.start(head, protocol: .h2) }
         let hasBody = request.framing != .none
         let action = self.state.requestHead(keepAlive: false, expectsContinue: false, replayable: !hasBody && ProxyHandler.isIdempotent(head.method), hasBody: hasBody)
         guard case .decide = action else {
@@ -34,7 +35,7 @@ extension HTTP2StreamHandler {
             return
         }
         let planner = RequestPlanner(worker: self.worker, snapshot: self.worker.snapshot, connection: self.connection)
-        switch planner.plan(head: head, framing: request.framing, requestID: requestID, now: self.worker.shared.clock()) {
+        switch planner.plan(head: head, framing: request.framing, requestID: requestID, now: self.worker.shared.clock(), trace: self.exchange?.trace) {
         case .ready(let plan):
             self.adopt(plan, context: context)
         case .pending(let future, let route):

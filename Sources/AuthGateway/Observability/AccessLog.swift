@@ -28,6 +28,8 @@ final class AccessLog {
         var errorType: String?
         var bytesIn: Int
         var bytesOut: Int
+        /// The W3C trace id when the request was traced.
+        var traceID: String? = nil
     }
 
     private let enabled: Bool
@@ -68,7 +70,9 @@ final class AccessLog {
             line += ",\"error\":"
             JSONValue.writeString(errorType, to: &line)
         }
-        line += ",\"bytesIn\":\(entry.bytesIn),\"bytesOut\":\(entry.bytesOut)}\n"
+        line += ",\"bytesIn\":\(entry.bytesIn),\"bytesOut\":\(entry.bytesOut)"
+        if let traceID = entry.traceID { line += ",\"traceId\":\"\(traceID)\"" }
+        line += "}\n"
         self.buffer.append(contentsOf: line.utf8)
         if self.buffer.count >= Self.flushThreshold { self.flush() }
     }

@@ -27,6 +27,8 @@ final class Exchange {
     var upstreamSentAt: NIODeadline?
     var bytesIn = 0
     var bytesOut = 0
+    /// The request's trace when it is sampled (`tracing` on); nil otherwise.
+    var trace: RequestTrace?
 
     init(
         requestID: String, protocol wireProtocol: ClientProtocol = .http1, method: HTTPMethod, uri: String, version: HTTPVersion, keepAlive: Bool,
@@ -52,6 +54,10 @@ final class Exchange {
     func finish(status: Int, error: GatewayError?, worker: Worker, client: String) {
         let metrics = worker.metrics
         metrics.countRequest(route: self.routeName ?? "-", status: status, protocol: self.wireProtocol)
+        if let trace = self.trace {
+            self.plan?.upstreamSpan?.end()
+            trace.finish(status: status, route: self.routeName, error: error, subject: self.plan?.subject)
+        }
         if let reason = error?.authFailureReason {
             metrics.increment(MetricKey(MetricName.authFailures, ["reason": reason]))
         }
@@ -73,7 +79,8 @@ final class Exchange {
                 subject: self.plan?.subject,
                 errorType: error?.errorType,
                 bytesIn: self.bytesIn,
-                bytesOut: self.bytesOut
+                bytesOut: self.bytesOut,
+                traceID: self.trace?.traceID
             ),
             timestamp: worker.shared.clock()
         )

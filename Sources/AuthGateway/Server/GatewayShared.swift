@@ -20,10 +20,12 @@ final class GatewayShared: Sendable {
     /// Opens upstream connections: TCP/TLS sockets, or embedded channels in the in-process
     /// harness (`AuthGatewayTesting`).
     let connector: UpstreamConnector
+    /// Request tracing; nil without `tracing` (then requests create no trace objects).
+    let tracing: GatewayTracing?
     private let openConnectionCount = Atomic<Int>(0)
 
     init(verifiedTokens: VerifiedTokenCache, keyStore: KeyStore, health: HealthState, processMetrics: ProcessMetrics, refreshStore: RefreshStore, clock: @escaping @Sendable () -> Double, clientTLS: NIOSSLContext?, clientTLSHTTP2: NIOSSLContext? = nil,
-        connector: UpstreamConnector = SocketConnector()
+        connector: UpstreamConnector = SocketConnector(), tracing: GatewayTracing? = nil
     ) {
         self.verifiedTokens = verifiedTokens
         self.keyStore = keyStore
@@ -34,6 +36,7 @@ final class GatewayShared: Sendable {
         self.clientTLS = clientTLS
         self.clientTLSHTTP2 = clientTLSHTTP2
         self.connector = connector
+        self.tracing = tracing
     }
 
     /// Counts a new client connection against `limit`; false when the limit is reached.

@@ -142,10 +142,7 @@ struct SignOutTests {
     /// SPEC §4.3: an access token from the auth service that fails verification is a 401
     /// (logged as a misconfiguration). The refresh token was spent on it, so the session is
     /// over: a cookie session must be signed out like after any other refusal.
-    @Test(
-        .disabled("bug: RequestAuthenticator.afterRefresh answers 401 without the clearing Set-Cookies when the refreshed access token fails verification (fix described in the tests branch report)"),
-        arguments: [false, true]
-    )
+    @Test(arguments: [false, true])
     func aRefreshedTokenTheGatewayRefusesSignsTheCookieSessionOut(_ oauth2: Bool) async throws {
         let testCase = Case(name: "refreshed access token signed by another key", oauth2: oauth2, answer: .accessTokenSignedByAnotherKey, verdict: .signOut)
         let service = try await Service(answer: testCase.answer, oauth2: oauth2)

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
+import ServiceLifecycle
 
 import AuthGatewayDemo
 @testable import AuthGateway
@@ -57,8 +58,11 @@ final class GatewayFixture: Sendable {
     let directory: URL
     /// The configuration the gateway started with.
     let document: JSONObject
+    /// The application's background services (the trace exporter), run as `serve` runs them.
+    private let services: Task<Void, Never>?
 
-    private init(application: GatewayApplication, backend: EchoBackend, clock: TestClock, directory: URL, document: JSONObject) {
+    private init(application: GatewayApplication, backend: EchoBackend, clock: TestClock, directory: URL, document: JSONObject, services: Task<Void, Never>?) {
+        self.services = services
         self.application = application
         self.backend = backend
         self.clock = clock
@@ -123,10 +127,15 @@ final class GatewayFixture: Sendable {
         logger.logLevel = .critical
         let application = try await GatewayApplication.make(configuration: configuration, logger: logger, clock: clock.function)
         try await application.start()
+        var services: Task<Void, Never>?
+        if !application.backgroundServices.isEmpty {
+            let group = ServiceGroup(services: application.backgroundServices, gracefulShutdownSignals: [], logger: logger)
+            services = Task { try? await group.run() }
+        }
         if waitUntilReady {
             for _ in 0..<200 where !application.isReady { try await Task.sleep(for: .milliseconds(10)) }
         }
-        return GatewayFixture(application: application, backend: backend, clock: clock, directory: directory, document: document)
+        return GatewayFixture(application: application, backend: backend, clock: clock, directory: directory, document: document, services: services)
     }
 
     func connect(countOnly: Bool = false) async throws -> TestConnection {
@@ -145,6 +154,7 @@ final class GatewayFixture: Sendable {
     }
 
     func stop() async {
+        self.services?.cancel()
         await self.application.shutdown()
         await self.backend.close()
         try? FileManager.default.removeItem(at: self.directory)
