@@ -1,14 +1,12 @@
 import NIOCore
 
-/// Decodes a chunked body (RFC 9112 §7.1) into its data, as slices of the input: a pure state
-/// machine shared by requests and responses. Chunk sizes are 1–15 hex digits (no overflow),
-/// extensions are checked for control characters and ignored, trailers are checked and dropped.
+/// Decodes a chunked body (RFC 9112 §7.1) into its data, as slices of the input: the pure state
+/// machine behind `BodyReader`'s chunked bodies, for requests and responses alike. Chunk sizes
+/// are 1–15 hex digits (no overflow), extensions are checked for control characters and
+/// ignored, trailers are checked and dropped.
 struct ChunkedBody {
-    enum Step: Equatable {
-        case data(ByteBuffer)
-        case end
-        case error(String)
-    }
+    /// The reader's own steps, so `BodyReader` passes them on without translating.
+    typealias Step = BodyReader.Step
 
     private enum State {
         case size

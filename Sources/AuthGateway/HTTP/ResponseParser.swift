@@ -42,10 +42,8 @@ struct ResponseParser {
     private enum State {
         case awaitingRequest
         case head(resumeAt: Int, method: HTTPMethod, upgrade: Bool)
-        case fixed(remaining: Int)
-        case chunked(ChunkedBody)
-        case untilClose
-        case end
+        /// Reading the body (possibly empty) up to its `.end`; then awaiting the next request.
+        case body(BodyReader)
         case failed
     }
 
@@ -60,7 +58,7 @@ struct ResponseParser {
 
     /// The body runs until the connection closes.
     var isReadingUntilClose: Bool {
-        if case .untilClose = self.state { return true }
+        if case .body(let reader) = self.state { return reader.isUntilClose }
         return false
     }
 
@@ -77,28 +75,20 @@ struct ResponseParser {
             return self.fail("Bytes before a request was sent")
         case .head(let resumeAt, let method, let upgrade):
             return self.head(&buffer, resumeAt: resumeAt, method: method, upgrade: upgrade)
-        case .fixed(let remaining):
-            guard buffer.readableBytes > 0 else { return nil }
-            let length = min(remaining, buffer.readableBytes)
-            self.state = length == remaining ? .end : .fixed(remaining: remaining - length)
-            return .body(buffer.readSlice(length: length)!)
-        case .chunked(var body):
-            let step = body.next(&buffer)
-            self.state = .chunked(body)
-            switch step {
-            case .none: return nil
-            case .data(let part): return .body(part)
+        case .body(var reader):
+            switch reader.next(&buffer) {
+            case .none:
+                self.state = .body(reader)
+                return nil
+            case .data(let part):
+                self.state = .body(reader)
+                return .body(part)
             case .end:
                 self.state = .awaitingRequest
                 return .end
-            case .error(let detail): return self.fail(detail)
+            case .error(let detail):
+                return self.fail(detail)
             }
-        case .untilClose:
-            guard buffer.readableBytes > 0 else { return nil }
-            return .body(buffer.readSlice(length: buffer.readableBytes)!)
-        case .end:
-            self.state = .awaitingRequest
-            return .end
         case .failed:
             return nil
         }
@@ -106,7 +96,7 @@ struct ResponseParser {
 
     /// The connection closed: the end of a close-delimited body, else nothing.
     mutating func connectionClosed() -> Event? {
-        guard case .untilClose = self.state else { return nil }
+        guard case .body(var reader) = self.state, case .end = reader.connectionClosed() else { return nil }
         self.state = .awaitingRequest
         return .end
     }
@@ -130,7 +120,7 @@ struct ResponseParser {
             }
             if head.status == 101 {
                 guard upgrade else { return self.fail("Unexpected 101 Switching Protocols") }
-                self.state = .untilClose
+                self.state = .body(BodyReader(.untilClose))
                 return .head(head)
             }
             if head.status < 200 {
@@ -139,12 +129,7 @@ struct ResponseParser {
                 resumeAt = 0
                 continue
             }
-            switch head.framing {
-            case .none: self.state = .end
-            case .contentLength(let length): self.state = .fixed(remaining: length)
-            case .chunked: self.state = .chunked(ChunkedBody())
-            case .untilClose: self.state = .untilClose
-            }
+            self.state = .body(BodyReader(head.framing))
             return .head(head)
         }
     }
