@@ -174,7 +174,7 @@ struct ResponseParser {
             guard raw[reason].allSatisfy(HeadScanner.isFieldValueByte) else { return .failure(Invalid(message: "Invalid reason phrase")) }
         }
 
-        var contentLength: Int?
+        var contentLength: (text: Range<Int>, value: Int)?
         var lastTransferCoding: Range<Int>?
         var hasTransferEncoding = false
         var close = false
@@ -182,15 +182,9 @@ struct ResponseParser {
         for field in lines.fields {
             switch field.kind {
             case .contentLength:
-                var valid = true
-                HeaderNames.forEachListElement(raw, field.valueStart, field.valueEnd) { s, e in
-                    guard let length = Self.decimal(raw, s, e), contentLength == nil || contentLength == length else {
-                        valid = false
-                        return
-                    }
-                    contentLength = length
+                guard Self.contentLength(raw, field.valueStart, field.valueEnd, first: &contentLength) else {
+                    return .failure(Invalid(message: "Invalid Content-Length"))
                 }
-                guard valid, contentLength != nil else { return .failure(Invalid(message: "Invalid Content-Length")) }
             case .transferEncoding:
                 hasTransferEncoding = true
                 lastTransferCoding = HeaderNames.lastListElement(raw, field.valueStart, field.valueEnd) ?? lastTransferCoding
@@ -201,6 +195,12 @@ struct ResponseParser {
                 break
             }
         }
+        if hasTransferEncoding && contentLength != nil {
+            // RFC 9112 §6.3: "ought to be handled as an error"; llhttp refuses it too (for any
+            // status and method), and two readings of one response are how one client gets
+            // bytes meant for another.
+            return .failure(Invalid(message: "Both Transfer-Encoding and Content-Length"))
+        }
         // After a 101 the connection belongs to the upgraded protocol.
         var keepAlive = status == 101 ? false : version == .http1_1 ? !close : (keepAliveToken && !close)
         let framing: BodyFraming
@@ -209,11 +209,9 @@ struct ResponseParser {
         } else if hasTransferEncoding {
             let chunked = lastTransferCoding.map { HeaderNames.equals(raw, $0.lowerBound, $0.upperBound, Self.chunked) } ?? false
             framing = chunked ? .chunked : .untilClose
-            // Both framings named: Transfer-Encoding wins (RFC 9112 §6.3), the connection is not
-            // trusted with another request.
-            if contentLength != nil || !chunked { keepAlive = false }
+            if !chunked { keepAlive = false }
         } else if let contentLength {
-            framing = contentLength == 0 ? .none : .contentLength(contentLength)
+            framing = contentLength.value == 0 ? .none : .contentLength(contentLength.value)
         } else {
             framing = .untilClose
             keepAlive = false
@@ -221,6 +219,32 @@ struct ResponseParser {
         return .success(
             UpstreamResponseHead(bytes: bytes, version: version, status: status, reason: reason, fields: lines.fields, framing: framing, keepAlive: keepAlive)
         )
+    }
+
+    /// Checks a `Content-Length` value, `1#(1*DIGIT)`, against the ones before it (`first`,
+    /// set by the first element): a list ("5, 5") or repeated field is one length only when
+    /// every element is the same text, as for requests (`RequestFraming`); "5" beside "05" or
+    /// an empty element is refused, as llhttp refuses them: no room for two readings.
+    private static func contentLength(_ raw: UnsafeRawBufferPointer, _ start: Int, _ end: Int, first: inout (text: Range<Int>, value: Int)?) -> Bool {
+        var elementStart = start
+        var index = start
+        while index <= end {
+            if index == end || raw[index] == UInt8(ascii: ",") {
+                var s = elementStart
+                var e = index
+                while s < e, raw[s] == UInt8(ascii: " ") || raw[s] == UInt8(ascii: "\t") { s += 1 }
+                while e > s, raw[e - 1] == UInt8(ascii: " ") || raw[e - 1] == UInt8(ascii: "\t") { e -= 1 }
+                if let first {
+                    guard raw[s..<e].elementsEqual(raw[first.text]) else { return false }
+                } else {
+                    guard let value = Self.decimal(raw, s, e) else { return false }
+                    first = (s..<e, value)
+                }
+                elementStart = index + 1
+            }
+            index += 1
+        }
+        return true
     }
 
     /// 1*DIGIT, at most 18 digits.
