@@ -58,6 +58,20 @@ struct BodyReaderTests {
         #expect(reader.connectionClosed() == nil)
     }
 
+    @Test(
+        "chunked: a trailer that would frame the message or control the connection is an error (llhttp acts on them)",
+        arguments: ["Content-Length: 5", "transfer-encoding: chunked", "Transfer-Encoding: gzip", "Connection: close", "Proxy-Connection: close"]
+    )
+    func framingTrailers(_ field: String) {
+        var reader = BodyReader(.chunked)
+        var buffer = ByteBuffer(string: "1\r\nx\r\n0\r\nX-Fine: 1\r\n\(field)\r\n\r\n")
+        #expect(reader.next(&buffer) == .data(ByteBuffer(string: "x")))
+        guard case .error = reader.next(&buffer) else {
+            Issue.record("accepted the trailer \(field)")
+            return
+        }
+    }
+
     @Test("until close: every byte is body, the close is the end")
     func untilClose() {
         var reader = BodyReader(.untilClose)
