@@ -125,6 +125,10 @@ struct ResponseParser {
             }
             if head.status < 200 {
                 // Interim response (100 Continue, 103 Early Hints): skipped, the final one follows.
+                // One that ends the connection (`Connection: close`, HTTP/1.0 without keep-alive:
+                // no HTTP/1.0 server sends 1xx) is refused: llhttp takes the connection as
+                // closed after it and refuses the final response.
+                guard head.keepAlive else { return self.fail("Interim response closing the connection") }
                 self.state = .head(resumeAt: 0, method: method, upgrade: upgrade)
                 resumeAt = 0
                 continue

@@ -77,6 +77,21 @@ struct ResponseParserTests {
         #expect(kept == "200 keepAlive=true none")
     }
 
+    @Test(
+        "an interim response that ends the connection is an error: llhttp refuses what follows it",
+        arguments: [
+            "HTTP/1.1 100 Continue\r\nConnection: close\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n",
+            "HTTP/1.0 103 Early Hints\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n",
+        ]
+    )
+    func closingInterim(_ text: String) {
+        #expect(parse(text).count == 1)
+        guard case .error = parse(text).first else {
+            Issue.record("accepted: \(text.debugDescription)")
+            return
+        }
+    }
+
     @Test("interim 1xx responses are skipped; 101 is an error")
     func interim() {
         #expect(
