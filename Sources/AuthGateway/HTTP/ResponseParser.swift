@@ -191,7 +191,13 @@ struct ResponseParser {
                 }
             case .transferEncoding:
                 hasTransferEncoding = true
-                lastTransferCoding = HeaderNames.lastListElement(raw, field.valueStart, field.valueEnd) ?? lastTransferCoding
+                // Empty elements are refused, not skipped (RFC 9110 §5.6.1 would skip them):
+                // llhttp reads "chunked," as not chunked.
+                let complete = HeaderNames.forEachListElementRefusingEmpty(raw, field.valueStart, field.valueEnd) { s, e in
+                    lastTransferCoding = s..<e
+                    return true
+                }
+                guard complete else { return .failure(Invalid(message: "Invalid Transfer-Encoding")) }
             case .connection:
                 if HeaderNames.listContains(raw, field.valueStart, field.valueEnd, token: Self.close) { close = true }
                 if HeaderNames.listContains(raw, field.valueStart, field.valueEnd, token: Self.keepAlive) { keepAliveToken = true }
@@ -230,25 +236,12 @@ struct ResponseParser {
     /// every element is the same text, as for requests (`RequestFraming`); "5" beside "05" or
     /// an empty element is refused, as llhttp refuses them: no room for two readings.
     private static func contentLength(_ raw: UnsafeRawBufferPointer, _ start: Int, _ end: Int, first: inout (text: Range<Int>, value: Int)?) -> Bool {
-        var elementStart = start
-        var index = start
-        while index <= end {
-            if index == end || raw[index] == UInt8(ascii: ",") {
-                var s = elementStart
-                var e = index
-                while s < e, raw[s] == UInt8(ascii: " ") || raw[s] == UInt8(ascii: "\t") { s += 1 }
-                while e > s, raw[e - 1] == UInt8(ascii: " ") || raw[e - 1] == UInt8(ascii: "\t") { e -= 1 }
-                if let first {
-                    guard raw[s..<e].elementsEqual(raw[first.text]) else { return false }
-                } else {
-                    guard let value = Self.decimal(raw, s, e) else { return false }
-                    first = (s..<e, value)
-                }
-                elementStart = index + 1
-            }
-            index += 1
+        HeaderNames.forEachListElementRefusingEmpty(raw, start, end) { s, e in
+            if let first { return raw[s..<e].elementsEqual(raw[first.text]) }
+            guard let value = Self.decimal(raw, s, e) else { return false }
+            first = (s..<e, value)
+            return true
         }
-        return true
     }
 
     /// 1*DIGIT, at most 18 digits.
