@@ -150,6 +150,7 @@ struct ResponseParser {
     private static let chunked = Array("chunked".utf8)
     private static let close = Array("close".utf8)
     private static let keepAlive = Array("keep-alive".utf8)
+    private static let proxyConnection = Array("proxy-connection".utf8)
 
     /// `HTTP-version SP 3DIGIT [SP reason-phrase]` and the fields; the framing by RFC 9112 §6.3.
     static func responseHead(_ raw: UnsafeRawBufferPointer, bytes: ByteBuffer, method: HTTPMethod) -> Result<UpstreamResponseHead, Invalid> {
@@ -201,7 +202,15 @@ struct ResponseParser {
             case .connection:
                 if HeaderNames.listContains(raw, field.valueStart, field.valueEnd, token: Self.close) { close = true }
                 if HeaderNames.listContains(raw, field.valueStart, field.valueEnd, token: Self.keepAlive) { keepAliveToken = true }
-            case .other, .hopByHop, .requestID:
+            case .hopByHop:
+                // llhttp reads Proxy-Connection as Connection: its close is honoured (its
+                // keep-alive is not), so the gateway never reads on where llhttp stops.
+                if HeaderNames.equals(raw, field.nameStart, field.nameEnd, Self.proxyConnection),
+                    HeaderNames.listContains(raw, field.valueStart, field.valueEnd, token: Self.close)
+                {
+                    close = true
+                }
+            case .other, .requestID:
                 break
             }
         }

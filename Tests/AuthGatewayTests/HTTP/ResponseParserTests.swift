@@ -92,6 +92,19 @@ struct ResponseParserTests {
         }
     }
 
+    @Test("Proxy-Connection: close ends the connection too (llhttp reads the field as Connection); its keep-alive is not trusted")
+    func proxyConnection() {
+        #expect(framing(200, "Proxy-Connection: close\r\nContent-Length: 0\r\n") == "200 keepAlive=false none")
+        #expect(framing(200, "proxy-connection: keep-alive, Close\r\nContent-Length: 0\r\n") == "200 keepAlive=false none")
+        #expect(framing(200, "Proxy-Connection: keep-alive\r\nContent-Length: 0\r\n") == "200 keepAlive=true none")
+        guard case .head(let old) = parse("HTTP/1.0 200 OK\r\nProxy-Connection: keep-alive\r\nContent-Length: 0\r\n\r\n").first else {
+            Issue.record("no head")
+            return
+        }
+        #expect(old == "200 keepAlive=false none")
+        #expect(parse("HTTP/1.1 100 Continue\r\nProxy-Connection: close\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n").count == 1)
+    }
+
     @Test("interim 1xx responses are skipped; 101 is an error")
     func interim() {
         #expect(
