@@ -27,8 +27,10 @@ final class SessionRefresher: Sendable {
     func refresh(refreshToken: Substring, claims: JSONObject, client: UpstreamClient) -> EventLoopFuture<Outcome> {
         let token = String(refreshToken)
         let started = self.clock()
+        let metrics = self.metrics
         return self.store.outcome(
-            for: TokenDigest(of: refreshToken), graceSeconds: self.configuration.graceSeconds, now: started, eventLoop: client.eventLoop
+            for: TokenDigest(of: refreshToken), graceSeconds: self.configuration.graceSeconds, now: started, eventLoop: client.eventLoop,
+            joined: { metrics.increment(MetricKey(MetricName.refreshJoins)) }
         ) {
             self.call(refreshToken: token, claims: claims, client: client).map { outcome in
                 self.metrics.observe(MetricKey(MetricName.authServiceDuration, ["operation": "refresh"]), seconds: self.clock() - started)
@@ -36,11 +38,7 @@ final class SessionRefresher: Sendable {
                 return outcome
             }
         }.map { outcome, role in
-            switch role {
-            case .remembered: self.metrics.increment(MetricKey(MetricName.refreshGraceHits))
-            case .joined: self.metrics.increment(MetricKey(MetricName.refreshJoins))
-            case .led: break
-            }
+            if role == .remembered { self.metrics.increment(MetricKey(MetricName.refreshGraceHits)) }
             return outcome
         }
     }

@@ -13,7 +13,10 @@ extension GatewayTracing {
         otel.traces.enabled = true
         // The gateway samples before a span exists (no span object for an unsampled request).
         otel.traces.sampler = .alwaysOn
-        otel.traces.otlpExporter.endpoint = configuration.otlpEndpoint
+        // The configured URL is the collector's base (SPEC §4.10); swift-otel takes an explicit
+        // endpoint as the signal's full URL.
+        let base = configuration.otlpEndpoint.hasSuffix("/") ? String(configuration.otlpEndpoint.dropLast()) : configuration.otlpEndpoint
+        otel.traces.otlpExporter.endpoint = base + "/v1/traces"
         otel.traces.otlpExporter.protocol = configuration.otlpProtocol == .json ? .httpJSON : .httpProtobuf
         otel.traces.batchSpanProcessor.scheduleDelay = .seconds(1)
         otel.propagators = [.traceContext]

@@ -28,9 +28,11 @@ enum SingleFlightRole: Sendable, Equatable {
 protocol RefreshStore: Sendable {
     /// The outcome for the refresh token hashed as `key`: remembered, joined, or made by
     /// `call`, which runs on `eventLoop` at most once per key while an outcome is remembered.
-    /// The future completes on `eventLoop`.
+    /// `joined` runs as soon as the request is known to wait for a call someone else makes (so
+    /// waiters are visible while they wait). The future completes on `eventLoop`.
     func outcome(
         for key: TokenDigest, graceSeconds: Int, now: Double, eventLoop: EventLoop,
+        joined: @escaping @Sendable () -> Void,
         call: @escaping () -> EventLoopFuture<RefreshOutcome>
     ) -> EventLoopFuture<(RefreshOutcome, SingleFlightRole)>
 }
@@ -49,12 +51,14 @@ final class LocalRefreshStore: RefreshStore {
 
     func outcome(
         for key: TokenDigest, graceSeconds: Int, now: Double, eventLoop: EventLoop,
+        joined: @escaping @Sendable () -> Void,
         call: @escaping () -> EventLoopFuture<RefreshOutcome>
     ) -> EventLoopFuture<(RefreshOutcome, SingleFlightRole)> {
         switch self.table.lookup(key, now: now, policy: .init(freshSeconds: Double(graceSeconds)), eventLoop: eventLoop) {
         case .fresh(let outcome), .stale(let outcome, _):
             return eventLoop.makeSucceededFuture((outcome, .remembered))
         case .joined(let inFlight):
+            joined()
             return inFlight.map { ($0, .joined) }
         case .lead(let flight):
             call().whenComplete { result in
