@@ -34,27 +34,10 @@ extension HTTP2StreamHandler {
             self.run(action, context: context)
             return
         }
-        let planner = RequestPlanner(worker: self.worker, snapshot: self.worker.snapshot, connection: self.connection)
-        switch planner.plan(head: head, framing: request.framing, requestID: requestID, now: self.worker.shared.clock(), trace: self.exchange?.trace) {
-        case .ready(let plan):
-            self.adopt(plan, context: context)
-        case .pending(let future, let route):
-            self.exchange?.routeName = route
-            future.assumeIsolated().whenComplete { result in
-                guard let context = self.context, self.exchange?.requestID == requestID else { return }
-                switch result {
-                case .success(let plan):
-                    self.adopt(plan, context: context)
-                case .failure:
-                    self.exchange?.local = .problem(.authServiceUnavailable, requestID: requestID)
-                    self.run(self.state.decidedToRespondLocally(), context: context)
-                }
-                self.updateTimer(context: context)
-            }
-        }
+        self.decide(head, framing: request.framing, requestID: requestID, context: context)
     }
 
-    private func adopt(_ plan: RequestPlan, context: ChannelHandlerContext) {
+    func adopt(_ plan: RequestPlan, context: ChannelHandlerContext) {
         switch plan {
         case .respond(let response, _, let route):
             self.exchange?.routeName = route
@@ -76,23 +59,6 @@ extension HTTP2StreamHandler {
                 return
             }
             self.run(self.state.decidedToForward(), context: context)
-        }
-    }
-
-    func lease(context: ChannelHandlerContext) {
-        guard let pool = self.exchange?.plan?.pool else { return }
-        switch pool.lease(for: self) {
-        case .leased(let lease, let reused):
-            self.leaseSucceeded(lease, reused: reused)
-        case .pending:
-            self.leasingPool = pool
-        }
-    }
-
-    func cancelLease() {
-        if let pool = self.leasingPool {
-            self.leasingPool = nil
-            pool.cancelLease(for: self)
         }
     }
 

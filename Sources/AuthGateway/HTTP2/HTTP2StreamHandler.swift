@@ -13,7 +13,7 @@ import NIOHTTP2
 /// Backpressure both ways by HTTP/2 flow control: reads from the stream are withheld while the
 /// backend cannot take more (no WINDOW_UPDATE goes out), and upstream reads are withheld while
 /// the stream's send window is exhausted (the child channel is then not writable).
-final class HTTP2StreamHandler: ChannelDuplexHandler, UpstreamLeaseRequester, UpstreamConnectionDelegate {
+final class HTTP2StreamHandler: ChannelDuplexHandler, ExchangeHandler {
     typealias InboundIn = HTTP2Frame.FramePayload
     typealias OutboundIn = HTTP2Frame.FramePayload
     typealias OutboundOut = HTTP2Frame.FramePayload
@@ -194,19 +194,6 @@ final class HTTP2StreamHandler: ChannelDuplexHandler, UpstreamLeaseRequester, Up
         case .resumeUpstreamReads:
             self.upstream?.resumeReading()
         }
-    }
-
-    // MARK: Finishing
-
-    func finishExchange(status: Int, error: GatewayError?) {
-        guard let exchange = self.exchange else { return }
-        self.exchange = nil
-        exchange.finish(status: status, error: error, worker: self.worker, client: self.connection.peerIP)
-    }
-
-    func countUpstreamError(_ error: GatewayError) {
-        guard let backend = self.exchange?.plan?.route.backend else { return }
-        self.worker.metrics.increment(MetricKey(MetricName.upstreamErrors, ["backend": backend, "kind": error.errorType]))
     }
 }
 

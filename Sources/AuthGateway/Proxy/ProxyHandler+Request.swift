@@ -5,7 +5,6 @@ import NIOHTTP1
 /// going upstream.
 extension ProxyHandler {
     func receivedHead(_ head: HTTPRequestHead, framing: Result<BodyFraming, GatewayError>, context: ChannelHandlerContext) {
-        let snapshot = self.worker.snapshot
         let requestID = self.worker.requestID(forwarded: head.headers.first(name: "x-request-id"))
         self.exchange = Exchange(
             requestID: requestID, method: head.method, uri: head.uri, version: head.version,
@@ -31,28 +30,11 @@ extension ProxyHandler {
             self.exchange?.local = .problem(error, requestID: requestID)
             self.run(self.state.decidedToRespondLocally(forceClose: true), context: context)
         case .success(let body):
-            let planner = RequestPlanner(worker: self.worker, snapshot: snapshot, connection: self.connection)
-            switch planner.plan(head: head, framing: body, requestID: requestID, now: self.worker.shared.clock(), trace: self.exchange?.trace) {
-            case .ready(let plan):
-                self.adopt(plan, context: context)
-            case .pending(let future, let route):
-                self.exchange?.routeName = route
-                future.assumeIsolated().whenComplete { result in
-                    guard let context = self.context, self.exchange?.requestID == requestID else { return }
-                    switch result {
-                    case .success(let plan):
-                        self.adopt(plan, context: context)
-                    case .failure:
-                        self.exchange?.local = .problem(.authServiceUnavailable, requestID: requestID)
-                        self.run(self.state.decidedToRespondLocally(), context: context)
-                    }
-                    self.updateTimer(context: context)
-                }
-            }
+            self.decide(head, framing: body, requestID: requestID, context: context)
         }
     }
 
-    private func adopt(_ plan: RequestPlan, context: ChannelHandlerContext) {
+    func adopt(_ plan: RequestPlan, context: ChannelHandlerContext) {
         switch plan {
         case .respond(let response, let close, let route):
             self.exchange?.routeName = route
@@ -62,23 +44,6 @@ extension ProxyHandler {
             self.exchange?.plan = forward
             self.exchange?.routeName = forward.route.name
             self.run(self.state.decidedToForward(), context: context)
-        }
-    }
-
-    func lease(context: ChannelHandlerContext) {
-        guard let pool = self.exchange?.plan?.pool else { return }
-        switch pool.lease(for: self) {
-        case .leased(let connection, let reused):
-            self.leaseSucceeded(connection, reused: reused)
-        case .pending:
-            self.leasingPool = pool
-        }
-    }
-
-    func cancelLease() {
-        if let pool = self.leasingPool {
-            self.leasingPool = nil
-            pool.cancelLease(for: self)
         }
     }
 

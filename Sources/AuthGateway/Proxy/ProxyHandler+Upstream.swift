@@ -1,38 +1,11 @@
 import NIOCore
 
-/// What the pool and the backend's connection report (`UpstreamLeaseRequester`,
-/// `UpstreamConnectionDelegate`), turned into state-machine events.
+/// What the backend sends, on an HTTP/1.1 client connection (the rest of the upstream events:
+/// `ExchangeHandler`).
 extension ProxyHandler {
-    func leaseSucceeded(_ lease: UpstreamLease, reused: Bool) {
-        self.leasingPool = nil
-        guard let context = self.context else {
-            lease.returnUnused(reused: reused)
-            return
-        }
-        let action = self.state.leaseSucceeded(reused: reused)
-        if case .returnUnusedConnection = action {
-            lease.returnUnused(reused: reused)
-            return
-        }
-        self.upstream = lease
-        lease.delegate = self
-        self.run(action, context: context)
-        self.updateTimer(context: context)
-    }
-
-    func leaseFailed(_ error: GatewayError) {
-        self.leasingPool = nil
-        guard let context = self.context else { return }
-        self.countUpstreamError(error)
-        self.run(self.state.leaseFailed(error), context: context)
-        self.updateTimer(context: context)
-    }
-
     func upstreamResponseHead(_ head: UpstreamResponseHead) {
         guard let context = self.context, let exchange = self.exchange, let plan = exchange.plan else { return }
-        if let sentAt = exchange.upstreamSentAt {
-            self.worker.metrics.observeUpstreamDuration(backend: plan.route.backend, seconds: Double((NIODeadline.now() - sentAt).nanoseconds) / 1e9)
-        }
+        self.observeUpstreamLatency(exchange, backend: plan.route.backend)
         if head.status == 101, let upgrade = plan.upgrade {
             self.startTunnel(head, upgrade: upgrade, exchange: exchange, plan: plan, context: context)
             return
@@ -84,12 +57,6 @@ extension ProxyHandler {
         self.updateTimer(context: context)
     }
 
-    func upstreamResponseBody(_ body: ByteBuffer) {
-        guard let context = self.context else { return }
-        self.run(self.state.responseBody(body), context: context)
-        if self.state.isTunnel { self.updateTimer(context: context) }
-    }
-
     func upstreamResponseEnd() {
         guard let context = self.context else { return }
         let keepAlive = self.upstream?.reusable ?? false
@@ -107,19 +74,4 @@ extension ProxyHandler {
         }
         context.flush()
     }
-
-    func upstreamClosed(protocolError: Bool) {
-        guard let context = self.context else { return }
-        self.upstream = nil
-        let action = protocolError ? self.state.upstreamProtocolError() : self.state.upstreamFailed()
-        self.run(action, context: context)
-        self.updateTimer(context: context)
-    }
-
-    func upstreamWritabilityChanged(_ writable: Bool) {
-        guard let context = self.context else { return }
-        self.run(self.state.upstreamWritabilityChanged(writable), context: context)
-    }
-
-    var shouldReadFromUpstream: Bool { self.state.shouldReadFromUpstream }
 }

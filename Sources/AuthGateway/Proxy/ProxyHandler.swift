@@ -10,13 +10,14 @@ import NIOHTTP1
 /// protocol-independent `RequestPlanner` → `RequestAuthenticator` → `UpstreamPool` lease.
 ///
 /// Files: this one (connection events, parsing, running actions), `+Request` (a head's
-/// decision, the lease, the upstream request), `+Upstream` (what the backend sends),
-/// `+Response` (what the client gets), `+Timers`.
+/// decision, the upstream request), `+Upstream` (what the backend sends), `+Response` (what the
+/// client gets), `+Timers`; what it shares with `HTTP2StreamHandler` (deciding, the lease, the
+/// backend's events, the finish) is `ExchangeHandler`.
 ///
 /// Everything happens on the connection's event loop. Bodies are relayed without buffering:
 /// reads are withheld from one side while the other cannot take more (`read(context:)`), and
 /// resumed on writability changes.
-final class ProxyHandler: ChannelDuplexHandler, UpstreamLeaseRequester, UpstreamConnectionDelegate {
+final class ProxyHandler: ChannelDuplexHandler, ExchangeHandler {
     typealias InboundIn = ByteBuffer
     typealias OutboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
@@ -276,20 +277,7 @@ final class ProxyHandler: ChannelDuplexHandler, UpstreamLeaseRequester, Upstream
         }
     }
 
-    // MARK: Finishing
-
-    /// Ends the exchange in flight (metrics and access log, `Exchange.finish`).
-    func finishExchange(status: Int, error: GatewayError?) {
-        guard let exchange = self.exchange else { return }
-        self.exchange = nil
-        exchange.finish(status: status, error: error, worker: self.worker, client: self.connection.peerIP)
-    }
-
-    func countUpstreamError(_ error: GatewayError) {
-        guard let backend = self.exchange?.plan?.route.backend else { return }
-        self.worker.metrics.increment(MetricKey(MetricName.upstreamErrors, ["backend": backend, "kind": error.errorType]))
-    }
-
+    /// An exchange for input that never became a request head (parse error, slow headers).
     func bareExchange() -> Exchange {
         Exchange.bare(requestID: self.worker.requestID(forwarded: nil))
     }

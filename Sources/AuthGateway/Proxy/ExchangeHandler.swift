@@ -1,0 +1,137 @@
+import NIOCore
+import NIOHTTP1
+
+/// What an HTTP/1.1 connection (`ProxyHandler`) and an HTTP/2 stream (`HTTP2StreamHandler`)
+/// share — the protocol-independent part of a request's life: its decision (`RequestPlanner`),
+/// the upstream lease, the backend's events fed to `ProxyStateMachine`, and the finish. Only
+/// the framing differs: each handler runs the state machine's actions its own way (`run`) and
+/// adopts a plan with its protocol's own checks (`adopt`).
+protocol ExchangeHandler: AnyObject, UpstreamLeaseRequester, UpstreamConnectionDelegate {
+    var worker: Worker { get }
+    var connection: ClientConnectionInfo { get }
+    var state: ProxyStateMachine { get set }
+    var exchange: Exchange? { get set }
+    var upstream: UpstreamLease? { get set }
+    /// The pool a lease is pending with.
+    var leasingPool: UpstreamPool? { get set }
+    var context: ChannelHandlerContext? { get }
+
+    func run(_ action: ProxyStateMachine.Action, context: ChannelHandlerContext)
+    func updateTimer(context: ChannelHandlerContext)
+    /// Takes the planner's decision: answer locally or forward.
+    func adopt(_ plan: RequestPlan, context: ChannelHandlerContext)
+}
+
+extension ExchangeHandler {
+    // MARK: Deciding
+
+    /// Plans the request whose head arrived (route, authenticate, rewrite), now or once the
+    /// auth service or a key refetch has answered.
+    func decide(_ head: HTTPRequestHead, framing: BodyFraming, requestID: String, context: ChannelHandlerContext) {
+        let planner = RequestPlanner(worker: self.worker, snapshot: self.worker.snapshot, connection: self.connection)
+        switch planner.plan(head: head, framing: framing, requestID: requestID, now: self.worker.shared.clock(), trace: self.exchange?.trace) {
+        case .ready(let plan):
+            self.adopt(plan, context: context)
+        case .pending(let future, let route):
+            self.exchange?.routeName = route
+            future.assumeIsolated().whenComplete { result in
+                guard let context = self.context, self.exchange?.requestID == requestID else { return }
+                switch result {
+                case .success(let plan):
+                    self.adopt(plan, context: context)
+                case .failure:
+                    self.exchange?.local = .problem(.authServiceUnavailable, requestID: requestID)
+                    self.run(self.state.decidedToRespondLocally(), context: context)
+                }
+                self.updateTimer(context: context)
+            }
+        }
+    }
+
+    // MARK: Lease
+
+    func lease(context: ChannelHandlerContext) {
+        guard let pool = self.exchange?.plan?.pool else { return }
+        switch pool.lease(for: self) {
+        case .leased(let lease, let reused):
+            self.leaseSucceeded(lease, reused: reused)
+        case .pending:
+            self.leasingPool = pool
+        }
+    }
+
+    func cancelLease() {
+        if let pool = self.leasingPool {
+            self.leasingPool = nil
+            pool.cancelLease(for: self)
+        }
+    }
+
+    func leaseSucceeded(_ lease: UpstreamLease, reused: Bool) {
+        self.leasingPool = nil
+        guard let context = self.context else {
+            lease.returnUnused(reused: reused)
+            return
+        }
+        let action = self.state.leaseSucceeded(reused: reused)
+        if case .returnUnusedConnection = action {
+            lease.returnUnused(reused: reused)
+            return
+        }
+        self.upstream = lease
+        lease.delegate = self
+        self.run(action, context: context)
+        self.updateTimer(context: context)
+    }
+
+    func leaseFailed(_ error: GatewayError) {
+        self.leasingPool = nil
+        guard let context = self.context else { return }
+        self.countUpstreamError(error)
+        self.run(self.state.leaseFailed(error), context: context)
+        self.updateTimer(context: context)
+    }
+
+    // MARK: Upstream events
+
+    func upstreamResponseBody(_ body: ByteBuffer) {
+        guard let context = self.context else { return }
+        self.run(self.state.responseBody(body), context: context)
+        if self.state.isTunnel { self.updateTimer(context: context) }
+    }
+
+    func upstreamClosed(protocolError: Bool) {
+        guard let context = self.context else { return }
+        self.upstream = nil
+        let action = protocolError ? self.state.upstreamProtocolError() : self.state.upstreamFailed()
+        self.run(action, context: context)
+        self.updateTimer(context: context)
+    }
+
+    func upstreamWritabilityChanged(_ writable: Bool) {
+        guard let context = self.context else { return }
+        self.run(self.state.upstreamWritabilityChanged(writable), context: context)
+    }
+
+    var shouldReadFromUpstream: Bool { self.state.shouldReadFromUpstream }
+
+    /// The backend's response head arrived: its latency, for the upstream histogram.
+    func observeUpstreamLatency(_ exchange: Exchange, backend: String) {
+        guard let sentAt = exchange.upstreamSentAt else { return }
+        self.worker.metrics.observeUpstreamDuration(backend: backend, seconds: Double((NIODeadline.now() - sentAt).nanoseconds) / 1e9)
+    }
+
+    // MARK: Finishing
+
+    /// Ends the exchange in flight (metrics, access log, trace: `Exchange.finish`).
+    func finishExchange(status: Int, error: GatewayError?) {
+        guard let exchange = self.exchange else { return }
+        self.exchange = nil
+        exchange.finish(status: status, error: error, worker: self.worker, client: self.connection.peerIP)
+    }
+
+    func countUpstreamError(_ error: GatewayError) {
+        guard let backend = self.exchange?.plan?.route.backend else { return }
+        self.worker.metrics.increment(MetricKey(MetricName.upstreamErrors, ["backend": backend, "kind": error.errorType]))
+    }
+}
