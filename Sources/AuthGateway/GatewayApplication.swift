@@ -55,7 +55,7 @@ public final class GatewayApplication: Sendable {
         self.logger = logger
         self.group = group
         let publisher = KeyPublisher()
-        let shared = try Self.makeShared(configuration, clock: clock, connector: SocketConnector(), publisher: publisher)
+        let shared = try Self.makeShared(configuration, clock: clock, connector: SocketConnector(), publisher: publisher, group: group, logger: logger)
         self.shared = shared
         self.listenerTLS = try configuration.listener.tls.map(Self.makeServerTLS)
         let profiles = Self.profileCache(for: configuration, keeping: nil, shared: shared)
@@ -75,9 +75,12 @@ public final class GatewayApplication: Sendable {
     }
 
     /// What all event loops share, as `serve` builds it; keys reach the loops through
-    /// `publisher`.
+    /// `publisher`. The refresh store is shared through PostgreSQL when `sharedState` is
+    /// configured and there is an event loop group to run its client on (not in the embedded
+    /// one-worker harness), else process-local.
     private static func makeShared(
-        _ configuration: GatewayConfiguration, clock: @escaping @Sendable () -> Double, connector: UpstreamConnector, publisher: KeyPublisher
+        _ configuration: GatewayConfiguration, clock: @escaping @Sendable () -> Double, connector: UpstreamConnector, publisher: KeyPublisher,
+        group: EventLoopGroup?, logger: Logger
     ) throws -> GatewayShared {
         let processMetrics = ProcessMetrics()
         let keyStore = KeyStore(configuration: configuration.tokens, metrics: processMetrics, clock: clock) { snapshot in
@@ -88,15 +91,21 @@ public final class GatewayApplication: Sendable {
             || configuration.authService?.url.isTLS == true
             || configuration.tokens.issuers.contains { $0.jwks?.url.isTLS == true }
         let clientTLS = usesTLSUpstream ? try GatewayShared.makeClientTLS(caFile: configuration.authService?.caCertificatePEMFile) : nil
+        let sharedState = try configuration.sharedState.flatMap { sharedState in
+            try group.map {
+                try PostgresSharedState(configuration: sharedState, eventLoopGroup: $0, metrics: processMetrics, logger: logger, clock: clock)
+            }
+        }
         return GatewayShared(
             verifiedTokens: VerifiedTokenCache(capacity: configuration.tokens.verifiedCacheEntries),
             keyStore: keyStore,
             health: HealthState(),
             processMetrics: processMetrics,
-            refreshStore: LocalRefreshStore(clock: clock),
+            refreshStore: sharedState?.store ?? LocalRefreshStore(clock: clock),
             clock: clock,
             clientTLS: clientTLS,
-            connector: connector
+            connector: connector,
+            sharedState: sharedState
         )
     }
 
@@ -107,7 +116,7 @@ public final class GatewayApplication: Sendable {
         configuration: GatewayConfiguration, eventLoop: EventLoop, clock: @escaping @Sendable () -> Double, connector: UpstreamConnector
     ) throws -> Worker {
         let publisher = KeyPublisher()
-        let shared = try Self.makeShared(configuration, clock: clock, connector: connector, publisher: publisher)
+        let shared = try Self.makeShared(configuration, clock: clock, connector: connector, publisher: publisher, group: nil, logger: Logger(label: "auth-gateway"))
         let profiles = Self.profileCache(for: configuration, keeping: nil, shared: shared)
         let worker = Worker(eventLoop: eventLoop, shared: shared, snapshot: Self.makeSnapshot(configuration, generation: 1, shared: shared, profiles: profiles))
         publisher.attach([NIOLoopBound(worker, eventLoop: eventLoop)])
@@ -158,6 +167,7 @@ public final class GatewayApplication: Sendable {
             state.flushTasks = tasks
         }
         self.shared.health.markConfigActive()
+        self.shared.sharedState?.start()
         self.logger.info(
             "gateway.listening",
             metadata: [
@@ -243,6 +253,8 @@ public final class GatewayApplication: Sendable {
                 worker.value.accessLog.flush()
             }.get()
         }
+        // Its client's connections live on the event loops.
+        await self.shared.sharedState?.stop()
         try? await self.group.shutdownGracefully()
         self.logger.info("gateway.stopped")
     }
@@ -271,6 +283,13 @@ public final class GatewayApplication: Sendable {
         if old.listener != configuration.listener || old.admin != configuration.admin || old.eventLoopThreads != configuration.eventLoopThreads {
             self.logger.warning("config.reload_needs_restart", metadata: ["reason": "listener, admin or eventLoopThreads changed; restart to apply them"])
         }
+        if old.sharedState != configuration.sharedState {
+            // The store (its connections, flights and outcomes) belongs to the application.
+            self.logger.warning(
+                "config.reload_needs_restart",
+                metadata: ["reason": "sharedState changed; the running shared state (\(old.sharedState?.description ?? "off")) is kept until a restart"]
+            )
+        }
         let snapshot = Self.makeSnapshot(configuration, generation: generation, shared: self.shared, profiles: profiles)
         for worker in self.workers {
             worker.eventLoop.execute { worker.value.apply(snapshot) }
@@ -294,8 +313,13 @@ public final class GatewayApplication: Sendable {
     /// The refresher is rebuilt for each configuration; what it has learned lives in the
     /// application's refresh store, which every configuration shares.
     private static func makeSnapshot(_ configuration: GatewayConfiguration, generation: UInt64, shared: GatewayShared, profiles: ProfileCache?) -> RuntimeSnapshot {
-        let refresher = configuration.authService?.refresh.map {
-            SessionRefresher(configuration: $0, store: shared.refreshStore, metrics: shared.processMetrics, clock: shared.clock)
+        let refresher = configuration.authService.flatMap { authService in
+            authService.refresh.map {
+                SessionRefresher(
+                    configuration: $0, callTimeoutMilliseconds: authService.timeoutMilliseconds, store: shared.refreshStore,
+                    metrics: shared.processMetrics, clock: shared.clock
+                )
+            }
         }
         return RuntimeSnapshot(configuration: configuration, generation: generation, refresher: refresher, profiles: profiles)
     }

@@ -115,6 +115,8 @@ enum MetricName {
     static let authServiceDuration = "auth_gateway_auth_service_duration_seconds"
     static let upstreamErrors = "auth_gateway_upstream_errors_total"
     static let verifiedCacheEntries = "auth_gateway_verified_token_cache_entries"
+    static let sharedStateErrors = "auth_gateway_shared_state_errors_total"
+    static let sharedStateUp = "auth_gateway_shared_state_up"
 
     /// HELP text and type of every family, in the order they are rendered.
     static let families: [(name: String, type: String, help: String)] = [
@@ -132,6 +134,8 @@ enum MetricName {
         (jwksKeyAge, "gauge", "Seconds since the JWKS of an issuer was last fetched successfully"),
         (authServiceDuration, "histogram", "Auth service call duration, by operation"),
         (verifiedCacheEntries, "gauge", "Entries in the verified-token cache"),
+        (sharedStateErrors, "counter", "Failed shared-state database operations, by operation (the request fell back to the local table)"),
+        (sharedStateUp, "gauge", "1 while refreshes go through the shared-state database, 0 while they fall back to the local table"),
     ]
 }
 

@@ -28,9 +28,10 @@ enum SingleFlightRole: Sendable, Equatable {
 protocol RefreshStore: Sendable {
     /// The outcome for the refresh token hashed as `key`: remembered, joined, or made by
     /// `call`, which runs on `eventLoop` at most once per key while an outcome is remembered.
-    /// The future completes on `eventLoop`.
+    /// `callTimeoutMilliseconds` bounds `call` (a shared store's lease lasts that plus a
+    /// second). The future completes on `eventLoop`.
     func outcome(
-        for key: TokenDigest, graceSeconds: Int, now: Double, eventLoop: EventLoop,
+        for key: TokenDigest, graceSeconds: Int, callTimeoutMilliseconds: Int, now: Double, eventLoop: EventLoop,
         call: @escaping () -> EventLoopFuture<RefreshOutcome>
     ) -> EventLoopFuture<(RefreshOutcome, SingleFlightRole)>
 }
@@ -48,7 +49,7 @@ final class LocalRefreshStore: RefreshStore {
     }
 
     func outcome(
-        for key: TokenDigest, graceSeconds: Int, now: Double, eventLoop: EventLoop,
+        for key: TokenDigest, graceSeconds: Int, callTimeoutMilliseconds: Int, now: Double, eventLoop: EventLoop,
         call: @escaping () -> EventLoopFuture<RefreshOutcome>
     ) -> EventLoopFuture<(RefreshOutcome, SingleFlightRole)> {
         switch self.table.lookup(key, now: now, policy: .init(freshSeconds: Double(graceSeconds)), eventLoop: eventLoop) {

@@ -57,13 +57,16 @@ final class GatewayFixture: Sendable {
     let directory: URL
     /// The configuration the gateway started with.
     let document: JSONObject
+    /// What `${NAME}` in the configuration reads.
+    let environment: [String: String]
 
-    private init(application: GatewayApplication, backend: EchoBackend, clock: TestClock, directory: URL, document: JSONObject) {
+    private init(application: GatewayApplication, backend: EchoBackend, clock: TestClock, directory: URL, document: JSONObject, environment: [String: String]) {
         self.application = application
         self.backend = backend
         self.clock = clock
         self.directory = directory
         self.document = document
+        self.environment = environment
     }
 
     /// Reloads (as SIGHUP does) the starting configuration changed by `configure`.
@@ -72,7 +75,7 @@ final class GatewayFixture: Sendable {
         configure(&document)
         let path = self.directory.appendingPathComponent("gateway.json").path
         try JSONValue.object(document).jsonText.write(toFile: path, atomically: true, encoding: .utf8)
-        self.application.reload(try ConfigurationLoader(environment: [:]).load(path: path))
+        self.application.reload(try ConfigurationLoader(environment: self.environment).load(path: path))
     }
 
     var port: Int { self.application.mainAddress?.port ?? 0 }
@@ -104,6 +107,7 @@ final class GatewayFixture: Sendable {
         backend existingBackend: EchoBackend? = nil,
         clock: TestClock = TestClock(),
         waitUntilReady: Bool = true,
+        environment: [String: String] = [:],
         configure: (inout JSONObject) -> Void = { _ in }
     ) async throws -> GatewayFixture {
         let backend: EchoBackend
@@ -118,7 +122,7 @@ final class GatewayFixture: Sendable {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let path = directory.appendingPathComponent("gateway.json").path
         try JSONValue.object(document).jsonText.write(toFile: path, atomically: true, encoding: .utf8)
-        let configuration = try ConfigurationLoader(environment: [:]).load(path: path)
+        let configuration = try ConfigurationLoader(environment: environment).load(path: path)
         var logger = Logger(label: "auth-gateway.test")
         logger.logLevel = .critical
         let application = try await GatewayApplication.make(configuration: configuration, logger: logger, clock: clock.function)
@@ -126,7 +130,7 @@ final class GatewayFixture: Sendable {
         if waitUntilReady {
             for _ in 0..<200 where !application.isReady { try await Task.sleep(for: .milliseconds(10)) }
         }
-        return GatewayFixture(application: application, backend: backend, clock: clock, directory: directory, document: document)
+        return GatewayFixture(application: application, backend: backend, clock: clock, directory: directory, document: document, environment: environment)
     }
 
     func connect(countOnly: Bool = false) async throws -> TestConnection {
