@@ -203,6 +203,7 @@ final class SharedStateDatabase: Sendable {
         )
         // One warm connection, so a refresh does not pay for connecting; refreshes are rare,
         // a few connections serve any burst.
+        configuration.options.additionalStartupParameters = [("application_name", Self.applicationName)]
         configuration.options.minimumConnections = 1
         configuration.options.maximumConnections = 4
         configuration.options.connectTimeout = .milliseconds(Int64(max(settings.timeoutMilliseconds, 2000)))
@@ -221,8 +222,12 @@ final class SharedStateDatabase: Sendable {
             password: settings.url.password?.value, database: settings.url.database, tls: tls
         )
         configuration.options.connectTimeout = .milliseconds(Int64(max(settings.timeoutMilliseconds, 2000)))
+        configuration.options.additionalStartupParameters = [("application_name", Self.applicationName)]
         return configuration
     }
+
+    /// What `pg_stat_activity.application_name` shows for the gateway's connections.
+    static let applicationName = "auth-gateway"
 
     /// nil for `disable`; `require` encrypts without checking the certificate (libpq's
     /// `sslmode=require`); `verify-full` checks the chain (against the CA file when given)

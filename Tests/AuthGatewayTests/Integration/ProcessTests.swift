@@ -150,8 +150,9 @@ final class RunningGateway: Sendable {
         return document
     }
 
-    /// `prefix`: a command the gateway runs under (e.g. `setpriv` to drop privileges).
-    init(configuration: JSONObject, prefix: [String] = []) throws {
+    /// `prefix`: a command the gateway runs under (e.g. `setpriv` to drop privileges);
+    /// `environment`: variables added to this process's (for `${NAME}` in the configuration).
+    init(configuration: JSONObject, prefix: [String] = [], environment: [String: String] = [:]) throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("serve-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         self.configurationPath = directory.appendingPathComponent("gateway.json").path
@@ -163,6 +164,9 @@ final class RunningGateway: Sendable {
         let command = prefix + [ProcessTests.executable.path, "serve", "--config", self.configurationPath]
         process.executableURL = URL(fileURLWithPath: command[0])
         process.arguments = Array(command.dropFirst())
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
         let pipe = Pipe()
         process.standardOutput = pipe
         process.standardError = pipe
@@ -183,10 +187,19 @@ final class RunningGateway: Sendable {
 
     /// The port from the `gateway.listening` log line.
     func waitForPort(timeout: Duration = .seconds(10)) async throws -> Int {
+        try await self.waitForPort(named: "listener.address", timeout: timeout)
+    }
+
+    /// The admin listener's port, from the same line.
+    func waitForAdminPort(timeout: Duration = .seconds(10)) async throws -> Int {
+        try await self.waitForPort(named: "admin.address", timeout: timeout)
+    }
+
+    private func waitForPort(named key: String, timeout: Duration) async throws -> Int {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             if let line = self.output.split(separator: "\n").first(where: { $0.contains("gateway.listening") }),
-                let range = line.range(of: #"listener.address=\S+:(\d+)"#, options: .regularExpression)
+                let range = line.range(of: key + #"=\S+:(\d+)"#, options: .regularExpression)
             {
                 let match = line[range]
                 if let port = Int(match.split(separator: ":").last ?? "") { return port }

@@ -56,8 +56,10 @@ final class PostgresCluster: Sendable {
     /// A cluster of its own (for a test that stops and restarts the server).
     static func start() throws -> PostgresCluster {
         let binaries = try Self.findBinaries()
+        Self.stopAbandoned(binaries: binaries)
         let directory = URL(fileURLWithPath: "/tmp").appendingPathComponent("agpg-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: directory.appendingPathComponent("tls"), withIntermediateDirectories: true)
+        try "\(getpid())".write(to: directory.appendingPathComponent("test-process.pid"), atomically: true, encoding: .utf8)
         let owner = getuid() == 0 ? Self.unprivilegedUser() : nil
         let cluster = PostgresCluster(directory: directory, binaries: binaries, port: try Self.freePort(), owner: owner)
         try cluster.makeCertificates()
@@ -78,6 +80,26 @@ final class PostgresCluster: Sendable {
         self.binaries = binaries
         self.port = port
         self.owner = owner
+    }
+
+    /// Stops the clusters of test processes that died without their `atexit` (killed, or
+    /// crashed), so that no server outlives its run for long.
+    private static func stopAbandoned(binaries: URL) {
+        let tmp = URL(fileURLWithPath: "/tmp")
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: tmp.path)) ?? [] where name.hasPrefix("agpg-") {
+            let folder = tmp.appendingPathComponent(name)
+            guard let text = try? String(contentsOf: folder.appendingPathComponent("test-process.pid"), encoding: .utf8),
+                let pid = pid_t(text), Glibc.kill(pid, 0) != 0, errno == ESRCH
+            else { continue }
+            let data = folder.appendingPathComponent("data")
+            if let attributes = try? FileManager.default.attributesOfItem(atPath: data.path),
+                let uid = attributes[.ownerAccountID] as? NSNumber, let gid = attributes[.groupOwnerAccountID] as? NSNumber
+            {
+                let owner = getuid() == 0 ? (uid.uint32Value, gid.uint32Value) : nil
+                _ = try? Self.execute(binaries.appendingPathComponent("pg_ctl").path, ["-D", data.path, "-m", "immediate", "-w", "stop"], as: owner)
+            }
+            try? FileManager.default.removeItem(at: folder)
+        }
     }
 
     private static func stopAll() {
