@@ -9,7 +9,8 @@ extension PostgresSharedState {
 
     /// Keeps one connection listening on the outcomes channel and wakes the waiters of each
     /// notified digest; reconnects with backoff after any failure.
-    func listen(configuration: PostgresConnection.Configuration) async {
+    func listen() async {
+        let configuration = self.database.connectionConfiguration
         var backoff = Self.listenBackoff.initial
         var connectionID = 0
         while !Task.isCancelled {
@@ -61,7 +62,7 @@ extension PostgresSharedState {
         var nextSweep = SharedStateDatabase.monotonicSeconds() + sweepInterval
         while !Task.isCancelled {
             if self.database.isProbeDue() {
-                try? await self.database.ensureSchema()
+                try? await self.database.probe()
             } else if self.database.usesDatabase, SharedStateDatabase.monotonicSeconds() >= nextSweep {
                 try? await self.database.sweep()
                 nextSweep = SharedStateDatabase.monotonicSeconds() + sweepInterval

@@ -36,14 +36,6 @@ final class PostgresSharedState: Sendable {
     }
 
     func start() {
-        let listenConfiguration: PostgresConnection.Configuration
-        do {
-            listenConfiguration = try SharedStateDatabase.connectionConfiguration(self.configuration.postgres)
-        } catch {
-            // The CA file was checked when the configuration was loaded; it changed since.
-            self.database.record(SharedStateFailure(operation: .listen, reason: "TLS setup: \(error)"))
-            return
-        }
         self.logger.info(
             "shared_state.starting",
             metadata: ["shared_state.database": "\(self.configuration.postgres.url)", "shared_state.tls": "\(self.configuration.postgres.tls.rawValue)"]
@@ -51,7 +43,7 @@ final class PostgresSharedState: Sendable {
         let task = Task {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask { await self.database.client.run() }
-                group.addTask { await self.listen(configuration: listenConfiguration) }
+                group.addTask { await self.listen() }
                 group.addTask { await self.maintain() }
                 await group.waitForAll()
             }

@@ -13,6 +13,8 @@ import PostgresNIO
 final class SharedStateDatabase: Sendable {
     let settings: PostgresSettings
     let client: PostgresClient
+    /// For the connections made outside the pool: the probe's and the LISTEN connection.
+    let connectionConfiguration: PostgresConnection.Configuration
     private let eventLoopGroup: EventLoopGroup
     private let metrics: ProcessMetrics
     private let logger: Logger
@@ -24,6 +26,7 @@ final class SharedStateDatabase: Sendable {
         self.metrics = metrics
         self.logger = logger
         self.client = PostgresClient(configuration: try Self.clientConfiguration(settings), eventLoopGroup: eventLoopGroup)
+        self.connectionConfiguration = try Self.connectionConfiguration(settings)
         self.availability = NIOLockedValueBox(DatabaseAvailability(now: Self.monotonicSeconds()))
         metrics.setGauge(MetricKey(MetricName.sharedStateUp), 0)
     }
@@ -78,8 +81,20 @@ final class SharedStateDatabase: Sendable {
 
     // MARK: Statements
 
-    /// Creates the table if missing (also the probe after a failure: a database restored
-    /// from scratch gets its table back).
+    /// At start and after a failure: connects on a connection of its own (the pool retries
+    /// quietly, so its error would only be a timeout), then creates the table if missing (a
+    /// database restored from scratch gets its table back). A success puts the database back
+    /// in use.
+    func probe() async throws(SharedStateFailure) {
+        let configuration = self.connectionConfiguration
+        let eventLoop = self.eventLoopGroup.any()
+        try await self.run(.connect, countsAsSuccess: false) { _ in
+            let connection = try await PostgresConnection.connect(on: eventLoop, configuration: configuration, id: 0, logger: Self.silent)
+            try await connection.close()
+        }
+        try await self.ensureSchema()
+    }
+
     func ensureSchema() async throws(SharedStateFailure) {
         try await self.run(.schema) { client in
             try await client.withTransaction(logger: Self.silent) { connection in
@@ -133,13 +148,13 @@ final class SharedStateDatabase: Sendable {
     /// Runs `body` bounded by the configured timeout; on a timeout the statement's task is
     /// cancelled and left to finish on its own (the pool closes or reuses its connection).
     private func run<Result: Sendable>(
-        _ operation: SharedStateOperation, _ body: @escaping @Sendable (PostgresClient) async throws -> Result
+        _ operation: SharedStateOperation, countsAsSuccess: Bool = true, _ body: @escaping @Sendable (PostgresClient) async throws -> Result
     ) async throws(SharedStateFailure) -> Result {
         let client = self.client
         let timeout = self.settings.timeoutMilliseconds
         do {
             let result = try await Self.bounded(milliseconds: timeout, on: self.eventLoopGroup.any()) { try await body(client) }
-            self.recordSuccess()
+            if countsAsSuccess { self.recordSuccess() }
             return result
         } catch {
             let failure = SharedStateFailure(operation: operation, reason: Self.describe(error, timeoutMilliseconds: timeout))

@@ -1,6 +1,9 @@
 /// What the gateway was doing with the shared-state database when it failed: the `operation`
 /// label of `auth_gateway_shared_state_errors_total` (a fixed set, DESIGN.md habit 9).
 enum SharedStateOperation: String, Sendable, CaseIterable {
+    /// Connecting (the probe at start and after a failure: a connection of its own, so that
+    /// its error — refused, TLS, authentication — is the one reported).
+    case connect
     /// Creating the tables, at start and as the probe after a failure.
     case schema
     /// Claiming an old refresh token (or reading the outcome stored for it).

@@ -146,7 +146,7 @@ final class PostgresCluster: Sendable {
 
     func startServer() throws {
         let options = [
-            "-p \(self.port)", "-k \(self.socketDirectory.path)", "-c listen_addresses=127.0.0.1",
+            "-p \(self.port)", "-k \(self.socketDirectory.path)", "-c listen_addresses=127.0.0.1,127.0.0.2",
             "-c ssl=on", "-c ssl_cert_file=\(self.directory.path)/tls/server.pem", "-c ssl_key_file=\(self.directory.path)/tls/server.key",
             "-c fsync=off", "-c max_connections=200",
         ].joined(separator: " ")
