@@ -8,7 +8,9 @@ import AuthGatewayDemo
 
 /// SPEC §4.8 end to end: `auth-gateway serve` processes sharing one throwaway PostgreSQL
 /// database, a RainMaker-style auth service that rotates refresh tokens and refuses reuse.
-@Suite("Shared state across instances (processes, PostgreSQL)", .timeLimit(.minutes(2)))
+/// One test at a time: each runs two debug-build gateways, and the rest of the suite has
+/// timing-sensitive tests on the same two cores.
+@Suite("Shared state across instances (processes, PostgreSQL)", .serialized, .timeLimit(.minutes(2)))
 struct SharedStateTests {
     static let stateKey = Data((0..<32).map { UInt8(255 - $0) }).base64EncodedString()
 
@@ -28,7 +30,7 @@ struct SharedStateTests {
             "refresh": ["graceSeconds": .number(JSONNumber(grace)), "maxExpiredSeconds": 3600],
         ]
         document["sharedState"] = [
-            "postgres": ["url": .string(cluster.gatewayURL(database: database)), "tls": "disable", "timeoutMilliseconds": 1000],
+            "postgres": ["url": .string(cluster.gatewayURL(database: database)), "tls": "disable", "timeoutMilliseconds": 3000],
             "encryptionKeyBase64": "${AUTH_GATEWAY_STATE_KEY}",
         ]
         adjust(&document)
