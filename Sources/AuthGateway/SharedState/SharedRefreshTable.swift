@@ -15,20 +15,24 @@ enum SharedRefreshTable {
     /// `NOTIFY` channel; the payload is the hex token digest of a row that got its outcome.
     static let channel = "auth_gateway_refresh_outcomes"
 
-    /// Idempotent; run under an advisory lock so that instances starting together do not trip
-    /// over each other's `CREATE TABLE IF NOT EXISTS` (a known PostgreSQL race on `pg_type`).
-    static let schema: [PostgresQuery] = [
-        "SELECT pg_advisory_xact_lock(7245017781536447317)",
+    /// Run in one transaction under an advisory lock, so that instances starting together do
+    /// not trip over each other's `CREATE` (a known PostgreSQL race on `pg_type`). Only what is
+    /// missing is created: `CREATE … IF NOT EXISTS` still needs the `CREATE` privilege when the
+    /// table exists, and an operator may create the table for a role that lacks it.
+    static let schemaLock: PostgresQuery = "SELECT pg_advisory_xact_lock(7245017781536447317)"
+    static let existingSchema: PostgresQuery = """
+        SELECT to_regclass('auth_gateway_refresh_outcomes') IS NOT NULL, to_regclass('auth_gateway_refresh_outcomes_expires_at') IS NOT NULL
         """
+    static let createTable: PostgresQuery = """
         CREATE TABLE IF NOT EXISTS auth_gateway_refresh_outcomes (
             token_digest   bytea       PRIMARY KEY,
             claimant       uuid        NOT NULL,
             sealed_outcome bytea,
             expires_at     timestamptz NOT NULL
         )
-        """,
-        "CREATE INDEX IF NOT EXISTS auth_gateway_refresh_outcomes_expires_at ON auth_gateway_refresh_outcomes (expires_at)",
-    ]
+        """
+    static let createIndex: PostgresQuery =
+        "CREATE INDEX IF NOT EXISTS auth_gateway_refresh_outcomes_expires_at ON auth_gateway_refresh_outcomes (expires_at)"
 
     /// Claims `digest` for `claimant` for `leaseMilliseconds` unless a lease is running or an
     /// outcome is fresh — one statement, so that of any number of instances exactly one wins.

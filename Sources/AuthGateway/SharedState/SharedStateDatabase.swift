@@ -98,8 +98,16 @@ final class SharedStateDatabase: Sendable {
     func ensureSchema() async throws(SharedStateFailure) {
         try await self.run(.schema) { client in
             try await client.withTransaction(logger: Self.silent) { connection in
-                for statement in SharedRefreshTable.schema {
-                    for try await _ in try await connection.query(statement, logger: Self.silent) {}
+                for try await _ in try await connection.query(SharedRefreshTable.schemaLock, logger: Self.silent) {}
+                var existing = (table: false, index: false)
+                for try await row in try await connection.query(SharedRefreshTable.existingSchema, logger: Self.silent).decode((Bool, Bool).self) {
+                    existing = row
+                }
+                if !existing.table {
+                    for try await _ in try await connection.query(SharedRefreshTable.createTable, logger: Self.silent) {}
+                }
+                if !existing.index {
+                    for try await _ in try await connection.query(SharedRefreshTable.createIndex, logger: Self.silent) {}
                 }
             }
         }
@@ -192,6 +200,11 @@ final class SharedStateDatabase: Sendable {
     /// connection error are taken from them explicitly.
     static func describe(_ error: Error, timeoutMilliseconds: Int) -> String {
         if error is TimedOut { return "no answer within \(timeoutMilliseconds) ms" }
+        if let error = error as? PostgresTransactionError {
+            // Its own description prints the statements with their bound values.
+            let inner = error.closureError ?? error.beginError ?? error.commitError ?? error.rollbackError
+            return inner.map { Self.describe($0, timeoutMilliseconds: timeoutMilliseconds) } ?? "transaction failed"
+        }
         if let error = error as? PSQLError {
             if let message = error.serverInfo?[.message] {
                 let state = error.serverInfo?[.sqlState].map { " (SQLSTATE \($0))" } ?? ""

@@ -97,4 +97,31 @@ struct SharedRefreshTableTests {
         let stored = try cluster.psql("SELECT encode(token_digest, 'hex') = encode(sha256('abc'), 'hex') FROM auth_gateway_refresh_outcomes", database: name)
         #expect(stored.trimmingCharacters(in: .whitespacesAndNewlines) == "t")
     }
+
+    /// The README's privileges: without `CREATE` on the schema the gateway cannot make its
+    /// table (and says why); with the table made by another role and DML granted, it works.
+    @Test func aRoleWithoutCreateWorksOnATableMadeForIt() async throws {
+        let cluster = try await PostgresCluster.shared()
+        let database = try cluster.createDatabase(owner: PostgresCluster.superuser)
+        let configuration = try SharedStateTesting.configuration(cluster: cluster, database: database)
+        let refused = try await SharedStateTesting.start(configuration, waitUntilUp: false)
+        try await SharedStateTesting.eventually("the table could not be created") {
+            refused.health.detail["lastError"]?.stringValue == "schema: permission denied for schema public (SQLSTATE 42501)"
+        }
+        await refused.stop()
+
+        try cluster.psql(
+            """
+            CREATE TABLE auth_gateway_refresh_outcomes (token_digest bytea PRIMARY KEY, claimant uuid NOT NULL, sealed_outcome bytea, expires_at timestamptz NOT NULL);
+            CREATE INDEX auth_gateway_refresh_outcomes_expires_at ON auth_gateway_refresh_outcomes (expires_at);
+            GRANT SELECT, INSERT, UPDATE, DELETE ON auth_gateway_refresh_outcomes TO \(PostgresCluster.gatewayRole);
+            """,
+            database: database
+        )
+        let state = try await SharedStateTesting.start(configuration)
+        defer { Task { await state.stop() } }
+        let call = CountingCall(answer: .rejected)
+        #expect(try await state.refresh(Self.digest, on: TestGroup.shared.any(), call: call) == (.rejected, .led))
+        #expect(try cluster.rowCount(database) == 1)
+    }
 }

@@ -108,10 +108,11 @@ final class PostgresCluster: Sendable {
 
     // MARK: Databases
 
-    /// A new, empty database owned by the `gateway` role.
-    func createDatabase() throws -> String {
+    /// A new, empty database owned by `owner` (the `gateway` role, which may then create
+    /// tables in it; or the superuser, and `gateway` may only connect).
+    func createDatabase(owner: String = PostgresCluster.gatewayRole) throws -> String {
         let name = "gateway_test_\(self.databases.withLockedValue { $0 += 1; return $0 })_\(UUID().uuidString.prefix(6).lowercased())"
-        try self.psql("CREATE DATABASE \(name) OWNER \(Self.gatewayRole)", database: "postgres")
+        try self.psql("CREATE DATABASE \(name) OWNER \(owner)", database: "postgres")
         return name
     }
 
