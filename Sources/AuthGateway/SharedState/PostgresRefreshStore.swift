@@ -45,7 +45,7 @@ final class PostgresRefreshStore: RefreshStore {
         case .joined(let inFlight):
             return inFlight.map { ($0, .joined) }
         case .lead(let flight):
-            guard self.database.usesDatabase else {
+            guard self.database.usesDatabase, !self.isStopped else {
                 return self.leadLocally(flight, graceSeconds: graceSeconds, eventLoop: eventLoop, call: call)
             }
             let result = eventLoop.makePromise(of: (RefreshOutcome, SingleFlightRole).self)
@@ -117,9 +117,7 @@ final class PostgresRefreshStore: RefreshStore {
         for task in running { await task.value }
     }
 
-    var runningFlightCount: Int { self.flights.withLockedValue { $0.running.count } }
-
-    var localCount: Int { self.local.count }
+    private var isStopped: Bool { self.flights.withLockedValue { $0.stopped } }
 }
 
 /// One local leader's request to the shared table.

@@ -39,8 +39,6 @@ final class RefreshWakeups: Sendable {
         for subscription in woken { subscription.wake() }
     }
 
-    var subscriptionCount: Int { self.subscriptions.withLockedValue { $0.values.reduce(0) { $0 + $1.count } } }
-
     /// One waiter's interest in one digest.
     final class Subscription: Sendable {
         let digest: TokenDigest

@@ -219,6 +219,9 @@ final class PostgresCluster: Sendable {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, output.path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        // Nothing else of this process's (hundreds of sockets while the whole suite runs):
+        // the server counts inherited descriptors against its limit and refuses to start.
+        Self.closeInheritedDescriptors(&actions)
 
         let argv = command.map { strdup($0) } + [nil]
         let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
@@ -237,6 +240,15 @@ final class PostgresCluster: Sendable {
             throw CommandFailed(description: "\(command.dropFirst(owner == nil ? 0 : 4).prefix(6).joined(separator: " ")) failed (status \(status)): \(text)")
         }
         return text
+    }
+
+    /// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34+), which Swift's Glibc module
+    /// does not export.
+    private static func closeInheritedDescriptors(_ actions: inout posix_spawn_file_actions_t) {
+        typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
+        guard let symbol = dlsym(nil, "posix_spawn_file_actions_addclosefrom_np") else { return }
+        let closeFrom = unsafeBitCast(symbol, to: CloseFrom.self)
+        _ = closeFrom(&actions, 3)
     }
 
     /// `initdb` and `pg_ctl` on PATH, else the newest `/usr/lib/postgresql/*/bin`.
