@@ -2,6 +2,7 @@ import Foundation
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
+import Testing
 
 /// A throwaway PostgreSQL cluster for the shared-state tests: `initdb` into a temporary
 /// folder, `pg_ctl start` on a free loopback port (its unix socket in the same folder), TLS on
@@ -288,3 +289,9 @@ final class PostgresCluster: Sendable {
         return channel.localAddress?.port ?? 0
     }
 }
+
+/// Every test that uses PostgreSQL, one at a time: several at once (two debug-build gateways
+/// each, server processes, a cluster's `initdb`) starve the timing-sensitive tests that run
+/// beside them on two cores.
+@Suite("PostgreSQL", .serialized)
+enum PostgreSQLTests {}
