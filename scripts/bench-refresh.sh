@@ -13,7 +13,7 @@
 #      30-second access tokens; logs in 2 x REFRESHES times (one distinct refresh token each) and
 #      waits for those access tokens to expire;
 #   3. for each mode (local, shared): the gateway from config/gateway.json (ports replaced,
-#      leeway 0, access log off, one event loop), then REFRESHES requests each carrying its own
+#      leeway 2 s, access log off, one event loop), then REFRESHES requests each carrying its own
 #      expired pair, CONCURRENCY at a time: every one is a refresh (auth-service call, and in
 #      shared mode a claim and a settle in PostgreSQL). Reports refreshes/s and latency;
 #   4. for each mode: wrk (if installed) for DURATION seconds with one valid token: requests
@@ -32,10 +32,14 @@ if [[ -z $BIN ]]; then
   (cd "$ROOT" && swift build -c release --product auth-gateway >/dev/null)
   BIN=$ROOT/.build/release/auth-gateway
 fi
-PGBIN=$(dirname "$(command -v initdb 2>/dev/null || ls -d /usr/lib/postgresql/*/bin/initdb 2>/dev/null | sort -V | tail -1)")
-[[ -x $PGBIN/initdb && -x $PGBIN/pg_ctl ]] || { echo "needs PostgreSQL's initdb and pg_ctl (apt-get install postgresql)" >&2; exit 1; }
+INITDB=$(command -v initdb 2>/dev/null || ls -d /usr/lib/postgresql/*/bin/initdb 2>/dev/null | sort -V | tail -1 || true)
+PGBIN=$(dirname "$(readlink -f "${INITDB:-/nonexistent}")")
+for tool in initdb pg_ctl psql; do
+  [[ -x $PGBIN/$tool ]] || { echo "needs PostgreSQL's server binaries (apt-get install postgresql)" >&2; exit 1; }
+done
 
 WORK=$(mktemp -d /tmp/bench-refresh.XXXXXX)
+chmod 0755 "$WORK"  # the postgres user walks into it
 PIDS=()
 as_pg() { if [[ $(id -u) -eq 0 ]]; then setpriv --reuid=postgres --regid=postgres --clear-groups "$@"; else "$@"; fi; }
 cleanup() {
@@ -100,11 +104,15 @@ def refresh(port, pairs_file, concurrency, label):
                 access, refresh_token = pairs[index[0]]; index[0] += 1
             started = time.monotonic()
             connection.request("GET", "/api/bench", headers={"Authorization": "Bearer " + access, "X-Refresh-Token": refresh_token})
-            response = connection.getresponse(); response.read()
+            response = connection.getresponse(); body = response.read()
             elapsed = time.monotonic() - started
+            outcome = str(response.status)
+            if response.status != 200:
+                try: outcome += " " + json.loads(body).get("type", "").rsplit(":", 1)[-1]
+                except ValueError: pass
             with lock:
                 latencies.append(elapsed)
-                statuses[response.status] = statuses.get(response.status, 0) + 1
+                statuses[outcome] = statuses.get(outcome, 0) + 1
     threads = [threading.Thread(target=worker) for _ in range(concurrency)]
     started = time.monotonic()
     for t in threads: t.start()
@@ -135,7 +143,7 @@ config = json.loads(text)
 config["listener"]["port"], config["admin"]["port"] = int(main), int(admin)
 config["eventLoopThreads"] = 1
 config["logging"] = {"level": "warning", "accessLog": False}
-config["tokens"]["issuers"][0]["leewaySeconds"] = 0
+config["tokens"]["issuers"][0]["leewaySeconds"] = 2  # the demo's iat may lead the gateway's clock a little
 if mode == "shared":
     config["sharedState"] = {"postgres": {"url": f"postgres://gateway:${{PGPASSWORD}}@127.0.0.1:{pg}/gateway", "tls": "disable"},
                              "encryptionKeyBase64": "${AUTH_GATEWAY_STATE_KEY}"}
@@ -153,7 +161,7 @@ for mode in local shared; do
   if [[ $mode == shared ]]; then
     for _ in $(seq 200); do curl -s "http://127.0.0.1:$P_ADMIN/healthz" | grep -q '"sharedState":{[^}]*"status":"ok"' && break; sleep 0.1; done
   fi
-  while ((SECONDS < LOGGED_IN + 31)); do sleep 1; done  # the pairs' access tokens have expired
+  while ((SECONDS < LOGGED_IN + 33)); do sleep 1; done  # the pairs' access tokens have expired (30 s + leeway)
   log "$mode: $REFRESHES refreshes, $CONCURRENCY at a time"
   RESULTS+=("$(python3 "$WORK/client.py" refresh "$P_MAIN" "$WORK/pairs-$mode.json" "$CONCURRENCY" "$mode")")
   if command -v wrk >/dev/null; then
