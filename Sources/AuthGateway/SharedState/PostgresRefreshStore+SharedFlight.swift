@@ -11,7 +11,7 @@ extension PostgresRefreshStore {
         let me = UUID()
         let subscription = self.wakeups.subscribe(request.digest)
         defer { self.wakeups.unsubscribe(subscription) }
-        let poll = self.wakeups.isListening ? Self.pollMillisecondsWhileListening : Self.pollMilliseconds
+        let poll = self.wakeups.isListening ? self.pollMillisecondsWhileListening : Self.pollMilliseconds
         var decision = SharedFlightDecision(me: me, leaseMilliseconds: request.leaseMilliseconds, pollMilliseconds: poll, now: Self.nowMilliseconds())
         do {
             var step = decision.claimed(

@@ -25,13 +25,17 @@ final class PostgresRefreshStore: RefreshStore {
     /// How long a waiter sleeps between reads when no notification comes: ≤ 50 ms without
     /// the LISTEN connection (SPEC §4.8), longer as a safety net when notifications work.
     static let pollMilliseconds: Int64 = 50
-    static let pollMillisecondsWhileListening: Int64 = 250
+    let pollMillisecondsWhileListening: Int64
 
-    init(database: SharedStateDatabase, wakeups: RefreshWakeups, sealer: OutcomeSealer, capacity: Int = 100_000, clock: @escaping @Sendable () -> Double) {
+    init(
+        database: SharedStateDatabase, wakeups: RefreshWakeups, sealer: OutcomeSealer, capacity: Int = 100_000,
+        pollMillisecondsWhileListening: Int64 = 250, clock: @escaping @Sendable () -> Double
+    ) {
         self.local = LocalSingleFlight(capacity: capacity)
         self.database = database
         self.wakeups = wakeups
         self.sealer = sealer
+        self.pollMillisecondsWhileListening = pollMillisecondsWhileListening
         self.clock = clock
     }
 

@@ -23,16 +23,21 @@ final class PostgresSharedState: Sendable {
     let logger: Logger
     private let background = NIOLockedValueBox<Task<Void, Never>?>(nil)
 
+    /// `pollMillisecondsWhileListening`: the waiters' safety-net poll while notifications
+    /// work (tests lengthen it to show that notifications alone wake them).
     init(
         configuration: SharedStateConfiguration, eventLoopGroup: EventLoopGroup, metrics: ProcessMetrics, logger: Logger,
-        clock: @escaping @Sendable () -> Double
+        pollMillisecondsWhileListening: Int64 = 250, clock: @escaping @Sendable () -> Double
     ) throws {
         self.configuration = configuration
         self.eventLoopGroup = eventLoopGroup
         self.metrics = metrics
         self.logger = logger
         self.database = try SharedStateDatabase(settings: configuration.postgres, eventLoopGroup: eventLoopGroup, metrics: metrics, logger: logger)
-        self.store = PostgresRefreshStore(database: self.database, wakeups: self.wakeups, sealer: OutcomeSealer(key: configuration.encryptionKey), clock: clock)
+        self.store = PostgresRefreshStore(
+            database: self.database, wakeups: self.wakeups, sealer: OutcomeSealer(key: configuration.encryptionKey),
+            pollMillisecondsWhileListening: pollMillisecondsWhileListening, clock: clock
+        )
     }
 
     func start() {

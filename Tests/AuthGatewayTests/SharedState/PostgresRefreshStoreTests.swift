@@ -38,6 +38,25 @@ extension PostgreSQLTests {
             #expect(call.calls == 1)
         }
 
+        @Test func aWaiterIsWokenByTheNotificationNotByItsPoll() async throws {
+            let cluster = try await PostgresCluster.shared()
+            let configuration = try SharedStateTesting.configuration(cluster: cluster, database: try cluster.createDatabase())
+            // The safety-net poll is 10 s here: only the NOTIFY can wake the waiter in time.
+            let a = try await SharedStateTesting.start(configuration, pollMillisecondsWhileListening: 10_000)
+            let b = try await SharedStateTesting.start(configuration, pollMillisecondsWhileListening: 10_000)
+            defer { Task { await a.stop(); await b.stop() } }
+            let digest = TokenDigest(of: "rt-notified"[...])
+            let call = CountingCall(answer: Self.refreshed, delay: .milliseconds(300))
+            async let led = a.refresh(digest, on: TestGroup.shared.any(), call: call)
+            try await SharedStateTesting.eventually("A calls") { call.calls == 1 }
+            let started = ContinuousClock.now
+            #expect(try await b.refresh(digest, on: TestGroup.shared.any(), call: call) == (Self.refreshed, .joined))
+            // Without it, B would read again only when the 2 s lease ends.
+            #expect(ContinuousClock.now - started < .milliseconds(1200), "woken by the notification, not by the lease's end or the 10 s poll")
+            #expect(try await led == (Self.refreshed, .led))
+            #expect(call.calls == 1)
+        }
+
         @Test func anOutcomeStoredByOneInstanceIsAnsweredByAnotherWithoutACall() async throws {
             let (a, b) = try await self.twoInstances()
             defer { Task { await a.stop(); await b.stop() } }

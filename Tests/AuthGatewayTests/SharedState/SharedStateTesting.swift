@@ -25,11 +25,14 @@ enum SharedStateTesting {
 
     /// A started shared state; waits (bounded) until refreshes use the database, unless
     /// `waitUntilUp` is false.
-    static func start(_ configuration: SharedStateConfiguration, logs: LogCapture? = nil, waitUntilUp: Bool = true) async throws -> PostgresSharedState {
+    static func start(
+        _ configuration: SharedStateConfiguration, logs: LogCapture? = nil, waitUntilUp: Bool = true, pollMillisecondsWhileListening: Int64 = 250
+    ) async throws -> PostgresSharedState {
         var logger = Logger(label: "shared-state-test") { label in logs ?? LogCapture() }
         logger.logLevel = .info
         let state = try PostgresSharedState(
-            configuration: configuration, eventLoopGroup: TestGroup.shared, metrics: ProcessMetrics(), logger: logger, clock: { Date().timeIntervalSince1970 }
+            configuration: configuration, eventLoopGroup: TestGroup.shared, metrics: ProcessMetrics(), logger: logger,
+            pollMillisecondsWhileListening: pollMillisecondsWhileListening, clock: { Date().timeIntervalSince1970 }
         )
         state.start()
         if waitUntilUp {
