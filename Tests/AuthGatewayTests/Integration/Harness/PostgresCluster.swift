@@ -168,7 +168,9 @@ final class PostgresCluster: Sendable {
     /// A CA, a server certificate it signs for `localhost` and 127.0.0.1, and an unrelated CA.
     private func makeCertificates() throws {
         let tls = self.directory.appendingPathComponent("tls").path
-        let openssl = "/usr/bin/openssl"
+        guard let openssl = ["/usr/bin/openssl", "/usr/local/bin/openssl"].first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
+            throw Missing(description: "The shared-state TLS tests make their certificates with openssl, which was not found: apt-get install -y openssl")
+        }
         func ssl(_ arguments: [String]) throws { _ = try Self.execute(openssl, arguments, as: nil) }
         for ca in ["ca", "other-ca"] {
             try ssl(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2", "-subj", "/CN=auth-gateway test \(ca)",
