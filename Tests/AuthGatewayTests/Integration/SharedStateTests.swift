@@ -136,7 +136,7 @@ extension PostgreSQLTests {
 
         @Test func aDatabaseKilledMidTrafficFallsBackThenSharesAgainWithoutRestart() async throws {
             // A cluster of its own: this test stops the server.
-            let cluster = try PostgresCluster.start()
+            let cluster = try await PostgresCluster.start()
             defer { cluster.stop() }
             let database = try cluster.createDatabase()
             let rainmaker = try await RotatingRainMaker.start(delayMilliseconds: 20)

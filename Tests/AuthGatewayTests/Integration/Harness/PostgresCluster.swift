@@ -44,7 +44,7 @@ final class PostgresCluster: Sendable {
     static func shared() async throws -> PostgresCluster {
         let task = Self.sharedCluster.withLockedValue { existing -> Task<PostgresCluster, Error> in
             if let existing { return existing }
-            let task = Task { try Self.start() }
+            let task = Task { try await Self.start() }
             existing = task
             return task
         }
@@ -55,8 +55,9 @@ final class PostgresCluster: Sendable {
     private static let running = NIOLockedValueBox<[PostgresCluster]>([])
 
     /// A cluster of its own (for a test that stops and restarts the server).
-    static func start() throws -> PostgresCluster {
+    static func start() async throws -> PostgresCluster {
         let binaries = try Self.findBinaries()
+        await Self.afterTheRunsFirstSeconds()
         Self.stopAbandoned(binaries: binaries)
         let directory = URL(fileURLWithPath: "/tmp").appendingPathComponent("agpg-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: directory.appendingPathComponent("tls"), withIntermediateDirectories: true)
@@ -74,6 +75,20 @@ final class PostgresCluster: Sendable {
             clusters.append(cluster)
         }
         return cluster
+    }
+
+    /// When the first cluster was asked for: in practice the start of the test run, when every
+    /// suite starts at once and several of them measure sub-second timeouts. A cluster (initdb,
+    /// the server, its first connections) is started 3 s later, so that those tests are not
+    /// starved of the two cores by it; the PostgreSQL tests run one at a time anyway.
+    private static let firstRequest = NIOLockedValueBox<ContinuousClock.Instant?>(nil)
+
+    private static func afterTheRunsFirstSeconds() async {
+        let first = Self.firstRequest.withLockedValue { first in
+            if first == nil { first = .now }
+            return first!
+        }
+        try? await Task.sleep(until: first + .seconds(3), clock: .continuous)
     }
 
     private init(directory: URL, binaries: URL, port: Int, owner: (uid: UInt32, gid: UInt32)?) {
