@@ -12,6 +12,10 @@
 #   2. compare.sh --alg ES256: the same with ES256 tokens (reference: HAProxy + ES256).
 #   3. compare.sh with a unique token per request (20 000 distinct tokens, cycled; the gateway's
 #      verified-token cache is set to 1 000 entries, so every request pays a signature check).
+#   3b. h2compare.sh: HTTP/2 (h2c prior knowledge) with h2load, 16 connections x 16 streams,
+#      repeated RS256 token, against HAProxy h2 plain and h2 + jwt_verify.
+#   3c. compare.sh --alg RS256 -c 64 with `tracing` on at sampleRatio 0.0 (collector unused):
+#      the cost of having tracing configured, against the run of step 1.
 #   4. Scaling: the gateway alone with 1 thread (CPU 1) and 2 threads (CPUs 0-1), req/s and CPU
 #      time per request.
 #   5. Memory: RSS after start, RSS holding 10 000 idle keep-alive connections.
@@ -34,10 +38,10 @@ log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
 # 1. Tools.
 need=()
-for tool in nginx haproxy wrk taskset curl python3; do command -v "$tool" >/dev/null || need+=("$tool"); done
+for tool in nginx haproxy wrk taskset curl python3 h2load; do command -v "$tool" >/dev/null || need+=("$tool"); done
 if ((${#need[@]})); then
-  log "installing: nginx haproxy wrk"
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx haproxy wrk >/dev/null
+  log "installing: nginx haproxy wrk nghttp2-client"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx haproxy wrk nghttp2-client >/dev/null
 fi
 python3 -c 'import cryptography, joserfc' 2>/dev/null || pip install -q cryptography joserfc
 
@@ -58,9 +62,10 @@ log "making unique-token lists"
 python3 "$ROOT/scripts/bench/make_tokens.py" "$BENCH/keys" RS256 20000 "$WORK/tokens-rs256.txt"
 python3 "$ROOT/scripts/bench/make_tokens.py" "$BENCH/keys" ES256 20000 "$WORK/tokens-es256.txt"
 
-config() { # THREADS CACHE_ENTRIES > file
+config() { # THREADS CACHE_ENTRIES [EXTRA_TOP_LEVEL_JSON] > file
   cat <<JSON
 {
+  ${3:-}
   "listener": { "host": "127.0.0.1", "port": 18090 },
   "eventLoopThreads": $1,
   "limits": { "maxConnections": 20000 },
@@ -82,6 +87,8 @@ JSON
 config 1 100000 >"$WORK/gateway-1.json"
 config 2 100000 >"$WORK/gateway-2.json"
 config 1 1000 >"$WORK/gateway-unique.json"
+# Tracing configured, nothing sampled: a collector that is never reached.
+config 1 100000 '"tracing": { "otlpEndpoint": "http://127.0.0.1:4318", "sampleRatio": 0.0 },' >"$WORK/gateway-tracing0.json"
 "$GATEWAY" check --config "$WORK/gateway-1.json" >/dev/null
 
 compare() { # NAME CONFIG [compare.sh options...]
@@ -94,6 +101,9 @@ if ((!ALONE)); then
   compare es256-repeated "$WORK/gateway-1.json" --alg ES256
   BENCH_TOKENS_FILE=$WORK/tokens-rs256.txt BENCH_TOKENS_FILE_ES256=$WORK/tokens-es256.txt \
     compare rs256-unique "$WORK/gateway-unique.json" --alg RS256 -c 64
+  log "h2compare.sh"
+  (cd "$BENCH" && ./h2compare.sh --gw-cmd "$GATEWAY serve --config $WORK/gateway-1.json" gateway=127.0.0.1:18090) >"$OUT/h2.log" 2>&1 || log "h2compare failed: see $OUT/h2.log"
+  compare rs256-tracing-ratio0 "$WORK/gateway-tracing0.json" --alg RS256 -c 64
 fi
 
 # 4 and 5: the gateway alone, with the backend nginx of the harness.
@@ -153,4 +163,7 @@ for f in "$OUT"/*/summary.md; do
   [[ -e $f ]] || continue
   echo; echo "## $(basename "$(dirname "$f")")"; cat "$f"
 done | tee -a "$OUT/report.md"
+if [[ -f $OUT/h2.log ]]; then
+  { echo; echo "## h2 (h2compare.sh)"; sed -n '/^| target/,$p' "$OUT/h2.log"; } | tee -a "$OUT/report.md"
+fi
 log "results: $OUT"

@@ -25,13 +25,33 @@ deleted and recreated from scratch on every run):
 
 How to run (from the repository root):
 
-    python3 scripts/make_test_vectors.py           # regenerate + self-check
-    python3 scripts/make_test_vectors.py --check   # only re-check existing files
+    python3 scripts/make_test_vectors.py                # regenerate + self-check
+    python3 scripts/make_test_vectors.py --check        # only re-check existing files
+    python3 scripts/make_test_vectors.py --add-missing  # append new vectors, keep the rest
 
 Requirements: python3 with `cryptography` (>= 42) and `joserfc` (>= 1.0).
 
 Key material is freshly generated on each run; claims, headers and timestamps
 are fixed, so only the keys and the signatures change between runs.
+`--add-missing` instead keeps the committed keys and vectors byte for byte and
+appends the vectors of `build_extra_vectors` whose names are not in the file
+yet; those are all RS256 (PKCS#1 v1.5 signatures are deterministic) with the
+committed rsa key, so running it again changes nothing.
+
+EXTREME VALUES the extra vectors pin down (decided from the gateway's JSON
+reader and verifier, and mirrored by the reference verifier below):
+  * a NumericDate is read as an IEEE double and compared as given: any exp
+    that is a finite double (1e300, or an integer beyond 2^63 such as
+    2^64+1, read as ~1.8e19) is simply far in the future, so the token is
+    valid; a huge negative exp (-1e300, -(2^64+1)) is expired. Nothing is
+    converted to a fixed-width integer, so nothing overflows or traps.
+  * a number beyond the double range (1e400, a 400-digit integer) makes the
+    JSON text invalid (RFC 8259 section 9 lets a parser limit the range): the
+    token is malformed, never read as infinity.
+  * JSON nesting is bounded at 64 levels of arrays/objects counting the
+    header or payload object itself (64 passes, 65 is malformed); a payload or
+    header with 10 000 nested arrays is malformed, refused without recursing
+    to that depth.
 
 The self-check (always run after generating) does two independent things:
   * every vector expected "valid" is verified with joserfc against the key the
@@ -628,10 +648,67 @@ def build_vectors(k, hmac_secret):
     add("jwks-alg-mismatch", hand_token(header("RS384", "rsa-1"), claims(), "RS384", rsa_k),
         "algorithm_mismatch", "RS384 but JWKS key rsa-1 has alg RS256", "jwks")
 
+    V.extend(build_extra_vectors(rsa_k))
+
     names = [v["name"] for v in V]
     assert len(names) == len(set(names)), "duplicate vector names"
     for n in names:
         assert re.fullmatch(r"[A-Za-z0-9]+(-[A-Za-z0-9]+)*", n), n
+    return V
+
+
+MAX_JSON_DEPTH = 64   # the gateway's JSONValue.maximumDepth
+DEEP_NESTING = 10000
+
+
+def nested_arrays(levels: int) -> str:
+    return "[" * levels + "]" * levels
+
+
+def build_extra_vectors(rsa_k):
+    """Extreme numbers and nesting (see EXTREME VALUES in the module docstring).
+    RS256 only, so the tokens depend on nothing but the rsa key."""
+    V = []
+
+    def add(name, token, expect, note):
+        assert expect in REASONS, expect
+        V.append({"name": name, "token": token, "kidConfig": "static", "expect": expect, "note": note})
+
+    def rs(c, hdr=None):
+        return hand_token(hdr or header("RS256", "rsa-1"), c, "RS256", rsa_k)
+
+    def with_raw_claim(name, literal):
+        """Baseline claims as JSON text with one member's value spelled `literal` exactly."""
+        text = cjson(claims(**{name: DROP}))
+        return text[:-1] + "," + json.dumps(name) + ":" + literal + "}"
+
+    add("exp-huge-float", rs(claims(exp=1e300)), "valid",
+        "exp 1e300: a finite NumericDate far in the future, compared as a double")
+    add("exp-huge-integer", rs(claims(exp=2**64 + 1)), "valid",
+        "exp 2^64+1 (beyond Int64): read as a double (~1.8e19), no integer overflow")
+    add("exp-huge-negative-float", rs(claims(exp=-1e300)), "expired",
+        "exp -1e300: expired, and so long ago that no refresh window covers it")
+    add("exp-huge-negative-integer", rs(claims(exp=-(2**64 + 1))), "expired",
+        "exp -(2^64+1): expired")
+    add("exp-beyond-double-range", rs(with_raw_claim("exp", "1e400")), "malformed",
+        "exp 1e400 overflows a double: the payload JSON is refused, not read as infinity")
+    add("exp-integer-beyond-double-range", rs(with_raw_claim("exp", "9" * 400)), "malformed",
+        "exp is a 400-digit integer, beyond the double range: payload JSON refused")
+    add("nbf-huge-float", rs(claims(nbf=1e300)), "not_yet_valid", "nbf 1e300: not valid before then")
+    add("iat-huge-negative-float", rs(claims(iat=-1e300, nbf=DROP)), "valid",
+        "iat -1e300: issued long ago, which is allowed")
+    add("payload-nested-64-levels",
+        rs(with_raw_claim("deep", nested_arrays(MAX_JSON_DEPTH - 1))), "valid",
+        "a claim of 63 nested arrays: 64 levels with the payload object, the gateway's bound")
+    add("payload-nested-65-levels",
+        rs(with_raw_claim("deep", nested_arrays(MAX_JSON_DEPTH))), "malformed",
+        "a claim of 64 nested arrays: 65 levels with the payload object, one beyond the bound")
+    add("payload-nested-10000-arrays",
+        rs(with_raw_claim("deep", nested_arrays(DEEP_NESTING))), "malformed",
+        "validly signed payload with a claim of 10 000 nested arrays: refused without deep recursion")
+    add("header-nested-10000-arrays",
+        rs(claims(), '{"alg":"RS256","typ":"JWT","kid":"rsa-1","x":' + nested_arrays(DEEP_NESTING) + "}"),
+        "malformed", "validly signed header with a member of 10 000 nested arrays")
     return V
 
 
@@ -667,10 +744,51 @@ def _no_dups(pairs):
     return d
 
 
+def json_depth(text: str) -> int:
+    """Deepest nesting of arrays/objects, strings skipped (no recursion)."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth -= 1
+    return deepest
+
+
+def finite_float(literal: str) -> float:
+    value = float(literal)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError("number beyond the double range: " + literal[:20])
+    return value
+
+
+def double_range_int(literal: str) -> int:
+    value = int(literal)
+    try:
+        float(value)
+    except OverflowError:
+        raise ValueError("integer beyond the double range") from None
+    return value
+
+
 def strict_json_object(raw: bytes):
     try:
         text = raw.decode("utf-8", errors="strict")
+        if json_depth(text) > MAX_JSON_DEPTH:
+            return None
         obj = json.loads(text, object_pairs_hook=_no_dups,
+                         parse_float=finite_float, parse_int=double_range_int,
                          parse_constant=lambda c: (_ for _ in ()).throw(ValueError(c)))
     except (UnicodeDecodeError, ValueError, _Dup):
         return None
@@ -962,12 +1080,32 @@ def generate():
     print(f"wrote {len(vectors)} vectors and keys to {os.path.relpath(OUT, REPO)}")
 
 
+def add_missing():
+    """Appends the extra vectors missing from vectors.json, signed with the committed
+    rsa key; every existing key file and vector stays byte for byte."""
+    path = os.path.join(OUT, "vectors.json")
+    with open(path) as f:
+        doc = json.load(f)
+    with open(os.path.join(PRIV, "rsa.key.pem"), "rb") as f:
+        rsa_k = serialization.load_pem_private_key(f.read(), None)
+    present = {v["name"] for v in doc["vectors"]}
+    added = [v for v in build_extra_vectors(rsa_k) if v["name"] not in present]
+    doc["vectors"].extend(added)
+    write(path, json.dumps(doc, indent=2) + "\n", "w")
+    print(f"added {len(added)} vectors to {os.path.relpath(path, REPO)}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--check", action="store_true",
-                    help="only self-check the existing fixtures, do not regenerate")
+    mode = ap.add_mutually_exclusive_group()
+    mode.add_argument("--check", action="store_true",
+                      help="only self-check the existing fixtures, do not regenerate")
+    mode.add_argument("--add-missing", action="store_true",
+                      help="keep the committed keys and vectors, append new vectors only")
     args = ap.parse_args()
-    if not args.check:
+    if args.add_missing:
+        add_missing()
+    elif not args.check:
         generate()
     return check()
 

@@ -4,6 +4,7 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 import NIOSSL
+import ServiceLifecycle
 
 /// The gateway, built from a validated configuration: event loops with their workers, the
 /// process-wide caches and coordinators, the listeners. Used by `auth-gateway serve`, by the
@@ -55,9 +56,17 @@ public final class GatewayApplication: Sendable {
         self.logger = logger
         self.group = group
         let publisher = KeyPublisher()
-        let shared = try Self.makeShared(configuration, clock: clock, connector: SocketConnector(), publisher: publisher, group: group, logger: logger)
+        var tracing: GatewayTracing?
+        var backgroundServices: [any Service] = []
+        if let tracingConfiguration = configuration.tracing {
+            let (made, exporter) = try GatewayTracing.make(tracingConfiguration)
+            tracing = made
+            backgroundServices.append(exporter)
+        }
+        self.backgroundServices = backgroundServices
+        let shared = try Self.makeShared(configuration, clock: clock, connector: SocketConnector(), publisher: publisher, group: group, logger: logger, tracing: tracing)
         self.shared = shared
-        self.listenerTLS = try configuration.listener.tls.map(Self.makeServerTLS)
+        self.listenerTLS = try configuration.listener.tls.map { try Self.makeServerTLS($0, http2: configuration.listener.http2) }
         let profiles = Self.profileCache(for: configuration, keeping: nil, shared: shared)
         let snapshot = Self.makeSnapshot(configuration, generation: 1, shared: shared, profiles: profiles)
         var workers: [NIOLoopBound<Worker>] = []
@@ -80,7 +89,7 @@ public final class GatewayApplication: Sendable {
     /// one-worker harness), else process-local.
     private static func makeShared(
         _ configuration: GatewayConfiguration, clock: @escaping @Sendable () -> Double, connector: UpstreamConnector, publisher: KeyPublisher,
-        group: EventLoopGroup?, logger: Logger
+        group: EventLoopGroup?, logger: Logger, tracing: GatewayTracing? = nil
     ) throws -> GatewayShared {
         let processMetrics = ProcessMetrics()
         let keyStore = KeyStore(configuration: configuration.tokens, metrics: processMetrics, clock: clock) { snapshot in
@@ -96,6 +105,8 @@ public final class GatewayApplication: Sendable {
                 try PostgresSharedState(configuration: sharedState, eventLoopGroup: $0, metrics: processMetrics, logger: logger, clock: clock)
             }
         }
+        let usesH2 = configuration.backends.contains { $0.wireProtocol == .h2 }
+        let clientTLSHTTP2 = usesH2 ? try GatewayShared.makeClientTLS(caFile: configuration.authService?.caCertificatePEMFile, alpn: ["h2"]) : nil
         return GatewayShared(
             verifiedTokens: VerifiedTokenCache(capacity: configuration.tokens.verifiedCacheEntries),
             keyStore: keyStore,
@@ -104,7 +115,9 @@ public final class GatewayApplication: Sendable {
             refreshStore: sharedState?.store ?? LocalRefreshStore(clock: clock),
             clock: clock,
             clientTLS: clientTLS,
+            clientTLSHTTP2: clientTLSHTTP2,
             connector: connector,
+            tracing: tracing,
             sharedState: sharedState
         )
     }
@@ -122,6 +135,10 @@ public final class GatewayApplication: Sendable {
         publisher.attach([NIOLoopBound(worker, eventLoop: eventLoop)])
         return worker
     }
+
+    /// Background work the application needs beside `GatewayService` (the trace exporter):
+    /// run them in the same service group.
+    public let backgroundServices: [any Service]
 
     /// Unix time in seconds.
     public static let systemClock: @Sendable () -> Double = GatewayShared.systemClock
@@ -280,8 +297,10 @@ public final class GatewayApplication: Sendable {
             state.profiles = Self.profileCache(for: configuration, keeping: state.profiles, shared: self.shared)
             return (old, state.generation, state.profiles)
         }
-        if old.listener != configuration.listener || old.admin != configuration.admin || old.eventLoopThreads != configuration.eventLoopThreads {
-            self.logger.warning("config.reload_needs_restart", metadata: ["reason": "listener, admin or eventLoopThreads changed; restart to apply them"])
+        if old.listener != configuration.listener || old.admin != configuration.admin || old.eventLoopThreads != configuration.eventLoopThreads
+            || old.tracing != configuration.tracing
+        {
+            self.logger.warning("config.reload_needs_restart", metadata: ["reason": "listener, admin, eventLoopThreads or tracing changed; restart to apply them"])
         }
         if old.sharedState != configuration.sharedState {
             // The store (its connections, flights and outcomes) belongs to the application.
@@ -332,10 +351,12 @@ public final class GatewayApplication: Sendable {
         return ProfileCache(configuration: profile, metrics: shared.processMetrics, clock: shared.clock)
     }
 
-    private static func makeServerTLS(_ files: ListenerTLS) throws -> NIOSSLContext {
+    /// The listener's TLS; ALPN offers `h2` and `http/1.1` while HTTP/2 is on (SPEC §4.9).
+    private static func makeServerTLS(_ files: ListenerTLS, http2: Bool) throws -> NIOSSLContext {
         let certificates = try NIOSSLCertificate.fromPEMFile(files.certificatePEMFile)
         let key = try NIOSSLPrivateKey(file: files.privateKeyPEMFile, format: .pem)
-        let configuration = TLSConfiguration.makeServerConfiguration(certificateChain: certificates.map { .certificate($0) }, privateKey: .privateKey(key))
+        var configuration = TLSConfiguration.makeServerConfiguration(certificateChain: certificates.map { .certificate($0) }, privateKey: .privateKey(key))
+        configuration.applicationProtocols = http2 ? ["h2", "http/1.1"] : ["http/1.1"]
         return try NIOSSLContext(configuration: configuration)
     }
 

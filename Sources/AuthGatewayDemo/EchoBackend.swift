@@ -3,7 +3,9 @@ import Foundation
 import Crypto
 import NIOCore
 import NIOHTTP1
+import NIOHTTP2
 import NIOPosix
+import NIOSSL
 import Synchronization
 
 /// The sample backend of `auth-gateway demo`, also used by the integration tests. It never
@@ -16,6 +18,9 @@ import Synchronization
 /// - `GET /delay/<ms>`: answers after `ms` milliseconds;
 /// - `GET /status/<code>`: answers with that status;
 /// - `POST /early`: answers at once, then reads and discards the body (as nginx's `return`).
+///
+/// With `http2: true` it speaks HTTP/2 instead: h2c by prior knowledge, or h2 by ALPN when
+/// given `tls` (each stream answered by the same echo logic).
 public final class EchoBackend: Sendable {
     private let channel: Channel
     private let counters: EchoCounters
@@ -33,7 +38,9 @@ public final class EchoBackend: Sendable {
     public var port: Int { self.channel.localAddress?.port ?? 0 }
     public var baseURL: String { "http://127.0.0.1:\(self.port)" }
 
-    public static func start(group: EventLoopGroup, host: String = "127.0.0.1", port: Int = 0) async throws -> EchoBackend {
+    public static func start(
+        group: EventLoopGroup, host: String = "127.0.0.1", port: Int = 0, http2: Bool = false, tls: NIOSSLContext? = nil
+    ) async throws -> EchoBackend {
         let counters = EchoCounters()
         let channel = try await ServerBootstrap(group: group)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -41,8 +48,21 @@ public final class EchoBackend: Sendable {
             .childChannelInitializer { channel in
                 counters.connections.wrappingAdd(1, ordering: .relaxed)
                 do {
-                    try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
-                    try channel.pipeline.syncOperations.addHandler(EchoHandler(counters: counters))
+                    let sync = channel.pipeline.syncOperations
+                    if let tls { try sync.addHandler(NIOSSLServerHandler(context: tls)) }
+                    if http2 {
+                        try sync.addHandler(
+                            NIOHTTP2Handler(mode: .server, eventLoop: channel.eventLoop) { stream in
+                                stream.eventLoop.makeCompletedFuture {
+                                    try stream.pipeline.syncOperations.addHandler(HTTP2FramePayloadToHTTP1ServerCodec())
+                                    try stream.pipeline.syncOperations.addHandler(EchoHandler(counters: counters))
+                                }
+                            }
+                        )
+                    } else {
+                        try sync.configureHTTPServerPipeline(withErrorHandling: true)
+                        try sync.addHandler(EchoHandler(counters: counters))
+                    }
                     return channel.eventLoop.makeSucceededVoidFuture()
                 } catch {
                     return channel.eventLoop.makeFailedFuture(error)

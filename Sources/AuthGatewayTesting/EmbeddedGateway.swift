@@ -45,10 +45,14 @@ private final class EmbeddedConnector: UpstreamConnector, @unchecked Sendable {
 
     init(loop: EmbeddedEventLoop) { self.loop = loop }
 
-    func connect(to target: UpstreamURL, eventLoop: EventLoop, timeout: TimeAmount, tls: NIOSSLContext?) -> EventLoopFuture<Channel> {
+    func connect(to target: UpstreamURL, eventLoop: EventLoop, timeout: TimeAmount, tls: NIOSSLContext?, http2: Bool) -> EventLoopFuture<Channel> {
         let channel = EmbeddedChannel(loop: self.loop)
         do {
-            try SocketConnector.addHTTPHandlers(to: channel)
+            if http2 {
+                try SocketConnector.addHTTP2Handlers(to: channel)
+            } else {
+                try SocketConnector.addHTTPHandlers(to: channel)
+            }
             try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: target.port)).wait()
         } catch {
             return eventLoop.makeFailedFuture(error)

@@ -46,7 +46,7 @@ struct Serve: AsyncParsableCommand {
                 GatewayService(application: application),
                 KeyRefreshService(application: application),
                 ConfigReloadService(application: application, path: self.options.path),
-            ],
+            ] + application.backgroundServices,
             gracefulShutdownSignals: [.sigterm, .sigint],
             logger: logger
         )

@@ -37,14 +37,25 @@ package final class RecentTokens {
 
     /// Verifies `token` through the memo, then through `shared` (which verifies and caches).
     package func verify(_ token: Substring, keys: KeySnapshot, through shared: VerifiedTokenCache) -> Result<VerifiedToken, TokenRejection> {
+        var checkedSignature = false
+        return self.verify(token, keys: keys, through: shared, checkedSignature: &checkedSignature)
+    }
+
+    /// `verify`, telling whether the signature had to be checked (neither memo nor cache knew
+    /// the token): a traced request records that as a span.
+    func verify(_ token: Substring, keys: KeySnapshot, through shared: VerifiedTokenCache, checkedSignature: inout Bool) -> Result<VerifiedToken, TokenRejection> {
         // A disabled shared cache means "verify every request": no memo either.
-        guard shared.isEnabled else { return shared.verify(token, keys: keys) }
+        guard shared.isEnabled else {
+            checkedSignature = true
+            return shared.verify(token, keys: keys)
+        }
         var token = token
         let slot = token.withUTF8 { Self.slot(of: UnsafeRawBufferPointer($0), count: self.slots.count) }
         if let entry = self.slots[slot], entry.verified.generation == keys.generation, Self.same(entry.token, token) {
             return .success(entry.verified)
         }
         let (result, fromCache) = shared.lookUpOrVerify(token, keys: keys)
+        checkedSignature = !fromCache
         // Only a token seen before (a cache hit) is memoized: a client that repeats its
         // token gets here on its second request, while a stream of distinct tokens never
         // pays for copying each into the memo and evicting the last.

@@ -1,6 +1,7 @@
 import Logging
 import NIOCore
 import NIOHTTP1
+import Tracing
 
 /// A verified caller, as far as the backend is concerned.
 struct Identity {
@@ -40,6 +41,8 @@ struct AuthRequest {
     let keys: KeySnapshot
     let now: Double
     let isTLS: Bool
+    /// The request's trace, when it is traced: the slow phases open child spans in it.
+    var trace: RequestTrace? = nil
 }
 
 /// What one event loop lends every request's authentication: its caches and clients. Made
@@ -140,13 +143,14 @@ struct RequestAuthenticator: Sendable {
         case .extract:
             return self.extract(request)
         case .verify(let token, let keys):
-            return self.verify(token, keys: keys, services)
+            guard let trace = request.trace else { return self.verify(token, keys: keys, services) }
+            return self.tracedVerify(token, keys: keys, services, trace: trace)
         case .refetchKeys(let token, let issuerIndex, let keys):
             return self.refetchKeys(token, issuerIndex: issuerIndex, keys: keys, services)
         case .checkTime(let verified, let token, let keys):
             return self.checkTime(verified, token, keys: keys, request)
         case .refresh(let verified, let access, let refresh, let keys):
-            return self.startRefresh(verified, access: access, refresh: refresh, keys: keys, services)
+            return self.startRefresh(verified, access: access, refresh: refresh, keys: keys, services, trace: request.trace)
         case .adoptRefresh(let outcome, let access, let refresh, let keys):
             return self.adoptRefresh(outcome, access: access, refresh: refresh, keys: keys, request, services)
         case .profile(let identity):
@@ -175,7 +179,11 @@ struct RequestAuthenticator: Sendable {
 
     /// Signature and clock-independent claims, through the loop's memo and the shared cache.
     func verify(_ token: ExtractedToken, keys: KeySnapshot, _ services: AuthServices) -> AuthStep {
-        switch services.recentTokens.verify(token.value, keys: keys, through: services.verifiedTokens) {
+        self.verify(services.recentTokens.verify(token.value, keys: keys, through: services.verifiedTokens), token: token, keys: keys)
+    }
+
+    private func verify(_ result: Result<VerifiedToken, TokenRejection>, token: ExtractedToken, keys: KeySnapshot) -> AuthStep {
+        switch result {
         case .success(let verified):
             return .next(.checkTime(verified, token, keys: keys))
         case .failure(let rejection):
@@ -184,6 +192,19 @@ struct RequestAuthenticator: Sendable {
             }
             return .next(.refetchKeys(token, issuerIndex: issuerIndex, keys: keys))
         }
+    }
+
+    /// `verify`, with a span when the signature had to be checked (a cache miss).
+    private func tracedVerify(_ token: ExtractedToken, keys: KeySnapshot, _ services: AuthServices, trace: RequestTrace) -> AuthStep {
+        let start = DefaultTracerClock.now
+        var checkedSignature = false
+        let result = services.recentTokens.verify(token.value, keys: keys, through: services.verifiedTokens, checkedSignature: &checkedSignature)
+        if checkedSignature {
+            let span = trace.child("auth.verify", startedAt: start)
+            if case .failure(let rejection) = result { span.attributes["auth.failure"] = rejection.failure.rawValue }
+            span.end()
+        }
+        return self.verify(result, token: token, keys: keys)
     }
 
     /// An unknown `kid` of an issuer with a JWKS URL: refetch once (if the cooldown allows),
@@ -225,11 +246,16 @@ struct RequestAuthenticator: Sendable {
     }
 
     /// Redeems the refresh token (once per token, process- or fleet-wide: `RefreshStore`).
-    func startRefresh(_ verified: VerifiedToken, access: ExtractedToken, refresh: ExtractedToken, keys: KeySnapshot, _ services: AuthServices) -> AuthStep {
+    func startRefresh(
+        _ verified: VerifiedToken, access: ExtractedToken, refresh: ExtractedToken, keys: KeySnapshot, _ services: AuthServices, trace: RequestTrace? = nil
+    ) -> AuthStep {
         guard let refresher = self.refresher, let client = services.authServiceClient else { return .done(.reject(.authServiceUnavailable)) }
+        let span = trace?.child("auth.refresh", kind: .client)
         return .wait(
             refresher.refresh(refreshToken: refresh.value, claims: verified.claims, client: client).map { outcome in
-                .adoptRefresh(outcome, access: access, refresh: refresh, keys: keys)
+                span?.attributes["auth.refresh.outcome"] = Self.label(outcome)
+                span?.end()
+                return .adoptRefresh(outcome, access: access, refresh: refresh, keys: keys)
             }
         )
     }
@@ -245,24 +271,19 @@ struct RequestAuthenticator: Sendable {
         case .unavailable:
             return .done(.reject(.authServiceUnavailable))
         case .rejected:
-            // Sign-out: clear the session cookies the client holds.
-            var headers: [(name: String, value: String)] = []
-            if case .cookie(let refreshCookie) = oldRefresh.location {
-                if case .cookie(let accessCookie) = oldAccess.location { headers.append(("Set-Cookie", cookies.clearing(accessCookie))) }
-                headers.append(("Set-Cookie", cookies.clearing(refreshCookie)))
-            }
-            return .done(.rejected(.refreshRejected, headers: headers))
+            return .done(.rejected(.refreshRejected, headers: Self.signOutHeaders(oldAccess: oldAccess, oldRefresh: oldRefresh, cookies: cookies)))
         case .refreshed(let accessToken, let newRefreshToken):
             let verified: VerifiedToken
             switch services.verifiedTokens.verify(accessToken[...], keys: keys) {
             case .success(let token) where token.timeFailure(now: request.now) == nil:
                 verified = token
+            // The refresh token was spent on a token this gateway refuses: the session is over.
             case .success(let token):
                 Self.logMisconfiguration(reason: token.timeFailure(now: request.now)?.rawValue ?? "invalid")
-                return .done(.reject(.refreshRejected))
+                return .done(.rejected(.refreshRejected, headers: Self.signOutHeaders(oldAccess: oldAccess, oldRefresh: oldRefresh, cookies: cookies)))
             case .failure(let rejection):
                 Self.logMisconfiguration(reason: rejection.failure.rawValue)
-                return .done(.reject(.refreshRejected))
+                return .done(.rejected(.refreshRejected, headers: Self.signOutHeaders(oldAccess: oldAccess, oldRefresh: oldRefresh, cookies: cookies)))
             }
             var identity = Identity(token: verified, accessToken: oldAccess, issuer: keys.issuers[verified.issuerIndex].issuer)
             identity.replacementAccessToken = accessToken
@@ -281,6 +302,16 @@ struct RequestAuthenticator: Sendable {
             }
             return .next(.profile(identity))
         }
+    }
+
+    /// Sign-out: `Set-Cookie`s clearing the session cookies the client holds.
+    private static func signOutHeaders(oldAccess: ExtractedToken, oldRefresh: ExtractedToken, cookies: SessionCookies) -> [(name: String, value: String)] {
+        var headers: [(name: String, value: String)] = []
+        if case .cookie(let refreshCookie) = oldRefresh.location {
+            if case .cookie(let accessCookie) = oldAccess.location { headers.append(("Set-Cookie", cookies.clearing(accessCookie))) }
+            headers.append(("Set-Cookie", cookies.clearing(refreshCookie)))
+        }
+        return headers
     }
 
     /// The profile, when the route or the identity headers need it.
@@ -303,8 +334,10 @@ struct RequestAuthenticator: Sendable {
             identity.profile = profile
             return .next(.requirements(identity))
         case .pending(let fetch):
+            let span = request.trace?.child("auth.profile", kind: .client)
             return .wait(
                 fetch.map { result in
+                    span?.end()
                     switch result {
                     case .profile(let profile):
                         var identity = identity
@@ -317,6 +350,14 @@ struct RequestAuthenticator: Sendable {
                     }
                 }
             )
+        }
+    }
+
+    private static func label(_ outcome: RefreshOutcome) -> String {
+        switch outcome {
+        case .refreshed: return "refreshed"
+        case .rejected: return "rejected"
+        case .unavailable: return "unavailable"
         }
     }
 

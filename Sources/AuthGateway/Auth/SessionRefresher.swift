@@ -33,9 +33,11 @@ final class SessionRefresher: Sendable {
     func refresh(refreshToken: Substring, claims: JSONObject, client: UpstreamClient) -> EventLoopFuture<Outcome> {
         let token = String(refreshToken)
         let started = self.clock()
+        let metrics = self.metrics
         return self.store.outcome(
             for: TokenDigest(of: refreshToken), graceSeconds: self.configuration.graceSeconds,
-            callTimeoutMilliseconds: self.callTimeoutMilliseconds, now: started, eventLoop: client.eventLoop
+            callTimeoutMilliseconds: self.callTimeoutMilliseconds, now: started, eventLoop: client.eventLoop,
+            joined: { metrics.increment(MetricKey(MetricName.refreshJoins)) }
         ) {
             self.call(refreshToken: token, claims: claims, client: client).map { outcome in
                 self.metrics.observe(MetricKey(MetricName.authServiceDuration, ["operation": "refresh"]), seconds: self.clock() - started)
@@ -43,11 +45,7 @@ final class SessionRefresher: Sendable {
                 return outcome
             }
         }.map { outcome, role in
-            switch role {
-            case .remembered: self.metrics.increment(MetricKey(MetricName.refreshGraceHits))
-            case .joined: self.metrics.increment(MetricKey(MetricName.refreshJoins))
-            case .led: break
-            }
+            if role == .remembered { self.metrics.increment(MetricKey(MetricName.refreshGraceHits)) }
             return outcome
         }
     }

@@ -94,6 +94,20 @@ final class ConfigReader {
         return integer
     }
 
+    /// A number (whole or not) within `range`.
+    func number(_ key: String, in range: ClosedRange<Double>) -> Double? {
+        guard let value = self.value(key) else { return nil }
+        guard case .number(let number) = value else {
+            self.error(key, "expected a number, found \(value.typeName)")
+            return nil
+        }
+        guard range.contains(number.double) else {
+            self.error(key, "must be between \(range.lowerBound) and \(range.upperBound), found \(number.text)")
+            return nil
+        }
+        return number.double
+    }
+
     /// A duration key: SPEC §4.7 — whole numbers, `leewaySeconds` ≥ 0, every other ≥ 1.
     func duration(_ key: String, minimum: Int = 1) -> Int? {
         self.int(key, in: minimum...Int(Int32.max))

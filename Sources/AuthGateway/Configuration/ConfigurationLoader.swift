@@ -62,7 +62,7 @@ public struct ConfigurationLoader: Sendable {
     // MARK: - Sections
 
     static func read(_ root: ConfigReader, files: FileResolver) -> GatewayConfiguration? {
-        let listener = Self.listener(root, key: "listener", required: true, defaultHost: "0.0.0.0", defaultPort: 8080, files: files)
+        let listener = Self.listener(root, key: "listener", required: true, defaultHost: "0.0.0.0", defaultPort: 8080, files: files, allowsHTTP2: true)
         let admin = Self.listener(root, key: "admin", required: false, defaultHost: "127.0.0.1", defaultPort: 9901, files: files)
         let eventLoopThreads = root.int("eventLoopThreads", in: 0...1024) ?? 0
 
@@ -71,6 +71,7 @@ public struct ConfigurationLoader: Sendable {
             limits.maxHeaderBytes = section.int("maxHeaderBytes", in: 1024...1_048_576) ?? limits.maxHeaderBytes
             limits.maxRequestBodyBytes = section.int("maxRequestBodyBytes", in: 0...Int.max) ?? limits.maxRequestBodyBytes
             limits.maxConnections = section.int("maxConnections", in: 1...10_000_000) ?? limits.maxConnections
+            limits.maxConcurrentStreams = section.int("maxConcurrentStreams", in: 1...10_000) ?? limits.maxConcurrentStreams
             section.finish()
         }
 
@@ -129,6 +130,8 @@ public struct ConfigurationLoader: Sendable {
             section.finish()
         }
 
+        let tracing = Self.tracing(root)
+
         // Cross-section checks.
         let usesProfile =
             identityHeaders?.contains { $0.path.source == .profile } == true
@@ -144,7 +147,7 @@ public struct ConfigurationLoader: Sendable {
         }
 
         guard let listener, let backends, let tokens, let routes, let identityHeaders else { return nil }
-        return GatewayConfiguration(
+        var configuration = GatewayConfiguration(
             sourcePath: nil,
             listener: listener,
             admin: admin,
@@ -162,6 +165,8 @@ public struct ConfigurationLoader: Sendable {
             logging: logging,
             sharedState: sharedState
         )
+        configuration.tracing = tracing
+        return configuration
     }
 
     static func listener(
@@ -170,7 +175,8 @@ public struct ConfigurationLoader: Sendable {
         required: Bool,
         defaultHost: String,
         defaultPort: Int,
-        files: FileResolver
+        files: FileResolver,
+        allowsHTTP2: Bool = false
     ) -> ListenerConfiguration? {
         guard let section = root.object(key) else {
             if required && !root.has(key) { root.error(key, "is required") }
@@ -179,6 +185,7 @@ public struct ConfigurationLoader: Sendable {
         defer { section.finish() }
         let host = section.nonEmptyString("host") ?? defaultHost
         let port = section.int("port", in: 0...65535) ?? defaultPort
+        let http2 = allowsHTTP2 ? (section.bool("http2") ?? true) : false
         var tls: ListenerTLS?
         if let tlsSection = section.object("tls") {
             let certificate = tlsSection.requiredString("certificatePEMFile").map(files.resolve)
@@ -202,7 +209,7 @@ public struct ConfigurationLoader: Sendable {
                 tls = ListenerTLS(certificatePEMFile: certificate, privateKeyPEMFile: privateKey)
             }
         }
-        return ListenerConfiguration(host: host, port: port, tls: tls)
+        return ListenerConfiguration(host: host, port: port, tls: tls, http2: http2)
     }
 
     static func backends(_ root: ConfigReader) -> [BackendConfiguration]? {
@@ -234,10 +241,27 @@ public struct ConfigurationLoader: Sendable {
             let connect = section.int("connectTimeoutMilliseconds", in: 1...3_600_000) ?? 1000
             let response = section.int("responseTimeoutMilliseconds", in: 1...86_400_000) ?? 30000
             let maxConnections = section.int("maxConnectionsPerThread", in: 1...100_000) ?? 128
+            var wireProtocol = BackendConfiguration.WireProtocol.http1
+            if let text = section.string("protocol") {
+                if let parsed = BackendConfiguration.WireProtocol(rawValue: text) {
+                    wireProtocol = parsed
+                } else {
+                    section.error("protocol", "must be \"http1\", \"h2\" or \"h2c\", not \"\(text)\"")
+                }
+            }
+            // h2 is negotiated by ALPN over TLS; h2c is cleartext by prior knowledge.
+            for (index, url) in urls.enumerated() {
+                if wireProtocol == .h2 && !url.isTLS {
+                    section.error("urls[\(index)]", "\"\(url)\": protocol \"h2\" needs an https URL (use \"h2c\" for cleartext)")
+                } else if wireProtocol == .h2c && url.isTLS {
+                    section.error("urls[\(index)]", "\"\(url)\": protocol \"h2c\" needs an http URL (use \"h2\" over TLS)")
+                }
+            }
             backends.append(
                 BackendConfiguration(
                     name: member.name,
                     urls: urls,
+                    wireProtocol: wireProtocol,
                     connectTimeoutMilliseconds: connect,
                     responseTimeoutMilliseconds: response,
                     maxConnectionsPerThread: maxConnections

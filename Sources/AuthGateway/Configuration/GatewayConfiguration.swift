@@ -23,6 +23,8 @@ public struct GatewayConfiguration: Sendable {
     public var logging: LoggingConfiguration
     /// Off (nil) unless configured: then each process keeps its own refresh table.
     public var sharedState: SharedStateConfiguration? = nil
+    /// OpenTelemetry tracing (SPEC §4.10); nil: off.
+    public var tracing: TracingConfiguration? = nil
 
     public func backend(named name: String) -> BackendConfiguration? {
         self.backends.first { $0.name == name }
@@ -40,6 +42,8 @@ public struct ListenerConfiguration: Sendable, Equatable {
     /// 0 asks the OS for a free port (useful for tests); the bound port is then reported.
     public var port: Int
     public var tls: ListenerTLS?
+    /// HTTP/2 on this listener (SPEC §4.9): by ALPN with TLS, by prior knowledge without.
+    public var http2 = true
 }
 
 public struct ListenerTLS: Sendable, Equatable {
@@ -51,6 +55,8 @@ public struct LimitsConfiguration: Sendable, Equatable {
     public var maxHeaderBytes = 32768
     public var maxRequestBodyBytes = 104_857_600
     public var maxConnections = 20000
+    /// Concurrent HTTP/2 streams per client connection (SETTINGS_MAX_CONCURRENT_STREAMS).
+    public var maxConcurrentStreams = 100
 }
 
 public struct TimeoutsConfiguration: Sendable, Equatable {
@@ -140,8 +146,21 @@ public struct ProfileConfiguration: Sendable, Equatable {
 }
 
 public struct BackendConfiguration: Sendable, Equatable {
+    /// How the gateway talks to a backend (SPEC §4.9).
+    public enum WireProtocol: String, Sendable, Equatable {
+        /// HTTP/1.1 with keep-alive.
+        case http1
+        /// HTTP/2 over TLS (ALPN h2).
+        case h2
+        /// HTTP/2 over cleartext, by prior knowledge.
+        case h2c
+
+        public var isHTTP2: Bool { self != .http1 }
+    }
+
     public var name: String
     public var urls: [UpstreamURL]
+    public var wireProtocol: WireProtocol = .http1
     public var connectTimeoutMilliseconds: Int
     public var responseTimeoutMilliseconds: Int
     public var maxConnectionsPerThread: Int
@@ -234,4 +253,22 @@ public struct HealthConfiguration: Sendable, Equatable {
 public struct LoggingConfiguration: Sendable, Equatable {
     public var level: Logger.Level = .info
     public var accessLog = true
+}
+
+/// `tracing`: spans exported over OTLP/HTTP (SPEC §4.10).
+public struct TracingConfiguration: Sendable, Equatable {
+    /// The collector's base URL (`/v1/traces` is appended), e.g. `http://collector:4318`.
+    public var otlpEndpoint: String
+    public var serviceName = "auth-gateway"
+    /// Share of new traces recorded, 0…1; a client's sampled `traceparent` is always followed.
+    public var sampleRatio = 1.0
+    /// Record the verified `sub` on the server span (off: no user identifier in traces).
+    public var recordSubject = false
+    /// OTLP/HTTP encoding: protobuf (the default of collectors) or JSON.
+    public var otlpProtocol = OTLPProtocol.protobuf
+
+    public enum OTLPProtocol: String, Sendable, Equatable {
+        case protobuf = "http/protobuf"
+        case json = "http/json"
+    }
 }

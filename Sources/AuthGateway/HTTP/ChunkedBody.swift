@@ -1,14 +1,12 @@
 import NIOCore
 
-/// Decodes a chunked body (RFC 9112 §7.1) into its data, as slices of the input: a pure state
-/// machine shared by requests and responses. Chunk sizes are 1–15 hex digits (no overflow),
-/// extensions are checked for control characters and ignored, trailers are checked and dropped.
+/// Decodes a chunked body (RFC 9112 §7.1) into its data, as slices of the input: the pure state
+/// machine behind `BodyReader`'s chunked bodies, for requests and responses alike. Chunk sizes
+/// are 1–15 hex digits (no overflow), extensions are checked for control characters and
+/// ignored, trailers are checked (no framing or connection fields) and dropped.
 struct ChunkedBody {
-    enum Step: Equatable {
-        case data(ByteBuffer)
-        case end
-        case error(String)
-    }
+    /// The reader's own steps, so `BodyReader` passes them on without translating.
+    typealias Step = BodyReader.Step
 
     private enum State {
         case size
@@ -57,6 +55,7 @@ struct ChunkedBody {
                     return .end
                 }
                 guard HeadScanner.isValidFieldLine(text) else { return self.fail("Invalid trailer line") }
+                guard !Self.isFramingField(text) else { return self.fail("Framing field in trailers") }
                 self.state = .trailers(bytes: bytes + text.count + 2)
             case .done, .failed:
                 return nil
@@ -85,6 +84,25 @@ struct ChunkedBody {
     }
 
     private struct ChunkLineError: Error {}
+
+    private static let proxyConnection = Array("proxy-connection".utf8)
+
+    /// Whether a (valid) trailer line names a field that frames the message or controls the
+    /// connection. They are not allowed in trailers (RFC 9110 §6.5.1) and the gateway drops
+    /// trailers, but llhttp acts on them: it refuses a `Content-Length` there, and after a
+    /// `Transfer-Encoding` or `Connection` (`Proxy-Connection`) trailer it may take the
+    /// connection as closing and refuse the next message. Refused, so that the two never
+    /// disagree about where the next message starts.
+    private static func isFramingField(_ line: [UInt8]) -> Bool {
+        let colon = line.firstIndex(of: UInt8(ascii: ":"))!
+        return line.withUnsafeBytes { raw in
+            switch HeaderNames.kind(raw, 0, colon) {
+            case .contentLength, .transferEncoding, .connection: return true
+            case .hopByHop: return HeaderNames.equals(raw, 0, colon, Self.proxyConnection)
+            case .other, .requestID: return false
+            }
+        }
+    }
 
     /// `1*HEXDIG *( ";" ext-name [ "=" ext-value ] )` (RFC 9112 §7.1.1, without the optional
     /// whitespace: llhttp refuses it too, and two parsers that disagree about a chunk line are

@@ -64,11 +64,25 @@ enum HeaderNames {
         return found
     }
 
-    /// The last element of the comma-separated list in `bytes[start..<end]`.
-    static func lastListElement(_ bytes: UnsafeRawBufferPointer, _ start: Int, _ end: Int) -> Range<Int>? {
-        var last: Range<Int>?
-        Self.forEachListElement(bytes, start, end) { last = $0..<$1 }
-        return last
+    /// Calls `body` with each whitespace-trimmed element of a comma-separated list while it
+    /// returns true; false at the first empty element (an empty list is one) or when `body`
+    /// returns false. For the fields that frame a message, where an element skipped by one
+    /// parser and counted by another is two readings of where the message ends.
+    @inline(__always)
+    static func forEachListElementRefusingEmpty(_ bytes: UnsafeRawBufferPointer, _ start: Int, _ end: Int, _ body: (Int, Int) -> Bool) -> Bool {
+        var elementStart = start
+        var index = start
+        while index <= end {
+            if index == end || bytes[index] == UInt8(ascii: ",") {
+                var s = elementStart, e = index
+                while s < e, bytes[s] == UInt8(ascii: " ") || bytes[s] == UInt8(ascii: "\t") { s += 1 }
+                while e > s, bytes[e - 1] == UInt8(ascii: " ") || bytes[e - 1] == UInt8(ascii: "\t") { e -= 1 }
+                guard e > s, body(s, e) else { return false }
+                elementStart = index + 1
+            }
+            index += 1
+        }
+        return true
     }
 
     /// Calls `body` with each non-empty, whitespace-trimmed element of a comma-separated list.

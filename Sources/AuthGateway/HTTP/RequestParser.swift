@@ -18,10 +18,8 @@ struct RequestParser {
     private enum State {
         /// Waiting for a head; the scan resumes at `resumeAt`.
         case head(resumeAt: Int)
-        case fixed(remaining: Int)
-        case chunked(ChunkedBody)
-        /// The body is complete: the next event is `.end`.
-        case end
+        /// Reading the body (possibly empty) up to its `.end`; then the next head.
+        case body(BodyReader)
         case failed
     }
 
@@ -46,25 +44,20 @@ struct RequestParser {
         switch self.state {
         case .head(let resumeAt):
             return self.head(&buffer, resumeAt: resumeAt)
-        case .fixed(let remaining):
-            guard buffer.readableBytes > 0 else { return nil }
-            let length = min(remaining, buffer.readableBytes)
-            self.state = length == remaining ? .end : .fixed(remaining: remaining - length)
-            return .body(buffer.readSlice(length: length)!)
-        case .chunked(var body):
-            let step = body.next(&buffer)
-            self.state = .chunked(body)
-            switch step {
-            case .none: return nil
-            case .data(let part): return .body(part)
+        case .body(var reader):
+            switch reader.next(&buffer) {
+            case .none:
+                self.state = .body(reader)
+                return nil
+            case .data(let part):
+                self.state = .body(reader)
+                return .body(part)
             case .end:
                 self.state = .head(resumeAt: 0)
                 return .end
-            case .error(let detail): return self.fail(.malformedRequest(detail))
+            case .error(let detail):
+                return self.fail(.malformedRequest(detail))
             }
-        case .end:
-            self.state = .head(resumeAt: 0)
-            return .end
         case .failed:
             return nil
         }
@@ -89,10 +82,8 @@ struct RequestParser {
         }
         let framing = RequestFraming.validate(head, maxBodyBytes: self.maxBodyBytes)
         switch framing {
-        case .success(.none): self.state = .end
-        case .success(.contentLength(let length)): self.state = .fixed(remaining: length)
-        case .success(.chunked): self.state = .chunked(ChunkedBody())
         case .success(.untilClose), .failure: self.state = .failed  // untilClose: never for requests
+        case .success(let framing): self.state = .body(BodyReader(framing))
         }
         return .head(head, framing)
     }

@@ -14,6 +14,15 @@ struct UpstreamResponseHead {
     /// The backend allows another request on this connection afterwards.
     let keepAlive: Bool
 
+    /// Calls `body` with each field's name and value, in order.
+    func forEachField(_ body: (String, String) -> Void) {
+        self.bytes.withUnsafeReadableBytes { raw in
+            for field in self.fields {
+                body(RequestParser.string(raw, field.nameStart, field.nameEnd), RequestParser.string(raw, field.valueStart, field.valueEnd))
+            }
+        }
+    }
+
     /// The same head as NIO's type, for the gateway's own calls (auth service, JWKS).
     var httpResponseHead: HTTPResponseHead {
         self.bytes.withUnsafeReadableBytes { raw in
@@ -42,10 +51,8 @@ struct ResponseParser {
     private enum State {
         case awaitingRequest
         case head(resumeAt: Int, method: HTTPMethod, upgrade: Bool)
-        case fixed(remaining: Int)
-        case chunked(ChunkedBody)
-        case untilClose
-        case end
+        /// Reading the body (possibly empty) up to its `.end`; then awaiting the next request.
+        case body(BodyReader)
         case failed
     }
 
@@ -60,7 +67,7 @@ struct ResponseParser {
 
     /// The body runs until the connection closes.
     var isReadingUntilClose: Bool {
-        if case .untilClose = self.state { return true }
+        if case .body(let reader) = self.state { return reader.isUntilClose }
         return false
     }
 
@@ -77,28 +84,20 @@ struct ResponseParser {
             return self.fail("Bytes before a request was sent")
         case .head(let resumeAt, let method, let upgrade):
             return self.head(&buffer, resumeAt: resumeAt, method: method, upgrade: upgrade)
-        case .fixed(let remaining):
-            guard buffer.readableBytes > 0 else { return nil }
-            let length = min(remaining, buffer.readableBytes)
-            self.state = length == remaining ? .end : .fixed(remaining: remaining - length)
-            return .body(buffer.readSlice(length: length)!)
-        case .chunked(var body):
-            let step = body.next(&buffer)
-            self.state = .chunked(body)
-            switch step {
-            case .none: return nil
-            case .data(let part): return .body(part)
+        case .body(var reader):
+            switch reader.next(&buffer) {
+            case .none:
+                self.state = .body(reader)
+                return nil
+            case .data(let part):
+                self.state = .body(reader)
+                return .body(part)
             case .end:
                 self.state = .awaitingRequest
                 return .end
-            case .error(let detail): return self.fail(detail)
+            case .error(let detail):
+                return self.fail(detail)
             }
-        case .untilClose:
-            guard buffer.readableBytes > 0 else { return nil }
-            return .body(buffer.readSlice(length: buffer.readableBytes)!)
-        case .end:
-            self.state = .awaitingRequest
-            return .end
         case .failed:
             return nil
         }
@@ -106,7 +105,7 @@ struct ResponseParser {
 
     /// The connection closed: the end of a close-delimited body, else nothing.
     mutating func connectionClosed() -> Event? {
-        guard case .untilClose = self.state else { return nil }
+        guard case .body(var reader) = self.state, case .end = reader.connectionClosed() else { return nil }
         self.state = .awaitingRequest
         return .end
     }
@@ -130,21 +129,20 @@ struct ResponseParser {
             }
             if head.status == 101 {
                 guard upgrade else { return self.fail("Unexpected 101 Switching Protocols") }
-                self.state = .untilClose
+                self.state = .body(BodyReader(.untilClose))
                 return .head(head)
             }
             if head.status < 200 {
                 // Interim response (100 Continue, 103 Early Hints): skipped, the final one follows.
+                // One that ends the connection (`Connection: close`, HTTP/1.0 without keep-alive:
+                // no HTTP/1.0 server sends 1xx) is refused: llhttp takes the connection as
+                // closed after it and refuses the final response.
+                guard head.keepAlive else { return self.fail("Interim response closing the connection") }
                 self.state = .head(resumeAt: 0, method: method, upgrade: upgrade)
                 resumeAt = 0
                 continue
             }
-            switch head.framing {
-            case .none: self.state = .end
-            case .contentLength(let length): self.state = .fixed(remaining: length)
-            case .chunked: self.state = .chunked(ChunkedBody())
-            case .untilClose: self.state = .untilClose
-            }
+            self.state = .body(BodyReader(head.framing))
             return .head(head)
         }
     }
@@ -161,6 +159,7 @@ struct ResponseParser {
     private static let chunked = Array("chunked".utf8)
     private static let close = Array("close".utf8)
     private static let keepAlive = Array("keep-alive".utf8)
+    private static let proxyConnection = Array("proxy-connection".utf8)
 
     /// `HTTP-version SP 3DIGIT [SP reason-phrase]` and the fields; the framing by RFC 9112 §6.3.
     static func responseHead(_ raw: UnsafeRawBufferPointer, bytes: ByteBuffer, method: HTTPMethod) -> Result<UpstreamResponseHead, Invalid> {
@@ -189,7 +188,7 @@ struct ResponseParser {
             guard raw[reason].allSatisfy(HeadScanner.isFieldValueByte) else { return .failure(Invalid(message: "Invalid reason phrase")) }
         }
 
-        var contentLength: Int?
+        var contentLength: (text: Range<Int>, value: Int)?
         var lastTransferCoding: Range<Int>?
         var hasTransferEncoding = false
         var close = false
@@ -197,24 +196,38 @@ struct ResponseParser {
         for field in lines.fields {
             switch field.kind {
             case .contentLength:
-                var valid = true
-                HeaderNames.forEachListElement(raw, field.valueStart, field.valueEnd) { s, e in
-                    guard let length = Self.decimal(raw, s, e), contentLength == nil || contentLength == length else {
-                        valid = false
-                        return
-                    }
-                    contentLength = length
+                guard Self.contentLength(raw, field.valueStart, field.valueEnd, first: &contentLength) else {
+                    return .failure(Invalid(message: "Invalid Content-Length"))
                 }
-                guard valid, contentLength != nil else { return .failure(Invalid(message: "Invalid Content-Length")) }
             case .transferEncoding:
                 hasTransferEncoding = true
-                lastTransferCoding = HeaderNames.lastListElement(raw, field.valueStart, field.valueEnd) ?? lastTransferCoding
+                // Empty elements are refused, not skipped (RFC 9110 §5.6.1 would skip them):
+                // llhttp reads "chunked," as not chunked.
+                let complete = HeaderNames.forEachListElementRefusingEmpty(raw, field.valueStart, field.valueEnd) { s, e in
+                    lastTransferCoding = s..<e
+                    return true
+                }
+                guard complete else { return .failure(Invalid(message: "Invalid Transfer-Encoding")) }
             case .connection:
                 if HeaderNames.listContains(raw, field.valueStart, field.valueEnd, token: Self.close) { close = true }
                 if HeaderNames.listContains(raw, field.valueStart, field.valueEnd, token: Self.keepAlive) { keepAliveToken = true }
-            case .other, .hopByHop, .requestID:
+            case .hopByHop:
+                // llhttp reads Proxy-Connection as Connection: its close is honoured (its
+                // keep-alive is not), so the gateway never reads on where llhttp stops.
+                if HeaderNames.equals(raw, field.nameStart, field.nameEnd, Self.proxyConnection),
+                    HeaderNames.listContains(raw, field.valueStart, field.valueEnd, token: Self.close)
+                {
+                    close = true
+                }
+            case .other, .requestID:
                 break
             }
+        }
+        if hasTransferEncoding && contentLength != nil {
+            // RFC 9112 §6.3: "ought to be handled as an error"; llhttp refuses it too (for any
+            // status and method), and two readings of one response are how one client gets
+            // bytes meant for another.
+            return .failure(Invalid(message: "Both Transfer-Encoding and Content-Length"))
         }
         // After a 101 the connection belongs to the upgraded protocol.
         var keepAlive = status == 101 ? false : version == .http1_1 ? !close : (keepAliveToken && !close)
@@ -224,11 +237,9 @@ struct ResponseParser {
         } else if hasTransferEncoding {
             let chunked = lastTransferCoding.map { HeaderNames.equals(raw, $0.lowerBound, $0.upperBound, Self.chunked) } ?? false
             framing = chunked ? .chunked : .untilClose
-            // Both framings named: Transfer-Encoding wins (RFC 9112 §6.3), the connection is not
-            // trusted with another request.
-            if contentLength != nil || !chunked { keepAlive = false }
+            if !chunked { keepAlive = false }
         } else if let contentLength {
-            framing = contentLength == 0 ? .none : .contentLength(contentLength)
+            framing = contentLength.value == 0 ? .none : .contentLength(contentLength.value)
         } else {
             framing = .untilClose
             keepAlive = false
@@ -236,6 +247,19 @@ struct ResponseParser {
         return .success(
             UpstreamResponseHead(bytes: bytes, version: version, status: status, reason: reason, fields: lines.fields, framing: framing, keepAlive: keepAlive)
         )
+    }
+
+    /// Checks a `Content-Length` value, `1#(1*DIGIT)`, against the ones before it (`first`,
+    /// set by the first element): a list ("5, 5") or repeated field is one length only when
+    /// every element is the same text, as for requests (`RequestFraming`); "5" beside "05" or
+    /// an empty element is refused, as llhttp refuses them: no room for two readings.
+    private static func contentLength(_ raw: UnsafeRawBufferPointer, _ start: Int, _ end: Int, first: inout (text: Range<Int>, value: Int)?) -> Bool {
+        HeaderNames.forEachListElementRefusingEmpty(raw, start, end) { s, e in
+            if let first { return raw[s..<e].elementsEqual(raw[first.text]) }
+            guard let value = Self.decimal(raw, s, e) else { return false }
+            first = (s..<e, value)
+            return true
+        }
     }
 
     /// 1*DIGIT, at most 18 digits.

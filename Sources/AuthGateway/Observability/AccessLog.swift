@@ -18,6 +18,7 @@ final class AccessLog {
         var requestID: String
         var method: String
         var path: String
+        var wireProtocol: ClientProtocol
         var route: String?
         var status: Int
         var durationSeconds: Double
@@ -27,6 +28,8 @@ final class AccessLog {
         var errorType: String?
         var bytesIn: Int
         var bytesOut: Int
+        /// The W3C trace id when the request was traced.
+        var traceID: String? = nil
     }
 
     private let enabled: Bool
@@ -50,6 +53,7 @@ final class AccessLog {
         JSONValue.writeString(entry.method, to: &line)
         line += ",\"path\":"
         JSONValue.writeString(entry.path, to: &line)
+        line += ",\"protocol\":\"\(entry.wireProtocol.rawValue)\""
         line += ",\"route\":"
         if let route = entry.route { JSONValue.writeString(route, to: &line) } else { line += "null" }
         line += ",\"status\":\(entry.status),\"durationMs\":\(Self.format(entry.durationSeconds * 1000)),\"client\":"
@@ -66,7 +70,9 @@ final class AccessLog {
             line += ",\"error\":"
             JSONValue.writeString(errorType, to: &line)
         }
-        line += ",\"bytesIn\":\(entry.bytesIn),\"bytesOut\":\(entry.bytesOut)}\n"
+        line += ",\"bytesIn\":\(entry.bytesIn),\"bytesOut\":\(entry.bytesOut)"
+        if let traceID = entry.traceID { line += ",\"traceId\":\"\(traceID)\"" }
+        line += "}\n"
         self.buffer.append(contentsOf: line.utf8)
         if self.buffer.count >= Self.flushThreshold { self.flush() }
     }

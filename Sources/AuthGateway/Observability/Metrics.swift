@@ -17,8 +17,8 @@ struct MetricKey: Hashable, Sendable {
 /// Counters, gauges and histograms as plain values. Each event loop owns one (`WorkerMetrics`)
 /// and mutates it without locking; a scrape collects a copy from every loop and merges them.
 struct MetricsSnapshot: Sendable {
-    /// `auth_gateway_requests_total` by (route, status class): kept apart from `counters` so
-    /// the per-request increment builds no label dictionary.
+    /// `auth_gateway_requests_total` by (route, status class, protocol): kept apart from
+    /// `counters` so the per-request increment builds no label dictionary.
     var requests: [RouteStatus: UInt64] = [:]
     var counters: [MetricKey: UInt64] = [:]
     var gauges: [MetricKey: Double] = [:]
@@ -27,6 +27,7 @@ struct MetricsSnapshot: Sendable {
     struct RouteStatus: Hashable, Sendable {
         let route: String
         let statusClass: Int
+        let wireProtocol: ClientProtocol
     }
 
     mutating func merge(_ other: MetricsSnapshot) {
@@ -55,8 +56,8 @@ final class WorkerMetrics {
         return snapshot
     }
 
-    func countRequest(route: String, status: Int) {
-        self.recorded.requests[.init(route: route, statusClass: status / 100), default: 0] += 1
+    func countRequest(route: String, status: Int, protocol wireProtocol: ClientProtocol) {
+        self.recorded.requests[.init(route: route, statusClass: status / 100, wireProtocol: wireProtocol), default: 0] += 1
     }
 
     func increment(_ key: MetricKey, by amount: UInt64 = 1) {
@@ -99,9 +100,16 @@ final class ProcessMetrics: Sendable {
     var snapshot: MetricsSnapshot { self.box.withLockedValue { $0 } }
 }
 
+/// The protocol a client spoke for a request: a metric label and an access-log field.
+enum ClientProtocol: String, Sendable {
+    case http1 = "http/1.1"
+    case h2
+}
+
 /// The metric families, named once.
 enum MetricName {
     static let requests = "auth_gateway_requests_total"
+    static let http2Abuse = "auth_gateway_http2_abuse_total"
     static let authFailures = "auth_gateway_auth_failures_total"
     static let upstreamDuration = "auth_gateway_upstream_duration_seconds"
     static let openConnections = "auth_gateway_open_connections"
@@ -120,7 +128,7 @@ enum MetricName {
 
     /// HELP text and type of every family, in the order they are rendered.
     static let families: [(name: String, type: String, help: String)] = [
-        (requests, "counter", "Requests answered, by route and status class"),
+        (requests, "counter", "Requests answered, by route, status class and client protocol"),
         (authFailures, "counter", "Requests refused by authentication or authorization, by reason"),
         (upstreamDuration, "histogram", "Time from sending a request to a backend until its response head arrived"),
         (upstreamErrors, "counter", "Backend failures, by backend and kind"),
@@ -136,6 +144,7 @@ enum MetricName {
         (verifiedCacheEntries, "gauge", "Entries in the verified-token cache"),
         (sharedStateErrors, "counter", "Failed shared-state database operations, by operation (the request fell back to the local table)"),
         (sharedStateUp, "gauge", "1 while refreshes go through the shared-state database, 0 while they fall back to the local table"),
+        (http2Abuse, "counter", "HTTP/2 client connections closed for abuse (rapid reset, floods, oversized header blocks), by kind"),
     ]
 }
 
@@ -148,9 +157,11 @@ enum PrometheusText {
         for family in MetricName.families {
             output += "# HELP \(family.name) \(family.help)\n# TYPE \(family.name) \(family.type)\n"
             if family.name == MetricName.requests {
-                let rows = metrics.requests.sorted { ($0.key.route, $0.key.statusClass) < ($1.key.route, $1.key.statusClass) }
+                let rows = metrics.requests.sorted {
+                    ($0.key.route, $0.key.statusClass, $0.key.wireProtocol.rawValue) < ($1.key.route, $1.key.statusClass, $1.key.wireProtocol.rawValue)
+                }
                 for (key, value) in rows {
-                    output += "\(family.name){route=\"\(Self.escape(key.route))\",status_class=\"\(key.statusClass)xx\"} \(value)\n"
+                    output += "\(family.name){route=\"\(Self.escape(key.route))\",status_class=\"\(key.statusClass)xx\",protocol=\"\(key.wireProtocol.rawValue)\"} \(value)\n"
                 }
                 continue
             }

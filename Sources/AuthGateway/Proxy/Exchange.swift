@@ -6,6 +6,7 @@ import NIOHTTP1
 /// it: measured, ~3 % of the CPU in retain/release).
 final class Exchange {
     let requestID: String
+    let wireProtocol: ClientProtocol
     let method: HTTPMethod
     let uri: String
     let version: HTTPVersion
@@ -26,9 +27,15 @@ final class Exchange {
     var upstreamSentAt: NIODeadline?
     var bytesIn = 0
     var bytesOut = 0
+    /// The request's trace when it is sampled (`tracing` on); nil otherwise.
+    var trace: RequestTrace?
 
-    init(requestID: String, method: HTTPMethod, uri: String, version: HTTPVersion, keepAlive: Bool, start: NIODeadline, requestChunked: Bool) {
+    init(
+        requestID: String, protocol wireProtocol: ClientProtocol = .http1, method: HTTPMethod, uri: String, version: HTTPVersion, keepAlive: Bool,
+        start: NIODeadline, requestChunked: Bool
+    ) {
         self.requestID = requestID
+        self.wireProtocol = wireProtocol
         self.method = method
         self.uri = uri
         self.version = version
@@ -38,15 +45,19 @@ final class Exchange {
     }
 
     /// An exchange for input that never became a request head (parse error, slow headers).
-    static func bare(requestID: String) -> Exchange {
-        Exchange(requestID: requestID, method: .GET, uri: "-", version: .http1_1, keepAlive: false, start: .now(), requestChunked: false)
+    static func bare(requestID: String, protocol wireProtocol: ClientProtocol = .http1) -> Exchange {
+        Exchange(requestID: requestID, protocol: wireProtocol, method: .GET, uri: "-", version: .http1_1, keepAlive: false, start: .now(), requestChunked: false)
     }
 
     /// The one place every request ends (DESIGN.md habit 6): request metrics (under the
     /// matched route, "-" when none matched), the auth-failure reason, the access-log line.
     func finish(status: Int, error: GatewayError?, worker: Worker, client: String) {
         let metrics = worker.metrics
-        metrics.countRequest(route: self.routeName ?? "-", status: status)
+        metrics.countRequest(route: self.routeName ?? "-", status: status, protocol: self.wireProtocol)
+        if let trace = self.trace {
+            self.plan?.upstreamSpan?.end()
+            trace.finish(status: status, route: self.routeName, error: error, subject: self.plan?.subject)
+        }
         if let reason = error?.authFailureReason {
             metrics.increment(MetricKey(MetricName.authFailures, ["reason": reason]))
         }
@@ -59,6 +70,7 @@ final class Exchange {
                 requestID: self.requestID,
                 method: self.method.rawValue,
                 path: path,
+                wireProtocol: self.wireProtocol,
                 route: self.routeName,
                 status: status,
                 durationSeconds: duration,
@@ -67,7 +79,8 @@ final class Exchange {
                 subject: self.plan?.subject,
                 errorType: error?.errorType,
                 bytesIn: self.bytesIn,
-                bytesOut: self.bytesOut
+                bytesOut: self.bytesOut,
+                traceID: self.trace?.traceID
             ),
             timestamp: worker.shared.clock()
         )

@@ -57,7 +57,8 @@ package enum HeaderRewriter {
         connection: ClientConnectionInfo,
         requestID: String,
         identity: [(name: String, value: String)],
-        tokenEdits: [TokenEdit]
+        tokenEdits: [TokenEdit],
+        traceContext: [(name: String, value: String)] = []
     ) -> HTTPHeaders {
         let connectionTokens = Self.connectionTokens(headers)
         var forwardedFor: String?
@@ -85,6 +86,9 @@ package enum HeaderRewriter {
                 continue
             } else if ASCII.equalsIgnoringCase(name, "x-request-id") {
                 continue
+            } else if !traceContext.isEmpty, ASCII.equalsIgnoringCase(name, "traceparent") || ASCII.equalsIgnoringCase(name, "tracestate") {
+                // Replaced by the gateway's own span context below.
+                continue
             }
             if tokenEdits.isEmpty {
                 output.append((name, value))
@@ -97,6 +101,7 @@ package enum HeaderRewriter {
         if let forwardedHost = forwardedHost ?? host { output.append(("X-Forwarded-Host", forwardedHost)) }
         output.append(("X-Request-Id", requestID))
         output.append(contentsOf: identity.lazy.map { ($0.name, $0.value) })
+        output.append(contentsOf: traceContext.lazy.map { ($0.name, $0.value) })
         if framing == .chunked { output.append(("Transfer-Encoding", "chunked")) }
         return HTTPHeaders(output)
     }

@@ -11,6 +11,7 @@ extension ProxyHandler {
             requestID: requestID, method: head.method, uri: head.uri, version: head.version,
             keepAlive: head.isKeepAlive, start: .now(), requestChunked: (try? framing.get()) == .chunked
         )
+        if let tracing = self.worker.shared.tracing { self.exchange?.trace = tracing.start(head, protocol: .http1) }
         if self.worker.shared.health.isDraining { self.state.requestClose() }
         let hasBody: Bool
         switch framing {
@@ -31,7 +32,7 @@ extension ProxyHandler {
             self.run(self.state.decidedToRespondLocally(forceClose: true), context: context)
         case .success(let body):
             let planner = RequestPlanner(worker: self.worker, snapshot: snapshot, connection: self.connection)
-            switch planner.plan(head: head, framing: body, requestID: requestID, now: self.worker.shared.clock()) {
+            switch planner.plan(head: head, framing: body, requestID: requestID, now: self.worker.shared.clock(), trace: self.exchange?.trace) {
             case .ready(let plan):
                 self.adopt(plan, context: context)
             case .pending(let future, let route):

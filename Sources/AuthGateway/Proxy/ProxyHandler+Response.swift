@@ -7,8 +7,7 @@ extension ProxyHandler {
     func finishResponse(reuseUpstream: Bool, closeClient: Bool, context: ChannelHandlerContext) {
         if let upstream = self.upstream {
             self.upstream = nil
-            // The pool the connection was leased from (the plan holds it strongly).
-            if reuseUpstream, let pool = self.exchange?.plan?.pool ?? upstream.pool { pool.release(upstream) } else { upstream.close() }
+            upstream.release(reusable: reuseUpstream)
         }
         let tail = self.takeResponseTail(context: context)
         self.finishExchange(status: self.exchange?.responseStatus ?? 0, error: nil)

@@ -3,19 +3,19 @@ import NIOCore
 /// What the pool and the backend's connection report (`UpstreamLeaseRequester`,
 /// `UpstreamConnectionDelegate`), turned into state-machine events.
 extension ProxyHandler {
-    func leaseSucceeded(_ connection: UpstreamConnection, reused: Bool) {
+    func leaseSucceeded(_ lease: UpstreamLease, reused: Bool) {
         self.leasingPool = nil
         guard let context = self.context else {
-            connection.pool?.returnUnused(connection, reused: reused)
+            lease.returnUnused(reused: reused)
             return
         }
         let action = self.state.leaseSucceeded(reused: reused)
         if case .returnUnusedConnection = action {
-            connection.pool?.returnUnused(connection, reused: reused)
+            lease.returnUnused(reused: reused)
             return
         }
-        self.upstream = connection
-        connection.handler.delegate = self
+        self.upstream = lease
+        lease.delegate = self
         self.run(action, context: context)
         self.updateTimer(context: context)
     }

@@ -27,7 +27,7 @@ final class ProxyHandler: ChannelDuplexHandler, UpstreamLeaseRequester, Upstream
     var deadlines = ConnectionDeadlines()
     var context: ChannelHandlerContext?
     var exchange: Exchange?
-    var upstream: UpstreamConnection?
+    var upstream: UpstreamLease?
     /// The pool a lease is pending with.
     var leasingPool: UpstreamPool?
     var pendingRead = false
@@ -222,7 +222,7 @@ final class ProxyHandler: ChannelDuplexHandler, UpstreamLeaseRequester, Upstream
                 upstream.sendEnd()
                 upstream.flush()
                 self.upstreamNeedsFlush = false
-                if reuseUpstream, let pool = upstream.pool { pool.release(upstream) } else { upstream.close() }
+                upstream.release(reusable: reuseUpstream)
             }
             if closeClient {
                 context.close(promise: nil)

@@ -1,5 +1,6 @@
 import NIOCore
 import NIOHTTP1
+import Tracing
 
 /// What to do with a request whose head has arrived.
 enum RequestPlan {
@@ -23,10 +24,12 @@ final class ForwardPlan {
     let subject: String?
     /// The protocol a WebSocket upgrade asks for ("websocket"); nil for ordinary requests.
     let upgrade: String?
+    /// The upstream call's span when the request is traced (its context went upstream).
+    let upstreamSpan: (any Span)?
 
     init(
         route: RouteConfiguration, pool: UpstreamPool, head: HTTPRequestHead, responseTimeout: TimeAmount,
-        responseHeaders: [(name: String, value: String)], subject: String?, upgrade: String?
+        responseHeaders: [(name: String, value: String)], subject: String?, upgrade: String?, upstreamSpan: (any Span)? = nil
     ) {
         self.route = route
         self.pool = pool
@@ -35,6 +38,7 @@ final class ForwardPlan {
         self.responseHeaders = responseHeaders
         self.subject = subject
         self.upgrade = upgrade
+        self.upstreamSpan = upstreamSpan
     }
 }
 
@@ -52,7 +56,7 @@ struct RequestPlanner {
     let snapshot: RuntimeSnapshot
     let connection: ClientConnectionInfo
 
-    func plan(head: HTTPRequestHead, framing: BodyFraming, requestID: String, now: Double) -> PlanDecision {
+    func plan(head: HTTPRequestHead, framing: BodyFraming, requestID: String, now: Double, trace: RequestTrace? = nil) -> PlanDecision {
         let target: RequestTarget
         do {
             target = try RequestTarget(parsing: head.uri)
@@ -81,16 +85,16 @@ struct RequestPlanner {
             // Unreachable with a validated configuration.
             return .ready(.respond(.problem(.upstreamUnreachable, requestID: requestID), close: false, route: route.name))
         }
-        let request = AuthRequest(headers: head.headers, route: route, keys: self.worker.keys, now: now, isTLS: self.connection.isTLS)
+        let request = AuthRequest(headers: head.headers, route: route, keys: self.worker.keys, now: now, isTLS: self.connection.isTLS, trace: trace)
         let decision = self.snapshot.authenticator.authenticate(request, services: self.worker.authServices)
         switch decision {
         case .done(let outcome):
-            return .ready(self.finish(outcome, head: head, framing: framing, target: target, route: route, pool: pool, requestID: requestID, upgrade: upgrade))
+            return .ready(self.finish(outcome, head: head, framing: framing, target: target, route: route, pool: pool, requestID: requestID, upgrade: upgrade, trace: trace))
         case .pending(let future):
             let planner = self
             return .pending(
                 future.assumeIsolated().map { outcome in
-                    planner.finish(outcome, head: head, framing: framing, target: target, route: route, pool: pool, requestID: requestID, upgrade: upgrade)
+                    planner.finish(outcome, head: head, framing: framing, target: target, route: route, pool: pool, requestID: requestID, upgrade: upgrade, trace: trace)
                 }.nonisolated(),
                 route: route.name
             )
@@ -105,7 +109,8 @@ struct RequestPlanner {
         route: RouteConfiguration,
         pool: UpstreamPool,
         requestID: String,
-        upgrade: String?
+        upgrade: String?,
+        trace: RequestTrace?
     ) -> RequestPlan {
         var identity: Identity?
         switch outcome {
@@ -126,6 +131,8 @@ struct RequestPlanner {
             }
             identityHeaders = Self.identityHeaders(for: identity, policy: self.snapshot.forwarding)
         }
+        // A traced request's backend sees the upstream span as its parent.
+        let upstreamSpan = trace?.child("upstream \(route.backend)", kind: .client)
         var upstreamHeaders = HeaderRewriter.upstreamRequestHeaders(
             head.headers,
             framing: framing,
@@ -133,7 +140,8 @@ struct RequestPlanner {
             connection: self.connection,
             requestID: requestID,
             identity: identityHeaders,
-            tokenEdits: edits
+            tokenEdits: edits,
+            traceContext: upstreamSpan.map { trace!.propagationHeaders(for: $0) } ?? []
         )
         if let upgrade {
             // Hop-by-hop, so removed above; an upgrade asks the backend for them again.
@@ -150,7 +158,8 @@ struct RequestPlanner {
                 responseTimeout: self.snapshot.responseTimeouts[route.backend] ?? .seconds(30),
                 responseHeaders: identity?.responseHeaders ?? [],
                 subject: identity?.token.subject,
-                upgrade: upgrade
+                upgrade: upgrade,
+                upstreamSpan: upstreamSpan
             )
         )
     }

@@ -1,8 +1,16 @@
 import NIOCore
+import NIOHTTP2
 import NIOSSL
+import NIOTLS
 
-/// Builds the pipeline of an accepted client connection:
-/// `[TLS] → ProxyHandler`.
+/// Builds the pipeline of an accepted client connection (SPEC §4.9):
+/// - TLS: `NIOSSLServerHandler`, then by ALPN either HTTP/2 (`h2`) or HTTP/1.1;
+/// - cleartext: `CleartextProtocolDetector`, then HTTP/2 for a connection that starts with
+///   the HTTP/2 preface (prior knowledge), else HTTP/1.1;
+/// - with `listener.http2: false`, HTTP/1.1 only.
+/// HTTP/1.1 is one `ProxyHandler`; HTTP/2 is NIOHTTP2's handler with an `HTTP2StreamHandler`
+/// per stream, the connection manager (graceful GOAWAY on drain, idle close) and
+/// `HTTP2ConnectionMonitor` (closes and counts abusive connections).
 package enum ClientPipeline {
     package static func configure(channel: Channel, worker: Worker, tls: NIOSSLContext?) throws {
         let shared = worker.shared
@@ -19,15 +27,84 @@ package enum ClientPipeline {
         worker.connectionOpened(channel)
         channel.closeFuture.assumeIsolated().whenComplete { _ in worker.connectionClosed(channel) }
 
-        if let tls { try sync.addHandler(NIOSSLServerHandler(context: tls)) }
         let connection = ClientConnectionInfo(
             peerIP: channel.remoteAddress?.ipAddress ?? "unknown",
             peerIsTrustedProxy: channel.remoteAddress.map { address in configuration.trustedProxies.contains { $0.contains(address) } } ?? false,
             isTLS: tls != nil
         )
-        // The gateway's own HTTP/1.1 codec lives in `ProxyHandler` (see HeadScanner.swift):
-        // one handler per connection, bytes in and out.
-        try sync.addHandler(ProxyHandler(worker: worker, connection: connection))
+        let http2 = configuration.listener.http2
+        if let tls {
+            try sync.addHandler(NIOSSLServerHandler(context: tls))
+            guard http2 else {
+                try Self.configureHTTP1(channel: channel, worker: worker, connection: connection)
+                return
+            }
+            try sync.addHandler(
+                ApplicationProtocolNegotiationHandler { result, channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        if case .negotiated("h2") = result {
+                            try Self.configureHTTP2(channel: channel, worker: worker, connection: connection)
+                        } else {
+                            try Self.configureHTTP1(channel: channel, worker: worker, connection: connection)
+                        }
+                    }
+                }
+            )
+        } else if http2 {
+            let snapshot = worker.snapshot
+            try sync.addHandler(
+                CleartextProtocolDetector(
+                    idleTimeout: snapshot.idleTimeout,
+                    headTimeout: snapshot.requestHeaderTimeout,
+                    configureHTTP1: { try Self.configureHTTP1(channel: $0, worker: worker, connection: connection) },
+                    configureHTTP2: { try Self.configureHTTP2(channel: $0, worker: worker, connection: connection) }
+                )
+            )
+        } else {
+            try Self.configureHTTP1(channel: channel, worker: worker, connection: connection)
+        }
+    }
+
+    /// The gateway's own HTTP/1.1 codec lives in `ProxyHandler` (see HeadScanner.swift): one
+    /// handler per connection, bytes in and out.
+    static func configureHTTP1(channel: Channel, worker: Worker, connection: ClientConnectionInfo) throws {
+        try channel.pipeline.syncOperations.addHandler(ProxyHandler(worker: worker, connection: connection))
+    }
+
+    static func configureHTTP2(channel: Channel, worker: Worker, connection: ClientConnectionInfo) throws {
+        let snapshot = worker.snapshot
+        let limits = snapshot.configuration.limits
+        var connectionConfiguration = NIOHTTP2Handler.ConnectionConfiguration()
+        connectionConfiguration.initialSettings = [
+            HTTP2Setting(parameter: .maxConcurrentStreams, value: limits.maxConcurrentStreams),
+            // SPEC §4.9: `limits.maxHeaderBytes` is the header list size.
+            HTTP2Setting(parameter: .maxHeaderListSize, value: limits.maxHeaderBytes),
+        ]
+        let sync = channel.pipeline.syncOperations
+        // Graceful GOAWAY on drain (ChannelShouldQuiesceEvent), idle close: it learns of streams
+        // through NIOHTTP2's stream delegate.
+        let manager = NIOHTTP2ServerConnectionManagementHandler(
+            eventLoop: channel.eventLoop,
+            configuration: .init(
+                maxIdleTime: snapshot.idleTimeout,
+                maxAge: nil,
+                maxGraceTime: .seconds(Int64(snapshot.configuration.timeouts.drainSeconds)),
+                keepalive: nil
+            )
+        )
+        // Streams are initialised on the connection's loop, the worker's.
+        let loopWorker = NIOLoopBound(worker, eventLoop: channel.eventLoop)
+        try sync.addHandler(
+            NIOHTTP2Handler(
+                mode: .server, eventLoop: channel.eventLoop, connectionConfiguration: connectionConfiguration, streamDelegate: manager.http2StreamDelegate
+            ) { stream in
+                stream.eventLoop.makeCompletedFuture {
+                    try stream.pipeline.syncOperations.addHandler(HTTP2StreamHandler(worker: loopWorker.value, connection: connection))
+                }
+            }
+        )
+        try sync.addHandler(manager)
+        try sync.addHandler(HTTP2ConnectionMonitor(metrics: worker.metrics))
     }
 }
 

@@ -18,13 +18,17 @@ final class GatewayShared: Sendable {
     let clock: @Sendable () -> Double
     /// Client TLS for HTTPS upstreams (system trust store plus the configured CA file).
     let clientTLS: NIOSSLContext?
+    /// The same, offering only `h2` by ALPN, for `protocol: "h2"` backends.
+    let clientTLSHTTP2: NIOSSLContext?
     /// Opens upstream connections: TCP/TLS sockets, or embedded channels in the in-process
     /// harness (`AuthGatewayTesting`).
     let connector: UpstreamConnector
+    /// Request tracing; nil without `tracing` (then requests create no trace objects).
+    let tracing: GatewayTracing?
     private let openConnectionCount = Atomic<Int>(0)
 
-    init(verifiedTokens: VerifiedTokenCache, keyStore: KeyStore, health: HealthState, processMetrics: ProcessMetrics, refreshStore: RefreshStore, clock: @escaping @Sendable () -> Double, clientTLS: NIOSSLContext?,
-        connector: UpstreamConnector = SocketConnector(), sharedState: PostgresSharedState? = nil
+    init(verifiedTokens: VerifiedTokenCache, keyStore: KeyStore, health: HealthState, processMetrics: ProcessMetrics, refreshStore: RefreshStore, clock: @escaping @Sendable () -> Double, clientTLS: NIOSSLContext?, clientTLSHTTP2: NIOSSLContext? = nil,
+        connector: UpstreamConnector = SocketConnector(), tracing: GatewayTracing? = nil, sharedState: PostgresSharedState? = nil
     ) {
         self.sharedState = sharedState
         self.verifiedTokens = verifiedTokens
@@ -34,7 +38,9 @@ final class GatewayShared: Sendable {
         self.refreshStore = refreshStore
         self.clock = clock
         self.clientTLS = clientTLS
+        self.clientTLSHTTP2 = clientTLSHTTP2
         self.connector = connector
+        self.tracing = tracing
     }
 
     /// Counts a new client connection against `limit`; false when the limit is reached.
@@ -57,8 +63,9 @@ final class GatewayShared: Sendable {
     static let systemClock: @Sendable () -> Double = { Date().timeIntervalSince1970 }
 
     /// The TLS context for calls to HTTPS upstreams.
-    static func makeClientTLS(caFile: String?) throws -> NIOSSLContext {
+    static func makeClientTLS(caFile: String?, alpn: [String] = []) throws -> NIOSSLContext {
         var configuration = TLSConfiguration.makeClientConfiguration()
+        configuration.applicationProtocols = alpn
         if let caFile {
             configuration.additionalTrustRoots = [.file(caFile)]
         }

@@ -86,7 +86,8 @@ package final class Worker {
                 name: "backend \(backend.name)",
                 targets: backend.urls,
                 maxConnections: backend.maxConnectionsPerThread,
-                connectTimeout: .milliseconds(Int64(backend.connectTimeoutMilliseconds))
+                connectTimeout: .milliseconds(Int64(backend.connectTimeoutMilliseconds)),
+                wireProtocol: backend.wireProtocol
             )
         }
         for (name, old) in self.backendPools where pools[name] !== old {
@@ -125,15 +126,18 @@ package final class Worker {
         return UpstreamClient(pool: pool, timeout: timeout, hostHeader: url.hostHeader)
     }
 
-    private func makePool(name: String, targets: [UpstreamURL], maxConnections: Int, connectTimeout: TimeAmount) -> UpstreamPool {
+    private func makePool(
+        name: String, targets: [UpstreamURL], maxConnections: Int, connectTimeout: TimeAmount, wireProtocol: BackendConfiguration.WireProtocol = .http1
+    ) -> UpstreamPool {
         let pool = UpstreamPool(
             name: name,
             eventLoop: self.eventLoop,
             targets: targets,
             maxConnections: maxConnections,
             connectTimeout: connectTimeout,
-            tlsContext: self.shared.clientTLS,
-            connector: self.shared.connector
+            tlsContext: wireProtocol == .h2 ? self.shared.clientTLSHTTP2 : self.shared.clientTLS,
+            connector: self.shared.connector,
+            wireProtocol: wireProtocol
         )
         let health = self.shared.health
         let clock = self.shared.clock

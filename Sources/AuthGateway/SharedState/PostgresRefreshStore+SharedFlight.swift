@@ -13,6 +13,7 @@ extension PostgresRefreshStore {
         defer { self.wakeups.unsubscribe(subscription) }
         let poll = self.wakeups.isListening ? self.pollMillisecondsWhileListening : Self.pollMilliseconds
         var decision = SharedFlightDecision(me: me, leaseMilliseconds: request.leaseMilliseconds, pollMilliseconds: poll, now: Self.nowMilliseconds())
+        var waited = false
         do {
             var step = decision.claimed(
                 try await self.database.claim(request.digest, claimant: me, leaseMilliseconds: request.leaseMilliseconds), now: Self.nowMilliseconds()
@@ -29,6 +30,10 @@ extension PostgresRefreshStore {
                         return await self.fallback(request)
                     }
                 case .wait(let milliseconds):
+                    if !waited {
+                        waited = true
+                        request.joined()
+                    }
                     await subscription.wait(milliseconds: milliseconds, on: request.eventLoop)
                     if Task.isCancelled { return SharedFlightAnswer(outcome: .unavailable, role: .joined, remainingMilliseconds: 0) }
                     step = decision.read(try await self.database.read(request.digest), now: Self.nowMilliseconds())

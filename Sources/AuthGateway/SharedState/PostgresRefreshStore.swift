@@ -41,12 +41,14 @@ final class PostgresRefreshStore: RefreshStore {
 
     func outcome(
         for key: TokenDigest, graceSeconds: Int, callTimeoutMilliseconds: Int, now: Double, eventLoop: EventLoop,
+        joined: @escaping @Sendable () -> Void,
         call: @escaping () -> EventLoopFuture<RefreshOutcome>
     ) -> EventLoopFuture<(RefreshOutcome, SingleFlightRole)> {
         switch self.local.lookup(key, now: now, policy: .init(freshSeconds: Double(graceSeconds)), eventLoop: eventLoop) {
         case .fresh(let outcome), .stale(let outcome, _):
             return eventLoop.makeSucceededFuture((outcome, .remembered))
         case .joined(let inFlight):
+            joined()
             return inFlight.map { ($0, .joined) }
         case .lead(let flight):
             guard self.database.usesDatabase, !self.isStopped else {
@@ -55,7 +57,8 @@ final class PostgresRefreshStore: RefreshStore {
             let result = eventLoop.makePromise(of: (RefreshOutcome, SingleFlightRole).self)
             let call = NIOLoopBound(call, eventLoop: eventLoop)
             let request = SharedFlightRequest(
-                digest: key, graceSeconds: graceSeconds, leaseMilliseconds: Int64(callTimeoutMilliseconds) + 1000, eventLoop: eventLoop
+                digest: key, graceSeconds: graceSeconds, leaseMilliseconds: Int64(callTimeoutMilliseconds) + 1000, eventLoop: eventLoop,
+                joined: joined
             ) {
                 eventLoop.flatSubmit { call.value() }
             }
@@ -130,6 +133,8 @@ struct SharedFlightRequest: Sendable {
     let graceSeconds: Int
     let leaseMilliseconds: Int64
     let eventLoop: EventLoop
+    /// Said once when this instance starts waiting for another instance's call.
+    let joined: @Sendable () -> Void
     /// Makes the auth-service call on `eventLoop`.
     let call: @Sendable () -> EventLoopFuture<RefreshOutcome>
 }

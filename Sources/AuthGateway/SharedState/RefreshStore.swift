@@ -29,9 +29,11 @@ protocol RefreshStore: Sendable {
     /// The outcome for the refresh token hashed as `key`: remembered, joined, or made by
     /// `call`, which runs on `eventLoop` at most once per key while an outcome is remembered.
     /// `callTimeoutMilliseconds` bounds `call` (a shared store's lease lasts that plus a
-    /// second). The future completes on `eventLoop`.
+    /// second). `joined` runs as soon as the request is known to wait for a call someone else
+    /// makes (so waiters are visible while they wait). The future completes on `eventLoop`.
     func outcome(
         for key: TokenDigest, graceSeconds: Int, callTimeoutMilliseconds: Int, now: Double, eventLoop: EventLoop,
+        joined: @escaping @Sendable () -> Void,
         call: @escaping () -> EventLoopFuture<RefreshOutcome>
     ) -> EventLoopFuture<(RefreshOutcome, SingleFlightRole)>
 }
@@ -50,12 +52,14 @@ final class LocalRefreshStore: RefreshStore {
 
     func outcome(
         for key: TokenDigest, graceSeconds: Int, callTimeoutMilliseconds: Int, now: Double, eventLoop: EventLoop,
+        joined: @escaping @Sendable () -> Void,
         call: @escaping () -> EventLoopFuture<RefreshOutcome>
     ) -> EventLoopFuture<(RefreshOutcome, SingleFlightRole)> {
         switch self.table.lookup(key, now: now, policy: .init(freshSeconds: Double(graceSeconds)), eventLoop: eventLoop) {
         case .fresh(let outcome), .stale(let outcome, _):
             return eventLoop.makeSucceededFuture((outcome, .remembered))
         case .joined(let inFlight):
+            joined()
             return inFlight.map { ($0, .joined) }
         case .lead(let flight):
             call().whenComplete { result in

@@ -66,7 +66,7 @@ private final class UpstreamCall: UpstreamLeaseRequester, UpstreamConnectionDele
     private let request: UpstreamRequest
     private let pool: UpstreamPool
     private var promise: EventLoopPromise<UpstreamResponse>?
-    private var connection: UpstreamConnection?
+    private var connection: UpstreamLease?
     private var timeoutTask: Scheduled<Void>?
     private var head: HTTPResponseHead?
     private var body: ByteBuffer?
@@ -92,18 +92,18 @@ private final class UpstreamCall: UpstreamLeaseRequester, UpstreamConnectionDele
         }
     }
 
-    func leaseSucceeded(_ connection: UpstreamConnection, reused: Bool) {
+    func leaseSucceeded(_ connection: UpstreamLease, reused: Bool) {
         guard self.promise != nil else {
-            self.pool.returnUnused(connection, reused: reused)
+            connection.returnUnused(reused: reused)
             return
         }
         self.connection = connection
-        connection.handler.delegate = self
+        connection.delegate = self
         var head = HTTPRequestHead(version: .http1_1, method: self.request.method, uri: self.request.path, headers: self.request.headers)
         if let body = self.request.body {
             head.headers.replaceOrAdd(name: "Content-Length", value: String(body.readableBytes))
         }
-        connection.sendHead(head, chunkedBody: false)
+        connection.sendHead(head, chunkedBody: false, upgrade: false)
         if let body = self.request.body { connection.sendBody(body) }
         connection.sendEnd()
         connection.flush()
@@ -135,7 +135,7 @@ private final class UpstreamCall: UpstreamLeaseRequester, UpstreamConnectionDele
         self.timeoutTask?.cancel()
         if let connection = self.connection {
             self.connection = nil
-            self.pool.release(connection)
+            connection.release(reusable: connection.reusable)
         }
         self.retainSelf = nil
         promise.succeed(UpstreamResponse(status: head.status, headers: head.headers, body: self.body ?? ByteBuffer()))

@@ -1,25 +1,9 @@
 import NIOCore
 import NIOHTTP1
 
-/// Receives what a leased upstream connection delivers. Implemented by `ProxyHandler` for
-/// forwarded requests and by `UpstreamClient` for the gateway's own calls (auth service, JWKS).
-protocol UpstreamConnectionDelegate: AnyObject {
-    func upstreamResponseHead(_ head: UpstreamResponseHead)
-    func upstreamResponseBody(_ body: ByteBuffer)
-    func upstreamResponseEnd()
-    /// A read burst ended: the moment to flush what was written to the other side.
-    func upstreamReadComplete()
-    /// The connection closed or failed while leased. `protocolError` tells an invalid
-    /// response (502) from a dead connection.
-    func upstreamClosed(protocolError: Bool)
-    func upstreamWritabilityChanged(_ writable: Bool)
-    /// Backpressure: false while the receiving side cannot take more.
-    var shouldReadFromUpstream: Bool { get }
-}
-
 /// One keep-alive connection to a backend or the auth service, owned by an `UpstreamPool`.
 /// Used only on its event loop.
-final class UpstreamConnection: Equatable {
+final class UpstreamConnection: UpstreamLease, Equatable {
     let channel: Channel
     let handler: UpstreamHandler
     /// Index of the pool target (URL) it is connected to.
@@ -37,6 +21,11 @@ final class UpstreamConnection: Equatable {
 
     var isActive: Bool { self.channel.isActive }
 
+    var delegate: UpstreamConnectionDelegate? {
+        get { self.handler.delegate }
+        set { self.handler.delegate = newValue }
+    }
+
     /// Open and fit for another request.
     var isReusable: Bool { self.handler.reusable && self.channel.isActive }
 
@@ -50,7 +39,7 @@ final class UpstreamConnection: Equatable {
     /// Writes a request head; its body follows with `sendBody` (chunk-framed when
     /// `chunkedBody`) and ends with `sendEnd`. `upgrade`: the request asks for a protocol
     /// upgrade, so a 101 may answer it (and the connection then becomes a tunnel).
-    func sendHead(_ head: HTTPRequestHead, chunkedBody: Bool, upgrade: Bool = false) {
+    func sendHead(_ head: HTTPRequestHead, chunkedBody: Bool, upgrade: Bool) {
         self.chunkedRequestBody = chunkedBody
         self.handler.expectResponse(to: head.method, upgrade: upgrade)
         // Whatever the answer, a connection that was asked to switch protocols is not trusted
@@ -87,6 +76,22 @@ final class UpstreamConnection: Equatable {
 
     func resumeReading() {
         self.handler.resumeReading()
+    }
+
+    func release(reusable: Bool) {
+        guard reusable, let pool = self.pool else {
+            self.close()
+            return
+        }
+        pool.release(self)
+    }
+
+    func returnUnused(reused: Bool) {
+        guard let pool = self.pool else {
+            self.close()
+            return
+        }
+        pool.returnUnused(self, reused: reused)
     }
 
     /// The same connection (pools compare by identity).

@@ -1,30 +1,49 @@
 import NIOCore
 import NIOHTTP1
+import NIOHTTP2
 import NIOPosix
 import NIOSSL
 
-/// Waits for a connection from an `UpstreamPool`.
-protocol UpstreamLeaseRequester: AnyObject {
-    func leaseSucceeded(_ connection: UpstreamConnection, reused: Bool)
-    func leaseFailed(_ error: GatewayError)
+/// What a pool holds: HTTP/1.1 connections, or HTTP/2 connections whose streams are leased.
+enum PooledConnection: Equatable {
+    case http1(UpstreamConnection)
+    case http2(UpstreamHTTP2Connection)
+
+    var targetIndex: Int {
+        switch self {
+        case .http1(let connection): return connection.targetIndex
+        case .http2(let connection): return connection.targetIndex
+        }
+    }
+
+    func close() {
+        switch self {
+        case .http1(let connection): connection.close()
+        case .http2(let connection): connection.close()
+        }
+    }
 }
 
 /// Keep-alive connections from one event loop to one upstream (a backend's URLs, or the auth
 /// service), Envoy-style: each loop has its own pools, so leasing takes no lock.
 ///
-/// The decisions — which URL, which idle connection, when to connect, wait or fail — are
-/// `PoolStateMachine`'s; this shell runs its actions: it connects (`UpstreamConnector`), arms
-/// the wait limits (`connectTimeout`, then 503) and calls the requesters back.
+/// The decisions — which URL, which idle connection or stream slot, when to connect, wait or
+/// fail — are `PoolStateMachine`'s; this shell runs its actions: it connects
+/// (`UpstreamConnector`), opens HTTP/2 streams, arms the wait limits (`connectTimeout`, then
+/// 503) and calls the requesters back.
 final class UpstreamPool {
     typealias Target = UpstreamURL
+    private typealias Machine = PoolStateMachine<PooledConnection>
 
     let name: String
     let eventLoop: EventLoop
     let targets: [Target]
     let connectTimeout: TimeAmount
+    /// How requests reach these targets: HTTP/1.1, or streams of HTTP/2 connections.
+    let wireProtocol: BackendConfiguration.WireProtocol
     private let tlsContext: NIOSSLContext?
     private let connector: UpstreamConnector
-    private var state: PoolStateMachine<UpstreamConnection>
+    private var state: Machine
     private var nextLeaseID = 0
     /// Leases waiting for a connection (being opened, or in line), by lease id.
     private var pending: [Int: PendingLease] = [:]
@@ -36,34 +55,37 @@ final class UpstreamPool {
         var timeout: Scheduled<Void>?
     }
 
+    /// `tlsContext` is used for `https` targets (with ALPN `h2` for an `h2` pool).
     init(
         name: String, eventLoop: EventLoop, targets: [Target], maxConnections: Int, connectTimeout: TimeAmount, tlsContext: NIOSSLContext?,
-        connector: UpstreamConnector
+        connector: UpstreamConnector, wireProtocol: BackendConfiguration.WireProtocol = .http1
     ) {
         self.name = name
+        self.wireProtocol = wireProtocol
         self.eventLoop = eventLoop
         self.targets = targets
         self.connectTimeout = connectTimeout
         self.tlsContext = tlsContext
         self.connector = connector
-        self.state = PoolStateMachine(targetCount: targets.count, maxConnections: maxConnections)
+        self.state = Machine(targetCount: targets.count, maxConnections: maxConnections, mode: wireProtocol.isHTTP2 ? .multiplexed : .exclusive)
     }
 
     var maxConnections: Int { self.state.maxConnections }
 
     enum LeaseResult {
-        case leased(UpstreamConnection, reused: Bool)
+        case leased(UpstreamLease, reused: Bool)
         /// The requester will be called back.
         case pending
     }
 
-    /// Leases a connection: an idle one at once, else a new or freed one later.
+    /// Leases a connection (or an HTTP/2 stream): an idle one at once, else a new or freed one
+    /// later.
     func lease(for requester: UpstreamLeaseRequester) -> LeaseResult {
         self.eventLoop.preconditionInEventLoop()
         let id = self.nextLeaseID
         self.nextLeaseID &+= 1
         let action = self.state.lease(id, now: .now())
-        if case .deliver(let connection, to: id, let reused) = action {
+        if case .deliver(.http1(let connection), to: id, let reused) = action {
             return .leased(connection, reused: reused)
         }
         self.pending[id] = PendingLease(requester: requester)
@@ -79,43 +101,39 @@ final class UpstreamPool {
         self.state.cancel(id)
     }
 
-    /// Takes back a connection that was leased but never used.
+    /// Takes back an HTTP/1.1 connection that was leased but never used.
     func returnUnused(_ connection: UpstreamConnection, reused: Bool) {
         self.eventLoop.preconditionInEventLoop()
         connection.handler.delegate = nil
-        self.run(self.state.returnedUnused(connection, target: connection.targetIndex, reused: reused, reusable: connection.isReusable))
+        self.run(self.state.returnedUnused(.http1(connection), target: connection.targetIndex, reused: reused, reusable: connection.isReusable))
     }
 
-    /// Returns a connection after a complete exchange.
+    /// Returns an HTTP/1.1 connection after a complete exchange.
     func release(_ connection: UpstreamConnection) {
         self.eventLoop.preconditionInEventLoop()
         connection.handler.delegate = nil
-        self.run(self.state.released(connection, target: connection.targetIndex, reusable: connection.isReusable))
+        self.run(self.state.released(.http1(connection), target: connection.targetIndex, reusable: connection.isReusable))
     }
 
-    /// Closes idle connections and refuses new leases (config reload removed this pool).
+    /// Closes unused connections and refuses new leases (config reload removed this pool).
     func shutdown() {
         self.run(self.state.shutDown())
     }
 
     // MARK: Running actions
 
-    private func run(_ action: PoolStateMachine<UpstreamConnection>.Action) {
+    private func run(_ action: Machine.Action) {
         switch action {
         case .none:
             break
         case .deliver(let connection, let lease, let reused):
-            guard let waiting = self.pending.removeValue(forKey: lease) else {
-                // The requester is gone (it cancelled while the connection was on its way).
-                self.run(self.state.returnedUnused(connection, target: connection.targetIndex, reused: reused, reusable: connection.isReusable))
-                return
-            }
-            waiting.timeout?.cancel()
-            waiting.requester.leaseSucceeded(connection, reused: reused)
+            self.deliver(connection, to: lease, reused: reused)
+        case .deliverAll(let connection, let leases):
+            for lease in leases { self.deliver(connection, to: lease, reused: false) }
         case .connect(let attempt):
             self.connect(attempt)
-        case .closeAndConnect(let idle, let attempt):
-            idle.close()
+        case .closeAndConnect(let unused, let attempt):
+            unused.close()
             self.connect(attempt)
         case .wait(let lease):
             self.pending[lease]?.timeout = self.eventLoop.assumeIsolated().scheduleTask(in: self.connectTimeout) { [weak self] in
@@ -126,57 +144,128 @@ final class UpstreamPool {
             guard let waiting = self.pending.removeValue(forKey: lease) else { return }
             waiting.timeout?.cancel()
             waiting.requester.leaseFailed(failure == .busy ? .upstreamBusy : .upstreamUnreachable)
+        case .failAll(let leases, let failure):
+            for lease in leases { self.run(.fail(lease, failure)) }
         case .close(let connection):
             connection.close()
-        case .shutDown(let idle, let leases):
-            for connection in idle { connection.close() }
+        case .shutDown(let unused, let leases):
+            for connection in unused { connection.close() }
             for lease in leases { self.run(.fail(lease, .unreachable)) }
         }
     }
 
-    private func connect(_ attempt: PoolStateMachine<UpstreamConnection>.Attempt) {
-        let target = self.targets[attempt.target]
-        self.connector.connect(to: target, eventLoop: self.eventLoop, timeout: self.connectTimeout, tls: target.isTLS ? self.tlsContext : nil)
-            .assumeIsolated()
-            .whenComplete { result in
+    private func deliver(_ connection: PooledConnection, to lease: Int, reused: Bool) {
+        switch connection {
+        case .http1(let http1):
+            guard let waiting = self.pending.removeValue(forKey: lease) else {
+                // The requester is gone (it cancelled while the connection was on its way).
+                self.run(self.state.returnedUnused(connection, target: http1.targetIndex, reused: reused, reusable: http1.isReusable))
+                return
+            }
+            waiting.timeout?.cancel()
+            waiting.requester.leaseSucceeded(http1, reused: reused)
+        case .http2(let http2):
+            // The slot is taken; it is given back when the stream closes (or fails to open).
+            let freeSlot = { [weak self] in
+                guard let self else { return }
+                self.run(self.state.streamClosed(connection, target: http2.targetIndex))
+            }
+            http2.openStream(onClose: freeSlot).assumeIsolated().whenComplete { result in
+                guard let waiting = self.pending.removeValue(forKey: lease) else {
+                    if case .success(let stream) = result { stream.close() }
+                    return
+                }
+                waiting.timeout?.cancel()
                 switch result {
-                case .success(let channel):
-                    self.onConnectResult?(attempt.target, true, nil)
-                    guard let handler = try? channel.pipeline.syncOperations.handler(type: UpstreamHandler.self) else {
-                        channel.close(promise: nil)
-                        self.run(self.state.connectFailed(attempt.id, now: .now()))
-                        return
-                    }
-                    let connection = UpstreamConnection(channel: channel, handler: handler, targetIndex: attempt.target)
-                    connection.pool = self
-                    // Every connection's close frees its slot exactly once (the handler calls
-                    // this once and then drops it, which ends the reference cycle).
-                    handler.onClose = { [weak self] in
-                        guard let self else { return }
-                        self.run(self.state.closed(connection, target: attempt.target, now: .now()))
-                    }
-                    self.run(self.state.connected(attempt.id, connection))
-                case .failure(let error):
-                    self.onConnectResult?(attempt.target, false, "\(error)")
-                    self.run(self.state.connectFailed(attempt.id, now: .now()))
+                case .success(let stream):
+                    waiting.requester.leaseSucceeded(stream, reused: reused)
+                case .failure:
+                    freeSlot()
+                    waiting.requester.leaseFailed(.upstreamUnreachable)
                 }
             }
+        }
+    }
+
+    private func connect(_ attempt: Machine.Attempt) {
+        let target = self.targets[attempt.target]
+        self.connector.connect(
+            to: target, eventLoop: self.eventLoop, timeout: self.connectTimeout, tls: target.isTLS ? self.tlsContext : nil,
+            http2: self.wireProtocol.isHTTP2
+        )
+        .assumeIsolated()
+        .whenComplete { result in
+            switch result {
+            case .success(let channel):
+                self.onConnectResult?(attempt.target, true, nil)
+                guard let connection = self.adopt(channel, target: attempt.target) else {
+                    channel.close(promise: nil)
+                    self.run(self.state.connectFailed(attempt.id, now: .now()))
+                    return
+                }
+                self.run(self.state.connected(attempt.id, connection))
+            case .failure(let error):
+                self.onConnectResult?(attempt.target, false, "\(error)")
+                self.run(self.state.connectFailed(attempt.id, now: .now()))
+            }
+        }
+    }
+
+    /// A connected channel as a pooled connection, wired so that its close (and, for HTTP/2,
+    /// the peer's stream limit and GOAWAY) reach the state machine. Every connection's close
+    /// frees its slot exactly once (the handler calls back once and then drops the closure,
+    /// which ends the reference cycle).
+    private func adopt(_ channel: Channel, target: Int) -> PooledConnection? {
+        let sync = channel.pipeline.syncOperations
+        if self.wireProtocol.isHTTP2 {
+            guard let handler = try? sync.handler(type: UpstreamHTTP2ConnectionHandler.self),
+                let multiplexer = try? sync.handler(type: NIOHTTP2Handler.self).syncMultiplexer()
+            else { return nil }
+            let http2 = UpstreamHTTP2Connection(
+                channel: channel, multiplexer: multiplexer, targetIndex: target, scheme: self.targets[target].isTLS ? "https" : "http"
+            )
+            http2.pool = self
+            let connection = PooledConnection.http2(http2)
+            handler.onStreamCapacity = { [weak self] capacity in
+                guard let self else { return }
+                self.run(self.state.streamCapacityChanged(connection, target: target, to: capacity))
+            }
+            handler.onGoAway = { [weak self] in
+                guard let self else { return }
+                self.run(self.state.goAwayReceived(connection, target: target))
+            }
+            handler.onClose = { [weak self] in
+                guard let self else { return }
+                self.run(self.state.closed(connection, target: target, now: .now()))
+            }
+            return connection
+        }
+        guard let handler = try? sync.handler(type: UpstreamHandler.self) else { return nil }
+        let http1 = UpstreamConnection(channel: channel, handler: handler, targetIndex: target)
+        http1.pool = self
+        let connection = PooledConnection.http1(http1)
+        handler.onClose = { [weak self] in
+            guard let self else { return }
+            self.run(self.state.closed(connection, target: target, now: .now()))
+        }
+        return connection
     }
 }
 
 @available(*, unavailable)
 extension UpstreamPool: Sendable {}
 
-/// Opens a channel to an upstream target whose pipeline ends in an `UpstreamHandler`.
+/// Opens a channel to an upstream target whose pipeline ends in an `UpstreamHandler`
+/// (HTTP/1.1), or in NIOHTTP2's client handler and an `UpstreamHTTP2ConnectionHandler`.
 package protocol UpstreamConnector: Sendable {
-    func connect(to target: UpstreamURL, eventLoop: EventLoop, timeout: TimeAmount, tls: NIOSSLContext?) -> EventLoopFuture<Channel>
+    func connect(to target: UpstreamURL, eventLoop: EventLoop, timeout: TimeAmount, tls: NIOSSLContext?, http2: Bool) -> EventLoopFuture<Channel>
 }
 
 /// TCP (and TLS) connections with NIO's `ClientBootstrap`.
 package struct SocketConnector: UpstreamConnector {
     package init() {}
 
-    package func connect(to target: UpstreamURL, eventLoop: EventLoop, timeout: TimeAmount, tls: NIOSSLContext?) -> EventLoopFuture<Channel> {
+    package func connect(to target: UpstreamURL, eventLoop: EventLoop, timeout: TimeAmount, tls: NIOSSLContext?, http2: Bool) -> EventLoopFuture<Channel> {
         ClientBootstrap(group: eventLoop)
             .connectTimeout(timeout)
             .channelOption(.tcpOption(.tcp_nodelay), value: 1)
@@ -187,7 +276,11 @@ package struct SocketConnector: UpstreamConnector {
                         let serverName = target.host.first?.isLetter == true ? target.host : nil
                         try channel.pipeline.syncOperations.addHandler(NIOSSLClientHandler(context: tls, serverHostname: serverName))
                     }
-                    try Self.addHTTPHandlers(to: channel)
+                    if http2 {
+                        try Self.addHTTP2Handlers(to: channel)
+                    } else {
+                        try Self.addHTTPHandlers(to: channel)
+                    }
                     return channel.eventLoop.makeSucceededVoidFuture()
                 } catch {
                     return channel.eventLoop.makeFailedFuture(error)
@@ -200,5 +293,18 @@ package struct SocketConnector: UpstreamConnector {
     /// (`UpstreamHandler`; see HeadScanner.swift for why not NIOHTTP1's).
     package static func addHTTPHandlers(to channel: Channel) throws {
         try channel.pipeline.syncOperations.addHandler(UpstreamHandler())
+    }
+
+    /// An HTTP/2 client connection: NIOHTTP2 (framing, HPACK, flow control) and the handler
+    /// that reports stream limits, GOAWAY and the close to the pool. Streams pushed by a
+    /// backend are refused.
+    package static func addHTTP2Handlers(to channel: Channel) throws {
+        let sync = channel.pipeline.syncOperations
+        try sync.addHandler(
+            NIOHTTP2Handler(mode: .client, eventLoop: channel.eventLoop) { stream in
+                stream.close()
+            }
+        )
+        try sync.addHandler(UpstreamHTTP2ConnectionHandler())
     }
 }

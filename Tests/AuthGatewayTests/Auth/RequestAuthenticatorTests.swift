@@ -198,6 +198,14 @@ struct RequestAuthenticatorTests {
             return
         }
         #expect(error == .refreshRejected)
+        // The refresh token was spent: a cookie session is signed out.
+        let cookieAccess = ExtractedToken(value: "old-access", location: .cookie(name: "access_token"))
+        let cookieRefresh = ExtractedToken(value: "rt-1", location: .cookie(name: "refresh_token"))
+        guard case .done(.rejected(_, let headers)) = self.authenticator.adoptRefresh(forged, access: cookieAccess, refresh: cookieRefresh, keys: self.keys, self.request([]), self.services) else {
+            Issue.record("an unverifiable new token is refused")
+            return
+        }
+        #expect(headers.filter { $0.name == "Set-Cookie" && $0.value.contains("Max-Age=0") }.count == 2)
     }
 
     // MARK: profile and requirements

@@ -197,7 +197,7 @@ struct ConfigurationLoaderTests {
     @Test("optional sections given empty get their defaults")
     func sectionDefaults() throws {
         let configuration = try self.valid(fullConfiguration)
-        #expect(configuration.admin == ListenerConfiguration(host: "127.0.0.1", port: 9901, tls: nil))
+        #expect(configuration.admin == ListenerConfiguration(host: "127.0.0.1", port: 9901, tls: nil, http2: false))
 
         let issuer = try #require(configuration.tokens.issuers.first)
         #expect(issuer.issuer == "https://issuer.test")

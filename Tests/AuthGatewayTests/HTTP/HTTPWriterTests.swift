@@ -60,13 +60,15 @@ struct HTTPWriterTests {
         #expect(text.hasSuffix("\r\nTransfer-Encoding: chunked\r\nConnection: upgrade\r\nUpgrade: websocket\r\n\r\n"))
     }
 
-    @Test("Content-Length is kept for a fixed-length body and dropped when the body is re-framed as chunked")
+    @Test("Content-Length is kept for a fixed-length body and dropped whenever the body is re-framed as chunked")
     func contentLength() {
         #expect(clientHead("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n") == "HTTP/1.1 200 OK\r\nContent-Length: 10\r\nX-Request-Id: gw-1\r\n\r\n")
         #expect(
-            clientHead("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 10\r\n\r\n", chunked: true)
+            clientHead("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n", chunked: true)
                 == "HTTP/1.1 200 OK\r\nX-Request-Id: gw-1\r\nTransfer-Encoding: chunked\r\n\r\n"
         )
+        // A backend's head naming both framings never gets this far: the parser refuses it.
+        #expect(clientHead("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 10\r\n\r\n", chunked: true) == "no head")
     }
 
     @Test("the status line speaks the client's version; Connection is the gateway's")

@@ -11,28 +11,21 @@ struct ProcessTests {
     static let packageRoot = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
-    static var executable: URL {
-        // `swift test` builds the executable next to the test bundle.
-        let bundle = Bundle.allBundles.first { $0.bundlePath.hasSuffix(".xctest") }?.bundleURL
-        if let sibling = bundle?.deletingLastPathComponent().appendingPathComponent("auth-gateway"), FileManager.default.isExecutableFile(atPath: sibling.path) {
-            return sibling
-        }
-        return Self.packageRoot.appendingPathComponent(".build/debug/auth-gateway")
-    }
-
     /// Runs the executable to completion.
     static func run(_ arguments: [String], environment: [String: String] = [:]) throws -> (status: Int32, output: String) {
         let process = Process()
-        process.executableURL = Self.executable
+        process.executableURL = try RunningGateway.executable()
         process.arguments = arguments
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("run-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let stdout = directory.appendingPathComponent("stdout").path
+        let stderr = directory.appendingPathComponent("stderr").path
+        try RunningGateway.launch(process, stdout: stdout, stderr: stderr)
         process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+        let output = [stdout, stderr].compactMap { FileManager.default.contents(atPath: $0) }.map { String(decoding: $0, as: UTF8.self) }
+        return (process.terminationStatus, output.joined())
     }
 
     @Test func checkAcceptsTheShippedConfigurations() throws {
@@ -109,13 +102,75 @@ struct ProcessTests {
         let port = try await gateway.waitForPort()
         let client = try await TestConnection.connect(port: port)
         let inFlight = Task { try await client.send(.get("/delay/1000", token: TestKeys.token())) }
-        try await Task.sleep(for: .milliseconds(200))
+        // Signalled only once the request is in flight at the backend.
+        #expect(await eventually { backend.requestCount == 1 })
         gateway.signal(SIGTERM)
         let response = try await inFlight.value
         #expect(response.status == 200)
-        let status = try await gateway.waitForExit(timeout: .seconds(8))
+        #expect(response.header("connection") == "close")
+        let status = try await gateway.waitForExit(timeout: .seconds(30))
         #expect(status == 0, "\(gateway.output)")
         #expect(gateway.output.contains("gateway.draining"))
+    }
+
+    /// SIGTERM and SIGINT alike (SPEC §2): readiness turns 503 on the admin listener and stays
+    /// so until exit, the main listener refuses new connections, a request the backend holds
+    /// longer than `timeouts.drainSeconds` is cut off at the drain deadline, and the process
+    /// exits 0. Every step waits for the state it needs by polling.
+    @Test(arguments: [SIGTERM, SIGINT])
+    func aSignalDrainsCutsOffWhatOutlastsTheDrainAndExitsZero(_ signal: Int32) async throws {
+        let backend = try await EchoBackend.start(group: TestGroup.shared)
+        defer { Task { await backend.close() } }
+        // 2 s of drain: room to observe the draining state on a busy machine.
+        let gateway = try RunningGateway(configuration: RunningGateway.configuration(backendURL: backend.baseURL, drainSeconds: 2, admin: true))
+        defer { gateway.kill() }
+        let port = try await gateway.waitForPort()
+        let adminPort = try await gateway.waitForAdminPort()
+        #expect(try await TestConnection.connect(port: adminPort).send(.get("/readyz"), timeout: .seconds(30)).status == 200)
+        #expect(await acceptsConnections(port: port))
+
+        // A request the backend holds far longer than drainSeconds.
+        let client = try await TestConnection.connect(port: port)
+        let held = Task { () -> (Result<TestResponse, any Error>, ContinuousClock.Instant) in
+            do {
+                let response = try await client.send(.get("/delay/60000", token: TestKeys.token()), timeout: .seconds(50))
+                return (.success(response), ContinuousClock.now)
+            } catch {
+                return (.failure(error), ContinuousClock.now)
+            }
+        }
+        #expect(await eventually { backend.requestCount == 1 })
+
+        let signalled = ContinuousClock.now
+        gateway.signal(signal)
+        func readiness() async -> Int? {
+            guard let admin = try? await TestConnection.connect(port: adminPort) else { return nil }
+            defer { Task { await admin.close() } }
+            return try? await admin.send(.get("/readyz"), timeout: .seconds(2)).status
+        }
+        #expect(await eventually { await readiness() == 503 }, "readiness never turned 503")
+        #expect(await eventually { !(await acceptsConnections(port: port)) }, "the main listener still accepts connections while draining")
+        #expect(gateway.process.isRunning, "the held request must keep the process draining")
+
+        // Until the process is gone, every answer of the admin listener's /readyz is 503.
+        var answers: [Int] = []
+        while gateway.process.isRunning {
+            if let status = await readiness() { answers.append(status) }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(!answers.isEmpty)
+        #expect(answers.allSatisfy { $0 == 503 }, "\(answers)")
+
+        // The held request was cut off (closed without an answer) at the drain deadline, long
+        // before the backend would have answered (60 s).
+        let (outcome, ended) = await held.value
+        let cutOff = ended - signalled
+        #expect(throws: TestClientError.connectionClosed) { try outcome.get() }
+        #expect(cutOff >= .milliseconds(1900) && cutOff < .seconds(30), "cut off after \(cutOff)")
+        #expect(try await gateway.waitForExit(timeout: .seconds(30)) == 0, "\(gateway.output)")
+        #expect(gateway.output.contains("gateway.draining"))
+        #expect(gateway.output.contains("gateway.drain_timeout"))
+        #expect(backend.requestCount == 1)
     }
 
     /// As a non-root user without capabilities (the container image and the systemd unit run it
@@ -133,7 +188,7 @@ struct ProcessTests {
         #expect(response.status == 200)
         #expect(backend.requestCount == 1)
         gateway.signal(SIGTERM)
-        #expect(try await gateway.waitForExit(timeout: .seconds(5)) == 0)
+        #expect(try await gateway.waitForExit(timeout: .seconds(30)) == 0)
     }
 
     @Test func sighupReloadsAValidConfigurationAndKeepsTheOldOneOtherwise() async throws {
@@ -151,112 +206,15 @@ struct ProcessTests {
         stricter["routes"] = [["name": "default", "pathPrefix": "/", "backend": "api", "require": ["claims.role": "admin"]]]
         try gateway.rewrite(stricter)
         gateway.signal(SIGHUP)
-        var status = 0
-        for _ in 0..<100 {
-            status = try await TestConnection.connect(port: port).send(.get("/x", token: token)).status
-            if status == 403 { break }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        #expect(status == 403)
+        #expect(try await gateway.waitForOutput { $0.contains("config.reloaded") })
+        #expect(try await TestConnection.connect(port: port).send(.get("/x", token: token)).status == 403)
 
         // An invalid one: logged, counted, and the previous configuration stays active.
         try "{ \"listener\": {} }".write(toFile: gateway.configurationPath, atomically: true, encoding: .utf8)
         gateway.signal(SIGHUP)
-        try await Task.sleep(for: .milliseconds(500))
+        #expect(try await gateway.waitForOutput { $0.contains("config.reload_failed") })
         #expect(try await TestConnection.connect(port: port).send(.get("/x", token: token)).status == 403)
-        #expect(gateway.output.contains("config.reload_failed"))
         gateway.signal(SIGTERM)
-        #expect(try await gateway.waitForExit(timeout: .seconds(5)) == 0)
-    }
-}
-
-/// `auth-gateway serve` as a child process.
-final class RunningGateway: Sendable {
-    let process: Process
-    let configurationPath: String
-    private let buffer = NIOLockedValueBox("")
-
-    static func configuration(backendURL: String, drainSeconds: Int) -> JSONObject {
-        var document = GatewayFixture.baseConfiguration(backendURL: backendURL)
-        document.set("timeouts.drainSeconds", .number(JSONNumber(drainSeconds)))
-        document["admin"] = nil
-        document["logging"] = ["level": "info", "accessLog": true]
-        return document
-    }
-
-    /// `prefix`: a command the gateway runs under (e.g. `setpriv` to drop privileges);
-    /// `environment`: variables added to this process's (for `${NAME}` in the configuration).
-    init(configuration: JSONObject, prefix: [String] = [], environment: [String: String] = [:]) throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("serve-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        self.configurationPath = directory.appendingPathComponent("gateway.json").path
-        try JSONValue.object(configuration).jsonText.write(toFile: self.configurationPath, atomically: true, encoding: .utf8)
-        // Readable by an unprivileged user too.
-        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: directory.path)
-        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: self.configurationPath)
-        let process = Process()
-        let command = prefix + [ProcessTests.executable.path, "serve", "--config", self.configurationPath]
-        process.executableURL = URL(fileURLWithPath: command[0])
-        process.arguments = Array(command.dropFirst())
-        if !environment.isEmpty {
-            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        }
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        let buffer = self.buffer
-        pipe.fileHandleForReading.readabilityHandler = { handle in
-            let data = handle.availableData
-            if !data.isEmpty { buffer.withLockedValue { $0 += String(decoding: data, as: UTF8.self) } }
-        }
-        try process.run()
-        self.process = process
-    }
-
-    var output: String { self.buffer.withLockedValue { $0 } }
-
-    func rewrite(_ configuration: JSONObject) throws {
-        try JSONValue.object(configuration).jsonText.write(toFile: self.configurationPath, atomically: true, encoding: .utf8)
-    }
-
-    /// The port from the `gateway.listening` log line.
-    func waitForPort(timeout: Duration = .seconds(10)) async throws -> Int {
-        try await self.waitForPort(named: "listener.address", timeout: timeout)
-    }
-
-    /// The admin listener's port, from the same line.
-    func waitForAdminPort(timeout: Duration = .seconds(10)) async throws -> Int {
-        try await self.waitForPort(named: "admin.address", timeout: timeout)
-    }
-
-    private func waitForPort(named key: String, timeout: Duration) async throws -> Int {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if let line = self.output.split(separator: "\n").first(where: { $0.contains("gateway.listening") }),
-                let range = line.range(of: key + #"=\S+:(\d+)"#, options: .regularExpression)
-            {
-                let match = line[range]
-                if let port = Int(match.split(separator: ":").last ?? "") { return port }
-            }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        throw TestClientError.timeout
-    }
-
-    func signal(_ number: Int32) {
-        Foundation.kill(self.process.processIdentifier, number)
-    }
-
-    func waitForExit(timeout: Duration) async throws -> Int32 {
-        let deadline = ContinuousClock.now + timeout
-        while self.process.isRunning {
-            guard ContinuousClock.now < deadline else { throw TestClientError.timeout }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        return self.process.terminationStatus
-    }
-
-    func kill() {
-        if self.process.isRunning { self.signal(SIGKILL) }
+        #expect(try await gateway.waitForExit(timeout: .seconds(30)) == 0)
     }
 }

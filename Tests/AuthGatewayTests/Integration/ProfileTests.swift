@@ -10,7 +10,7 @@ import AuthGatewayDemo
 @Suite("Profile cache (real sockets)")
 struct ProfileTests {
     /// A RainMaker `GET /v1/user`: `super_admin` for subjects starting with "admin".
-    static func userService(delayMilliseconds: Int64 = 0, status: NIOLockedValueBox<Int>? = nil) async throws -> ScriptedAuthService {
+    static func userService(delayMilliseconds: Int64 = 0, status: NIOLockedValueBox<Int>? = nil, gate: ReplyGate = ReplyGate()) async throws -> ScriptedAuthService {
         try await ScriptedAuthService.start { request, eventLoop in
             let forced = status?.withLockedValue { $0 } ?? 200
             let response: SimpleResponse
@@ -28,16 +28,16 @@ struct ProfileTests {
             } else {
                 response = .json(.unauthorized, ["status": "failure"])
             }
-            guard delayMilliseconds > 0 else { return eventLoop.makeSucceededFuture(response) }
+            guard delayMilliseconds > 0 else { return gate.pass(response, on: eventLoop) }
             return eventLoop.scheduleTask(in: .milliseconds(delayMilliseconds)) { response }.futureResult
         }
     }
 
-    static func gateway(service: ScriptedAuthService, clock: TestClock = TestClock(), ttl: Int = 60, stale: Int = 60) async throws -> GatewayFixture {
+    static func gateway(service: ScriptedAuthService, clock: TestClock = TestClock(), ttl: Int = 60, stale: Int = 60, timeout: Int = 10_000) async throws -> GatewayFixture {
         try await GatewayFixture.start(clock: clock) { config in
             config["eventLoopThreads"] = 2
             config["authService"] = [
-                "url": .string(service.baseURL), "timeoutMilliseconds": 500,
+                "url": .string(service.baseURL), "timeoutMilliseconds": .number(JSONNumber(timeout)),
                 "profile": ["path": "/v1/user", "authorization": "raw", "ttlSeconds": .number(JSONNumber(ttl)), "staleSeconds": .number(JSONNumber(stale))],
             ]
             config["identityHeaders"] = ["X-User-Id": "profile.user_id", "X-User-Super-Admin": "profile.super_admin", "X-User-Groups": "profile.groups"]
@@ -69,18 +69,37 @@ struct ProfileTests {
         #expect(metrics.contains("auth_gateway_profile_cache_total{result=\"hit\"} 99\n"))
     }
 
+    /// The profile reply is held until all 50 requests wait on the one fetch (1 miss + 49
+    /// coalesced, read from `/metrics`), so none can come late and count as a hit.
     @Test func concurrentFirstRequestsShareOneFetch() async throws {
-        let service = try await Self.userService(delayMilliseconds: 200)
+        let gate = ReplyGate(holding: true)
+        let service = try await Self.userService(gate: gate)
         defer { Task { await service.stop() } }
-        let gateway = try await Self.gateway(service: service)
+        let gateway = try await Self.gateway(service: service, timeout: 30_000)
         defer { Task { await gateway.stop() } }
         let token = TestKeys.token(subject: "frank")
-        let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
-            for index in 0..<50 { group.addTask { try await gateway.send(.get("/c/\(index)", token: token)).status } }
-            return try await group.reduce(into: [Int]()) { $0.append($1) }
+        let requests = Task {
+            try await withThrowingTaskGroup(of: Int.self) { group in
+                for index in 0..<50 {
+                    group.addTask {
+                        let client = try await gateway.connect()
+                        defer { Task { await client.close() } }
+                        return try await client.send(.get("/c/\(index)", token: token), timeout: .seconds(60)).status
+                    }
+                }
+                return try await group.reduce(into: [Int]()) { $0.append($1) }
+            }
         }
+        let coalesced = "auth_gateway_profile_cache_total{result=\"coalesced\"}"
+        #expect(try await eventually(timeout: .seconds(30)) { try await RefreshTests.metric(coalesced, adminPort: gateway.adminPort) == 49 })
+        // The one fetch may still be on its way to the service.
+        #expect(await eventually(timeout: .seconds(30)) { service.calls("/v1/user") == 1 })
+        #expect(gateway.backend.requestCount == 0)
+        gate.release()
+        let statuses = try await requests.value
         #expect(statuses == Array(repeating: 200, count: 50))
         #expect(service.calls("/v1/user") == 1)
+        #expect(try await RefreshTests.metric(coalesced, adminPort: gateway.adminPort) == 49)
     }
 
     @Test func requirementsOnProfileValues() async throws {
@@ -112,8 +131,7 @@ struct ProfileTests {
         // Past the TTL: served stale at once, refreshed in the background.
         clock.advance(by: 11)
         #expect(try await client.send(.get("/2", token: token)).status == 200)
-        for _ in 0..<100 where service.calls("/v1/user") < 2 { try await Task.sleep(for: .milliseconds(10)) }
-        #expect(service.calls("/v1/user") == 2)
+        #expect(await eventually(timeout: .seconds(30)) { service.calls("/v1/user") == 2 })
 
         // The auth service goes down: the entry (refreshed at +11) is served stale…
         status.withLockedValue { $0 = 503 }

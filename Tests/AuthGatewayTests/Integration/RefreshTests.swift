@@ -13,6 +13,8 @@ final class RotatingRainMaker: Sendable {
     let service: ScriptedAuthService
     private let valid = NIOLockedValueBox<Set<String>>([])
     private let mode = NIOLockedValueBox<Mode>(.normal)
+    /// Holds answers while the test parks requests on them.
+    let gate = ReplyGate()
 
     enum Mode: Sendable {
         case normal
@@ -31,7 +33,7 @@ final class RotatingRainMaker: Sendable {
             let mode = self.mode.withLockedValue { $0 }
             var delay = delayMilliseconds
             if case .delayMilliseconds(let extra) = mode { delay = extra }
-            guard delay > 0 else { return eventLoop.makeSucceededFuture(response) }
+            guard delay > 0 else { return self.gate.pass(response, on: eventLoop) }
             return eventLoop.scheduleTask(in: .milliseconds(delay)) { response }.futureResult
         }
         let rainmaker = RotatingRainMaker(service: service)
@@ -73,7 +75,7 @@ final class RotatingRainMaker: Sendable {
 
 @Suite("Transparent session refresh (real sockets)")
 struct RefreshTests {
-    static func gateway(authService: String, clock: TestClock = TestClock(), threads: Int = 2, grace: Int = 2, timeout: Int = 1000) async throws -> GatewayFixture {
+    static func gateway(authService: String, clock: TestClock = TestClock(), threads: Int = 2, grace: Int = 2, timeout: Int = 10_000) async throws -> GatewayFixture {
         try await GatewayFixture.start(clock: clock) { config in
             config["eventLoopThreads"] = .number(JSONNumber(threads))
             config["identityHeaders"] = ["X-User-Subject": "claims.sub"]
@@ -85,23 +87,53 @@ struct RefreshTests {
         }
     }
 
+    /// The metric line `name` of the admin listener's `/metrics`, as a number (nil if absent).
+    static func metric(_ name: String, adminPort: Int) async throws -> Double? {
+        let text = try await TestConnection.connect(port: adminPort).send(.get("/metrics")).text
+        guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix(name + " ") }) else { return nil }
+        return Double(line.dropFirst(name.count + 1))
+    }
+
+    /// Deterministic single flight: the auth service holds its answer until all 100 requests
+    /// are parked (the one that called plus 99 joiners, read from `/metrics`), so none can
+    /// arrive after the outcome and pass as a grace hit or a second call.
     @Test func concurrentRequestsWithOneExpiredPairCauseExactlyOneRefresh() async throws {
-        let rainmaker = try await RotatingRainMaker.start(delayMilliseconds: 200)
+        let rainmaker = try await RotatingRainMaker.start()
         defer { Task { await rainmaker.service.stop() } }
         let clock = TestClock()
-        let gateway = try await Self.gateway(authService: rainmaker.service.baseURL, clock: clock)
+        // A generous auth-service timeout: the answer is held while 100 clients connect.
+        let gateway = try await Self.gateway(authService: rainmaker.service.baseURL, clock: clock, timeout: 30_000)
         defer { Task { await gateway.stop() } }
         let expired = TestKeys.token(subject: "alice", expiresIn: -60)
         let refreshToken = rainmaker.issueRefreshToken()
         let headers = [("Authorization", "Bearer \(expired)"), ("X-Refresh-Token", refreshToken)]
-        let responses = try await withThrowingTaskGroup(of: TestResponse.self) { group in
-            for index in 0..<100 {
-                group.addTask { try await gateway.send(TestRequest(.GET, "/r/\(index)", headers: headers)) }
+        let joins = "auth_gateway_refresh_single_flight_joins_total"
+        rainmaker.gate.hold()
+        let requests = Task {
+            try await withThrowingTaskGroup(of: TestResponse.self) { group in
+                for index in 0..<100 {
+                    group.addTask {
+                        let client = try await gateway.connect()
+                        defer { Task { await client.close() } }
+                        return try await client.send(TestRequest(.GET, "/r/\(index)", headers: headers), timeout: .seconds(60))
+                    }
+                }
+                return try await group.reduce(into: [TestResponse]()) { $0.append($1) }
             }
-            return try await group.reduce(into: [TestResponse]()) { $0.append($1) }
         }
+        let parked = try await eventually(timeout: .seconds(30)) {
+            try await Self.metric(joins, adminPort: gateway.adminPort) == 99
+        }
+        let joinedWhileHeld = try await Self.metric(joins, adminPort: gateway.adminPort)
+        #expect(parked, "joins while the answer was held: \(String(describing: joinedWhileHeld))")
+        // The one call may still be on its way to the service.
+        #expect(await eventually(timeout: .seconds(30)) { rainmaker.refreshCalls == 1 })
+        #expect(gateway.backend.requestCount == 0)
+        rainmaker.gate.release()
+        let responses = try await requests.value
         #expect(responses.filter { $0.status == 200 }.count == 100)
         #expect(rainmaker.refreshCalls == 1)
+        #expect(try await Self.metric(joins, adminPort: gateway.adminPort) == 99)
         let newTokens = Set(responses.compactMap { $0.header("x-access-token") })
         #expect(newTokens.count == 1)
         let newToken = try #require(newTokens.first)
@@ -247,5 +279,55 @@ struct RefreshTests {
 
         let refused = try await gateway.send(TestRequest(.GET, "/o", headers: [("Authorization", "Bearer \(TestKeys.token(expiresIn: -60))"), ("X-Refresh-Token", "other")]))
         #expect(refused.status == 401)
+    }
+
+    /// `exp` at the extremes (see the `exp-huge-*` vectors): a finite double far in the
+    /// future is valid, a huge negative one is expired so long ago that no `maxExpiredSeconds`
+    /// covers it — no refresh call, no overflow, the gateway keeps serving.
+    @Test(arguments: [3600, Int(Int32.max)])
+    func extremeExpiryValuesAreHandledAndBoundTheRefreshWindow(_ maxExpiredSeconds: Int) async throws {
+        let rainmaker = try await RotatingRainMaker.start()
+        defer { Task { await rainmaker.service.stop() } }
+        let gateway = try await GatewayFixture.start { config in
+            config["identityHeaders"] = ["X-User-Subject": "claims.sub"]
+            config["authService"] = [
+                "url": .string(rainmaker.service.baseURL),
+                "timeoutMilliseconds": 10_000,
+                "refresh": ["maxExpiredSeconds": .number(JSONNumber(maxExpiredSeconds))],
+            ]
+        }
+        defer { Task { await gateway.stop() } }
+        func token(exp literal: String, subject: String) -> String {
+            TestKeys.token(subject: subject, extra: ["exp": .number(JSONNumber(text: literal, double: Double(literal)!))])
+        }
+        let client = try await gateway.connect()
+        // Far future: valid, with or without a refresh token, and no refresh.
+        for literal in ["1e300", "18446744073709551617", "9223372036854775808"] {
+            let response = try await client.send(
+                TestRequest(.GET, "/far", headers: [("Authorization", "Bearer \(token(exp: literal, subject: "far"))"), ("X-Refresh-Token", rainmaker.issueRefreshToken())])
+            )
+            #expect(response.status == 200, "exp \(literal)")
+            #expect(response.echoedHeader("x-user-subject") == ["far"])
+            #expect(response.header("x-access-token") == nil)
+        }
+        // Absurdly long ago: expired beyond any refresh window; the refresh token is not redeemed.
+        for literal in ["-1e300", "-18446744073709551617", "-9223372036854775809"] {
+            let response = try await client.send(
+                TestRequest(.GET, "/past", headers: [("Authorization", "Bearer \(token(exp: literal, subject: "past"))"), ("X-Refresh-Token", rainmaker.issueRefreshToken())])
+            )
+            #expect(response.status == 401, "exp \(literal)")
+            #expect(response.json?["type"]?.stringValue == "urn:auth-gateway:problem:token.expired")
+        }
+        #expect(rainmaker.refreshCalls == 0)
+        // The window itself still works at both ends: exp 0 (1970) is refreshed only when the
+        // window reaches back that far (Int32.max seconds, ~68 years).
+        let epoch = try await client.send(
+            TestRequest(.GET, "/epoch", headers: [("Authorization", "Bearer \(token(exp: "0", subject: "epoch"))"), ("X-Refresh-Token", rainmaker.issueRefreshToken())])
+        )
+        let reachesEpoch = maxExpiredSeconds == Int(Int32.max)
+        #expect(epoch.status == (reachesEpoch ? 200 : 401))
+        #expect(rainmaker.refreshCalls == (reachesEpoch ? 1 : 0))
+        #expect(gateway.backend.requestCount == 3 + (reachesEpoch ? 1 : 0))
+        await client.close()
     }
 }

@@ -50,7 +50,10 @@ struct RejectionTests {
         let problem = try #require(response.json)
         #expect(problem["status"]?.numberValue?.exactInt == testCase.status)
         #expect(problem["type"]?.stringValue == "urn:auth-gateway:problem:\(testCase.errorType)")
-        #expect(problem["requestId"]?.stringValue == response.header("x-request-id"))
+        // Both sides must be present: two missing ids would compare equal.
+        let requestID = try #require(response.header("x-request-id"))
+        #expect(RequestID.isWellFormed(requestID))
+        #expect(try #require(problem["requestId"]?.stringValue) == requestID)
         #expect(problem["title"]?.stringValue?.isEmpty == false)
         #expect(problem["detail"]?.stringValue?.isEmpty == false)
         if testCase.status == 401 {
@@ -95,9 +98,9 @@ struct RejectionTests {
         #expect(try await gateway.send(.get("/admin/x", token: TestKeys.token())).status == 403)
         #expect(try await gateway.send(.get("/nowhere")).status == 404)
         let metrics = try await TestConnection.connect(port: gateway.adminPort).send(.get("/metrics")).text
-        #expect(metrics.contains("auth_gateway_requests_total{route=\"default\",status_class=\"4xx\"} 2\n"))
-        #expect(metrics.contains("auth_gateway_requests_total{route=\"admin\",status_class=\"4xx\"} 1\n"))
-        #expect(metrics.contains("auth_gateway_requests_total{route=\"-\",status_class=\"4xx\"} 1\n"))
+        #expect(metrics.contains("auth_gateway_requests_total{route=\"default\",status_class=\"4xx\",protocol=\"http/1.1\"} 2\n"))
+        #expect(metrics.contains("auth_gateway_requests_total{route=\"admin\",status_class=\"4xx\",protocol=\"http/1.1\"} 1\n"))
+        #expect(metrics.contains("auth_gateway_requests_total{route=\"-\",status_class=\"4xx\",protocol=\"http/1.1\"} 1\n"))
     }
 
     @Test func optionalAndNoneRoutes() async throws {

@@ -39,22 +39,26 @@ struct TimeoutTests {
         let gateway = try await GatewayFixture.start { config in config.set("timeouts.idleSeconds", 1) }
         defer { Task { await gateway.stop() } }
         let client = try await gateway.connect()
-        #expect(try await client.send(.get("/x", token: TestKeys.token())).status == 200)
+        // Taken before the request: the idle period starts only after the response went out,
+        // however late this test sees that response.
         let started = ContinuousClock.now
-        #expect(await client.waitForClose(timeout: .seconds(3)))
-        #expect(ContinuousClock.now - started >= .milliseconds(800))
+        #expect(try await client.send(.get("/x", token: TestKeys.token())).status == 200)
+        #expect(await client.waitForClose(timeout: .seconds(10)))
+        #expect(ContinuousClock.now - started >= .milliseconds(1000))
     }
 
     @Test func slowBackendGets504AndTheGatewayStaysUp() async throws {
         let gateway = try await GatewayFixture.start { config in
-            config["backends"] = ["api": ["urls": [.string(config.backendURL)], "responseTimeoutMilliseconds": 300]]
+            config["backends"] = ["api": ["urls": [.string(config.backendURL)], "responseTimeoutMilliseconds": 1000]]
         }
         defer { Task { await gateway.stop() } }
         let token = TestKeys.token()
         let started = ContinuousClock.now
-        let slow = try await gateway.send(.get("/delay/2000", token: token))
+        let slow = try await gateway.send(.get("/delay/10000", token: token))
         #expect(slow.status == 504)
-        #expect(ContinuousClock.now - started < .milliseconds(1500))
+        // Cut off by the 1 s response timeout, not answered by the backend after 10 s.
+        let elapsed = ContinuousClock.now - started
+        #expect(elapsed >= .milliseconds(1000) && elapsed < .seconds(8), "504 after \(elapsed)")
         #expect(slow.json?["type"]?.stringValue == "urn:auth-gateway:problem:upstream.timeout")
         #expect(try await gateway.send(.get("/fast", token: token)).status == 200)
     }
@@ -62,18 +66,14 @@ struct TimeoutTests {
 
 @Suite("Backend failures (real sockets)")
 struct BackendFailureTests {
-    /// A port nothing listens on.
-    static func deadURL() async throws -> String {
-        let backend = try await EchoBackend.start(group: TestGroup.shared)
-        let url = backend.baseURL
-        await backend.close()
-        return url
-    }
+    /// A port that refuses connections, reserved for the test (see `RefusingPort`).
+    static func deadPort() throws -> RefusingPort { try RefusingPort() }
 
     @Test func deadBackendGets502() async throws {
-        let dead = try await Self.deadURL()
+        let dead = try Self.deadPort()
+        defer { withExtendedLifetime(dead) {} }
         let gateway = try await GatewayFixture.start { config in
-            config["backends"] = ["api": ["urls": [.string(dead)], "connectTimeoutMilliseconds": 500]]
+            config["backends"] = ["api": ["urls": [.string(dead.url)], "connectTimeoutMilliseconds": 500]]
         }
         defer { Task { await gateway.stop() } }
         let client = try await gateway.connect()
@@ -90,11 +90,12 @@ struct BackendFailureTests {
     }
 
     @Test func roundRobinSkipsAURLThatRefusesConnections() async throws {
-        let dead = try await Self.deadURL()
+        let dead = try Self.deadPort()
+        defer { withExtendedLifetime(dead) {} }
         let second = try await EchoBackend.start(group: TestGroup.shared)
         defer { Task { await second.close() } }
         let gateway = try await GatewayFixture.start { config in
-            config["backends"] = ["api": ["urls": [.string(dead), .string(config.backendURL), .string(second.baseURL)]]]
+            config["backends"] = ["api": ["urls": [.string(dead.url), .string(config.backendURL), .string(second.baseURL)]]]
         }
         defer { Task { await gateway.stop() } }
         let token = TestKeys.token()

@@ -25,14 +25,17 @@ struct UpstreamResponseTests {
     }
 
     @Test func aResponseHeadReachesTheClientBeforeASlowBody() async throws {
+        // The backend sends its body only once the client has the head.
+        let body = Latch()
         let (raw, gateway, backend) = try await exchange([
             .send("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nX-Stream: 1\r\n\r\n"),
-            .wait(milliseconds: 600),
+            .until(body),
             .send("5\r\nhello\r\n0\r\n\r\n"),
         ])
         defer { Task { await gateway.stop(); await backend.close() } }
-        #expect(await raw.waitFor(timeout: .milliseconds(400)) { $0.contains("X-Stream: 1") }, "head not forwarded before the body")
+        #expect(await raw.waitFor { $0.contains("X-Stream: 1") }, "head not forwarded before the body")
         #expect(!raw.received.contains("hello"))
+        body.open()
         #expect(await raw.waitFor { $0.hasSuffix("5\r\nhello\r\n0\r\n\r\n") })
         #expect(raw.received.contains("Transfer-Encoding: chunked\r\n"))
     }
@@ -94,6 +97,8 @@ final class ScriptedBackend: Sendable {
     enum Step: Sendable {
         case send(String)
         case wait(milliseconds: Int64)
+        /// Goes on once the test opens the latch.
+        case until(Latch)
         case close
         /// From now on, every byte received is sent back.
         case echo
@@ -161,6 +166,8 @@ final class ScriptedBackend: Sendable {
                 self.play(rest, context: context)
             case .wait(let milliseconds):
                 context.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(milliseconds)) { self.play(rest, context: context) }
+            case .until(let latch):
+                latch.future(on: context.eventLoop).assumeIsolated().whenSuccess { self.play(rest, context: context) }
             case .close:
                 context.close(promise: nil)
             case .echo:
@@ -181,10 +188,14 @@ struct WebSocketTests {
             + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
     }
 
+    static let responseTimeoutMilliseconds = 1000
+
     private func start(_ script: [ScriptedBackend.Step]) async throws -> (GatewayFixture, ScriptedBackend) {
         let backend = try await ScriptedBackend.start(script)
         let gateway = try await GatewayFixture.start { config in
-            config["backends"] = ["api": ["urls": [.string(backend.baseURL)], "responseTimeoutMilliseconds": 300]]
+            // Long enough that a busy machine does not turn the 101 into a 504; the tunnel test
+            // outlives it on purpose.
+            config["backends"] = ["api": ["urls": [.string(backend.baseURL)], "responseTimeoutMilliseconds": .number(JSONNumber(Self.responseTimeoutMilliseconds))]]
         }
         return (gateway, backend)
     }
@@ -204,7 +215,7 @@ struct WebSocketTests {
         // Bytes now flow unparsed, longer than the response timeout and in both directions.
         try await raw.send("\u{81}\u{05}frame one")
         #expect(await raw.waitFor { $0.hasSuffix("\u{81}\u{05}frame one") })
-        try await Task.sleep(for: .milliseconds(400))
+        try await Task.sleep(for: .milliseconds(Self.responseTimeoutMilliseconds + 100))
         try await raw.send("GET / HTTP/1.1\r\n\r\n")
         #expect(await raw.waitFor { $0.hasSuffix("GET / HTTP/1.1\r\n\r\n") }, "tunnel bytes are never parsed as HTTP")
         #expect(!raw.isClosed)

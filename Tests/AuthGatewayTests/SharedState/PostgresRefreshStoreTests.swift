@@ -46,13 +46,14 @@ extension PostgreSQLTests {
             let b = try await SharedStateTesting.start(configuration, pollMillisecondsWhileListening: 10_000)
             defer { Task { await a.stop(); await b.stop() } }
             let digest = TokenDigest(of: "rt-notified"[...])
-            let call = CountingCall(answer: Self.refreshed, delay: .milliseconds(300))
-            async let led = a.refresh(digest, on: TestGroup.shared.any(), call: call)
+            // A's call takes 800 ms under a 6 s lease (5 s timeout + 1 s).
+            let call = CountingCall(answer: Self.refreshed, delay: .milliseconds(800))
+            async let led = a.refresh(digest, callTimeoutMilliseconds: 5000, on: TestGroup.shared.any(), call: call)
             try await SharedStateTesting.eventually("A calls") { call.calls == 1 }
             let started = ContinuousClock.now
-            #expect(try await b.refresh(digest, on: TestGroup.shared.any(), call: call) == (Self.refreshed, .joined))
-            // Without it, B would read again only when the 2 s lease ends.
-            #expect(ContinuousClock.now - started < .milliseconds(1200), "woken by the notification, not by the lease's end or the 10 s poll")
+            #expect(try await b.refresh(digest, callTimeoutMilliseconds: 5000, on: TestGroup.shared.any(), call: call) == (Self.refreshed, .joined))
+            // Without it, B would read again only when the 6 s lease ends.
+            #expect(ContinuousClock.now - started < .seconds(3), "woken by the notification, not by the lease's end or the 10 s poll")
             #expect(try await led == (Self.refreshed, .led))
             #expect(call.calls == 1)
         }
@@ -71,7 +72,7 @@ extension PostgreSQLTests {
             let (a, b) = try await self.twoInstances()
             defer { Task { await a.stop(); await b.stop() } }
             let digest = TokenDigest(of: "rt-unavailable"[...])
-            let slow = CountingCall(answer: .unavailable, delay: .milliseconds(300))
+            let slow = CountingCall(answer: .unavailable, delay: .milliseconds(800))
             async let led = a.refresh(digest, on: TestGroup.shared.any(), call: slow)
             try await SharedStateTesting.eventually("A calls") { slow.calls == 1 }
             let joined = try await b.refresh(digest, on: TestGroup.shared.any(), call: slow)

@@ -99,7 +99,8 @@ extension PostgresSharedState {
     func refresh(_ digest: TokenDigest, grace: Int = 30, callTimeoutMilliseconds: Int = 1000, on eventLoop: EventLoop, call: CountingCall) async throws -> (RefreshOutcome, SingleFlightRole) {
         try await eventLoop.flatSubmit {
             self.store.outcome(
-                for: digest, graceSeconds: grace, callTimeoutMilliseconds: callTimeoutMilliseconds, now: Date().timeIntervalSince1970, eventLoop: eventLoop
+                for: digest, graceSeconds: grace, callTimeoutMilliseconds: callTimeoutMilliseconds, now: Date().timeIntervalSince1970, eventLoop: eventLoop,
+                joined: {}
             ) {
                 call.make(on: eventLoop)
             }

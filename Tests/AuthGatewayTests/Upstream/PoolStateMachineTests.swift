@@ -206,4 +206,77 @@ struct PoolStateMachineTests {
         _ = pool.shutDown()
         #expect(pool.connected(attempt.id, "a") == .close("a"))
     }
+
+    // MARK: HTTP/2 stream slots
+
+    private func multiplexed(targets: Int = 1, max: Int = 4) -> Machine {
+        Machine(targetCount: targets, maxConnections: max, mode: .multiplexed)
+    }
+
+    @Test("HTTP/2: concurrent first requests share the one connection being opened")
+    func firstRequestsShareAConnection() {
+        var pool = self.multiplexed()
+        guard case .connect(let attempt) = pool.lease(0, now: self.now) else {
+            Issue.record("the first lease connects")
+            return
+        }
+        #expect(pool.lease(1, now: self.now) == .wait(1))
+        #expect(pool.lease(2, now: self.now) == .wait(2))
+        #expect(pool.openCount == 1)
+        #expect(pool.connected(attempt.id, "h2") == .deliverAll("h2", to: [0, 1, 2]))
+        #expect(pool.streamCount == 3)
+        // Later leases get a stream on it at once.
+        #expect(pool.lease(3, now: self.now) == .deliver("h2", to: 3, reused: true))
+    }
+
+    @Test("HTTP/2: a full connection (peer's SETTINGS_MAX_CONCURRENT_STREAMS) makes the next lease open another")
+    func fullConnectionOpensAnother() {
+        var pool = self.multiplexed()
+        guard case .connect(let attempt) = pool.lease(0, now: self.now) else { return }
+        _ = pool.connected(attempt.id, "a")
+        #expect(pool.streamCapacityChanged("a", target: 0, to: 2) == .none)
+        #expect(pool.lease(1, now: self.now) == .deliver("a", to: 1, reused: true))
+        guard case .connect = pool.lease(2, now: self.now) else {
+            Issue.record("a full connection makes room for a new one")
+            return
+        }
+        #expect(pool.openCount == 2)
+    }
+
+    @Test("HTTP/2: a closed stream's slot goes to the longest waiter; a larger capacity serves waiters at once")
+    func slotsServeWaiters() {
+        var pool = self.multiplexed(max: 1)
+        guard case .connect(let attempt) = pool.lease(0, now: self.now) else { return }
+        _ = pool.connected(attempt.id, "a")
+        _ = pool.streamCapacityChanged("a", target: 0, to: 1)
+        #expect(pool.lease(1, now: self.now) == .wait(1))
+        #expect(pool.lease(2, now: self.now) == .wait(2))
+        #expect(pool.streamClosed("a", target: 0) == .deliver("a", to: 1, reused: true))
+        #expect(pool.streamCapacityChanged("a", target: 0, to: 10) == .deliver("a", to: 2, reused: true))
+        #expect(pool.streamCount == 2)
+    }
+
+    @Test("HTTP/2: GOAWAY stops new streams; the connection closes with its last stream")
+    func goAwayDrains() {
+        var pool = self.multiplexed()
+        guard case .connect(let attempt) = pool.lease(0, now: self.now) else { return }
+        _ = pool.connected(attempt.id, "a")
+        #expect(pool.goAwayReceived("a", target: 0) == .none)
+        guard case .connect = pool.lease(1, now: self.now) else {
+            Issue.record("a draining connection takes no new stream")
+            return
+        }
+        #expect(pool.streamClosed("a", target: 0) == .close("a"))
+        #expect(pool.closed("a", target: 0, now: self.now) == .none)
+    }
+
+    @Test("HTTP/2: when the only connect fails, every lease that waited for it fails as unreachable")
+    func failedConnectFailsItsWaiters() {
+        var pool = self.multiplexed()
+        guard case .connect(let attempt) = pool.lease(0, now: self.now) else { return }
+        _ = pool.lease(1, now: self.now)
+        #expect(pool.connectFailed(attempt.id, now: self.now) == .failAll([0, 1], .unreachable))
+        #expect(pool.openCount == 0)
+        #expect(pool.waitingCount == 0)
+    }
 }

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
+import ServiceLifecycle
 
 import AuthGatewayDemo
 @testable import AuthGateway
@@ -59,8 +60,14 @@ final class GatewayFixture: Sendable {
     let document: JSONObject
     /// What `${NAME}` in the configuration reads.
     let environment: [String: String]
+    /// The application's background services (the trace exporter), run as `serve` runs them.
+    private let services: Task<Void, Never>?
 
-    private init(application: GatewayApplication, backend: EchoBackend, clock: TestClock, directory: URL, document: JSONObject, environment: [String: String]) {
+    private init(
+        application: GatewayApplication, backend: EchoBackend, clock: TestClock, directory: URL, document: JSONObject, environment: [String: String],
+        services: Task<Void, Never>?
+    ) {
+        self.services = services
         self.application = application
         self.backend = backend
         self.clock = clock
@@ -127,10 +134,17 @@ final class GatewayFixture: Sendable {
         logger.logLevel = .critical
         let application = try await GatewayApplication.make(configuration: configuration, logger: logger, clock: clock.function)
         try await application.start()
+        var services: Task<Void, Never>?
+        if !application.backgroundServices.isEmpty {
+            let group = ServiceGroup(services: application.backgroundServices, gracefulShutdownSignals: [], logger: logger)
+            services = Task { try? await group.run() }
+        }
         if waitUntilReady {
             for _ in 0..<200 where !application.isReady { try await Task.sleep(for: .milliseconds(10)) }
         }
-        return GatewayFixture(application: application, backend: backend, clock: clock, directory: directory, document: document, environment: environment)
+        return GatewayFixture(
+            application: application, backend: backend, clock: clock, directory: directory, document: document, environment: environment, services: services
+        )
     }
 
     func connect(countOnly: Bool = false) async throws -> TestConnection {
@@ -149,6 +163,7 @@ final class GatewayFixture: Sendable {
     }
 
     func stop() async {
+        self.services?.cancel()
         await self.application.shutdown()
         await self.backend.close()
         try? FileManager.default.removeItem(at: self.directory)
@@ -172,12 +187,4 @@ extension JSONObject {
         child.set(parts.dropFirst(), value)
         self[first] = .object(child)
     }
-}
-
-/// Resident memory of this process in bytes (Linux /proc).
-func residentMemoryBytes() -> Int {
-    guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
-    let fields = text.split(separator: " ")
-    guard fields.count > 1, let pages = Int(fields[1]) else { return 0 }
-    return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
 }

@@ -37,6 +37,9 @@ final class RawConnection: Sendable {
     /// Everything received so far, as text.
     var received: String { self.sink.text }
 
+    /// Everything received so far, as bytes.
+    var receivedBytes: [UInt8] { self.sink.bytes }
+
     var isClosed: Bool { self.sink.isClosed }
 
     /// Waits until `condition` holds for the received text (or the connection closes).
@@ -79,6 +82,7 @@ private final class ByteSink: ChannelInboundHandler, Sendable {
     private let state = NIOLockedValueBox((bytes: [UInt8](), closed: false))
 
     var text: String { String(decoding: self.state.withLockedValue { $0.bytes }, as: UTF8.self) }
+    var bytes: [UInt8] { self.state.withLockedValue { $0.bytes } }
     var isClosed: Bool { self.state.withLockedValue { $0.closed } }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {

@@ -69,8 +69,8 @@ final class TestConnection: Sendable {
         self.collector = collector
     }
 
-    static func connect(port: Int, countOnly: Bool = false, tls: NIOSSLContext? = nil) async throws -> TestConnection {
-        let channel = try await ClientBootstrap(group: TestGroup.shared)
+    static func connect(port: Int, countOnly: Bool = false, tls: NIOSSLContext? = nil, group: EventLoopGroup = TestGroup.shared) async throws -> TestConnection {
+        let channel = try await ClientBootstrap(group: group)
             .channelOption(.tcpOption(.tcp_nodelay), value: 1)
             .channelInitializer { channel in
                 do {

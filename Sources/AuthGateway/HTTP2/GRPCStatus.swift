@@ -1,0 +1,87 @@
+import NIOCore
+import NIOHPACK
+import NIOHTTP1
+
+/// gRPC's view of the gateway's own answers (SPEC §4.9): a Trailers-Only response — HTTP 200,
+/// `content-type: application/grpc`, `grpc-status` and a percent-encoded `grpc-message` in one
+/// HEADERS frame that ends the stream (gRPC over HTTP/2, "Responses").
+enum GRPCStatus {
+    /// Whether a request is gRPC: `application/grpc` or `application/grpc+…` (and `;` params).
+    static func isGRPC(contentType: String?) -> Bool {
+        guard let contentType else { return false }
+        let lowered = contentType.lowercased()
+        guard lowered.hasPrefix("application/grpc") else { return false }
+        let rest = lowered.dropFirst("application/grpc".count)
+        return rest.isEmpty || rest.first == "+" || rest.first == ";"
+    }
+
+    /// The gRPC status code for an HTTP status the gateway answers with.
+    static func code(forHTTPStatus status: Int) -> Int {
+        switch status {
+        case 401: return 16  // UNAUTHENTICATED
+        case 403: return 7  // PERMISSION_DENIED
+        case 404: return 12  // UNIMPLEMENTED
+        case 400, 405, 408: return 3  // INVALID_ARGUMENT
+        case 413, 429, 431: return 8  // RESOURCE_EXHAUSTED
+        case 502, 503: return 14  // UNAVAILABLE
+        case 504: return 4  // DEADLINE_EXCEEDED
+        default: return 2  // UNKNOWN
+        }
+    }
+
+    /// The Trailers-Only HEADERS block for a local answer.
+    static func trailersOnly(_ response: LocalResponse, requestID: String) -> HPACKHeaders {
+        var headers = HPACKHeaders()
+        headers.add(name: ":status", value: "200")
+        headers.add(name: "content-type", value: "application/grpc")
+        headers.add(name: "grpc-status", value: String(Self.code(forHTTPStatus: Int(response.status.code))))
+        headers.add(name: "grpc-message", value: Self.percentEncoded(response.error?.grpcMessage ?? response.status.reasonPhrase))
+        for (name, value) in response.headers {
+            let lowered = name.lowercased()
+            // The challenge and cookies clearing a session travel as they do over HTTP.
+            if lowered == "www-authenticate" || lowered == "set-cookie" || lowered == "retry-after" || lowered.hasPrefix("x-") {
+                headers.add(name: lowered, value: value)
+            }
+        }
+        headers.add(name: "x-request-id", value: requestID)
+        return headers
+    }
+
+    /// `grpc-message` is percent-encoded: bytes outside 0x20…0x7E, and '%', become %XX.
+    static func percentEncoded(_ message: String) -> String {
+        var output = ""
+        for byte in message.utf8 {
+            if byte >= 0x20 && byte <= 0x7E && byte != UInt8(ascii: "%") {
+                output.unicodeScalars.append(Unicode.Scalar(byte))
+            } else {
+                output += "%" + String(byte, radix: 16, uppercase: true).leftPadded(to: 2)
+            }
+        }
+        return output
+    }
+
+    /// `grpc-timeout` (e.g. `250m`, `3S`): at most 8 digits and a unit (H M S m u n).
+    static func timeout(_ value: String) -> TimeAmount? {
+        guard let unit = value.last, value.count >= 2, value.count <= 9, let amount = Int64(value.dropLast()), amount >= 0 else { return nil }
+        switch unit {
+        case "H": return .hours(amount)
+        case "M": return .minutes(amount)
+        case "S": return .seconds(amount)
+        case "m": return .milliseconds(amount)
+        case "u": return .microseconds(amount)
+        case "n": return .nanoseconds(amount)
+        default: return nil
+        }
+    }
+}
+
+extension String {
+    fileprivate func leftPadded(to width: Int) -> String {
+        self.count >= width ? self : String(repeating: "0", count: width - self.count) + self
+    }
+}
+
+extension GatewayError {
+    /// The human-readable part of the problem document, for `grpc-message`.
+    var grpcMessage: String { self.detail }
+}

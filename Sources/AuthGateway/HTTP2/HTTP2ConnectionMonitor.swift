@@ -1,0 +1,58 @@
+import NIOCore
+import NIOHTTP2
+import NIOSSL
+
+/// The last handler of an HTTP/2 client connection: counts what NIOHTTP2 reports of abusive
+/// peers (rapid reset, CONTINUATION, control-frame and empty-DATA floods, oversized header
+/// blocks, too many stream errors or glitches) in `auth_gateway_http2_abuse_total{kind}`, and
+/// closes the connection once NIOHTTP2 has sent its GOAWAY — other connections never notice.
+/// Stream-level errors (a malformed request on one stream) only reset that stream.
+final class HTTP2ConnectionMonitor: ChannelInboundHandler {
+    typealias InboundIn = HTTP2Frame
+
+    private let metrics: WorkerMetrics
+
+    init(metrics: WorkerMetrics) {
+        self.metrics = metrics
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        // Connection-level frames (SETTINGS, PING, GOAWAY…) end here: NIOHTTP2 has acted on them.
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: Error) {
+        if let kind = Self.abuseKind(error) {
+            self.metrics.increment(MetricKey(MetricName.http2Abuse, ["kind": kind]))
+            context.close(promise: nil)
+        } else if Self.endsConnection(error) {
+            context.close(promise: nil)
+        }
+    }
+
+    /// The metric label of an error NIOHTTP2 raises against an abusive peer.
+    static func abuseKind(_ error: Error) -> String? {
+        switch error {
+        case is NIOHTTP2Errors.ExcessiveRSTFrames: return "rapid_reset"
+        case is NIOHTTP2Errors.ExcessiveContinuationFrames: return "continuation_flood"
+        case is NIOHTTP2Errors.ExcessiveControlFrames: return "control_frame_flood"
+        case is NIOHTTP2Errors.ExcessiveEmptyDataFrames: return "empty_data_flood"
+        case is NIOHTTP2Errors.ExcessivelyLargeHeaderBlock: return "header_block_too_large"
+        case is NIOHTTP2Errors.ExcessiveStreamErrors: return "stream_errors"
+        case is NIOHTTP2Errors.ExcessiveNumberOfGlitches: return "glitches"
+        case is NIOHTTP2Errors.ExcessiveOutboundFrameBuffering: return "outbound_buffering"
+        default: return nil
+        }
+    }
+
+    /// Errors after which NIOHTTP2 has sent GOAWAY and the connection cannot go on.
+    static func endsConnection(_ error: Error) -> Bool {
+        switch error {
+        case is NIOHTTP2Errors.BadClientMagic, is NIOHTTP2Errors.UnableToParseFrame: return true
+        case is NIOSSLError: return true
+        default: return error is IOError || error is ChannelError
+        }
+    }
+}
+
+@available(*, unavailable)
+extension HTTP2ConnectionMonitor: Sendable {}

@@ -1,0 +1,125 @@
+import NIOCore
+import NIOHPACK
+import NIOHTTP1
+
+/// Translates between HTTP/2 header blocks and the HTTP/1.1-shaped heads the request phases
+/// work on (RFC 9113 §8.3; "the same routing, token extraction, verification … as an HTTP/1.1
+/// request", SPEC §4.9). NIOHTTP2 has already refused malformed blocks (uppercase or
+/// connection-specific names, CR/LF/NUL in values, bad pseudo-headers, `te` other than
+/// `trailers`); what arrives here is checked again where a mistake would let one HTTP/2
+/// request become two HTTP/1.1 requests (the downgrade desync class).
+enum HTTP2Messages {
+    /// A request as the planner sees it: its head (with `Host` from `:authority`), how its body
+    /// goes to an HTTP/1.1 backend, and whether it is gRPC.
+    struct Request {
+        var head: HTTPRequestHead
+        var framing: BodyFraming
+        var isGRPC: Bool
+        var grpcTimeout: TimeAmount?
+    }
+
+    /// The request HEADERS block; `endStream` when it carries no body.
+    static func request(_ block: HPACKHeaders, endStream: Bool, maxBodyBytes: Int) -> Result<Request, GatewayError> {
+        var method: String?
+        var path: String?
+        var authority: String?
+        var headers: [(String, String)] = []
+        headers.reserveCapacity(block.count + 1)
+        var host: String?
+        var contentLength: Int?
+        var cookies: [String] = []
+        var contentType: String?
+        var grpcTimeout: TimeAmount?
+        for (name, value, _) in block {
+            guard HTTPToken.isSafeHeaderValue(value) else { return .failure(.malformedRequest("A header value holds a control character")) }
+            if name.utf8.first == UInt8(ascii: ":") {
+                switch name {
+                case ":method": method = value
+                case ":path": path = value
+                case ":authority": authority = value
+                case ":scheme": break
+                default: return .failure(.malformedRequest("Unknown pseudo-header \(name)"))
+                }
+                continue
+            }
+            guard HTTPToken.isValid(name), !name.utf8.contains(where: { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") }) else {
+                return .failure(.malformedRequest("Invalid header name"))
+            }
+            switch name {
+            case "transfer-encoding", "connection", "keep-alive", "proxy-connection", "upgrade":
+                // NIOHTTP2 refuses these first; a second line of defence against desync.
+                return .failure(.malformedRequest("Connection-specific header \(name) in an HTTP/2 request"))
+            case "content-length":
+                guard let length = Int(value), length >= 0, String(length) == value, contentLength == nil || contentLength == length else {
+                    return .failure(.malformedRequest("Invalid content-length"))
+                }
+                contentLength = length
+            case "te":
+                // RFC 9113 §8.2.2: only "trailers" (then dropped as hop-by-hop).
+                guard value == "trailers" else { return .failure(.malformedRequest("te other than trailers")) }
+            case "host":
+                host = value
+            case "cookie":
+                // RFC 9113 §8.2.3: cookie crumbs are joined with "; " for HTTP/1.1.
+                cookies.append(value)
+                continue
+            case "content-type":
+                contentType = value
+            case "grpc-timeout":
+                grpcTimeout = GRPCStatus.timeout(value)
+            default:
+                break
+            }
+            headers.append((name, value))
+        }
+        guard let method, let path, !path.isEmpty, HTTPToken.isValid(method) else {
+            return .failure(.malformedRequest("Missing or invalid :method or :path"))
+        }
+        if let authority, let host, !ASCII.equalsIgnoringCase(authority, host) {
+            return .failure(.malformedRequest("Host differs from :authority"))
+        }
+        if host == nil, let authority { headers.insert(("host", authority), at: 0) }
+        if !cookies.isEmpty { headers.append(("cookie", cookies.joined(separator: "; "))) }
+        if let contentLength, contentLength > maxBodyBytes { return .failure(.bodyTooLarge) }
+        let framing: BodyFraming
+        if endStream {
+            framing = .none
+            if let contentLength, contentLength != 0 { return .failure(.malformedRequest("content-length disagrees with the body")) }
+        } else if let contentLength {
+            framing = contentLength == 0 ? .none : .contentLength(contentLength)
+        } else {
+            framing = .chunked
+        }
+        let head = HTTPRequestHead(version: .http1_1, method: HTTPMethod(rawValue: method), uri: path, headers: HTTPHeaders(headers))
+        return .success(Request(head: head, framing: framing, isGRPC: GRPCStatus.isGRPC(contentType: contentType), grpcTimeout: grpcTimeout))
+    }
+
+    /// Response fields that belong to one HTTP/1.1 connection, never sent on HTTP/2.
+    static let connectionSpecific: Set<String> = ["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "te", "trailer"]
+
+    /// The response HEADERS for a backend's response head: `:status`, the backend's fields
+    /// lower-cased without connection-specific ones, `x-request-id`, then `extra` (new tokens).
+    static func responseHeaders(_ head: UpstreamResponseHead, requestID: String, extra: [(name: String, value: String)]) -> HPACKHeaders {
+        var headers = HPACKHeaders()
+        headers.reserveCapacity(head.fields.count + extra.count + 2)
+        headers.add(name: ":status", value: String(head.status))
+        head.forEachField { name, value in
+            let lowered = name.lowercased()
+            guard !Self.connectionSpecific.contains(lowered), lowered != "x-request-id" else { return }
+            headers.add(name: lowered, value: value)
+        }
+        headers.add(name: "x-request-id", value: requestID)
+        for (name, value) in extra { headers.add(name: name.lowercased(), value: value) }
+        return headers
+    }
+
+    /// The HEADERS of a response the gateway makes itself (its body follows in DATA).
+    static func localResponseHeaders(_ response: LocalResponse, requestID: String, sendsBody: Bool) -> HPACKHeaders {
+        var headers = HPACKHeaders()
+        headers.add(name: ":status", value: String(response.status.code))
+        for (name, value) in response.headers { headers.add(name: name.lowercased(), value: value) }
+        headers.add(name: "x-request-id", value: requestID)
+        headers.add(name: "content-length", value: String(sendsBody ? response.body.utf8.count : 0))
+        return headers
+    }
+}

@@ -1,0 +1,26 @@
+import OTel
+import ServiceLifecycle
+import Tracing
+
+extension GatewayTracing {
+    /// The tracer and the background service that batches and exports its spans (run it in the
+    /// service group). swift-otel's own `OTEL_*` environment variables still apply on top.
+    static func make(_ configuration: TracingConfiguration) throws -> (GatewayTracing, any Service) {
+        var otel = OTel.Configuration.default
+        otel.serviceName = configuration.serviceName
+        otel.metrics.enabled = false
+        otel.logs.enabled = false
+        otel.traces.enabled = true
+        // The gateway samples before a span exists (no span object for an unsampled request).
+        otel.traces.sampler = .alwaysOn
+        // The configured URL is the collector's base (SPEC §4.10); swift-otel takes an explicit
+        // endpoint as the signal's full URL.
+        let base = configuration.otlpEndpoint.hasSuffix("/") ? String(configuration.otlpEndpoint.dropLast()) : configuration.otlpEndpoint
+        otel.traces.otlpExporter.endpoint = base + "/v1/traces"
+        otel.traces.otlpExporter.protocol = configuration.otlpProtocol == .json ? .httpJSON : .httpProtobuf
+        otel.traces.batchSpanProcessor.scheduleDelay = .seconds(1)
+        otel.propagators = [.traceContext]
+        let (tracer, service) = try OTel.makeTracingBackend(configuration: otel)
+        return (GatewayTracing(tracer: tracer, sampleRatio: configuration.sampleRatio, recordSubject: configuration.recordSubject), service)
+    }
+}

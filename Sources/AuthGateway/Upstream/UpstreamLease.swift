@@ -1,0 +1,62 @@
+import NIOCore
+import NIOHPACK
+import NIOHTTP1
+
+/// Waits for an upstream from an `UpstreamPool`.
+protocol UpstreamLeaseRequester: AnyObject {
+    func leaseSucceeded(_ lease: UpstreamLease, reused: Bool)
+    func leaseFailed(_ error: GatewayError)
+}
+
+/// One leased exchange with an upstream: a pooled HTTP/1.1 connection
+/// (`UpstreamConnection`) or a stream of a pooled HTTP/2 connection (`UpstreamStream`). The
+/// request goes out with `sendHead` / `sendBody` / `sendEnd`; what comes back reaches the
+/// `delegate`. Used only on its event loop.
+protocol UpstreamLease: AnyObject {
+    /// The lease holder, nil while pooled.
+    var delegate: UpstreamConnectionDelegate? { get set }
+    /// Fit for another exchange once this one completes (HTTP/1.1: keep-alive agreed, the
+    /// response framed as it said).
+    var reusable: Bool { get }
+    /// Writes a request head; its body follows with `sendBody` (chunk-framed on HTTP/1.1 when
+    /// `chunkedBody`) and ends with `sendEnd`. `upgrade`: the request asks for a protocol
+    /// upgrade, so a 101 may answer it.
+    func sendHead(_ head: HTTPRequestHead, chunkedBody: Bool, upgrade: Bool)
+    func sendBody(_ part: ByteBuffer)
+    /// Ends the request body; true when that wrote bytes (a flush is then needed).
+    @discardableResult
+    func sendEnd() -> Bool
+    func flush()
+    /// Gives the exchange up: the connection is closed (HTTP/1.1) or the stream reset (HTTP/2).
+    func close()
+    /// Backpressure: the delegate can take more again.
+    func resumeReading()
+    /// The exchange completed: back to the pool when `reusable`, else closed.
+    func release(reusable: Bool)
+    /// Leased but never used (its requester had gone): back to the pool as it was.
+    func returnUnused(reused: Bool)
+}
+
+/// Receives what a leased upstream delivers. Implemented by `ProxyHandler` and
+/// `HTTP2StreamHandler` for forwarded requests and by `UpstreamClient` for the gateway's own
+/// calls (auth service, JWKS).
+protocol UpstreamConnectionDelegate: AnyObject {
+    func upstreamResponseHead(_ head: UpstreamResponseHead)
+    func upstreamResponseBody(_ body: ByteBuffer)
+    /// Trailers of an HTTP/2 backend's response, just before its end.
+    func upstreamResponseTrailers(_ trailers: HPACKHeaders)
+    func upstreamResponseEnd()
+    /// A read burst ended: the moment to flush what was written to the other side.
+    func upstreamReadComplete()
+    /// The connection closed or failed while leased. `protocolError` tells an invalid
+    /// response (502) from a dead connection.
+    func upstreamClosed(protocolError: Bool)
+    func upstreamWritabilityChanged(_ writable: Bool)
+    /// Backpressure: false while the receiving side cannot take more.
+    var shouldReadFromUpstream: Bool { get }
+}
+
+extension UpstreamConnectionDelegate {
+    /// Only HTTP/2 clients can be given trailers; the others drop them.
+    func upstreamResponseTrailers(_ trailers: HPACKHeaders) {}
+}

@@ -1,0 +1,150 @@
+#!/usr/bin/env python3
+"""A real gRPC peer (Python grpcio, the C core) for the gateway's gRPC tests.
+
+No protobuf: messages are raw bytes (grpcio's generic handlers with identity serializers), so
+only `grpcio` is needed (`pip install grpcio`).
+
+  grpc_peer.py server            serves test.Echo on 127.0.0.1:<free port> (h2c), prints
+                                 "READY <port>" and runs until stdin closes
+  grpc_peer.py client TARGET CASE [--token T] [--refresh-token R] [--timeout S]
+                                 runs one scenario against TARGET (host:port, h2c) and prints one
+                                 JSON object: code, details, initial/trailing metadata, results
+
+Methods of test.Echo:
+  Unary          echoes the request; trailing metadata "seen-<name>" for x-user-subject,
+                 authorization and x-refresh-token as received (so the test sees what the
+                 gateway forwarded)
+  ServerStream   request b"<n>" -> n messages b"part-<i>"
+  ClientStream   concatenates every request message
+  Bidi           answers each message with b"echo:" + message
+  Slow           sleeps 2 s, then echoes
+"""
+import json
+import sys
+import time
+from concurrent import futures
+
+import grpc
+
+SERVICE = "test.Echo"
+OPTIONS = [("grpc.max_receive_message_length", 16 << 20), ("grpc.max_send_message_length", 16 << 20)]
+
+
+def seen_metadata(context):
+    seen = []
+    for key, value in context.invocation_metadata():
+        if key in ("x-user-subject", "authorization", "x-refresh-token", "x-request-id"):
+            seen.append(("seen-" + key, value))
+    return seen
+
+
+def unary(request, context):
+    context.set_trailing_metadata(seen_metadata(context))
+    return request
+
+
+def server_stream(request, context):
+    for index in range(int(request.decode() or "0")):
+        yield b"part-%d" % index
+
+
+def client_stream(request_iterator, context):
+    return b"".join(request_iterator)
+
+
+def bidi(request_iterator, context):
+    for message in request_iterator:
+        yield b"echo:" + message
+
+
+def slow(request, context):
+    time.sleep(2)
+    return request
+
+
+def serve():
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=32), options=OPTIONS)
+    handlers = {
+        "Unary": grpc.unary_unary_rpc_method_handler(unary),
+        "ServerStream": grpc.unary_stream_rpc_method_handler(server_stream),
+        "ClientStream": grpc.stream_unary_rpc_method_handler(client_stream),
+        "Bidi": grpc.stream_stream_rpc_method_handler(bidi),
+        "Slow": grpc.unary_unary_rpc_method_handler(slow),
+    }
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, handlers),))
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    print("READY %d" % port, flush=True)
+    sys.stdin.read()
+    server.stop(0)
+
+
+def run_case(target, case, token, refresh_token, timeout):
+    channel = grpc.insecure_channel(target, options=OPTIONS)
+    metadata = []
+    if token:
+        metadata.append(("authorization", "Bearer " + token))
+    if refresh_token:
+        metadata.append(("x-refresh-token", refresh_token))
+    result = {"case": case}
+
+    def stub(kind, method):
+        return getattr(channel, kind)("/%s/%s" % (SERVICE, method))
+
+    try:
+        if case in ("unary", "refused"):
+            response, call = stub("unary_unary", "Unary").with_call(b"hello", metadata=metadata, timeout=timeout)
+            result["response"] = response.decode()
+            result["initial"] = dict(call.initial_metadata())
+            result["trailing"] = dict(call.trailing_metadata())
+        elif case == "server_stream":
+            calls = stub("unary_stream", "ServerStream")(b"5", metadata=metadata, timeout=timeout)
+            result["responses"] = [part.decode() for part in calls]
+        elif case == "client_stream":
+            response = stub("stream_unary", "ClientStream")(iter([b"a", b"bb", b"ccc", b"dddd", b"eeeee"]), metadata=metadata, timeout=timeout)
+            result["response"] = response.decode()
+        elif case == "bidi":
+            calls = stub("stream_stream", "Bidi")(iter([b"1", b"2", b"3", b"4", b"5"]), metadata=metadata, timeout=timeout)
+            result["responses"] = [part.decode() for part in calls]
+        elif case == "large":
+            payload = bytes((index * 7) % 251 for index in range(3 << 20))
+            response = stub("unary_unary", "Unary")(payload, metadata=metadata, timeout=timeout)
+            result["sizes"] = [len(payload), len(response)]
+            result["equal"] = response == payload
+        elif case == "concurrent":
+            unary_call = stub("unary_unary", "Unary")
+            pending = [unary_call.future(b"call-%d" % index, metadata=metadata, timeout=timeout) for index in range(100)]
+            answers = [future.result().decode() for future in pending]
+            result["ok"] = sum(1 for index, answer in enumerate(answers) if answer == "call-%d" % index)
+        elif case == "slow":
+            response = stub("unary_unary", "Slow")(b"late", metadata=metadata, timeout=timeout)
+            result["response"] = response.decode()
+        else:
+            raise SystemExit("unknown case " + case)
+        result["code"] = "OK"
+    except grpc.RpcError as error:
+        result["code"] = error.code().name
+        result["details"] = error.details()
+        result["initial"] = dict(error.initial_metadata() or [])
+        result["trailing"] = dict(error.trailing_metadata() or [])
+    channel.close()
+    print(json.dumps(result))
+
+
+def main():
+    if len(sys.argv) >= 2 and sys.argv[1] == "server":
+        serve()
+        return
+    if len(sys.argv) >= 4 and sys.argv[1] == "client":
+        arguments = sys.argv[4:]
+        options = {}
+        while arguments:
+            options[arguments[0]] = arguments[1]
+            arguments = arguments[2:]
+        run_case(sys.argv[2], sys.argv[3], options.get("--token"), options.get("--refresh-token"), float(options.get("--timeout", "10")))
+        return
+    raise SystemExit(__doc__)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,157 @@
+import Foundation
+import NIOCore
+import Testing
+
+import AuthGatewayDemo
+@testable import AuthGateway
+
+/// gRPC through the gateway with a real gRPC implementation on both sides (Python grpcio, the
+/// C core: `Fixtures/grpc/grpc_peer.py`): every call is authenticated per stream, answers the
+/// gateway makes itself are Trailers-Only with the status SPEC §4.9 maps them to.
+@Suite("gRPC (grpcio client and server, real sockets)", .serialized)
+struct GRPCTests {
+    static let peer = ProcessTests.packageRoot.appendingPathComponent("Tests/AuthGatewayTests/Fixtures/grpc/grpc_peer.py").path
+
+    static func python() throws -> String {
+        let python = try ExternalTool.require("python3", package: "python3")
+        guard FileManager.default.fileExists(atPath: Self.peer) else { throw ExternalTool.Missing(name: Self.peer) }
+        return python
+    }
+
+    /// Runs one client scenario against the gateway; its JSON report.
+    static func call(_ gateway: GatewayFixture, _ scenario: String, token: String? = nil, refreshToken: String? = nil, timeout: Double = 10) async throws -> JSONValue {
+        var arguments = [Self.peer, "client", "127.0.0.1:\(gateway.port)", scenario, "--timeout", String(timeout)]
+        if let token { arguments += ["--token", token] }
+        if let refreshToken { arguments += ["--refresh-token", refreshToken] }
+        let result = try await ExternalTool.run(try Self.python(), arguments)
+        if result.stderr.contains("No module named 'grpc'") {
+            Issue.record("Python grpcio is not installed: pip install grpcio (or run .ci/run, which installs it)")
+        }
+        return try JSONValue(parsing: result.stdout)
+    }
+
+    /// A grpcio server for the duration of `body`, and a gateway whose backend `grpc` is it
+    /// (`protocol: h2c`) and whose backend `plain` is an HTTP/1.1 echo backend.
+    static func withGateway(configure: (inout JSONObject) -> Void = { _ in }, _ body: (GatewayFixture) async throws -> Void) async throws {
+        let server = try BackgroundTool(try Self.python(), [Self.peer, "server"])
+        defer { server.stop() }
+        let ready = try await server.firstLine()
+        let port = try #require(ready.hasPrefix("READY ") ? Int(ready.dropFirst(6)) : nil, "grpc_peer.py printed \(ready)")
+        let gateway = try await GatewayFixture.start { config in
+            config["backends"] = [
+                "grpc": ["urls": [.string("http://127.0.0.1:\(port)")], "protocol": "h2c"],
+                "plain": ["urls": [.string(config.backendURL)]],
+            ]
+            config["identityHeaders"] = ["X-User-Subject": "claims.sub"]
+            config["routes"] = [
+                ["name": "admin", "pathPrefix": "/test.Echo/Slow", "backend": "grpc", "require": ["claims.roles": "admin"]],
+                ["name": "grpc", "pathPrefix": "/test.Echo/", "backend": "grpc"],
+            ]
+            configure(&config)
+        }
+        defer { Task { await gateway.stop() } }
+        try await body(gateway)
+    }
+
+    @Test func theFourKindsOfCallsLargeMessagesAndManyConcurrentCalls() async throws {
+        try await Self.withGateway { gateway in
+            let token = TestKeys.token(subject: "grpc-user")
+            let unary = try await Self.call(gateway, "unary", token: token)
+            #expect(unary["code"]?.stringValue == "OK")
+            #expect(unary["response"]?.stringValue == "hello")
+            // The backend got the verified identity, the token, a request id.
+            #expect(unary["trailing"]?["seen-x-user-subject"]?.stringValue == "grpc-user")
+            #expect(unary["trailing"]?["seen-authorization"]?.stringValue == "Bearer \(token)")
+            #expect(unary["trailing"]?["seen-x-request-id"]?.stringValue?.isEmpty == false)
+
+            let serverStream = try await Self.call(gateway, "server_stream", token: token)
+            #expect(serverStream["responses"]?.arrayValue?.compactMap(\.stringValue) == ["part-0", "part-1", "part-2", "part-3", "part-4"])
+            let clientStream = try await Self.call(gateway, "client_stream", token: token)
+            #expect(clientStream["response"]?.stringValue == "abbcccddddeeeee")
+            let bidi = try await Self.call(gateway, "bidi", token: token)
+            #expect(bidi["responses"]?.arrayValue?.compactMap(\.stringValue) == ["echo:1", "echo:2", "echo:3", "echo:4", "echo:5"])
+
+            let large = try await Self.call(gateway, "large", token: token)
+            #expect(large["code"]?.stringValue == "OK")
+            #expect(large["sizes"]?.arrayValue?.compactMap { $0.numberValue?.exactInt } == [3 << 20, 3 << 20])
+            #expect(large["equal"] == .bool(true))
+
+            let concurrent = try await Self.call(gateway, "concurrent", token: token)
+            #expect(concurrent["code"]?.stringValue == "OK")
+            #expect(concurrent["ok"]?.numberValue?.exactInt == 100)
+        }
+    }
+
+    @Test func refusalsAreTrailersOnlyWithTheMappedStatus() async throws {
+        try await Self.withGateway { gateway in
+            let missing = try await Self.call(gateway, "refused")
+            #expect(missing["code"]?.stringValue == "UNAUTHENTICATED")
+            #expect(missing["details"]?.stringValue == "An access token is required")
+            #expect(missing["trailing"]?["www-authenticate"]?.stringValue == "Bearer realm=\"auth-gateway\"")
+
+            let forged = try await Self.call(gateway, "refused", token: TestKeys.token(signer: TestKeys.otherRSA))
+            #expect(forged["code"]?.stringValue == "UNAUTHENTICATED")
+            #expect(forged["trailing"]?["www-authenticate"]?.stringValue?.contains("error=\"invalid_token\"") == true)
+
+            // The route of Slow requires claims.roles == admin.
+            let denied = try await Self.call(gateway, "slow", token: TestKeys.token(extra: ["roles": ["reader"]]))
+            #expect(denied["code"]?.stringValue == "PERMISSION_DENIED")
+            #expect(denied["details"]?.stringValue?.contains("claims.roles") == true)
+        }
+        // gRPC to an HTTP/1.1 backend, and to a backend that is down: UNAVAILABLE.
+        try await Self.withGateway(configure: { config in
+            config.set("backends.grpc", ["urls": ["http://127.0.0.1:1"], "protocol": "h2c"])
+            config["routes"] = [
+                ["name": "plain", "pathPrefix": "/test.Echo/Unary", "backend": "plain"],
+                ["name": "grpc", "pathPrefix": "/test.Echo/", "backend": "grpc"],
+            ]
+        }) { gateway in
+            let http1 = try await Self.call(gateway, "unary", token: TestKeys.token())
+            #expect(http1["code"]?.stringValue == "UNAVAILABLE")
+            #expect(gateway.backend.requestCount == 0)
+            let down = try await Self.call(gateway, "bidi", token: TestKeys.token())
+            #expect(down["code"]?.stringValue == "UNAVAILABLE")
+        }
+    }
+
+    /// `grpc-timeout` shortens the backend's response timeout (30 s here): the Slow method
+    /// takes 2 s, the call allows 300 ms, the gateway answers DEADLINE_EXCEEDED itself.
+    @Test func grpcTimeoutShortensTheResponseTimeout() async throws {
+        try await Self.withGateway(configure: { config in
+            config["routes"] = [["name": "grpc", "pathPrefix": "/test.Echo/", "backend": "grpc"]]
+        }) { gateway in
+            let client = try await H2TestClient.connect(port: gateway.port)
+            defer { Task { await client.close() } }
+            let started = ContinuousClock.now
+            var message = ByteBuffer(bytes: [0, 0, 0, 0, 4])
+            message.writeString("late")
+            let result = try await client.exchange([
+                .headers(.init(headers: H2TestClient.request("POST", path: "/test.Echo/Slow", fields: [
+                    ("content-type", "application/grpc"), ("te", "trailers"), ("grpc-timeout", "300m"), ("authorization", "Bearer \(TestKeys.token())"),
+                ]))),
+                .data(.init(data: .byteBuffer(message), endStream: true)),
+            ])
+            let elapsed = ContinuousClock.now - started
+            let trailers = try #require(result.finalHeaders)
+            #expect(trailers.first(name: ":status") == "200")
+            #expect(trailers.first(name: "grpc-status") == "4")
+            #expect(trailers.first(name: "content-type") == "application/grpc")
+            #expect(elapsed < .milliseconds(1800), "answered after \(elapsed)")
+        }
+    }
+
+    @Test func anExpiredTokenIsRefreshedAndTheNewOneComesBackInInitialMetadata() async throws {
+        let rainmaker = try await RotatingRainMaker.start()
+        defer { Task { await rainmaker.service.stop() } }
+        try await Self.withGateway(configure: { config in
+            config["authService"] = ["url": .string(rainmaker.service.baseURL), "refresh": ["maxExpiredSeconds": 3600]]
+        }) { gateway in
+            let refreshed = try await Self.call(gateway, "unary", token: TestKeys.token(subject: "grpc-refresh", expiresIn: -60), refreshToken: rainmaker.issueRefreshToken())
+            #expect(refreshed["code"]?.stringValue == "OK")
+            let newToken = try #require(refreshed["initial"]?["x-access-token"]?.stringValue)
+            #expect(refreshed["trailing"]?["seen-authorization"]?.stringValue == "Bearer \(newToken)")
+            #expect(refreshed["trailing"]?["seen-x-refresh-token"] == nil)
+            #expect(rainmaker.refreshCalls == 1)
+        }
+    }
+}

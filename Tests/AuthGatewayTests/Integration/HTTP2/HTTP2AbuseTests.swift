@@ -1,0 +1,249 @@
+import Foundation
+import NIOCore
+import NIOHPACK
+import NIOHTTP2
+import Testing
+
+import AuthGatewayDemo
+@testable import AuthGateway
+
+/// HTTP/2 requests a well-behaved client never sends, and the known HTTP/2 attacks (SPEC §4.9).
+/// Malformed requests are refused — stream reset or 400 — and never forwarded: an HTTP/2
+/// request bound for an HTTP/1.1 backend must never become two requests (the downgrade desync
+/// class). Abusive connections are closed with GOAWAY while other clients keep being served.
+@Suite("HTTP/2 abuse and downgrade safety (frame level)")
+struct HTTP2AbuseTests {
+    struct Malformed: Sendable, CustomTestStringConvertible {
+        let name: String
+        let fields: [(String, String)]
+        var path = "/smuggle"
+        var method = "POST"
+        /// DATA sent after the HEADERS (END_STREAM on the last frame).
+        var body: String? = "x=1"
+        var testDescription: String { self.name }
+    }
+
+    static let malformed: [Malformed] = [
+        Malformed(name: "uppercase field name", fields: [("X-Smuggled", "1")]),
+        Malformed(name: "CR LF in a value (header injection)", fields: [("x-a", "1\r\nTransfer-Encoding: chunked")]),
+        Malformed(name: "LF in a value", fields: [("x-a", "1\nGET /admin HTTP/1.1")]),
+        Malformed(name: "NUL in a value", fields: [("x-a", "a\u{0}b")]),
+        Malformed(name: "transfer-encoding", fields: [("transfer-encoding", "chunked")]),
+        Malformed(name: "connection", fields: [("connection", "keep-alive")]),
+        Malformed(name: "keep-alive", fields: [("keep-alive", "timeout=5")]),
+        Malformed(name: "upgrade", fields: [("upgrade", "h2c")]),
+        Malformed(name: "te other than trailers", fields: [("te", "gzip")]),
+        Malformed(name: "content-length larger than the DATA", fields: [("content-length", "100")]),
+        Malformed(name: "content-length smaller than the DATA", fields: [("content-length", "1")]),
+        Malformed(name: "space in the path", fields: [], path: "/a b HTTP/1.1\r\nX: y"),
+        Malformed(name: "unknown pseudo-header", fields: [(":protocol-x", "1")]),
+        Malformed(name: "pseudo-header after a regular field", fields: [("x-a", "1"), (":status", "200")]),
+        Malformed(name: "host differing from :authority", fields: [("host", "evil.example")]),
+    ]
+
+    @Test(arguments: Self.malformed)
+    func malformedRequestsAreRefusedAndNeverForwarded(_ request: Malformed) async throws {
+        let gateway = try await GatewayFixture.start()
+        defer { Task { await gateway.stop() } }
+        let client = try await H2TestClient.connect(port: gateway.port, validateHeaders: false)
+        defer { Task { await client.close() } }
+        var fields = request.fields
+        fields.append(("authorization", "Bearer \(TestKeys.token())"))
+        var frames: [HTTP2Frame.FramePayload] = [
+            .headers(.init(headers: H2TestClient.request(request.method, path: request.path, fields: fields), endStream: request.body == nil))
+        ]
+        if let body = request.body { frames.append(.data(.init(data: .byteBuffer(ByteBuffer(string: body)), endStream: true))) }
+        let result = try await client.exchange(frames)
+        #expect(result.resetCode != nil || result.status == 400, "\(request.name): \(result.frames)")
+        #expect(gateway.backend.requestCount == 0, "\(request.name) reached the backend")
+    }
+
+    @Test func theConnectionOfARefusedStreamStillServesOthers() async throws {
+        let gateway = try await GatewayFixture.start()
+        defer { Task { await gateway.stop() } }
+        let client = try await H2TestClient.connect(port: gateway.port, validateHeaders: false)
+        defer { Task { await client.close() } }
+        let token = TestKeys.token()
+        let bad = try await client.exchange([.headers(.init(headers: H2TestClient.request(path: "/x", fields: [("X-Upper", "1"), ("authorization", "Bearer \(token)")]), endStream: true))])
+        #expect(bad.resetCode != nil)
+        let good = try await client.exchange([.headers(.init(headers: H2TestClient.request(path: "/ok", fields: [("authorization", "Bearer \(token)")]), endStream: true))])
+        #expect(good.status == 200)
+        #expect(gateway.backend.requestCount == 1)
+    }
+
+    @Test func tooManyConcurrentStreamsAreRefusedBeyondTheLimit() async throws {
+        let gateway = try await GatewayFixture.start { config in config.set("limits.maxConcurrentStreams", 2) }
+        defer { Task { await gateway.stop() } }
+        let client = try await H2TestClient.connect(port: gateway.port)
+        defer { Task { await client.close() } }
+        let token = TestKeys.token()
+        let settings = try await pollValue { client.connectionLevelFrames.compactMap { frame -> Int? in
+            guard case .settings(.settings(let values)) = frame else { return nil }
+            return values.first { $0.parameter == .maxConcurrentStreams }?.value
+        }.first }
+        #expect(settings == 2)
+        // Four slow requests at once on a connection that allows two.
+        let results = try await withThrowingTaskGroup(of: H2TestClient.StreamResult.self) { group in
+            for index in 0..<4 {
+                group.addTask {
+                    try await client.exchange([.headers(.init(headers: H2TestClient.request(path: "/delay/300?i=\(index)", fields: [("authorization", "Bearer \(token)")]), endStream: true))])
+                }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(results.filter { $0.status == 200 }.count >= 2)
+        #expect(results.filter { $0.resetCode == .refusedStream }.count + results.filter { $0.status == 200 }.count == 4)
+    }
+
+    // MARK: Attacks on the connection (raw frames)
+
+    /// Frame bytes: 9-byte header (RFC 9113 §4.1) and payload.
+    static func frame(type: UInt8, flags: UInt8, stream: UInt32, payload: [UInt8]) -> [UInt8] {
+        let length = payload.count
+        return [UInt8(length >> 16 & 0xFF), UInt8(length >> 8 & 0xFF), UInt8(length & 0xFF), type, flags,
+                UInt8(stream >> 24 & 0x7F), UInt8(stream >> 16 & 0xFF), UInt8(stream >> 8 & 0xFF), UInt8(stream & 0xFF)] + payload
+    }
+
+    /// The client preface and an empty SETTINGS frame.
+    static let preface: [UInt8] = Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8) + frame(type: 0x4, flags: 0, stream: 0, payload: [])
+
+    /// A minimal GET's header block: :method GET, :scheme http, :path /, :authority x (HPACK
+    /// static-table indexes and one literal).
+    static let getBlock: [UInt8] = [0x82, 0x86, 0x84, 0x41, 0x01, UInt8(ascii: "x")]
+
+    /// Whether `bytes` (what the gateway sent) hold a GOAWAY frame.
+    static func containsGoAway(_ bytes: [UInt8]) -> Bool {
+        var index = 0
+        while index + 9 <= bytes.count {
+            let length = Int(bytes[index]) << 16 | Int(bytes[index + 1]) << 8 | Int(bytes[index + 2])
+            if bytes[index + 3] == 0x7 { return true }
+            index += 9 + length
+        }
+        return false
+    }
+
+    /// Sends `batches` of frames until the gateway closes the connection; true when it sent
+    /// GOAWAY and closed.
+    static func flood(_ gateway: GatewayFixture, batches: Int, batch: (Int) -> [UInt8]) async throws -> (goAway: Bool, closed: Bool) {
+        let raw = try await gateway.raw()
+        try await raw.send(bytes: Self.preface)
+        for index in 0..<batches {
+            if raw.isClosed { break }
+            do { try await raw.send(bytes: batch(index)) } catch { break }
+        }
+        let closed = await raw.waitForClose(timeout: .seconds(10))
+        return (Self.containsGoAway(raw.receivedBytes), closed)
+    }
+
+    /// While `attack` runs, another client on its own connection keeps getting 200.
+    static func othersUnaffected(_ gateway: GatewayFixture, during attack: () async throws -> Void) async throws {
+        let token = TestKeys.token()
+        let bystander = try await H2TestClient.connect(port: gateway.port)
+        defer { Task { await bystander.close() } }
+        try await attack()
+        for _ in 0..<3 {
+            let result = try await bystander.exchange([.headers(.init(headers: H2TestClient.request(path: "/bystander", fields: [("authorization", "Bearer \(token)")]), endStream: true))])
+            #expect(result.status == 200)
+        }
+    }
+
+    static func abuseCount(_ gateway: GatewayFixture, _ kind: String) async throws -> Int {
+        let metrics = try await TestConnection.connect(port: gateway.adminPort).send(.get("/metrics")).text
+        let prefix = "auth_gateway_http2_abuse_total{kind=\"\(kind)\"} "
+        return metrics.split(separator: "\n").first { $0.hasPrefix(prefix) }.flatMap { Int($0.dropFirst(prefix.count)) } ?? 0
+    }
+
+    /// CVE-2023-44487: streams opened and reset at once, 20 000 of them.
+    @Test func rapidResetIsStoppedWithGoAway() async throws {
+        let gateway = try await GatewayFixture.start()
+        defer { Task { await gateway.stop() } }
+        try await Self.othersUnaffected(gateway) {
+            let outcome = try await Self.flood(gateway, batches: 200) { batch in
+                var bytes: [UInt8] = []
+                for offset in 0..<100 {
+                    let stream = UInt32(1 + 2 * (batch * 100 + offset))
+                    bytes += Self.frame(type: 0x1, flags: 0x4 | 0x1, stream: stream, payload: Self.getBlock)  // HEADERS, END_HEADERS|END_STREAM
+                    bytes += Self.frame(type: 0x3, flags: 0, stream: stream, payload: [0, 0, 0, 0x8])  // RST_STREAM CANCEL
+                }
+                return bytes
+            }
+            #expect(outcome.goAway)
+            #expect(outcome.closed)
+        }
+        #expect(try await Self.abuseCount(gateway, "rapid_reset") == 1)
+    }
+
+    /// A header block that never ends: CONTINUATION frames without END_HEADERS (CVE-2024-27316).
+    @Test func continuationFloodIsStoppedWithGoAway() async throws {
+        let gateway = try await GatewayFixture.start()
+        defer { Task { await gateway.stop() } }
+        try await Self.othersUnaffected(gateway) {
+            let outcome = try await Self.flood(gateway, batches: 100) { batch in
+                var bytes: [UInt8] = []
+                if batch == 0 { bytes += Self.frame(type: 0x1, flags: 0, stream: 1, payload: Self.getBlock) }  // HEADERS without END_HEADERS
+                for _ in 0..<100 { bytes += Self.frame(type: 0x9, flags: 0, stream: 1, payload: []) }  // empty CONTINUATION
+                return bytes
+            }
+            #expect(outcome.goAway)
+            #expect(outcome.closed)
+        }
+        #expect(try await Self.abuseCount(gateway, "continuation_flood") == 1)
+    }
+
+    /// A header block larger than `limits.maxHeaderBytes` (the advertised header list size).
+    @Test func anOversizedHeaderListClosesTheConnection() async throws {
+        let gateway = try await GatewayFixture.start { config in config.set("limits.maxHeaderBytes", 4096) }
+        defer { Task { await gateway.stop() } }
+        try await Self.othersUnaffected(gateway) {
+            let outcome = try await Self.flood(gateway, batches: 1) { _ in
+                // HEADERS then CONTINUATIONs of literal fields, 16 KiB in all.
+                var block = Self.getBlock
+                for index in 0..<16 {
+                    let name = Array("x-big-\(index)".utf8)
+                    block += [0x00, UInt8(name.count)] + name + [0x7F, 0x81, 0x07] + Array(repeating: UInt8(ascii: "a"), count: 1000)  // 1000 = 127 + 873 (0x81 0x07)
+                }
+                var bytes = Self.frame(type: 0x1, flags: 0, stream: 1, payload: Array(block[0..<4000]))
+                var offset = 4000
+                while offset < block.count {
+                    let end = min(offset + 4000, block.count)
+                    bytes += Self.frame(type: 0x9, flags: end == block.count ? 0x4 : 0, stream: 1, payload: Array(block[offset..<end]))
+                    offset = end
+                }
+                return bytes
+            }
+            #expect(outcome.goAway || outcome.closed)
+        }
+        #expect(gateway.backend.requestCount == 3)
+    }
+
+    /// PING and SETTINGS floods.
+    @Test(arguments: ["ping", "settings"])
+    func controlFrameFloodsAreStoppedWithGoAway(_ kind: String) async throws {
+        let gateway = try await GatewayFixture.start()
+        defer { Task { await gateway.stop() } }
+        try await Self.othersUnaffected(gateway) {
+            let outcome = try await Self.flood(gateway, batches: 50) { _ in
+                var bytes: [UInt8] = []
+                for _ in 0..<100 {
+                    bytes += kind == "ping"
+                        ? Self.frame(type: 0x6, flags: 0, stream: 0, payload: Array(repeating: 1, count: 8))
+                        : Self.frame(type: 0x4, flags: 0, stream: 0, payload: [])
+                }
+                return bytes
+            }
+            #expect(outcome.goAway)
+            #expect(outcome.closed)
+        }
+        #expect(try await Self.abuseCount(gateway, "control_frame_flood") == 1)
+    }
+}
+
+/// Polls until `value` is non-nil (up to `timeout`).
+func pollValue<T>(timeout: Duration = .seconds(5), _ value: () -> T?) async throws -> T? {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        if let found = value() { return found }
+        try await Task.sleep(for: .milliseconds(10))
+    }
+    return nil
+}

@@ -1,0 +1,94 @@
+import Foundation
+import NIOSSL
+import Testing
+
+import AuthGatewayDemo
+@testable import AuthGateway
+
+/// Backends spoken to over HTTP/2 (`protocol: "h2c"` and `"h2"`, SPEC §4.9): streams multiplexed
+/// over pooled connections, reached by HTTP/1.1 and HTTP/2 clients alike.
+@Suite("HTTP/2 backends (real sockets)")
+struct HTTP2BackendTests {
+    static func gateway(backend: EchoBackend, protocolName: String = "h2c", url: String? = nil, configure: (inout JSONObject) -> Void = { _ in }) async throws -> GatewayFixture {
+        try await GatewayFixture.start(backend: backend) { config in
+            config["backends"] = ["api": ["urls": [.string(url ?? backend.baseURL)], "protocol": .string(protocolName)]]
+            configure(&config)
+        }
+    }
+
+    @Test func anHTTP11ClientReachesAnH2cBackend() async throws {
+        let backend = try await EchoBackend.start(group: TestGroup.shared, http2: true)
+        let gateway = try await Self.gateway(backend: backend)
+        defer { Task { await gateway.stop() } }
+        let client = try await gateway.connect()
+        for index in 0..<5 {
+            let response = try await client.send(TestRequest(.POST, "/h2c/\(index)?q=1", headers: [("Authorization", "Bearer \(TestKeys.token())")], body: "payload-\(index)"))
+            #expect(response.status == 200)
+            #expect(response.json?["uri"]?.stringValue == "/h2c/\(index)?q=1")
+            #expect(response.json?["body"]?["bytes"]?.numberValue?.exactInt == "payload-\(index)".utf8.count)
+            #expect(response.echoedHeader("x-request-id").count == 1)
+            #expect(response.header("x-echo-backend") == "1")
+        }
+        // One HTTP/2 connection carried every request.
+        #expect(backend.connectionCount == 1)
+        #expect(backend.requestCount == 5)
+        await client.close()
+    }
+
+    @Test func concurrentStreamsShareOneUpstreamConnection() async throws {
+        let backend = try await EchoBackend.start(group: TestGroup.shared, http2: true)
+        let gateway = try await Self.gateway(backend: backend)
+        defer { Task { await gateway.stop() } }
+        let h2load = try ExternalTool.require("h2load", package: "nghttp2-client")
+        let load = try await ExternalTool.run(h2load, ["-n", "500", "-c", "2", "-m", "40", "-H", "authorization: Bearer \(TestKeys.token())", "http://127.0.0.1:\(gateway.port)/multiplexed"])
+        #expect(load.stdout.contains("500 succeeded, 0 failed, 0 errored"), "\(load.stdout)")
+        #expect(load.stdout.contains("status codes: 500 2xx"), "\(load.stdout)")
+        // 80 concurrent requests fit in one connection's 100 streams (one event loop).
+        #expect(backend.connectionCount == 1)
+    }
+
+    @Test func anH2BackendOverTLSIsReachedByALPN() async throws {
+        var serverTLS = TLSConfiguration.makeServerConfiguration(
+            certificateChain: try NIOSSLCertificate.fromPEMFile(TLSTests.certificatePath).map { .certificate($0) },
+            privateKey: .privateKey(try NIOSSLPrivateKey(file: TLSTests.keyPath, format: .pem))
+        )
+        serverTLS.applicationProtocols = ["h2"]
+        let backend = try await EchoBackend.start(group: TestGroup.shared, http2: true, tls: try NIOSSLContext(configuration: serverTLS))
+        let gateway = try await Self.gateway(backend: backend, protocolName: "h2", url: "https://localhost:\(backend.port)") { config in
+            // The backend's certificate is trusted through the configured CA file.
+            config["authService"] = ["url": "http://127.0.0.1:1", "caCertificatePEMFile": .string(TLSTests.certificatePath)]
+        }
+        defer { Task { await gateway.stop() } }
+        let result = try await HTTP2ClientTests.curl(["--http2-prior-knowledge", "--include", "-H", "Authorization: Bearer \(TestKeys.token())", "http://127.0.0.1:\(gateway.port)/tls-h2"])
+        let response = HTTP2ClientTests.parse(result.stdout)
+        #expect(response.status == 200, "\(result.stdout) \(result.stderr)")
+        #expect(try JSONValue(parsing: response.body)["uri"]?.stringValue == "/tls-h2")
+        #expect(backend.requestCount == 1)
+    }
+
+    @Test func aDeadH2BackendIs502AndTheNextRequestStillWorks() async throws {
+        let backend = try await EchoBackend.start(group: TestGroup.shared, http2: true)
+        let gateway = try await Self.gateway(backend: backend, url: "http://127.0.0.1:1")
+        defer { Task { await gateway.stop() } }
+        let response = try await gateway.send(.get("/down", token: TestKeys.token()))
+        #expect(response.status == 502)
+        #expect(response.json?["type"]?.stringValue == "urn:auth-gateway:problem:upstream.unreachable")
+    }
+
+    @Test func checkRefusesAProtocolThatDoesNotFitTheURLScheme() throws {
+        let text = """
+            {"listener":{},"backends":{"a":{"urls":["http://127.0.0.1:1"],"protocol":"h2"},"b":{"urls":["https://x:1"],"protocol":"h2c"},
+             "c":{"urls":["http://127.0.0.1:1"],"protocol":"spdy"}},
+             "routes":[{"name":"r","pathPrefix":"/","backend":"a","auth":"none"}]}
+            """
+        #expect(throws: ConfigurationError.self) { try ConfigurationLoader(environment: [:]).load(text: text, baseDirectory: "/") }
+        do {
+            _ = try ConfigurationLoader(environment: [:]).load(text: text, baseDirectory: "/")
+        } catch {
+            let messages = error.issues.map { "\($0.path): \($0.message)" }
+            #expect(messages.contains { $0.hasPrefix("backends.a.urls[0]") && $0.contains("needs an https URL") })
+            #expect(messages.contains { $0.hasPrefix("backends.b.urls[0]") && $0.contains("needs an http URL") })
+            #expect(messages.contains { $0.hasPrefix("backends.c.protocol") })
+        }
+    }
+}

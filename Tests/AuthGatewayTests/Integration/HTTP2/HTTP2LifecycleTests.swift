@@ -1,0 +1,50 @@
+import Foundation
+import NIOCore
+import NIOHTTP2
+import Testing
+
+import AuthGatewayDemo
+@testable import AuthGateway
+
+/// HTTP/2 connections through drain and under a slow reader.
+@Suite("HTTP/2 drain and backpressure (real sockets)")
+struct HTTP2LifecycleTests {
+    /// SIGTERM's drain: an HTTP/2 client gets GOAWAY, its stream in flight finishes, then the
+    /// connection closes.
+    @Test func drainSendsGoAwayAndLetsTheStreamInFlightFinish() async throws {
+        let gateway = try await GatewayFixture.start { config in config.set("timeouts.drainSeconds", 5) }
+        defer { Task { await gateway.stop() } }
+        let client = try await H2TestClient.connect(port: gateway.port)
+        defer { Task { await client.close() } }
+        let token = TestKeys.token()
+        async let slow = client.exchange([.headers(.init(headers: H2TestClient.request(path: "/delay/600", fields: [("authorization", "Bearer \(token)")]), endStream: true))])
+        try await poll { gateway.backend.requestCount == 1 }
+        async let drained: Void = gateway.application.drain()
+        try await poll { client.goAwayReceived }
+        let result = try await slow
+        #expect(result.status == 200, "\(result.frames) \(client.connectionLevelFrames)")
+        #expect(result.body.readableBytes > 0)
+        await drained
+        try await poll { !client.isActive }
+    }
+
+    /// A client that reads slowly holds the backend back by HTTP/2 flow control: a 64 MiB
+    /// download through a gateway whose client window is exhausted does not grow the gateway.
+    @Test func aSlowHTTP2ReaderDoesNotGrowTheGateway() async throws {
+        let (gateway, backend, port) = try await StreamingTests.serve()
+        defer {
+            gateway.kill()
+            Task { await backend.close() }
+        }
+        let token = TestKeys.token()
+        let before = try gateway.residentMemoryBytes()
+        // curl at 16 MiB/s: the 64 MiB body takes ~4 s while the backend could send it at once.
+        let result = try await HTTP2ClientTests.curl([
+            "--http2-prior-knowledge", "--limit-rate", "16M", "-o", "/dev/null", "-w", "%{size_download}", "-H", "Authorization: Bearer \(token)",
+            "http://127.0.0.1:\(port)/bytes/67108864",
+        ])
+        #expect(result.stdout == "67108864", "\(result.stderr)")
+        let after = try gateway.residentMemoryBytes()
+        #expect(after - before < 16 << 20, "grew by \((after - before) >> 20) MiB")
+    }
+}

@@ -1,0 +1,194 @@
+import Foundation
+import NIOConcurrencyHelpers
+import Testing
+
+@testable import AuthGateway
+
+/// Why a process-level test could not run or measure what it must.
+struct ProcessHarnessError: Error, CustomStringConvertible {
+    let description: String
+}
+
+/// `auth-gateway serve` as a child process: the real executable, its signals, its own memory.
+final class RunningGateway: Sendable {
+    let process: Process
+    let configurationPath: String
+    /// Where the process writes its standard output and error. Files, not pipes: a file has
+    /// all the output once the process is gone, whereas a pipe's end of file also depends on
+    /// every other holder of its write end (under parallel tests, that wait sometimes never
+    /// ended), and a pipe needs a reader while the process runs.
+    private let stdoutPath: String
+    private let stderrPath: String
+
+    /// The `auth-gateway` executable of this build.
+    ///
+    /// The test runner is itself a product of the same build, so the executable is its
+    /// sibling in the build's products directory (`swift build --show-bin-path`), whatever the
+    /// configuration (debug or release), triple or `--scratch-path`: on Linux the runner is
+    /// the `…PackageTests.xctest` executable (or the swift-testing runner) in that directory; on
+    /// macOS it is the `.xctest` bundle there. Never a hard-coded `.build/debug`.
+    static func executable() throws -> URL {
+        var directories: [URL] = []
+        if let bundle = Bundle.allBundles.first(where: { $0.bundlePath.hasSuffix(".xctest") }) {
+            directories.append(bundle.bundleURL.deletingLastPathComponent())
+        }
+        if let runner = Bundle.main.executableURL {
+            directories.append(runner.deletingLastPathComponent())
+            directories.append(runner.resolvingSymlinksInPath().deletingLastPathComponent())
+        }
+        let runner = URL(fileURLWithPath: CommandLine.arguments.first ?? "")
+        if runner.path.hasPrefix("/") { directories.append(runner.deletingLastPathComponent()) }
+        for directory in directories {
+            let candidate = directory.appendingPathComponent("auth-gateway")
+            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+        }
+        throw ProcessHarnessError(
+            description: "the auth-gateway executable is not in the build's products directory (looked in: "
+                + Set(directories.map(\.path)).sorted().joined(separator: ", ")
+                + "); build it with `swift build --build-tests` (or run `swift test`, which builds every product)"
+        )
+    }
+
+    /// A configuration for a process on 127.0.0.1:0 (no admin listener unless `admin`).
+    static func configuration(backendURL: String, drainSeconds: Int, admin: Bool = false, level: String = "info") -> JSONObject {
+        var document = GatewayFixture.baseConfiguration(backendURL: backendURL)
+        document.set("timeouts.drainSeconds", .number(JSONNumber(drainSeconds)))
+        if !admin { document["admin"] = nil }
+        document["logging"] = ["level": .string(level), "accessLog": true]
+        return document
+    }
+
+    /// `prefix`: a command the gateway runs under (e.g. `setpriv` to drop privileges);
+    /// `environment`: variables added to this process's (for `${NAME}` in the configuration).
+    init(configuration: JSONObject, prefix: [String] = [], environment: [String: String] = [:]) throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("serve-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        self.configurationPath = directory.appendingPathComponent("gateway.json").path
+        try JSONValue.object(configuration).jsonText.write(toFile: self.configurationPath, atomically: true, encoding: .utf8)
+        // Readable by an unprivileged user too.
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: directory.path)
+        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: self.configurationPath)
+        let process = Process()
+        let command = prefix + [try Self.executable().path, "serve", "--config", self.configurationPath]
+        process.executableURL = URL(fileURLWithPath: command[0])
+        process.arguments = Array(command.dropFirst())
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
+        self.stdoutPath = directory.appendingPathComponent("stdout.log").path
+        self.stderrPath = directory.appendingPathComponent("stderr.log").path
+        try Self.launch(process, stdout: self.stdoutPath, stderr: self.stderrPath)
+        self.process = process
+    }
+
+    /// Starts `process` with its standard output and error going to new files.
+    static func launch(_ process: Process, stdout: String, stderr: String) throws {
+        var handles: [FileHandle] = []
+        for path in [stdout, stderr] {
+            guard FileManager.default.createFile(atPath: path, contents: nil) else {
+                throw ProcessHarnessError(description: "cannot create \(path)")
+            }
+            handles.append(try FileHandle(forWritingTo: URL(fileURLWithPath: path)))
+        }
+        process.standardOutput = handles[0]
+        process.standardError = handles[1]
+        defer {
+            // The child has its own copies; keep no descriptor of them here.
+            for handle in handles { try? handle.close() }
+        }
+        try process.run()
+    }
+
+    /// Everything written so far, both streams.
+    var output: String { self.standardOutput + self.standardError }
+    /// Standard output: the access log.
+    var standardOutput: String { Self.read(self.stdoutPath) }
+    /// Standard error: the application log.
+    var standardError: String { Self.read(self.stderrPath) }
+
+    private static func read(_ path: String) -> String {
+        (FileManager.default.contents(atPath: path)).map { String(decoding: $0, as: UTF8.self) } ?? ""
+    }
+
+    var pid: Int32 { self.process.processIdentifier }
+
+    func rewrite(_ configuration: JSONObject) throws {
+        try JSONValue.object(configuration).jsonText.write(toFile: self.configurationPath, atomically: true, encoding: .utf8)
+    }
+
+    /// The main listener's port, from the `gateway.listening` log line.
+    func waitForPort(timeout: Duration = .seconds(30)) async throws -> Int {
+        try await self.waitForListeningPort(key: "listener.address", timeout: timeout)
+    }
+
+    /// The admin listener's port, from the `gateway.listening` log line.
+    func waitForAdminPort(timeout: Duration = .seconds(30)) async throws -> Int {
+        try await self.waitForListeningPort(key: "admin.address", timeout: timeout)
+    }
+
+    private func waitForListeningPort(key: String, timeout: Duration) async throws -> Int {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if let line = self.output.split(separator: "\n").first(where: { $0.contains("gateway.listening") }),
+                let range = line.range(of: key + #"=\S+:(\d+)"#, options: .regularExpression)
+            {
+                let match = line[range]
+                if let port = Int(match.split(separator: ":").last ?? "") { return port }
+            }
+            guard self.process.isRunning else { throw ProcessHarnessError(description: "auth-gateway exited before listening:\n\(self.output)") }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        throw ProcessHarnessError(description: "auth-gateway logged no \(key) within \(timeout):\n\(self.output)")
+    }
+
+    /// Waits until `condition` holds for the combined output.
+    @discardableResult
+    func waitForOutput(timeout: Duration = .seconds(5), _ condition: (String) -> Bool) async throws -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if condition(self.output) { return true }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        return condition(self.output)
+    }
+
+    func signal(_ number: Int32) {
+        Foundation.kill(self.process.processIdentifier, number)
+    }
+
+    func waitForExit(timeout: Duration) async throws -> Int32 {
+        let deadline = ContinuousClock.now + timeout
+        while self.process.isRunning {
+            guard ContinuousClock.now < deadline else { throw ProcessHarnessError(description: "auth-gateway did not exit within \(timeout)") }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        return self.process.terminationStatus
+    }
+
+    func kill() {
+        if self.process.isRunning { self.signal(SIGKILL) }
+    }
+
+    /// The process's resident memory (`VmRSS` of `/proc/<pid>/status`), in bytes. Throws —
+    /// never returns a harmless 0 — when it cannot be read, so a memory assertion cannot pass
+    /// by measuring nothing.
+    func residentMemoryBytes() throws -> Int {
+        try Self.residentMemoryBytes(pid: self.pid)
+    }
+
+    static func residentMemoryBytes(pid: Int32) throws -> Int {
+        let path = "/proc/\(pid)/status"
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
+            throw ProcessHarnessError(description: "cannot read \(path): memory checks need Linux /proc")
+        }
+        guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }) else {
+            throw ProcessHarnessError(description: "\(path) has no VmRSS line")
+        }
+        // "VmRSS:     12345 kB"
+        let fields = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
+        guard fields.count == 3, fields[2] == "kB", let kilobytes = Int(fields[1]), kilobytes > 0 else {
+            throw ProcessHarnessError(description: "unexpected VmRSS line in \(path): \(line)")
+        }
+        return kilobytes * 1024
+    }
+}

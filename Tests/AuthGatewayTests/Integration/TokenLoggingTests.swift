@@ -1,0 +1,173 @@
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTP1
+import Testing
+
+import AuthGatewayDemo
+@testable import AuthGateway
+
+/// "A token is never logged" (SPEC §4.2), checked on the real `serve` process at
+/// `logging.level: debug` with the access log on: every access token, refresh token and
+/// token the auth service issues passes through it — valid, expired, refreshed, refused,
+/// in headers, cookies and the query string — and none of them, nor a distinctive part of
+/// one, appears on standard output or standard error.
+@Suite("Tokens are never logged (auth-gateway serve)", .serialized)
+struct TokenLoggingTests {
+    /// A RainMaker-style auth service (json refresh protocol, profile endpoint) that records
+    /// every token it hands out.
+    final class RecordingAuthService: Sendable {
+        let service: ScriptedAuthService
+        private let issued: NIOLockedValueBox<[String]>
+        static let refused = "rt-refused-7c5f0d2e9b"
+        static let misissued = "rt-misissued-41aa83b6f1"
+
+        private init(service: ScriptedAuthService, issued: NIOLockedValueBox<[String]>) {
+            self.service = service
+            self.issued = issued
+        }
+
+        /// Every access and refresh token handed out so far.
+        var issuedTokens: [String] { self.issued.withLockedValue { $0 } }
+
+        static func start() async throws -> RecordingAuthService {
+            let issued = NIOLockedValueBox<[String]>([])
+            let service = try await ScriptedAuthService.start { request in
+                switch request.path {
+                case "/v1/user":
+                    return .json(.ok, ["user_id": 42, "user_name": "alice"])
+                case "/v1/login":
+                    let refreshToken = request.json?["refreshtoken"]?.stringValue ?? ""
+                    if refreshToken == Self.refused {
+                        return .json(.unauthorized, ["status": "failure", "description": "Invalid refresh token"])
+                    }
+                    // The misissued refresh gets an access token the gateway does not trust.
+                    let signer = refreshToken == Self.misissued ? TestKeys.otherRSA : TestKeys.rsa
+                    let access = TestKeys.token(signer: signer, subject: "alice", extra: ["nonce": .string(UUID().uuidString)])
+                    let rotated = "rt-rotated-" + UUID().uuidString.lowercased()
+                    issued.withLockedValue { $0 += [access, rotated] }
+                    return .json(.ok, ["status": "success", "accesstoken": .string(access), "refreshtoken": .string(rotated)])
+                default:
+                    return SimpleResponse(status: .notFound)
+                }
+            }
+            return RecordingAuthService(service: service, issued: issued)
+        }
+    }
+
+    /// The strings that must never be logged for `token`: the whole token, each part only
+    /// this token has (payload and signature; every test token shares its header), and
+    /// 16-character windows of them, so that a shortened or truncated token is caught too.
+    static func secrets(of token: String) -> [String] {
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+        guard parts.count == 3 else { return [token] + Self.windows(of: token) }
+        return [token, parts[1], parts[2]] + Self.windows(of: parts[2]) + [String(parts[1].suffix(16))]
+    }
+
+    /// The first, middle and last 16 characters.
+    static func windows(of text: String) -> [String] {
+        guard text.count > 16 else { return [text] }
+        let middle = text.index(text.startIndex, offsetBy: (text.count - 16) / 2)
+        return [String(text.prefix(16)), String(text[middle...].prefix(16)), String(text.suffix(16))]
+    }
+
+    @Test func noTokenOnStandardOutputOrStandardError() async throws {
+        let auth = try await RecordingAuthService.start()
+        let backend = try await EchoBackend.start(group: TestGroup.shared)
+        defer {
+            Task {
+                await backend.close()
+                await auth.service.stop()
+            }
+        }
+        var configuration = RunningGateway.configuration(backendURL: backend.baseURL, drainSeconds: 1, level: "debug")
+        configuration["identityHeaders"] = ["X-User-Name": "profile.user_name", "X-User-Subject": "claims.sub"]
+        configuration["authService"] = [
+            "url": .string(auth.service.baseURL),
+            "timeoutMilliseconds": 10_000,
+            "refresh": ["protocol": "json", "maxExpiredSeconds": 3600],
+            "profile": ["ttlSeconds": 1],
+        ]
+        let gateway = try RunningGateway(configuration: configuration)
+        defer { gateway.kill() }
+        let port = try await gateway.waitForPort()
+
+        let valid = TestKeys.token(subject: "alice", extra: ["nonce": "valid"])
+        let validInCookie = TestKeys.token(subject: "alice", extra: ["nonce": "cookie"])
+        let validRaw = TestKeys.token(subject: "alice", extra: ["nonce": "raw"])
+        let validInQuery = TestKeys.token(subject: "alice", extra: ["nonce": "query"])
+        let expiredForHeader = TestKeys.token(subject: "alice", expiresIn: -60, extra: ["nonce": "expired-header"])
+        let expiredForCookie = TestKeys.token(subject: "alice", expiresIn: -60, extra: ["nonce": "expired-cookie"])
+        let expiredRefused = TestKeys.token(subject: "alice", expiresIn: -60, extra: ["nonce": "expired-refused"])
+        let expiredMisissued = TestKeys.token(subject: "alice", expiresIn: -60, extra: ["nonce": "expired-misissued"])
+        let expiredAlone = TestKeys.token(subject: "alice", expiresIn: -60, extra: ["nonce": "expired-alone"])
+        let forged = TestKeys.token(signer: TestKeys.otherRSA, subject: "alice", extra: ["nonce": "forged"])
+        let other = TestKeys.token(subject: "bob", extra: ["nonce": "ambiguous"])
+        let refreshHeader = "rt-header-" + UUID().uuidString.lowercased()
+        let refreshCookie = "rt-cookie-" + UUID().uuidString.lowercased()
+
+        struct Sent {
+            let id: String
+            let request: TestRequest
+            let status: Int
+        }
+        let sent: [Sent] = [
+            Sent(id: "log-valid-bearer", request: .get("/a", token: valid), status: 200),
+            Sent(id: "log-valid-raw", request: .get("/b", headers: [("Authorization", validRaw)]), status: 200),
+            Sent(id: "log-valid-cookie", request: .get("/c", headers: [("Cookie", "theme=dark; access_token=\(validInCookie)")]), status: 200),
+            Sent(id: "log-query", request: .get("/d?access_token=\(validInQuery)&refresh_token=\(refreshHeader)x", token: valid), status: 200),
+            Sent(id: "log-refresh-header", request: .get("/e", token: expiredForHeader, headers: [("X-Refresh-Token", refreshHeader)]), status: 200),
+            Sent(id: "log-refresh-cookie", request: .get("/f", headers: [("Cookie", "access_token=\(expiredForCookie); refresh_token=\(refreshCookie)")]), status: 200),
+            Sent(id: "log-refresh-refused", request: .get("/g", token: expiredRefused, headers: [("X-Refresh-Token", RecordingAuthService.refused)]), status: 401),
+            Sent(id: "log-refresh-misissued", request: .get("/h", token: expiredMisissued, headers: [("X-Refresh-Token", RecordingAuthService.misissued)]), status: 401),
+            Sent(id: "log-expired", request: .get("/i", token: expiredAlone), status: 401),
+            Sent(id: "log-forged", request: .get("/j", token: forged), status: 401),
+            Sent(id: "log-ambiguous", request: .get("/k", token: valid, headers: [("Cookie", "access_token=\(other)")]), status: 400),
+        ]
+        var responses: [TestResponse] = []
+        for item in sent {
+            var request = item.request
+            request.headers.append(("X-Request-Id", item.id))
+            let client = try await TestConnection.connect(port: port)
+            let response = try await client.send(request, timeout: .seconds(30))
+            await client.close()
+            #expect(response.status == item.status, "\(item.id)")
+            responses.append(response)
+        }
+        // The refreshed sessions: the new access token works in turn.
+        let refreshedAccess = try #require(responses[4].header("x-access-token"))
+        let reused = try await TestConnection.connect(port: port).send(.get("/l", token: refreshedAccess, headers: [("X-Request-Id", "log-refreshed-reuse")]), timeout: .seconds(30))
+        #expect(reused.status == 200)
+        #expect(responses[5].headers["set-cookie"].count == 2)
+        #expect(auth.service.calls("/v1/login") == 4)
+        #expect(auth.service.calls("/v1/user") >= 1)
+
+        // Every request reached the access log (flushed at least every second), then stop the
+        // process so that everything it buffered is out.
+        let ids = sent.map(\.id) + ["log-refreshed-reuse"]
+        #expect(try await gateway.waitForOutput(timeout: .seconds(30)) { output in ids.allSatisfy { output.contains("\"requestId\":\"\($0)\"") } })
+        #expect(try await gateway.waitForOutput(timeout: .seconds(30)) { $0.contains("refresh.token_not_accepted") })
+        gateway.signal(SIGTERM)
+        #expect(try await gateway.waitForExit(timeout: .seconds(30)) == 0)
+
+        let stdout = gateway.standardOutput
+        let stderr = gateway.standardError
+        // The capture works and the level is debug: the access log is on stdout, debug lines
+        // of the application log on stderr.
+        #expect(ids.allSatisfy { stdout.contains("\"requestId\":\"\($0)\"") })
+        #expect(stderr.contains(" debug "), "no debug line on stderr:\n\(stderr)")
+        #expect(stderr.contains("refresh.token_not_accepted"))
+
+        var secrets = [valid, validInCookie, validRaw, validInQuery, expiredForHeader, expiredForCookie, expiredRefused, expiredMisissued, expiredAlone, forged, other]
+            .flatMap(Self.secrets(of:))
+        secrets += [refreshHeader, refreshCookie, RecordingAuthService.refused, RecordingAuthService.misissued].flatMap(Self.secrets(of:))
+        secrets += auth.issuedTokens.flatMap(Self.secrets(of:))
+        secrets += responses.compactMap { $0.header("x-access-token") }.flatMap(Self.secrets(of:))
+        secrets += responses.compactMap { $0.header("x-refresh-token") }.flatMap(Self.secrets(of:))
+        #expect(auth.issuedTokens.count == 6)
+        let onStandardOutput = Set(secrets).filter { stdout.contains($0) }
+        let onStandardError = Set(secrets).filter { stderr.contains($0) }
+        #expect(onStandardOutput.isEmpty, "token parts on stdout: \(onStandardOutput.map { $0.prefix(12) + "…" })")
+        #expect(onStandardError.isEmpty, "token parts on stderr: \(onStandardError.map { $0.prefix(12) + "…" })")
+    }
+}

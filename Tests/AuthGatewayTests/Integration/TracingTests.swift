@@ -1,0 +1,152 @@
+import Foundation
+import NIOConcurrencyHelpers
+import Testing
+
+import AuthGatewayDemo
+@testable import AuthGateway
+
+/// OpenTelemetry tracing (SPEC §4.10) against a scripted OTLP/HTTP collector on loopback
+/// (OTLP/JSON, so the test reads the spans it receives).
+@Suite("Tracing: OTLP/HTTP export and W3C trace context (real sockets)")
+struct TracingTests {
+    struct Span: Equatable {
+        var traceID: String
+        var spanID: String
+        var parentSpanID: String
+        var name: String
+        var kind: Int
+        var attributes: [String: String]
+    }
+
+    /// OTLP/JSON ids are hex; base64 is accepted too.
+    static func hexID(_ text: String?) -> String {
+        guard let text, !text.isEmpty else { return "" }
+        if text.utf8.allSatisfy({ ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 102) }) { return text }
+        guard let data = Data(base64Encoded: text) else { return text }
+        return data.map { String(format: "%02x", $0) }.joined()
+    }
+
+    /// Every span the collector received so far.
+    static func spans(_ collector: ScriptedAuthService) -> [Span] {
+        var spans: [Span] = []
+        for request in collector.requests where request.path == "/v1/traces" {
+            guard let document = request.json else { continue }
+            for resource in document["resourceSpans"]?.arrayValue ?? [] {
+                for scope in resource["scopeSpans"]?.arrayValue ?? [] {
+                    for span in scope["spans"]?.arrayValue ?? [] {
+                        var attributes: [String: String] = [:]
+                        for attribute in span["attributes"]?.arrayValue ?? [] {
+                            guard let key = attribute["key"]?.stringValue, let value = attribute["value"]?.objectValue else { continue }
+                            attributes[key] = value.entries.first.map { entry in entry.value.stringValue ?? entry.value.jsonText }
+                        }
+                        spans.append(
+                            Span(
+                                traceID: Self.hexID(span["traceId"]?.stringValue), spanID: Self.hexID(span["spanId"]?.stringValue),
+                                parentSpanID: Self.hexID(span["parentSpanId"]?.stringValue), name: span["name"]?.stringValue ?? "",
+                                kind: span["kind"]?.numberValue?.exactInt ?? (span["kind"]?.stringValue == "SPAN_KIND_SERVER" ? 2 : span["kind"]?.stringValue == "SPAN_KIND_CLIENT" ? 3 : 0),
+                                attributes: attributes
+                            )
+                        )
+                    }
+                }
+            }
+        }
+        return spans
+    }
+
+    static func collector() async throws -> ScriptedAuthService {
+        try await ScriptedAuthService.start { _ in .json(.ok, [:]) }
+    }
+
+    static func gateway(collector: String, ratio: Double = 1, configure: (inout JSONObject) -> Void = { _ in }) async throws -> GatewayFixture {
+        try await GatewayFixture.start { config in
+            config["tracing"] = ["otlpEndpoint": .string(collector), "otlpProtocol": "http/json", "sampleRatio": .number(JSONNumber(text: String(ratio), double: ratio))]
+            configure(&config)
+        }
+    }
+
+    @Test func aClientTraceIsContinuedWithChildSpansAndPropagatedToTheBackend() async throws {
+        let collector = try await Self.collector()
+        defer { Task { await collector.stop() } }
+        let gateway = try await Self.gateway(collector: collector.baseURL)
+        defer { Task { await gateway.stop() } }
+        let traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
+        let parentID = "00f067aa0ba902b7"
+        let response = try await gateway.send(.get("/traced", token: TestKeys.token(subject: "tracy"), headers: [("traceparent", "00-\(traceID)-\(parentID)-01")]))
+        #expect(response.status == 200)
+        // The backend sees the same trace, with the gateway's upstream span as its parent.
+        let forwarded = try #require(response.echoedHeader("traceparent").first.flatMap(TraceParent.init(parsing:)))
+        #expect(forwarded.traceID == traceID)
+        #expect(forwarded.parentID != parentID)
+        #expect(forwarded.sampled)
+
+        try await poll(timeout: .seconds(10)) { Self.spans(collector).count >= 3 }
+        let spans = Self.spans(collector)
+        let server = try #require(spans.first { $0.kind == 2 })
+        #expect(server.traceID == traceID)
+        #expect(server.parentSpanID == parentID)
+        #expect(server.attributes["http.route"] == "default")
+        #expect(server.attributes["http.response.status_code"] == "200")
+        #expect(server.attributes["auth.outcome"] == "ok")
+        #expect(server.attributes["enduser.id"] == nil)
+        let upstream = try #require(spans.first { $0.name == "upstream api" })
+        #expect(upstream.parentSpanID == server.spanID)
+        #expect(upstream.spanID == forwarded.parentID)
+        // First sighting of the token: its signature was checked, in a span of its own.
+        let verify = try #require(spans.first { $0.name == "auth.verify" })
+        #expect(verify.parentSpanID == server.spanID)
+        #expect(spans.allSatisfy { $0.traceID == traceID })
+        // No token anywhere in what was exported.
+        let exported = collector.requests.map(\.bodyText).joined()
+        #expect(!exported.contains(TestKeys.token(subject: "tracy").split(separator: ".")[2]))
+    }
+
+    @Test func withoutTracingATraceparentIsForwardedUnchanged() async throws {
+        let gateway = try await GatewayFixture.start()
+        defer { Task { await gateway.stop() } }
+        let traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+        let response = try await gateway.send(.get("/plain", token: TestKeys.token(), headers: [("traceparent", traceparent), ("tracestate", "vendor=1")]))
+        #expect(response.echoedHeader("traceparent") == [traceparent])
+        #expect(response.echoedHeader("tracestate") == ["vendor=1"])
+    }
+
+    @Test func aRatioOfZeroRecordsNothingAndADeadCollectorChangesNoResponse() async throws {
+        let collector = try await Self.collector()
+        defer { Task { await collector.stop() } }
+        let unsampled = try await Self.gateway(collector: collector.baseURL, ratio: 0)
+        defer { Task { await unsampled.stop() } }
+        for index in 0..<20 {
+            let response = try await unsampled.send(.get("/unsampled/\(index)", token: TestKeys.token()))
+            #expect(response.status == 200)
+            #expect(response.echoedHeader("traceparent").isEmpty)
+        }
+        // A trace the client sampled is still followed.
+        let followed = try await unsampled.send(.get("/followed", token: TestKeys.token(), headers: [("traceparent", "00-11111111111111111111111111111111-2222222222222222-01")]))
+        #expect(followed.echoedHeader("traceparent").first?.hasPrefix("00-11111111111111111111111111111111-") == true)
+        try await poll(timeout: .seconds(10)) { !Self.spans(collector).isEmpty }
+        #expect(Set(Self.spans(collector).map(\.traceID)) == ["11111111111111111111111111111111"])
+
+        let dead = try await Self.gateway(collector: "http://127.0.0.1:1")
+        defer { Task { await dead.stop() } }
+        let client = try await dead.connect()
+        for index in 0..<50 {
+            #expect(try await client.send(.get("/dead-collector/\(index)", token: TestKeys.token())).status == 200)
+        }
+        await client.close()
+    }
+
+    @Test func checkValidatesTheTracingSection() throws {
+        let text = """
+            {"listener":{},"backends":{"a":{"urls":["http://127.0.0.1:1"]}},
+             "routes":[{"name":"r","pathPrefix":"/","backend":"a","auth":"none"}],
+             "tracing":{"otlpEndpoint":"ftp://x","sampleRatio":2,"otlpProtocol":"grpc","extra":1}}
+            """
+        do {
+            _ = try ConfigurationLoader(environment: [:]).load(text: text, baseDirectory: "/")
+            Issue.record("an invalid tracing section must be refused")
+        } catch {
+            let paths = Set(error.issues.map(\.path))
+            #expect(paths.isSuperset(of: ["tracing.otlpEndpoint", "tracing.sampleRatio", "tracing.otlpProtocol", "tracing.extra"]))
+        }
+    }
+}
