@@ -64,7 +64,7 @@ public final class GatewayApplication: Sendable {
             backgroundServices.append(exporter)
         }
         self.backgroundServices = backgroundServices
-        let shared = try Self.makeShared(configuration, clock: clock, connector: SocketConnector(), publisher: publisher, group: group, logger: logger, tracing: tracing)
+        let shared = try Self.makeShared(configuration, clock: clock, logger: logger, connector: SocketConnector(), publisher: publisher, group: group, tracing: tracing)
         self.shared = shared
         self.listenerTLS = try configuration.listener.tls.map { try Self.makeServerTLS($0, http2: configuration.listener.http2) }
         let profiles = Self.profileCache(for: configuration, keeping: nil, shared: shared)
@@ -88,17 +88,18 @@ public final class GatewayApplication: Sendable {
     /// configured and there is an event loop group to run its client on (not in the embedded
     /// one-worker harness), else process-local.
     private static func makeShared(
-        _ configuration: GatewayConfiguration, clock: @escaping @Sendable () -> Double, connector: UpstreamConnector, publisher: KeyPublisher,
-        group: EventLoopGroup?, logger: Logger, tracing: GatewayTracing? = nil
+        _ configuration: GatewayConfiguration, clock: @escaping @Sendable () -> Double, logger: Logger, connector: UpstreamConnector, publisher: KeyPublisher,
+        group: EventLoopGroup?, tracing: GatewayTracing? = nil
     ) throws -> GatewayShared {
         let processMetrics = ProcessMetrics()
-        let keyStore = KeyStore(configuration: configuration.tokens, metrics: processMetrics, clock: clock) { snapshot in
+        let keyStore = KeyStore(configuration: configuration.tokens, metrics: processMetrics, clock: clock, logger: logger) { snapshot in
             publisher.publish(snapshot)
         }
+        // A discovery document may name https endpoints whatever the issuer's scheme.
         let usesTLSUpstream =
             configuration.backends.contains { $0.urls.contains(where: \.isTLS) }
-            || configuration.authService?.url.isTLS == true
-            || configuration.tokens.issuers.contains { $0.jwks?.url.isTLS == true }
+            || configuration.authService?.url?.isTLS == true
+            || configuration.tokens.issuers.contains { $0.jwks?.url?.isTLS == true || $0.jwks?.discovery != nil }
         let clientTLS = usesTLSUpstream ? try GatewayShared.makeClientTLS(caFile: configuration.authService?.caCertificatePEMFile) : nil
         let sharedState = try configuration.sharedState.flatMap { sharedState in
             try group.map {
@@ -129,7 +130,7 @@ public final class GatewayApplication: Sendable {
         configuration: GatewayConfiguration, eventLoop: EventLoop, clock: @escaping @Sendable () -> Double, connector: UpstreamConnector
     ) throws -> Worker {
         let publisher = KeyPublisher()
-        let shared = try Self.makeShared(configuration, clock: clock, connector: connector, publisher: publisher, group: nil, logger: Logger(label: "auth-gateway"))
+        let shared = try Self.makeShared(configuration, clock: clock, logger: Logger(label: "auth-gateway"), connector: connector, publisher: publisher, group: nil)
         let profiles = Self.profileCache(for: configuration, keeping: nil, shared: shared)
         let worker = Worker(eventLoop: eventLoop, shared: shared, snapshot: Self.makeSnapshot(configuration, generation: 1, shared: shared, profiles: profiles))
         publisher.attach([NIOLoopBound(worker, eventLoop: eventLoop)])
@@ -195,7 +196,7 @@ public final class GatewayApplication: Sendable {
         )
         var fetches: [String: EventLoopFuture<Bool>] = [:]
         for issuer in self.shared.keyStore.remoteIssuers {
-            fetches[issuer.issuer] = self.fetchKeys(issuer: issuer.issuer, url: issuer.url)
+            fetches[issuer.issuer] = self.fetchKeys(issuer: issuer.issuer)
         }
         self.state.withLockedValue { $0.startupFetches = fetches }
         self.settleStart(with: nil)
@@ -219,13 +220,13 @@ public final class GatewayApplication: Sendable {
         return try await fetch.get()
     }
 
-    /// Fetches one issuer's JWKS through the first loop's client; true on success.
-    func fetchKeys(issuer: String, url: UpstreamURL) -> EventLoopFuture<Bool> {
+    /// Fetches one issuer's keys (after its discovery document, with discovery) through the
+    /// first loop's clients; true when keys were fetched.
+    func fetchKeys(issuer: String) -> EventLoopFuture<Bool> {
         let worker = self.workers[0]
         let keyStore = self.shared.keyStore
         return worker.eventLoop.flatSubmit {
-            guard let client = worker.value.jwksClient(for: url) else { return worker.eventLoop.makeSucceededFuture(false) }
-            return keyStore.fetch(issuer: issuer, using: client)
+            keyStore.fetch(issuer: issuer, on: worker.eventLoop) { url in worker.value.client(for: url) }
         }
     }
 
@@ -315,7 +316,7 @@ public final class GatewayApplication: Sendable {
         }
         self.shared.keyStore.update(configuration: configuration.tokens)
         for issuer in self.shared.keyStore.remoteIssuers where self.shared.keyStore.status.first(where: { $0.issuer == issuer.issuer })?.ageSeconds == nil {
-            _ = self.fetchKeys(issuer: issuer.issuer, url: issuer.url)
+            _ = self.fetchKeys(issuer: issuer.issuer)
         }
         self.shared.processMetrics.increment(MetricKey(MetricName.configReloads, ["result": "success"]))
         self.logger.info("config.reloaded", metadata: ["config.generation": "\(generation)"])

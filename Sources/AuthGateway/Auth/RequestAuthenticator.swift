@@ -53,10 +53,10 @@ struct AuthServices {
     /// The loop's memo in front of `verifiedTokens`.
     let recentTokens: RecentTokens
     let keyStore: KeyStore
-    /// The loop's client for the auth service (nil without `authService`).
-    let authServiceClient: UpstreamClient?
-    /// The loop's client for a JWKS URL.
-    let jwksClient: (UpstreamURL) -> UpstreamClient?
+    /// Where the loop sends refresh calls and profile fetches.
+    let endpoints: AuthServiceEndpoints
+    /// The loop's client for an URL's origin (JWKS, discovery documents and their endpoints).
+    let clients: (UpstreamURL) -> UpstreamClient?
     let metrics: WorkerMetrics
 }
 
@@ -210,7 +210,7 @@ struct RequestAuthenticator: Sendable {
     /// An unknown `kid` of an issuer with a JWKS URL: refetch once (if the cooldown allows),
     /// then verify again against the new keys.
     func refetchKeys(_ token: ExtractedToken, issuerIndex: Int, keys: KeySnapshot, _ services: AuthServices) -> AuthStep {
-        guard let refetch = services.keyStore.refetchForUnknownKey(issuerIndex: issuerIndex, using: services.jwksClient) else {
+        guard let refetch = services.keyStore.refetchForUnknownKey(issuerIndex: issuerIndex, on: services.eventLoop, clients: services.clients) else {
             // No refetch allowed now. If the issuer's keys were never fetched we cannot check
             // anything: 503, not the 401 Envoy answers when its JWKS fetch fails.
             let neverFetched = keys.issuers[issuerIndex].remoteKeysFetchedAt == nil
@@ -249,10 +249,11 @@ struct RequestAuthenticator: Sendable {
     func startRefresh(
         _ verified: VerifiedToken, access: ExtractedToken, refresh: ExtractedToken, keys: KeySnapshot, _ services: AuthServices, trace: RequestTrace? = nil
     ) -> AuthStep {
-        guard let refresher = self.refresher, let client = services.authServiceClient else { return .done(.reject(.authServiceUnavailable)) }
+        // Resolved here, on the refresh path: a discovered token_endpoint may have changed.
+        guard let refresher = self.refresher, let endpoint = services.endpoints.refreshEndpoint() else { return .done(.reject(.authServiceUnavailable)) }
         let span = trace?.child("auth.refresh", kind: .client)
         return .wait(
-            refresher.refresh(refreshToken: refresh.value, claims: verified.claims, client: client).map { outcome in
+            refresher.refresh(refreshToken: refresh.value, claims: verified.claims, endpoint: endpoint).map { outcome in
                 span?.attributes["auth.refresh.outcome"] = Self.label(outcome)
                 span?.end()
                 return .adoptRefresh(outcome, access: access, refresh: refresh, keys: keys)
@@ -318,14 +319,15 @@ struct RequestAuthenticator: Sendable {
     func profile(_ identity: Identity, _ request: AuthRequest, _ services: AuthServices) -> AuthStep {
         let needsProfile = self.identityHeadersNeedProfile || request.route.require.contains { $0.path.source == .profile }
         guard needsProfile else { return .next(.requirements(identity)) }
-        guard let profiles = self.profiles, let client = services.authServiceClient, let subject = identity.token.subject else {
+        guard let profiles = self.profiles, let subject = identity.token.subject else {
             // Without a subject there is no profile to look up: refuse rather than guess.
             return .done(.reject(.tokenRejected(.missingClaim)))
         }
         let key = ProfileKey(issuer: identity.issuer, subject: subject)
         let accessToken = identity.replacementAccessToken ?? String(identity.accessToken.value)
         let metrics = services.metrics
-        let lookup = profiles.lookup(key, accessToken: accessToken, client: client) { result in
+        // The endpoint is resolved only when a fetch is made (a miss or a stale entry).
+        let lookup = profiles.lookup(key, accessToken: accessToken, eventLoop: services.eventLoop, endpoints: services.endpoints) { result in
             metrics.increment(MetricKey(MetricName.profileCache, ["result": result]))
         }
         switch lookup {

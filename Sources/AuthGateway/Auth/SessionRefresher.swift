@@ -28,9 +28,11 @@ final class SessionRefresher: Sendable {
     }
 
     /// The outcome for `refreshToken`, from the grace table, a call in flight, or a new call
-    /// made with `client` (on the caller's event loop). `claims` are the expired token's
+    /// to `endpoint` (on the caller's event loop). `claims` are the expired token's
     /// verified claims, for `{claims.*}` in a JSON body.
-    func refresh(refreshToken: Substring, claims: JSONObject, client: UpstreamClient) -> EventLoopFuture<Outcome> {
+    func refresh(refreshToken: Substring, claims: JSONObject, endpoint: UpstreamEndpoint) -> EventLoopFuture<Outcome> {
+        let client = endpoint.client
+        let path = endpoint.path
         let token = String(refreshToken)
         let started = self.clock()
         let metrics = self.metrics
@@ -39,7 +41,7 @@ final class SessionRefresher: Sendable {
             callTimeoutMilliseconds: self.callTimeoutMilliseconds, now: started, eventLoop: client.eventLoop,
             joined: { metrics.increment(MetricKey(MetricName.refreshJoins)) }
         ) {
-            self.call(refreshToken: token, claims: claims, client: client).map { outcome in
+            self.call(refreshToken: token, claims: claims, client: client, path: path).map { outcome in
                 self.metrics.observe(MetricKey(MetricName.authServiceDuration, ["operation": "refresh"]), seconds: self.clock() - started)
                 self.metrics.increment(MetricKey(MetricName.refreshes, ["outcome": Self.label(outcome)]))
                 return outcome
@@ -59,10 +61,10 @@ final class SessionRefresher: Sendable {
     }
 
     /// One call to the auth service.
-    private func call(refreshToken: String, claims: JSONObject, client: UpstreamClient) -> EventLoopFuture<Outcome> {
+    private func call(refreshToken: String, claims: JSONObject, client: UpstreamClient, path: String) -> EventLoopFuture<Outcome> {
         let request: UpstreamRequest
         do {
-            request = try RefreshRequestBuilder.build(configuration: self.configuration, refreshToken: refreshToken, claims: claims)
+            request = try RefreshRequestBuilder.build(configuration: self.configuration, path: path, refreshToken: refreshToken, claims: claims)
         } catch {
             // The expired token lacks a claim the template needs: the refresh cannot be made.
             return client.eventLoop.makeSucceededFuture(.rejected)
@@ -75,7 +77,10 @@ final class SessionRefresher: Sendable {
 
 /// Builds the refresh request of either protocol.
 enum RefreshRequestBuilder {
-    static func build(configuration: RefreshConfiguration, refreshToken: String, claims: JSONObject) throws(RefreshBodyTemplate.RenderError) -> UpstreamRequest {
+    /// `path`: on the auth service (`refresh.path`), or of the discovered `token_endpoint`.
+    static func build(
+        configuration: RefreshConfiguration, path: String, refreshToken: String, claims: JSONObject
+    ) throws(RefreshBodyTemplate.RenderError) -> UpstreamRequest {
         var headers = HTTPHeaders()
         headers.add(name: "Accept", value: "application/json")
         let body: String
@@ -99,7 +104,7 @@ enum RefreshRequestBuilder {
             body = form.map { "\(FormEncoding.encode($0.0))=\(FormEncoding.encode($0.1))" }.joined(separator: "&")
             headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
         }
-        return UpstreamRequest(method: .POST, path: configuration.path, headers: headers, body: ByteBuffer(string: body))
+        return UpstreamRequest(method: .POST, path: path, headers: headers, body: ByteBuffer(string: body))
     }
 }
 

@@ -7,7 +7,11 @@ extension ConfigurationLoader {
         guard let section = root.object("authService") else { return nil }
         defer { section.finish() }
         var url: UpstreamURL?
-        if let text = section.requiredString("url") {
+        let discoveryIssuer = section.nonEmptyString("discoveryIssuer")
+        if discoveryIssuer == nil && !section.has("url") {
+            section.error("url", "is required (unless discoveryIssuer names an issuer whose discovery document supplies the endpoints)")
+        }
+        if let text = section.string("url") {
             switch UpstreamURL.parse(text) {
             case .success(let parsed) where parsed.pathAndQuery.isEmpty || parsed.pathAndQuery == "/":
                 url = parsed
@@ -29,26 +33,47 @@ extension ConfigurationLoader {
                 caFile = path
             }
         }
+        let discovered = discoveryIssuer != nil
         let refresh = section.object("refresh").flatMap { refreshSection in
             defer { refreshSection.finish() }
-            return Self.refresh(refreshSection)
+            return Self.refresh(refreshSection, discovered: discovered)
         }
         let profile = section.object("profile").flatMap { profileSection in
             defer { profileSection.finish() }
-            return Self.profile(profileSection)
+            return Self.profile(profileSection, discovered: discovered)
         }
-        guard let url else { return nil }
-        return AuthServiceConfiguration(url: url, timeoutMilliseconds: timeout, caCertificatePEMFile: caFile, refresh: refresh, profile: profile)
+        // Paths are on authService.url: without one, only discovered endpoints can be used.
+        if !section.has("url") && discovered {
+            if let refresh, refresh.path != nil {
+                if case .json = refresh.protocol, section.value("refresh")?["path"] == nil {
+                    section.error("refresh", "protocol \"json\" posts to authService.url + path: set authService.url (only an oauth2 refresh can use the discovered token_endpoint)")
+                } else {
+                    section.error("refresh.path", "needs authService.url (leave the path out to use the discovered token_endpoint)")
+                }
+            }
+            if let profile, profile.path != nil {
+                section.error("profile.path", "needs authService.url (leave the path out to use the discovered userinfo_endpoint)")
+            }
+        }
+        if section.has("url") && url == nil { return nil }
+        if url == nil && !discovered { return nil }
+        return AuthServiceConfiguration(
+            url: url, discoveryIssuer: discoveryIssuer, timeoutMilliseconds: timeout, caCertificatePEMFile: caFile, refresh: refresh, profile: profile
+        )
     }
 
-    static func refresh(_ section: ConfigReader) -> RefreshConfiguration? {
-        let protocolName = section.string("protocol") ?? "json"
+    /// `discovered`: `authService.discoveryIssuer` is set, so the protocol defaults to
+    /// `oauth2` and an `oauth2` refresh without a `path` posts to the discovered
+    /// `token_endpoint` (`path` nil).
+    static func refresh(_ section: ConfigReader, discovered: Bool = false) -> RefreshConfiguration? {
+        let protocolName = section.string("protocol") ?? (discovered ? "oauth2" : "json")
         let isOAuth2 = protocolName == "oauth2"
         if protocolName != "json" && !isOAuth2 {
             section.error("protocol", "must be \"json\" or \"oauth2\"")
         }
-        let path = section.string("path") ?? (isOAuth2 ? "/oauth2/token" : "/v1/login")
-        if !path.hasPrefix("/") { section.error("path", "must start with \"/\"") }
+        var path: String? = section.string("path")
+        if let path, !path.hasPrefix("/") { section.error("path", "must start with \"/\"") }
+        if path == nil && !(isOAuth2 && discovered) { path = isOAuth2 ? "/oauth2/token" : "/v1/login" }
         let accessField = section.nonEmptyString("accessTokenField") ?? (isOAuth2 ? "access_token" : "accesstoken")
         let refreshField = section.nonEmptyString("refreshTokenField") ?? (isOAuth2 ? "refresh_token" : "refreshtoken")
 
@@ -115,8 +140,14 @@ extension ConfigurationLoader {
         )
     }
 
-    static func profile(_ section: ConfigReader) -> ProfileConfiguration? {
-        var profile = ProfileConfiguration(path: "/v1/user", authorization: .raw, ttlSeconds: 300, staleSeconds: 3600, maxEntries: 100_000)
+    /// `discovered`: without a `path`, the profile is read from the discovered
+    /// `userinfo_endpoint` (`path` nil), with `Bearer` authorization by default (OpenID
+    /// Connect Core §5.3.1).
+    static func profile(_ section: ConfigReader, discovered: Bool = false) -> ProfileConfiguration? {
+        let userinfo = discovered && !section.has("path")
+        var profile = ProfileConfiguration(
+            path: userinfo ? nil : "/v1/user", authorization: userinfo ? .bearer : .raw, ttlSeconds: 300, staleSeconds: 3600, maxEntries: 100_000
+        )
         if let path = section.string("path") {
             if path.hasPrefix("/") { profile.path = path } else { section.error("path", "must start with \"/\"") }
         }

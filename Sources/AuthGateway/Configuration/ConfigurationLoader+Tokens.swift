@@ -103,16 +103,31 @@ extension ConfigurationLoader {
         var jwks: RemoteJWKSConfiguration?
         let refresh = entry.duration("jwksRefreshSeconds") ?? 300
         let minRefetch = entry.duration("jwksMinRefetchSeconds") ?? 10
+        let discovery = entry.bool("discovery") ?? false
         if let text = entry.nonEmptyString("jwksURL") {
             switch UpstreamURL.parse(text) {
             case .success(let url):
-                jwks = RemoteJWKSConfiguration(url: url, refreshSeconds: refresh, minRefetchSeconds: minRefetch)
+                jwks = RemoteJWKSConfiguration(source: .url(url), refreshSeconds: refresh, minRefetchSeconds: minRefetch)
             case .failure(let reason):
                 entry.error("jwksURL", "\"\(text)\" \(reason)")
             }
         }
-        if !entry.has("keys") && !entry.has("jwksFile") && !entry.has("jwksURL") {
-            entry.error("an issuer needs keys, jwksFile or jwksURL")
+        if discovery {
+            if entry.has("jwksURL") {
+                jwks = nil
+                entry.error("jwksURL", "cannot be set together with \"discovery\": true (the discovery document's jwks_uri is used)")
+            } else if let name {
+                if let documentURL = DiscoveryConfiguration.documentURL(forIssuer: name) {
+                    jwks = RemoteJWKSConfiguration(
+                        source: .discovery(DiscoveryConfiguration(documentURL: documentURL)), refreshSeconds: refresh, minRefetchSeconds: minRefetch
+                    )
+                } else {
+                    entry.error("issuer", "\"\(name)\": discovery needs the issuer to be an http:// or https:// URL without query or fragment")
+                }
+            }
+        }
+        if !entry.has("keys") && !entry.has("jwksFile") && !entry.has("jwksURL") && !discovery {
+            entry.error("an issuer needs keys, jwksFile, jwksURL or \"discovery\": true")
         }
         guard let name else { return nil }
         return IssuerConfiguration(

@@ -84,7 +84,7 @@ public struct ConfigurationLoader: Sendable {
         }
 
         let backends = Self.backends(root)
-        let tokens = Self.tokens(root, files: files)
+        var tokens = Self.tokens(root, files: files)
         let authService = Self.authService(root, files: files)
         let sharedState = Self.sharedState(root, files: files)
         let identityHeaders = Self.identityHeaders(root)
@@ -144,6 +144,9 @@ public struct ConfigurationLoader: Sendable {
         }
         if let refresh = authService?.refresh, case .json(let template) = refresh.protocol {
             Self.checkTemplate(template, path: "authService.refresh.jsonBody", root: root)
+        }
+        if let authService, let name = authService.discoveryIssuer, tokens != nil {
+            Self.linkDiscoveryIssuer(name, authService: authService, tokens: &tokens!, root: root)
         }
 
         guard let listener, let backends, let tokens, let routes, let identityHeaders else { return nil }
@@ -269,6 +272,27 @@ public struct ConfigurationLoader: Sendable {
             )
         }
         return backends
+    }
+
+    /// `authService.discoveryIssuer` must name an issuer with `discovery: true`; that issuer's
+    /// document must then carry the endpoints the refresh and profile sections leave to it.
+    static func linkDiscoveryIssuer(_ name: String, authService: AuthServiceConfiguration, tokens: inout TokensConfiguration, root: ConfigReader) {
+        guard let index = tokens.issuers.firstIndex(where: { $0.issuer == name }) else {
+            let known = tokens.issuers.map { "\"\($0.issuer)\"" }.joined(separator: ", ")
+            root.error("authService.discoveryIssuer", "\"\(name)\" is not an issuer of tokens.issuers" + (known.isEmpty ? "" : " (\(known))"))
+            return
+        }
+        guard var jwks = tokens.issuers[index].jwks, var discovery = jwks.discovery else {
+            // Declared but refused (e.g. beside a jwksURL): that error is already reported.
+            let declared = root.value("tokens")?["issuers"]?.arrayValue?.first { $0["issuer"]?.stringValue == name }?["discovery"]?.boolValue == true
+            if declared { return }
+            root.error("authService.discoveryIssuer", "issuer \"\(name)\" does not have \"discovery\": true (tokens.issuers[\(index)])")
+            return
+        }
+        if let refresh = authService.refresh, case .oauth2 = refresh.protocol, refresh.path == nil { discovery.needsTokenEndpoint = true }
+        if let profile = authService.profile, profile.path == nil { discovery.needsUserinfoEndpoint = true }
+        jwks.source = .discovery(discovery)
+        tokens.issuers[index].jwks = jwks
     }
 
     /// Every `{...}` placeholder in a refresh body template must be `{refreshToken}` or `{claims.<name>}`.

@@ -95,14 +95,74 @@ public struct IssuerConfiguration: Sendable {
     public var requiredClaims: [String]
 }
 
+/// A key set fetched over HTTP: from a configured `jwksURL`, or from the `jwks_uri` of the
+/// issuer's OpenID Connect discovery document (SPEC §4.10).
 public struct RemoteJWKSConfiguration: Sendable, Equatable {
-    public var url: UpstreamURL
+    public enum Source: Sendable, Equatable {
+        case url(UpstreamURL)
+        case discovery(DiscoveryConfiguration)
+
+        /// Where fetching starts: the JWKS URL, or the discovery document's URL. A reload
+        /// keeps what was fetched while this is unchanged.
+        public var fetchURL: UpstreamURL {
+            switch self {
+            case .url(let url): return url
+            case .discovery(let discovery): return discovery.documentURL
+            }
+        }
+    }
+
+    public var source: Source
     public var refreshSeconds: Int
     public var minRefetchSeconds: Int
+
+    /// The configured `jwksURL`; nil when discovery supplies it.
+    public var url: UpstreamURL? {
+        if case .url(let url) = self.source { return url }
+        return nil
+    }
+
+    public var discovery: DiscoveryConfiguration? {
+        if case .discovery(let discovery) = self.source { return discovery }
+        return nil
+    }
+}
+
+/// `tokens.issuers[].discovery: true`: where the issuer's discovery document is, and which of
+/// its optional endpoints the configuration relies on (a document without them is refused).
+public struct DiscoveryConfiguration: Sendable, Equatable {
+    /// `{issuer}/.well-known/openid-configuration` (OpenID Connect Discovery 1.0 §4).
+    public var documentURL: UpstreamURL
+    /// `authService.discoveryIssuer` names this issuer and an `oauth2` refresh has no `path`.
+    public var needsTokenEndpoint = false
+    /// `authService.discoveryIssuer` names this issuer and the profile has no `path`.
+    public var needsUserinfoEndpoint = false
+
+    public init(documentURL: UpstreamURL, needsTokenEndpoint: Bool = false, needsUserinfoEndpoint: Bool = false) {
+        self.documentURL = documentURL
+        self.needsTokenEndpoint = needsTokenEndpoint
+        self.needsUserinfoEndpoint = needsUserinfoEndpoint
+    }
+
+    /// The discovery document's URL for `issuer`: the issuer without a trailing `/`, then
+    /// `/.well-known/openid-configuration`. Nil when the issuer is not an http(s) URL without
+    /// query or fragment (OpenID Connect Core §2 `iss`).
+    public static func documentURL(forIssuer issuer: String) -> UpstreamURL? {
+        guard !issuer.contains("?"), !issuer.contains("#"), case .success(var url) = UpstreamURL.parse(issuer) else { return nil }
+        var path = url.pathAndQuery
+        while path.hasSuffix("/") { path.removeLast() }
+        url.pathAndQuery = path + "/.well-known/openid-configuration"
+        return url
+    }
 }
 
 public struct AuthServiceConfiguration: Sendable {
-    public var url: UpstreamURL
+    /// Base URL for `refresh.path` and `profile.path`; optional when `discoveryIssuer`
+    /// supplies the endpoints.
+    public var url: UpstreamURL?
+    /// An issuer with `discovery: true` whose `token_endpoint` (oauth2 refresh) and
+    /// `userinfo_endpoint` (profile) are used where no `path` is configured (SPEC §4.10).
+    public var discoveryIssuer: String?
     public var timeoutMilliseconds: Int
     /// Extra trust anchor for an HTTPS auth service, beside the system store.
     public var caCertificatePEMFile: String?
@@ -123,7 +183,8 @@ public struct RefreshConfiguration: Sendable {
     }
 
     public var `protocol`: RefreshProtocol
-    public var path: String
+    /// On `authService.url`; nil: the discovered `token_endpoint`.
+    public var path: String?
     public var accessTokenField: String
     public var refreshTokenField: String
     public var refreshTokenSources: [TokenSourceConfiguration]
@@ -138,7 +199,8 @@ public struct ProfileConfiguration: Sendable, Equatable {
         case raw, bearer
     }
 
-    public var path: String
+    /// On `authService.url`; nil: the discovered `userinfo_endpoint`.
+    public var path: String?
     public var authorization: Authorization
     public var ttlSeconds: Int
     public var staleSeconds: Int

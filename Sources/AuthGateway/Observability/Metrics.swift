@@ -120,6 +120,8 @@ enum MetricName {
     static let profileCache = "auth_gateway_profile_cache_total"
     static let jwksFetches = "auth_gateway_jwks_fetches_total"
     static let jwksKeyAge = "auth_gateway_jwks_key_age_seconds"
+    static let discoveryFetches = "auth_gateway_discovery_fetches_total"
+    static let discoveryAge = "auth_gateway_discovery_document_age_seconds"
     static let authServiceDuration = "auth_gateway_auth_service_duration_seconds"
     static let upstreamErrors = "auth_gateway_upstream_errors_total"
     static let verifiedCacheEntries = "auth_gateway_verified_token_cache_entries"
@@ -140,6 +142,8 @@ enum MetricName {
         (profileCache, "counter", "Profile cache lookups, by result"),
         (jwksFetches, "counter", "JWKS fetches, by issuer and result"),
         (jwksKeyAge, "gauge", "Seconds since the JWKS of an issuer was last fetched successfully"),
+        (discoveryFetches, "counter", "OpenID Connect discovery document fetches, by issuer and result"),
+        (discoveryAge, "gauge", "Seconds since the discovery document of an issuer was last fetched and accepted"),
         (authServiceDuration, "histogram", "Auth service call duration, by operation"),
         (verifiedCacheEntries, "gauge", "Entries in the verified-token cache"),
         (sharedStateErrors, "counter", "Failed shared-state database operations, by operation (the request fell back to the local table)"),

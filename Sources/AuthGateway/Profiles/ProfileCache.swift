@@ -43,42 +43,50 @@ final class ProfileCache: Sendable {
     /// unchanged (SPEC §2).
     var profileConfiguration: ProfileConfiguration { self.configuration }
 
-    /// The profile for `key`, or a fetch (made with `client` on the caller's loop) to wait for.
-    /// `accessToken` authorizes the fetch; `result` receives the lookup's metric label.
-    func lookup(_ key: ProfileKey, accessToken: String, client: UpstreamClient, result: (String) -> Void) -> Lookup {
+    /// The profile for `key`, or a fetch (made on the caller's `eventLoop`, to the profile
+    /// endpoint `endpoints` resolves then) to wait for. `accessToken` authorizes the fetch;
+    /// `result` receives the lookup's metric label.
+    func lookup(_ key: ProfileKey, accessToken: String, eventLoop: EventLoop, endpoints: AuthServiceEndpoints, result: (String) -> Void) -> Lookup {
         let policy = LocalSingleFlight<ProfileKey, FetchResult>.Policy(
             freshSeconds: Double(self.configuration.ttlSeconds), staleSeconds: Double(self.configuration.staleSeconds)
         )
-        switch self.table.lookup(key, now: self.clock(), policy: policy, eventLoop: client.eventLoop) {
+        switch self.table.lookup(key, now: self.clock(), policy: policy, eventLoop: eventLoop) {
         case .fresh(.profile(let profile)):
             result("hit")
             return .hit(profile)
         case .stale(.profile(let profile), let refresh):
             result("stale")
-            if let refresh { self.fetch(refresh, accessToken: accessToken, client: client) }
+            if let refresh { self.fetch(refresh, accessToken: accessToken, endpoint: endpoints.profileEndpoint()) }
             return .hit(profile)
         case .fresh(let other), .stale(let other, _):
             // Only profiles are remembered; answered as it is should that ever change.
             result("hit")
-            return .pending(client.eventLoop.makeSucceededFuture(other))
+            return .pending(eventLoop.makeSucceededFuture(other))
         case .joined(let inFlight):
             result("coalesced")
             return .pending(inFlight)
         case .lead(let flight):
             result("miss")
-            self.fetch(flight, accessToken: accessToken, client: client)
+            self.fetch(flight, accessToken: accessToken, endpoint: endpoints.profileEndpoint())
             return .pending(flight.promise.futureResult)
         }
     }
 
-    private func fetch(_ flight: LocalSingleFlight<ProfileKey, FetchResult>.Flight, accessToken: String, client: UpstreamClient) {
+    /// One fetch for `flight`; without an endpoint (no discovery document yet) it settles at
+    /// once as the auth service being unavailable.
+    private func fetch(_ flight: LocalSingleFlight<ProfileKey, FetchResult>.Flight, accessToken: String, endpoint: UpstreamEndpoint?) {
         var headers = HTTPHeaders()
         headers.add(name: "Accept", value: "application/json")
         headers.add(name: "Authorization", value: self.configuration.authorization == .bearer ? "Bearer \(accessToken)" : accessToken)
-        let request = UpstreamRequest(method: .GET, path: self.configuration.path, headers: headers, body: nil)
         let started = self.clock()
         let usableSeconds = Double(self.configuration.ttlSeconds + self.configuration.staleSeconds)
-        client.execute(request).whenComplete { response in
+        let call: EventLoopFuture<UpstreamResponse>
+        if let endpoint {
+            call = endpoint.client.execute(UpstreamRequest(method: .GET, path: endpoint.path, headers: headers, body: nil))
+        } else {
+            call = flight.promise.futureResult.eventLoop.makeFailedFuture(UpstreamClientError.unreachable)
+        }
+        call.whenComplete { response in
             let finished = self.clock()
             self.metrics.observe(MetricKey(MetricName.authServiceDuration, ["operation": "profile"]), seconds: finished - started)
             let outcome = Self.classify(response)

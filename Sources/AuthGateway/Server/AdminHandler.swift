@@ -85,6 +85,9 @@ final class MetricsCollector: Sendable {
                 if let age = issuer.ageSeconds {
                     merged.gauges[MetricKey(MetricName.jwksKeyAge, ["issuer": issuer.issuer])] = age
                 }
+                if let age = issuer.discovery?.ageSeconds {
+                    merged.gauges[MetricKey(MetricName.discoveryAge, ["issuer": issuer.issuer])] = age
+                }
             }
             return PrometheusText.render(merged)
         }

@@ -92,6 +92,7 @@ package enum ClientPipeline {
                 keepalive: nil
             )
         )
+        try sync.addHandler(FlushCoalescer())
         // Streams are initialised on the connection's loop, the worker's.
         let loopWorker = NIOLoopBound(worker, eventLoop: channel.eventLoop)
         try sync.addHandler(

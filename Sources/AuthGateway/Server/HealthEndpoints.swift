@@ -24,7 +24,7 @@ enum HealthEndpoints {
     static func readiness(_ shared: GatewayShared) -> (Bool, String) {
         if shared.health.isDraining { return (false, "draining") }
         if !shared.health.isConfigActive { return (false, "starting") }
-        if !shared.keyStore.isReady { return (false, "signing keys not loaded") }
+        if !shared.keyStore.isReady { return (false, shared.keyStore.unreadyReason ?? "signing keys not loaded") }
         return (true, "ready")
     }
 
@@ -38,10 +38,16 @@ enum HealthEndpoints {
         for issuer in shared.keyStore.status {
             var entry: JSONObject = ["source": .string(issuer.source), "keys": .number(JSONNumber(issuer.keyCount))]
             if let age = issuer.ageSeconds { entry["ageSeconds"] = .number(JSONNumber(Int(age))) }
-            var status = issuer.keyCount > 0 ? "ok" : "unavailable"
+            var status = issuer.keyCount > 0 && issuer.ready ? "ok" : "unavailable"
             if let error = issuer.lastError {
                 entry["lastError"] = .string(error)
                 if status == "ok" { status = "degraded" }
+            }
+            if let discovery = issuer.discovery {
+                entry["discovery"] = .object(Self.discoveryDetail(discovery))
+                if discovery.lastError != nil && status == "ok" { status = "degraded" }
+                // The issuer's keys come from the document: without one, its failure is why.
+                if discovery.document == nil, issuer.lastError == nil, let error = discovery.lastError { entry["lastError"] = .string(error) }
             }
             if status != "ok" { degraded = true }
             entry["status"] = .string(status)
@@ -72,12 +78,32 @@ enum HealthEndpoints {
             "openConnections": .number(JSONNumber(shared.openConnections)),
         ]
         if let authService = snapshot.configuration.authService {
-            let record = health.status(of: "auth service \(authService.url)")
-            var entry: JSONObject = ["url": .string(authService.url.description), "status": .string(Self.label(record))]
-            if record?.isFailing == true {
-                degraded = true
-                if let error = record?.lastError { entry["lastError"] = .string(error) }
+            var entry = JSONObject()
+            var records: [HealthState.DependencyStatus?] = []
+            if let url = authService.url {
+                entry["url"] = .string(url.description)
+                records.append(health.status(of: "auth service \(url)"))
             }
+            if let issuer = authService.discoveryIssuer {
+                // The endpoints in use now, as the issuer's discovery document names them.
+                entry["discoveryIssuer"] = .string(issuer)
+                let endpoints = worker.authServices.endpoints
+                for (name, source) in [("tokenEndpoint", endpoints.refresh), ("userinfoEndpoint", endpoints.profile)] {
+                    guard case .discovered = source else { continue }
+                    guard let url = endpoints.currentURL(of: source) else {
+                        entry[name] = .null
+                        degraded = true
+                        continue
+                    }
+                    entry[name] = .string(url.description)
+                    records.append(worker.dependencyName(for: url).flatMap(health.status(of:)))
+                }
+            }
+            let failing = records.compactMap { $0 }.filter(\.isFailing)
+            let known = records.contains { $0 != nil }
+            entry["status"] = .string(!failing.isEmpty ? "failing" : (known ? "ok" : "unknown"))
+            if let error = failing.first?.lastError { entry["lastError"] = .string(error) }
+            if !failing.isEmpty { degraded = true }
             checks["authService"] = .object(entry)
         }
         if let sharedState = shared.sharedState {
@@ -90,6 +116,21 @@ enum HealthEndpoints {
         let (ready, _) = Self.readiness(shared)
         let status = !ready ? "unavailable" : (degraded ? "degraded" : "ok")
         return ["status": .string(status), "checks": .object(checks)]
+    }
+
+    /// `{"url", "status", "issuer", "jwksURI", "tokenEndpoint", "userinfoEndpoint", "ageSeconds", "lastError"}`.
+    private static func discoveryDetail(_ discovery: KeyStore.DiscoveryStatus) -> JSONObject {
+        var entry: JSONObject = ["url": .string(discovery.documentURL.description)]
+        let status = discovery.document == nil ? "unavailable" : (discovery.lastError == nil ? "ok" : "degraded")
+        entry["status"] = .string(status)
+        if let document = discovery.document {
+            entry["jwksURI"] = .string(document.jwksURI.description)
+            if let url = document.tokenEndpoint { entry["tokenEndpoint"] = .string(url.description) }
+            if let url = document.userinfoEndpoint { entry["userinfoEndpoint"] = .string(url.description) }
+        }
+        if let age = discovery.ageSeconds { entry["ageSeconds"] = .number(JSONNumber(Int(age))) }
+        if let error = discovery.lastError { entry["lastError"] = .string(error) }
+        return entry
     }
 
     private static func label(_ record: HealthState.DependencyStatus?) -> String {

@@ -20,7 +20,7 @@ public struct GatewayService: Service {
     }
 }
 
-/// Refreshes every remote JWKS after its start-up fetch (made by `GatewayApplication.start`,
+/// Refreshes every remote JWKS (and discovery document) after its start-up fetch (made by `GatewayApplication.start`,
 /// SPEC §2: once): until the first success with a short backoff (readiness waits for it), then
 /// every `jwksRefreshSeconds`. Not per request, so a `Task` per issuer is fine.
 public struct KeyRefreshService: Service {
@@ -48,7 +48,7 @@ public struct KeyRefreshService: Service {
                             let delay = fetched ? Double(issuer.refreshSeconds) : backoff
                             try? await Task.sleep(for: .seconds(delay))
                             if Task.isCancelled { return }
-                            let succeeded = (try? await application.fetchKeys(issuer: issuer.issuer, url: issuer.url).get()) ?? false
+                            let succeeded = (try? await application.fetchKeys(issuer: issuer.issuer).get()) ?? false
                             fetched = fetched || succeeded
                             backoff = succeeded ? 1 : min(backoff * 2, Double(issuer.refreshSeconds))
                         }

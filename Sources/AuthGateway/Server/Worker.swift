@@ -14,8 +14,12 @@ package final class Worker {
     /// apart: reading a (configuration, pool) tuple per request copied the configuration).
     private var backendPools: [String: UpstreamPool] = [:]
     private var backendConfigurations: [String: BackendConfiguration] = [:]
-    private(set) var authServiceClient: UpstreamClient?
-    private var jwksClients: [String: UpstreamClient] = [:]
+    /// The loop's clients for the gateway's own calls, by origin: the auth service, JWKS URLs,
+    /// discovery documents, and (made on first use) the endpoints discovery documents name.
+    private var clients: [String: UpstreamClient] = [:]
+    /// Origins whose client was made on first use for a discovered endpoint.
+    private var discoveredOrigins: Set<String> = []
+    private var clientTimeout = TimeAmount.milliseconds(3000)
     private var requestIDs = RequestIDGenerator()
     private let recentTokens = RecentTokens()
     /// Open client connections, for draining.
@@ -55,20 +59,52 @@ package final class Worker {
         RequestID.forwardedOrNew(value, using: &self.requestIDs)
     }
 
-    func jwksClient(for url: UpstreamURL) -> UpstreamClient? { self.jwksClients[Self.origin(url)] }
+    /// The loop's client for `url`'s origin: a configured one, or one made now for an endpoint
+    /// of a discovery document (a provider's `jwks_uri`, `token_endpoint` and
+    /// `userinfo_endpoint` may live on other origins than anything configured). Nil for an
+    /// `https` URL when the gateway has no client TLS.
+    func client(for url: UpstreamURL) -> UpstreamClient? {
+        let origin = Self.origin(url)
+        if let client = self.clients[origin] { return client }
+        if url.isTLS && self.shared.clientTLS == nil { return nil }
+        self.pruneDiscoveredClients()
+        let base = UpstreamURL(scheme: url.scheme, host: url.host, port: url.port, pathAndQuery: "")
+        let client = self.makeClient(name: "discovered", url: base, timeout: self.clientTimeout, reuse: nil)
+        self.clients[origin] = client
+        self.discoveredOrigins.insert(origin)
+        return client
+    }
+
+    /// The name `/healthz` finds `url`'s connect results under, when the loop has a client
+    /// for its origin.
+    func dependencyName(for url: UpstreamURL) -> String? {
+        self.clients[Self.origin(url)].map { "\($0.pool.name) \($0.pool.targets[0])" }
+    }
+
+    /// Drops clients made for endpoints no accepted discovery document names any more, so a
+    /// provider that moves its endpoints around does not grow the loop's clients.
+    private func pruneDiscoveredClients() {
+        guard self.discoveredOrigins.count >= 8 else { return }
+        let current = Set(self.shared.keyStore.discoveredURLs.map(Self.origin))
+        for origin in self.discoveredOrigins where !current.contains(origin) {
+            self.clients.removeValue(forKey: origin)?.pool.shutdown()
+            self.discoveredOrigins.remove(origin)
+        }
+    }
 
     /// The caches and clients this loop lends every request's authentication; rebuilt when
     /// the upstream clients change (a closure or struct built per request would cost).
-    private(set) lazy var authServices: AuthServices = self.makeAuthServices()
+    private(set) lazy var authServices: AuthServices = self.makeAuthServices(authClient: nil, configuration: nil)
 
-    private func makeAuthServices() -> AuthServices {
-        AuthServices(
+    private func makeAuthServices(authClient: UpstreamClient?, configuration: AuthServiceConfiguration?) -> AuthServices {
+        let clients: (UpstreamURL) -> UpstreamClient? = { [unowned self] url in self.client(for: url) }
+        return AuthServices(
             eventLoop: self.eventLoop,
             verifiedTokens: self.shared.verifiedTokens,
             recentTokens: self.recentTokens,
             keyStore: self.shared.keyStore,
-            authServiceClient: self.authServiceClient,
-            jwksClient: { [unowned self] url in self.jwksClient(for: url) },
+            endpoints: AuthServiceEndpoints(configuration: configuration, authClient: authClient, keyStore: self.shared.keyStore, clients: clients),
+            clients: clients,
             metrics: self.metrics
         )
     }
@@ -96,32 +132,39 @@ package final class Worker {
         self.backendPools = pools
         self.backendConfigurations = configurations
 
-        // The auth service and JWKS endpoints are upstreams like any other (issue: one pool
-        // kind for everything behind the gateway).
+        // The auth service, JWKS and discovery endpoints are upstreams like any other (issue:
+        // one pool kind for everything behind the gateway).
         let timeout = TimeAmount.milliseconds(Int64(configuration.authService?.timeoutMilliseconds ?? 3000))
         var clients: [String: UpstreamClient] = [:]
         var authClient: UpstreamClient?
-        if let authService = configuration.authService {
-            authClient = self.makeClient(name: "auth service", url: authService.url, timeout: timeout, reuse: self.authServiceClient)
-            clients[Self.origin(authService.url)] = authClient
+        if let url = configuration.authService?.url {
+            authClient = self.makeClient(name: "auth service", url: url, timeout: timeout, reuse: self.clients[Self.origin(url)])
+            clients[Self.origin(url)] = authClient
         }
         for issuer in configuration.tokens.issuers {
-            guard let url = issuer.jwks?.url, clients[Self.origin(url)] == nil else { continue }
-            clients[Self.origin(url)] = self.makeClient(name: "jwks", url: url, timeout: timeout, reuse: self.jwksClients[Self.origin(url)])
+            guard let source = issuer.jwks?.source, clients[Self.origin(source.fetchURL)] == nil else { continue }
+            let name = if case .discovery = source { "discovery" } else { "jwks" }
+            clients[Self.origin(source.fetchURL)] = self.makeClient(name: name, url: source.fetchURL, timeout: timeout, reuse: self.clients[Self.origin(source.fetchURL)])
         }
-        for (origin, old) in self.jwksClients where clients[origin] !== old && old !== authClient {
+        // Clients for what the current discovery documents name stay (with their connections).
+        var discovered: Set<String> = []
+        for url in self.shared.keyStore.discoveredURLs {
+            let origin = Self.origin(url)
+            guard clients[origin] == nil, let existing = self.clients[origin], existing.timeout == timeout, self.discoveredOrigins.contains(origin) else { continue }
+            clients[origin] = existing
+            discovered.insert(origin)
+        }
+        for old in self.clients.values where !clients.values.contains(where: { $0 === old }) {
             old.pool.shutdown()
         }
-        if let old = self.authServiceClient, old !== authClient, !clients.values.contains(where: { $0 === old }) {
-            old.pool.shutdown()
-        }
-        self.authServiceClient = authClient
-        self.jwksClients = clients
-        self.authServices = self.makeAuthServices()
+        self.clients = clients
+        self.discoveredOrigins = discovered
+        self.clientTimeout = timeout
+        self.authServices = self.makeAuthServices(authClient: authClient, configuration: configuration.authService)
     }
 
     private func makeClient(name: String, url: UpstreamURL, timeout: TimeAmount, reuse existing: UpstreamClient?) -> UpstreamClient {
-        if let existing, existing.pool.targets == [url], existing.timeout == timeout { return existing }
+        if let existing, existing.pool.name == name, existing.pool.targets == [url], existing.timeout == timeout { return existing }
         let pool = self.makePool(name: name, targets: [url], maxConnections: 64, connectTimeout: timeout)
         return UpstreamClient(pool: pool, timeout: timeout, hostHeader: url.hostHeader)
     }

@@ -7,7 +7,7 @@ struct KeySnapshotTests {
     private func issuerConfiguration(_ name: String, staticKeys: [VerificationKey], remote: Bool) -> IssuerConfiguration {
         IssuerConfiguration(
             issuer: name, audiences: ["a"], staticKeys: staticKeys,
-            jwks: remote ? RemoteJWKSConfiguration(url: try! UpstreamURL.parse("http://127.0.0.1:9000/jwks").get(), refreshSeconds: 300, minRefetchSeconds: 10) : nil,
+            jwks: remote ? RemoteJWKSConfiguration(source: .url(try! UpstreamURL.parse("http://127.0.0.1:9000/jwks").get()), refreshSeconds: 300, minRefetchSeconds: 10) : nil,
             leewaySeconds: 5, requiredClaims: ["sub"])
     }
 

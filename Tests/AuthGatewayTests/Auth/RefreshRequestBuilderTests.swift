@@ -29,7 +29,7 @@ struct RefreshRequestBuilderTests {
     private let claims: JSONObject = ["sub": "user-42", "email": "alice@example.com", "user_id": 7]
 
     private func build(_ configuration: RefreshConfiguration, refreshToken: String = "rt/1+2 3") throws -> UpstreamRequest {
-        try RefreshRequestBuilder.build(configuration: configuration, refreshToken: refreshToken, claims: claims)
+        try RefreshRequestBuilder.build(configuration: configuration, path: configuration.path ?? "/token", refreshToken: refreshToken, claims: claims)
     }
 
     private func body(_ request: UpstreamRequest) -> String {

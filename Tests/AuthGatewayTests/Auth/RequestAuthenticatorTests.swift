@@ -34,7 +34,7 @@ struct RequestAuthenticatorTests {
         self.authenticator = RequestAuthenticator(configuration: self.configuration, refresher: refresher)
         self.services = AuthServices(
             eventLoop: EmbeddedEventLoop(), verifiedTokens: VerifiedTokenCache(capacity: 16), recentTokens: RecentTokens(), keyStore: keyStore,
-            authServiceClient: nil, jwksClient: { _ in nil }, metrics: WorkerMetrics()
+            endpoints: AuthServiceEndpoints(), clients: { _ in nil }, metrics: WorkerMetrics()
         )
     }
 

@@ -206,12 +206,12 @@ struct ConfigurationLoaderTests {
         #expect(issuer.requiredClaims == [])
         #expect(issuer.staticKeys.isEmpty)
         let jwks = try #require(issuer.jwks)
-        #expect(jwks.url.host == "127.0.0.1" && jwks.url.port == 9000 && jwks.url.pathAndQuery == "/jwks.json")
+        #expect(jwks.url?.host == "127.0.0.1" && jwks.url?.port == 9000 && jwks.url?.pathAndQuery == "/jwks.json")
         #expect(jwks.refreshSeconds == 300)
         #expect(jwks.minRefetchSeconds == 10)
 
         let authService = try #require(configuration.authService)
-        #expect(authService.url.description == "http://127.0.0.1:9000")
+        #expect(authService.url?.description == "http://127.0.0.1:9000")
         #expect(authService.timeoutMilliseconds == 3000)
         #expect(authService.caCertificatePEMFile == nil)
 
@@ -392,7 +392,7 @@ struct ConfigurationLoaderTests {
 
     @Test("an issuer needs a key source")
     func issuerWithoutKeys() {
-        expectSingleIssue(editing(fullConfiguration, [("tokens.issuers[0].jwksURL", nil)]), path: "tokens.issuers[0]", contains: "keys, jwksFile or jwksURL")
+        expectSingleIssue(editing(fullConfiguration, [("tokens.issuers[0].jwksURL", nil)]), path: "tokens.issuers[0]", contains: "keys, jwksFile, jwksURL or \"discovery\": true")
     }
 
     @Test("a route needs path or pathPrefix, not both")
@@ -825,7 +825,7 @@ struct ConfigurationLoaderTests {
         #expect(configuration.routes.map(\.auth) == [.none, .required, .required])
         #expect(configuration.routes[1].methods == ["GET", "POST"])
         #expect(configuration.tokens.issuers.map(\.issuer) == ["http://127.0.0.1:9000"])
-        #expect(configuration.tokens.issuers[0].jwks?.url.description == "http://127.0.0.1:9000/.well-known/jwks.json")
+        #expect(configuration.tokens.issuers[0].jwks?.url?.description == "http://127.0.0.1:9000/.well-known/jwks.json")
         #expect(configuration.tokens.issuers[0].audiences == ["demo-api"])
         #expect(configuration.identityHeaders.map(\.name) == ["X-User-Id", "X-User-Name", "X-User-Subject", "X-User-Super-Admin"])
         #expect(configuration.identityHeaders.map(\.path.description) == ["profile.user_id", "profile.user_name", "claims.sub", "profile.super_admin"])
@@ -852,7 +852,7 @@ struct ConfigurationLoaderTests {
         #expect(refresh.accessTokenResponseHeader == "X-Access-Token")
         #expect(refresh.refreshTokenResponseHeader == nil)
         #expect(refresh.refreshTokenSources == [.header(name: "X-Refresh-Token", bearer: false, raw: true)])
-        #expect(configuration.authService?.url.isTLS == true)
+        #expect(configuration.authService?.url?.isTLS == true)
         #expect(configuration.backend(named: "devices")?.maxConnectionsPerThread == 256)
         #expect(configuration.backend(named: "devices")?.urls.map(\.port) == [8000, 8000])
     }
@@ -873,10 +873,16 @@ struct ConfigurationLoaderTests {
         #expect(clientID == "gateway")
         #expect(clientSecret == "s3cr:t")
         #expect(authentication == .basic)
-        #expect(refresh.path == "/realms/main/protocol/openid-connect/token")
-        #expect(refresh.refreshTokenSources == [.cookie(name: "refresh_token")])
+        // Discovery supplies the rest: the JWKS, the token endpoint, the userinfo endpoint.
+        #expect(configuration.authService?.url == nil)
+        #expect(configuration.authService?.discoveryIssuer == "https://idp.example.com/realms/main")
+        let discovery = try #require(configuration.tokens.issuers[0].jwks?.discovery)
+        #expect(discovery.documentURL.description == "https://idp.example.com/realms/main/.well-known/openid-configuration")
+        #expect(discovery.needsTokenEndpoint && discovery.needsUserinfoEndpoint)
+        #expect(refresh.path == nil)
+        #expect(refresh.refreshTokenSources == [.header(name: "X-Refresh-Token", bearer: false, raw: true), .cookie(name: "refresh_token")])
         #expect(configuration.authService?.profile?.authorization == .bearer)
-        #expect(configuration.authService?.profile?.path == "/realms/main/protocol/openid-connect/userinfo")
+        #expect(configuration.authService?.profile?.path == nil)
         let tls = try #require(configuration.listener.tls)
         #expect(tls.certificatePEMFile.hasSuffix("config/examples/tls/example-cert.pem"))
         #expect(tls.certificatePEMFile.hasPrefix("/"))

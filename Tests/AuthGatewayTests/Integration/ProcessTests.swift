@@ -94,6 +94,33 @@ struct ProcessTests {
         #expect(!invalid.output.contains("pw-not-to-print"))
     }
 
+    /// SPEC §4.10's `check` errors: `discovery` beside `jwksURL`, a `discoveryIssuer` without
+    /// discovery, and a refresh/profile path with no `authService.url` to put it on.
+    @Test func checkReportsDiscoveryMisconfigurations() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("check-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("oidc.json").path
+        try """
+        {
+          "listener": { "port": 8080 },
+          "tokens": { "issuers": [
+            { "issuer": "https://a.test", "discovery": true, "jwksURL": "https://a.test/certs" },
+            { "issuer": "https://b.test", "jwksURL": "https://b.test/certs" }
+          ] },
+          "authService": { "discoveryIssuer": "https://b.test", "refresh": { "clientId": "gw", "path": "/token" }, "profile": { "path": "/userinfo" } },
+          "backends": { "api": { "urls": ["http://127.0.0.1:9100"] } },
+          "routes": [ { "name": "a", "pathPrefix": "/", "backend": "api" } ]
+        }
+        """.write(toFile: path, atomically: true, encoding: .utf8)
+        let result = try Self.run(["check", "--config", path])
+        #expect(result.status == 1)
+        #expect(result.output.contains("tokens.issuers[0].jwksURL: cannot be set together with \"discovery\": true"), "\(result.output)")
+        #expect(result.output.contains("authService.discoveryIssuer: issuer \"https://b.test\" does not have \"discovery\": true"), "\(result.output)")
+        #expect(result.output.contains("authService.refresh.path: needs authService.url"), "\(result.output)")
+        #expect(result.output.contains("authService.profile.path: needs authService.url"), "\(result.output)")
+    }
+
     @Test func sigtermDrainsInFlightRequestsAndExitsZero() async throws {
         let backend = try await EchoBackend.start(group: TestGroup.shared)
         defer { Task { await backend.close() } }
