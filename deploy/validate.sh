@@ -3,7 +3,9 @@
 #
 #   a. systemd unit   systemd-analyze verify, plus an offline security-exposure threshold
 #   b. Kubernetes     kubernetes-validate --strict against the schemas of K8S_VERSIONS, plus
-#                     consistency between the manifests, gateway.json and the Dockerfile
+#                     consistency between the manifests, gateway.json and the Dockerfile (among
+#                     them: 2+ replicas share state through sharedState, whose database URL and
+#                     key come from the Secret)
 #   c. cluster config `auth-gateway check` on the ConfigMap's gateway.json, with the files and
 #                     the environment the Deployment gives the container       [needs the binary]
 #   d. container run  the release binary run the way the image runs it (PID 1 in its own PID
@@ -415,6 +417,34 @@ for path, value in walk(config):
 for name, value in env.items():
     if value == "(secret)" and f"${{{name}}}" not in text:
         print(f"     | note: env {name} (from the Secret) is not referenced in gateway.json")
+
+# Several replicas share refreshes only through sharedState (README "Running several instances"):
+# the database URL (it holds the password) and the state key must come from the Secret through
+# the container's env, never from the ConfigMap; the CA file (verify-full) from a mounted Secret.
+secret_env = {e["name"] for e in c.get("env", []) if "secretKeyRef" in e.get("valueFrom", {})}
+replicas = dep["spec"].get("replicas", 1)
+shared = config.get("sharedState")
+before = len(problems)
+if replicas >= 2 and not shared:
+    problem(f"{replicas} replicas without sharedState: each replica would redeem the same refresh token (a rotating auth service signs the user out)")
+if shared:
+    postgres = shared.get("postgres", {})
+    for path, value in (("sharedState.postgres.url", postgres.get("url")), ("sharedState.encryptionKeyBase64", shared.get("encryptionKeyBase64"))):
+        match = re.fullmatch(r"\$\{([A-Za-z0-9_]+)\}", value or "")
+        if not match:
+            problem(f"{path} must be a ${{NAME}} reference to a Secret value, not a literal in the ConfigMap")
+        elif match.group(1) not in secret_env:
+            problem(f"{path}: ${{{match.group(1)}}} is not an env var taken from the Secret (secretKeyRef)")
+    tls = postgres.get("tls", "require")
+    if tls == "disable":
+        problem("sharedState.postgres.tls is disable: the outcomes are sealed, but the database password travels in clear")
+    ca = postgres.get("caCertificatePEMFile")
+    if ca:
+        resolved = posixpath.normpath(posixpath.join(posixpath.dirname(config_path), ca))
+        if files.get(resolved, ("",))[0] != "secret":
+            problem(f"sharedState.postgres.caCertificatePEMFile {resolved} is not a file from the Secret")
+    if len(problems) == before:
+        ok(f"{replicas} replicas share state: sharedState.postgres.url and encryptionKeyBase64 from the Secret's env ({', '.join(sorted(n for n in secret_env if n != 'AUTH_CLIENT_SECRET'))}), tls {tls}" + (f", CA {ca} from the Secret" if ca else ""))
 
 # PEM values in the Secret parse.
 for key, value in (secret.get("stringData") or {}).items():

@@ -64,7 +64,7 @@ public final class GatewayApplication: Sendable {
             backgroundServices.append(exporter)
         }
         self.backgroundServices = backgroundServices
-        let shared = try Self.makeShared(configuration, clock: clock, logger: logger, connector: SocketConnector(), publisher: publisher, tracing: tracing)
+        let shared = try Self.makeShared(configuration, clock: clock, logger: logger, connector: SocketConnector(), publisher: publisher, group: group, tracing: tracing)
         self.shared = shared
         self.listenerTLS = try configuration.listener.tls.map { try Self.makeServerTLS($0, http2: configuration.listener.http2) }
         let profiles = Self.profileCache(for: configuration, keeping: nil, shared: shared)
@@ -84,10 +84,12 @@ public final class GatewayApplication: Sendable {
     }
 
     /// What all event loops share, as `serve` builds it; keys reach the loops through
-    /// `publisher`.
+    /// `publisher`. The refresh store is shared through PostgreSQL when `sharedState` is
+    /// configured and there is an event loop group to run its client on (not in the embedded
+    /// one-worker harness), else process-local.
     private static func makeShared(
         _ configuration: GatewayConfiguration, clock: @escaping @Sendable () -> Double, logger: Logger, connector: UpstreamConnector, publisher: KeyPublisher,
-        tracing: GatewayTracing? = nil
+        group: EventLoopGroup?, tracing: GatewayTracing? = nil
     ) throws -> GatewayShared {
         let processMetrics = ProcessMetrics()
         let keyStore = KeyStore(configuration: configuration.tokens, metrics: processMetrics, clock: clock, logger: logger) { snapshot in
@@ -99,6 +101,11 @@ public final class GatewayApplication: Sendable {
             || configuration.authService?.url?.isTLS == true
             || configuration.tokens.issuers.contains { $0.jwks?.url?.isTLS == true || $0.jwks?.discovery != nil }
         let clientTLS = usesTLSUpstream ? try GatewayShared.makeClientTLS(caFile: configuration.authService?.caCertificatePEMFile) : nil
+        let sharedState = try configuration.sharedState.flatMap { sharedState in
+            try group.map {
+                try PostgresSharedState(configuration: sharedState, eventLoopGroup: $0, metrics: processMetrics, logger: logger, clock: clock)
+            }
+        }
         let usesH2 = configuration.backends.contains { $0.wireProtocol == .h2 }
         let clientTLSHTTP2 = usesH2 ? try GatewayShared.makeClientTLS(caFile: configuration.authService?.caCertificatePEMFile, alpn: ["h2"]) : nil
         return GatewayShared(
@@ -106,12 +113,13 @@ public final class GatewayApplication: Sendable {
             keyStore: keyStore,
             health: HealthState(),
             processMetrics: processMetrics,
-            refreshStore: LocalRefreshStore(clock: clock),
+            refreshStore: sharedState?.store ?? LocalRefreshStore(clock: clock),
             clock: clock,
             clientTLS: clientTLS,
             clientTLSHTTP2: clientTLSHTTP2,
             connector: connector,
-            tracing: tracing
+            tracing: tracing,
+            sharedState: sharedState
         )
     }
 
@@ -122,7 +130,7 @@ public final class GatewayApplication: Sendable {
         configuration: GatewayConfiguration, eventLoop: EventLoop, clock: @escaping @Sendable () -> Double, connector: UpstreamConnector
     ) throws -> Worker {
         let publisher = KeyPublisher()
-        let shared = try Self.makeShared(configuration, clock: clock, logger: Logger(label: "auth-gateway"), connector: connector, publisher: publisher)
+        let shared = try Self.makeShared(configuration, clock: clock, logger: Logger(label: "auth-gateway"), connector: connector, publisher: publisher, group: nil)
         let profiles = Self.profileCache(for: configuration, keeping: nil, shared: shared)
         let worker = Worker(eventLoop: eventLoop, shared: shared, snapshot: Self.makeSnapshot(configuration, generation: 1, shared: shared, profiles: profiles))
         publisher.attach([NIOLoopBound(worker, eventLoop: eventLoop)])
@@ -177,6 +185,7 @@ public final class GatewayApplication: Sendable {
             state.flushTasks = tasks
         }
         self.shared.health.markConfigActive()
+        self.shared.sharedState?.start()
         self.logger.info(
             "gateway.listening",
             metadata: [
@@ -262,6 +271,8 @@ public final class GatewayApplication: Sendable {
                 worker.value.accessLog.flush()
             }.get()
         }
+        // Its client's connections live on the event loops.
+        await self.shared.sharedState?.stop()
         try? await self.group.shutdownGracefully()
         self.logger.info("gateway.stopped")
     }
@@ -292,6 +303,13 @@ public final class GatewayApplication: Sendable {
         {
             self.logger.warning("config.reload_needs_restart", metadata: ["reason": "listener, admin, eventLoopThreads or tracing changed; restart to apply them"])
         }
+        if old.sharedState != configuration.sharedState {
+            // The store (its connections, flights and outcomes) belongs to the application.
+            self.logger.warning(
+                "config.reload_needs_restart",
+                metadata: ["reason": "sharedState changed; the running shared state (\(old.sharedState?.description ?? "off")) is kept until a restart"]
+            )
+        }
         let snapshot = Self.makeSnapshot(configuration, generation: generation, shared: self.shared, profiles: profiles)
         for worker in self.workers {
             worker.eventLoop.execute { worker.value.apply(snapshot) }
@@ -315,8 +333,13 @@ public final class GatewayApplication: Sendable {
     /// The refresher is rebuilt for each configuration; what it has learned lives in the
     /// application's refresh store, which every configuration shares.
     private static func makeSnapshot(_ configuration: GatewayConfiguration, generation: UInt64, shared: GatewayShared, profiles: ProfileCache?) -> RuntimeSnapshot {
-        let refresher = configuration.authService?.refresh.map {
-            SessionRefresher(configuration: $0, store: shared.refreshStore, metrics: shared.processMetrics, clock: shared.clock)
+        let refresher = configuration.authService.flatMap { authService in
+            authService.refresh.map {
+                SessionRefresher(
+                    configuration: $0, callTimeoutMilliseconds: authService.timeoutMilliseconds, store: shared.refreshStore,
+                    metrics: shared.processMetrics, clock: shared.clock
+                )
+            }
         }
         return RuntimeSnapshot(configuration: configuration, generation: generation, refresher: refresher, profiles: profiles)
     }

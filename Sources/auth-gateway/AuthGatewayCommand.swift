@@ -62,7 +62,8 @@ struct Check: ParsableCommand {
     func run() throws {
         do {
             let configuration = try ConfigurationLoader().load(path: self.options.path)
-            print("\(self.options.path): OK (\(configuration.routes.count) routes, \(configuration.backends.count) backends, \(configuration.tokens.issuers.count) issuers)")
+            let sharedState = configuration.sharedState.map { ", shared state on \($0.postgres.url) (not contacted)" } ?? ""
+            print("\(self.options.path): OK (\(configuration.routes.count) routes, \(configuration.backends.count) backends, \(configuration.tokens.issuers.count) issuers\(sharedState))")
         } catch {
             FileHandle.standardError.write(Data("\(self.options.path): \(error.issues.count) error(s)\n\(error)\n".utf8))
             throw ExitCode(1)

@@ -10,12 +10,18 @@ final class SessionRefresher: Sendable {
     typealias Outcome = RefreshOutcome
 
     private let configuration: RefreshConfiguration
+    /// `authService.timeoutMilliseconds`: bounds each call (and a shared store's lease).
+    private let callTimeoutMilliseconds: Int
     private let store: RefreshStore
     private let metrics: ProcessMetrics
     private let clock: @Sendable () -> Double
 
-    init(configuration: RefreshConfiguration, store: RefreshStore, metrics: ProcessMetrics, clock: @escaping @Sendable () -> Double) {
+    init(
+        configuration: RefreshConfiguration, callTimeoutMilliseconds: Int, store: RefreshStore, metrics: ProcessMetrics,
+        clock: @escaping @Sendable () -> Double
+    ) {
         self.configuration = configuration
+        self.callTimeoutMilliseconds = callTimeoutMilliseconds
         self.store = store
         self.metrics = metrics
         self.clock = clock
@@ -31,7 +37,8 @@ final class SessionRefresher: Sendable {
         let started = self.clock()
         let metrics = self.metrics
         return self.store.outcome(
-            for: TokenDigest(of: refreshToken), graceSeconds: self.configuration.graceSeconds, now: started, eventLoop: client.eventLoop,
+            for: TokenDigest(of: refreshToken), graceSeconds: self.configuration.graceSeconds,
+            callTimeoutMilliseconds: self.callTimeoutMilliseconds, now: started, eventLoop: client.eventLoop,
             joined: { metrics.increment(MetricKey(MetricName.refreshJoins)) }
         ) {
             self.call(refreshToken: token, claims: claims, client: client, path: path).map { outcome in

@@ -86,6 +86,7 @@ public struct ConfigurationLoader: Sendable {
         let backends = Self.backends(root)
         var tokens = Self.tokens(root, files: files)
         let authService = Self.authService(root, files: files)
+        let sharedState = Self.sharedState(root, files: files)
         let identityHeaders = Self.identityHeaders(root)
         let routes = Self.routes(root, backends: backends ?? [], issuerCount: tokens?.issuers.count ?? 0)
 
@@ -164,7 +165,8 @@ public struct ConfigurationLoader: Sendable {
             stripInboundHeaderPrefixes: stripPrefixes,
             trustedProxies: trustedProxies,
             health: health,
-            logging: logging
+            logging: logging,
+            sharedState: sharedState
         )
         configuration.tracing = tracing
         return configuration

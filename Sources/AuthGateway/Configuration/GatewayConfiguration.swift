@@ -21,6 +21,8 @@ public struct GatewayConfiguration: Sendable {
     public var trustedProxies: [CIDR]
     public var health: HealthConfiguration
     public var logging: LoggingConfiguration
+    /// Off (nil) unless configured: then each process keeps its own refresh table.
+    public var sharedState: SharedStateConfiguration? = nil
     /// OpenTelemetry tracing (SPEC §4.10); nil: off.
     public var tracing: TracingConfiguration? = nil
 

@@ -125,6 +125,8 @@ enum MetricName {
     static let authServiceDuration = "auth_gateway_auth_service_duration_seconds"
     static let upstreamErrors = "auth_gateway_upstream_errors_total"
     static let verifiedCacheEntries = "auth_gateway_verified_token_cache_entries"
+    static let sharedStateErrors = "auth_gateway_shared_state_errors_total"
+    static let sharedStateUp = "auth_gateway_shared_state_up"
 
     /// HELP text and type of every family, in the order they are rendered.
     static let families: [(name: String, type: String, help: String)] = [
@@ -144,6 +146,8 @@ enum MetricName {
         (discoveryAge, "gauge", "Seconds since the discovery document of an issuer was last fetched and accepted"),
         (authServiceDuration, "histogram", "Auth service call duration, by operation"),
         (verifiedCacheEntries, "gauge", "Entries in the verified-token cache"),
+        (sharedStateErrors, "counter", "Failed shared-state database operations, by operation (the request fell back to the local table)"),
+        (sharedStateUp, "gauge", "1 while refreshes go through the shared-state database, 0 while they fall back to the local table"),
         (http2Abuse, "counter", "HTTP/2 client connections closed for abuse (rapid reset, floods, oversized header blocks), by kind"),
     ]
 }

@@ -11,6 +11,9 @@ final class GatewayShared: Sendable {
     let processMetrics: ProcessMetrics
     /// The refresh single flight and grace table: outlives configurations (SPEC §2).
     let refreshStore: RefreshStore
+    /// With `sharedState.postgres`: the database behind `refreshStore`, its background work
+    /// and health (SPEC §4.8). Kept across reloads.
+    let sharedState: PostgresSharedState?
     /// Unix seconds; injectable so tests can move time.
     let clock: @Sendable () -> Double
     /// Client TLS for HTTPS upstreams (system trust store plus the configured CA file).
@@ -25,8 +28,9 @@ final class GatewayShared: Sendable {
     private let openConnectionCount = Atomic<Int>(0)
 
     init(verifiedTokens: VerifiedTokenCache, keyStore: KeyStore, health: HealthState, processMetrics: ProcessMetrics, refreshStore: RefreshStore, clock: @escaping @Sendable () -> Double, clientTLS: NIOSSLContext?, clientTLSHTTP2: NIOSSLContext? = nil,
-        connector: UpstreamConnector = SocketConnector(), tracing: GatewayTracing? = nil
+        connector: UpstreamConnector = SocketConnector(), tracing: GatewayTracing? = nil, sharedState: PostgresSharedState? = nil
     ) {
+        self.sharedState = sharedState
         self.verifiedTokens = verifiedTokens
         self.keyStore = keyStore
         self.health = health

@@ -106,6 +106,13 @@ enum HealthEndpoints {
             if !failing.isEmpty { degraded = true }
             checks["authService"] = .object(entry)
         }
+        if let sharedState = shared.sharedState {
+            // A database outage degrades (refreshes fall back to the local table); it never
+            // makes the instance unready.
+            let (sharedDegraded, detail) = sharedState.health
+            if sharedDegraded { degraded = true }
+            checks["sharedState"] = .object(detail)
+        }
         let (ready, _) = Self.readiness(shared)
         let status = !ready ? "unavailable" : (degraded ? "degraded" : "ok")
         return ["status": .string(status), "checks": .object(checks)]

@@ -28,10 +28,11 @@ enum SingleFlightRole: Sendable, Equatable {
 protocol RefreshStore: Sendable {
     /// The outcome for the refresh token hashed as `key`: remembered, joined, or made by
     /// `call`, which runs on `eventLoop` at most once per key while an outcome is remembered.
-    /// `joined` runs as soon as the request is known to wait for a call someone else makes (so
-    /// waiters are visible while they wait). The future completes on `eventLoop`.
+    /// `callTimeoutMilliseconds` bounds `call` (a shared store's lease lasts that plus a
+    /// second). `joined` runs as soon as the request is known to wait for a call someone else
+    /// makes (so waiters are visible while they wait). The future completes on `eventLoop`.
     func outcome(
-        for key: TokenDigest, graceSeconds: Int, now: Double, eventLoop: EventLoop,
+        for key: TokenDigest, graceSeconds: Int, callTimeoutMilliseconds: Int, now: Double, eventLoop: EventLoop,
         joined: @escaping @Sendable () -> Void,
         call: @escaping () -> EventLoopFuture<RefreshOutcome>
     ) -> EventLoopFuture<(RefreshOutcome, SingleFlightRole)>
@@ -50,7 +51,7 @@ final class LocalRefreshStore: RefreshStore {
     }
 
     func outcome(
-        for key: TokenDigest, graceSeconds: Int, now: Double, eventLoop: EventLoop,
+        for key: TokenDigest, graceSeconds: Int, callTimeoutMilliseconds: Int, now: Double, eventLoop: EventLoop,
         joined: @escaping @Sendable () -> Void,
         call: @escaping () -> EventLoopFuture<RefreshOutcome>
     ) -> EventLoopFuture<(RefreshOutcome, SingleFlightRole)> {

@@ -30,7 +30,7 @@ struct RequestAuthenticatorTests {
         let metrics = ProcessMetrics()
         let keyStore = KeyStore(configuration: self.configuration.tokens, metrics: metrics, clock: { 0 }, publish: { _ in })
         self.keys = keyStore.snapshot
-        let refresher = SessionRefresher(configuration: self.configuration.authService!.refresh!, store: LocalRefreshStore(clock: { 0 }), metrics: metrics, clock: { 0 })
+        let refresher = SessionRefresher(configuration: self.configuration.authService!.refresh!, callTimeoutMilliseconds: 1000, store: LocalRefreshStore(clock: { 0 }), metrics: metrics, clock: { 0 })
         self.authenticator = RequestAuthenticator(configuration: self.configuration, refresher: refresher)
         self.services = AuthServices(
             eventLoop: EmbeddedEventLoop(), verifiedTokens: VerifiedTokenCache(capacity: 16), recentTokens: RecentTokens(), keyStore: keyStore,

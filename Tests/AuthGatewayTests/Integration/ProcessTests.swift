@@ -60,6 +60,40 @@ struct ProcessTests {
         #expect(result.output.contains("routes[0].pathPrefx: unknown key"))
     }
 
+    /// SPEC §4.8: `check` validates `sharedState` without connecting (the host below does not
+    /// exist), and neither the password nor the key appears in what it prints.
+    @Test func checkValidatesSharedStateWithoutConnecting() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("check-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("shared.json").path
+        func write(_ sharedState: String) throws {
+            try """
+            {
+              "listener": { "port": 8080 },
+              "backends": { "api": { "urls": ["http://127.0.0.1:9100"] } },
+              "routes": [ { "name": "a", "pathPrefix": "/", "backend": "api", "auth": "none" } ],
+              "sharedState": \(sharedState)
+            }
+            """.write(toFile: path, atomically: true, encoding: .utf8)
+        }
+        let key = Data(repeating: 1, count: 32).base64EncodedString()
+        try write(#"{ "postgres": { "url": "postgres://gateway:${PGPASSWORD}@db.does-not-exist.invalid/auth", "tls": "verify-full" }, "encryptionKeyBase64": "${STATE_KEY}" }"#)
+        let valid = try Self.run(["check", "--config", path], environment: ["PGPASSWORD": "pw-not-to-print", "STATE_KEY": key])
+        #expect(valid.status == 0, "\(valid.output)")
+        #expect(valid.output.contains("shared state on postgres://gateway:***@db.does-not-exist.invalid:5432/auth (not contacted)"), "\(valid.output)")
+        #expect(!valid.output.contains("pw-not-to-print") && !valid.output.contains(key))
+
+        try write(#"{ "postgres": { "url": "postgres://gateway:pw-not-to-print@db/auth?sslmode=disable", "tls": "verify-ful", "caCertificatePEMFile": "missing.pem" }, "encryptionKeyBase64": "c2hvcnQ=" }"#)
+        let invalid = try Self.run(["check", "--config", path])
+        #expect(invalid.status == 1)
+        #expect(invalid.output.contains("sharedState.postgres.url: must not have query parameters"), "\(invalid.output)")
+        #expect(invalid.output.contains("sharedState.postgres.tls: must be \"disable\", \"require\" or \"verify-full\""))
+        #expect(invalid.output.contains("sharedState.postgres.caCertificatePEMFile: applies only to tls \"verify-full\""))
+        #expect(invalid.output.contains("sharedState.encryptionKeyBase64: must be 32 bytes for AES-256-GCM, found 5"))
+        #expect(!invalid.output.contains("pw-not-to-print"))
+    }
+
     /// SPEC §4.10's `check` errors: `discovery` beside `jwksURL`, a `discoveryIssuer` without
     /// discovery, and a refresh/profile path with no `authService.url` to put it on.
     @Test func checkReportsDiscoveryMisconfigurations() throws {

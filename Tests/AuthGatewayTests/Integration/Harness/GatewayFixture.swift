@@ -58,16 +58,22 @@ final class GatewayFixture: Sendable {
     let directory: URL
     /// The configuration the gateway started with.
     let document: JSONObject
+    /// What `${NAME}` in the configuration reads.
+    let environment: [String: String]
     /// The application's background services (the trace exporter), run as `serve` runs them.
     private let services: Task<Void, Never>?
 
-    private init(application: GatewayApplication, backend: EchoBackend, clock: TestClock, directory: URL, document: JSONObject, services: Task<Void, Never>?) {
+    private init(
+        application: GatewayApplication, backend: EchoBackend, clock: TestClock, directory: URL, document: JSONObject, environment: [String: String],
+        services: Task<Void, Never>?
+    ) {
         self.services = services
         self.application = application
         self.backend = backend
         self.clock = clock
         self.directory = directory
         self.document = document
+        self.environment = environment
     }
 
     /// Reloads (as SIGHUP does) the starting configuration changed by `configure`.
@@ -76,7 +82,7 @@ final class GatewayFixture: Sendable {
         configure(&document)
         let path = self.directory.appendingPathComponent("gateway.json").path
         try JSONValue.object(document).jsonText.write(toFile: path, atomically: true, encoding: .utf8)
-        self.application.reload(try ConfigurationLoader(environment: [:]).load(path: path))
+        self.application.reload(try ConfigurationLoader(environment: self.environment).load(path: path))
     }
 
     var port: Int { self.application.mainAddress?.port ?? 0 }
@@ -108,6 +114,7 @@ final class GatewayFixture: Sendable {
         backend existingBackend: EchoBackend? = nil,
         clock: TestClock = TestClock(),
         waitUntilReady: Bool = true,
+        environment: [String: String] = [:],
         configure: (inout JSONObject) -> Void = { _ in }
     ) async throws -> GatewayFixture {
         let backend: EchoBackend
@@ -122,7 +129,7 @@ final class GatewayFixture: Sendable {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let path = directory.appendingPathComponent("gateway.json").path
         try JSONValue.object(document).jsonText.write(toFile: path, atomically: true, encoding: .utf8)
-        let configuration = try ConfigurationLoader(environment: [:]).load(path: path)
+        let configuration = try ConfigurationLoader(environment: environment).load(path: path)
         var logger = Logger(label: "auth-gateway.test")
         logger.logLevel = .critical
         let application = try await GatewayApplication.make(configuration: configuration, logger: logger, clock: clock.function)
@@ -135,7 +142,9 @@ final class GatewayFixture: Sendable {
         if waitUntilReady {
             for _ in 0..<200 where !application.isReady { try await Task.sleep(for: .milliseconds(10)) }
         }
-        return GatewayFixture(application: application, backend: backend, clock: clock, directory: directory, document: document, services: services)
+        return GatewayFixture(
+            application: application, backend: backend, clock: clock, directory: directory, document: document, environment: environment, services: services
+        )
     }
 
     func connect(countOnly: Bool = false) async throws -> TestConnection {

@@ -58,8 +58,9 @@ final class RunningGateway: Sendable {
         return document
     }
 
-    /// `prefix`: a command the gateway runs under (e.g. `setpriv` to drop privileges).
-    init(configuration: JSONObject, prefix: [String] = []) throws {
+    /// `prefix`: a command the gateway runs under (e.g. `setpriv` to drop privileges);
+    /// `environment`: variables added to this process's (for `${NAME}` in the configuration).
+    init(configuration: JSONObject, prefix: [String] = [], environment: [String: String] = [:]) throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("serve-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         self.configurationPath = directory.appendingPathComponent("gateway.json").path
@@ -71,6 +72,9 @@ final class RunningGateway: Sendable {
         let command = prefix + [try Self.executable().path, "serve", "--config", self.configurationPath]
         process.executableURL = URL(fileURLWithPath: command[0])
         process.arguments = Array(command.dropFirst())
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
         self.stdoutPath = directory.appendingPathComponent("stdout.log").path
         self.stderrPath = directory.appendingPathComponent("stderr.log").path
         try Self.launch(process, stdout: self.stdoutPath, stderr: self.stderrPath)

@@ -1,0 +1,82 @@
+import Logging
+import NIOCore
+import PostgresNIO
+
+/// The LISTEN connection and the maintenance loop. Neither is per request: plain tasks in the
+/// state's task group, ended by cancellation.
+extension PostgresSharedState {
+    static let listenBackoff: (initial: Double, maximum: Double) = (0.25, 5)
+
+    /// Keeps one connection listening on the outcomes channel and wakes the waiters of each
+    /// notified digest; reconnects with backoff after any failure.
+    func listen() async {
+        let configuration = self.database.connectionConfiguration
+        var backoff = Self.listenBackoff.initial
+        var connectionID = 0
+        while !Task.isCancelled {
+            connectionID += 1
+            var failure: Error?
+            do {
+                let connection = try await PostgresConnection.connect(
+                    on: self.eventLoopGroup.any(), configuration: configuration, id: connectionID, logger: SharedStateDatabase.silent
+                )
+                do {
+                    try await withTaskCancellationHandler {
+                        try await connection.listen(on: SharedRefreshTable.channel) { notifications in
+                            self.wakeups.setListening(true)
+                            backoff = Self.listenBackoff.initial
+                            self.logger.info("shared_state.listening", metadata: ["shared_state.channel": "\(SharedRefreshTable.channel)"])
+                            // Anything stored while nobody listened is found by the waiters' polls.
+                            for try await notification in notifications {
+                                if let digest = TokenDigest(hex: notification.payload) { self.wakeups.wake(digest) }
+                            }
+                        }
+                    } onCancel: {
+                        Self.close(connection)
+                    }
+                    failure = SharedStateFailure(operation: .listen, reason: "the LISTEN connection closed")
+                } catch {
+                    failure = error
+                }
+                // A connection must be closed before it is released.
+                try? await connection.close()
+            } catch {
+                failure = error
+            }
+            if let failure, !Task.isCancelled {
+                let reason = (failure as? SharedStateFailure)?.reason ?? SharedStateDatabase.describe(failure, timeoutMilliseconds: 0)
+                self.database.record(SharedStateFailure(operation: .listen, reason: reason))
+            }
+            self.wakeups.setListening(false)
+            try? await Task.sleep(for: .seconds(backoff))
+            backoff = min(backoff * 2, Self.listenBackoff.maximum)
+        }
+        self.wakeups.setListening(false)
+    }
+
+    /// Creates the table at start (retrying with backoff until it works), probes the database
+    /// after a failure (the probe re-creates the table, so a database restored empty works
+    /// again), and sweeps expired rows every `sweepIntervalSeconds`.
+    func maintain() async {
+        let sweepInterval = Double(self.configuration.sweepIntervalSeconds)
+        var nextSweep = SharedStateDatabase.monotonicSeconds() + sweepInterval
+        while !Task.isCancelled {
+            if self.database.isProbeDue() {
+                try? await self.database.probe()
+            } else if self.database.usesDatabase, SharedStateDatabase.monotonicSeconds() >= nextSweep {
+                try? await self.database.sweep()
+                nextSweep = SharedStateDatabase.monotonicSeconds() + sweepInterval
+            }
+            let untilSweep = max(0, nextSweep - SharedStateDatabase.monotonicSeconds())
+            let untilProbe = self.database.usesDatabase ? Double.infinity : self.database.secondsUntilProbe()
+            // Wakes at least every second: an outage noticed by a request is probed soon.
+            let delay = min(untilSweep, untilProbe, 1.0)
+            try? await Task.sleep(for: .milliseconds(Int64(max(delay, 0.01) * 1000)))
+        }
+    }
+
+    private static func close(_ connection: PostgresConnection) {
+        let closed: EventLoopFuture<Void> = connection.close()
+        closed.whenComplete { _ in }
+    }
+}

@@ -1,0 +1,31 @@
+/// What the gateway was doing with the shared-state database when it failed: the `operation`
+/// label of `auth_gateway_shared_state_errors_total` (a fixed set, DESIGN.md habit 9).
+enum SharedStateOperation: String, Sendable, CaseIterable {
+    /// Connecting (the probe at start and after a failure: a connection of its own, so that
+    /// its error — refused, TLS, authentication — is the one reported).
+    case connect
+    /// Creating the tables, at start and as the probe after a failure.
+    case schema
+    /// Claiming an old refresh token (or reading the outcome stored for it).
+    case claim
+    /// Reading the row while waiting for another instance's outcome.
+    case wait
+    /// Storing an outcome.
+    case settle
+    /// Deleting expired rows.
+    case sweep
+    /// The LISTEN connection that wakes waiters.
+    case listen
+    /// A stored outcome that does not open with this instance's key.
+    case decrypt
+}
+
+/// One failed database operation, described without secrets: PostgresNIO's errors print
+/// nothing (to keep passwords out of logs), so the server's message or the error's kind is
+/// taken explicitly; a URL or token never appears.
+struct SharedStateFailure: Error, Sendable, CustomStringConvertible {
+    let operation: SharedStateOperation
+    let reason: String
+
+    var description: String { "\(self.operation.rawValue): \(self.reason)" }
+}

@@ -1,0 +1,314 @@
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+import Testing
+
+/// A throwaway PostgreSQL cluster for the shared-state tests: `initdb` into a temporary
+/// folder, `pg_ctl start` on a free loopback port (its unix socket in the same folder), TLS on
+/// with a certificate from a test CA made by `openssl`, a `gateway` role with a password.
+/// PostgreSQL refuses to run as root, so under root (as CI runs) the folder belongs to, and
+/// the server binaries run as, the `postgres` user (else `nobody`).
+///
+/// When the server binaries are missing the tests fail with how to install them; they never
+/// pass without a database.
+final class PostgresCluster: Sendable {
+    static let gatewayRole = "gateway"
+    static let gatewayPassword = "gateway-pw-\(UUID().uuidString.prefix(8))"
+    static let superuser = "postgres"
+
+    let directory: URL
+    let binaries: URL
+    let port: Int
+    private let owner: (uid: UInt32, gid: UInt32)?
+    private let databases = NIOLockedValueBox(0)
+
+    struct Missing: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    var dataDirectory: URL { self.directory.appendingPathComponent("data") }
+    var socketDirectory: URL { self.directory }
+    var logFile: URL { self.directory.appendingPathComponent("server.log") }
+    /// The CA that signed the server's certificate (`verify-full` trusts it).
+    var caCertificate: URL { self.directory.appendingPathComponent("tls/ca.pem") }
+    /// A CA that signed nothing of this server's.
+    var otherCACertificate: URL { self.directory.appendingPathComponent("tls/other-ca.pem") }
+
+    // MARK: One cluster per test run
+
+    private static let sharedCluster = NIOLockedValueBox<Task<PostgresCluster, Error>?>(nil)
+
+    /// The cluster most tests share, started on first use and stopped when the test process
+    /// exits.
+    static func shared() async throws -> PostgresCluster {
+        let task = Self.sharedCluster.withLockedValue { existing -> Task<PostgresCluster, Error> in
+            if let existing { return existing }
+            let task = Task { try await Self.start() }
+            existing = task
+            return task
+        }
+        let cluster = try await task.value
+        return cluster
+    }
+
+    private static let running = NIOLockedValueBox<[PostgresCluster]>([])
+
+    /// A cluster of its own (for a test that stops and restarts the server).
+    static func start() async throws -> PostgresCluster {
+        let binaries = try Self.findBinaries()
+        await Self.afterTheRunsFirstSeconds()
+        Self.stopAbandoned(binaries: binaries)
+        let directory = URL(fileURLWithPath: "/tmp").appendingPathComponent("agpg-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: directory.appendingPathComponent("tls"), withIntermediateDirectories: true)
+        try "\(getpid())".write(to: directory.appendingPathComponent("test-process.pid"), atomically: true, encoding: .utf8)
+        let owner = getuid() == 0 ? Self.unprivilegedUser() : nil
+        let cluster = PostgresCluster(directory: directory, binaries: binaries, port: try Self.freePort(), owner: owner)
+        try cluster.makeCertificates()
+        try cluster.initialize()
+        try cluster.startServer()
+        try cluster.psql(
+            "CREATE ROLE \(Self.gatewayRole) LOGIN PASSWORD '\(Self.gatewayPassword)'", database: "postgres"
+        )
+        Self.running.withLockedValue { clusters in
+            if clusters.isEmpty { atexit { PostgresCluster.stopAll() } }
+            clusters.append(cluster)
+        }
+        return cluster
+    }
+
+    /// When the first cluster was asked for: in practice the start of the test run, when every
+    /// suite starts at once and several of them measure sub-second timeouts. A cluster (initdb,
+    /// the server, its first connections) is started 3 s later, so that those tests are not
+    /// starved of the two cores by it; the PostgreSQL tests run one at a time anyway.
+    private static let firstRequest = NIOLockedValueBox<ContinuousClock.Instant?>(nil)
+
+    private static func afterTheRunsFirstSeconds() async {
+        let first = Self.firstRequest.withLockedValue { first in
+            if first == nil { first = .now }
+            return first!
+        }
+        try? await Task.sleep(until: first + .seconds(3), clock: .continuous)
+    }
+
+    private init(directory: URL, binaries: URL, port: Int, owner: (uid: UInt32, gid: UInt32)?) {
+        self.directory = directory
+        self.binaries = binaries
+        self.port = port
+        self.owner = owner
+    }
+
+    /// Stops the clusters of test processes that died without their `atexit` (killed, or
+    /// crashed), so that no server outlives its run for long.
+    private static func stopAbandoned(binaries: URL) {
+        let tmp = URL(fileURLWithPath: "/tmp")
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: tmp.path)) ?? [] where name.hasPrefix("agpg-") {
+            let folder = tmp.appendingPathComponent(name)
+            guard let text = try? String(contentsOf: folder.appendingPathComponent("test-process.pid"), encoding: .utf8),
+                let pid = pid_t(text), Glibc.kill(pid, 0) != 0, errno == ESRCH
+            else { continue }
+            let data = folder.appendingPathComponent("data")
+            if let attributes = try? FileManager.default.attributesOfItem(atPath: data.path),
+                let uid = attributes[.ownerAccountID] as? NSNumber, let gid = attributes[.groupOwnerAccountID] as? NSNumber
+            {
+                let owner = getuid() == 0 ? (uid.uint32Value, gid.uint32Value) : nil
+                _ = try? Self.execute(binaries.appendingPathComponent("pg_ctl").path, ["-D", data.path, "-m", "immediate", "-w", "stop"], as: owner)
+            }
+            try? FileManager.default.removeItem(at: folder)
+        }
+    }
+
+    private static func stopAll() {
+        for cluster in Self.running.withLockedValue({ $0 }) { cluster.stop() }
+    }
+
+    // MARK: Databases
+
+    /// A new, empty database owned by `owner` (the `gateway` role, which may then create
+    /// tables in it; or the superuser, and `gateway` may only connect).
+    func createDatabase(owner: String = PostgresCluster.gatewayRole) throws -> String {
+        let name = "gateway_test_\(self.databases.withLockedValue { $0 += 1; return $0 })_\(UUID().uuidString.prefix(6).lowercased())"
+        try self.psql("CREATE DATABASE \(name) OWNER \(owner)", database: "postgres")
+        return name
+    }
+
+    /// `postgres://gateway:${PGPASSWORD}@127.0.0.1:PORT/database`: the password comes from the
+    /// environment, as an operator's configuration takes it.
+    func gatewayURL(database: String, host: String = "127.0.0.1") -> String {
+        "postgres://\(Self.gatewayRole):${PGPASSWORD}@\(host):\(self.port)/\(database)"
+    }
+
+    var environment: [String: String] { ["PGPASSWORD": Self.gatewayPassword] }
+
+    /// Runs SQL as the superuser over the unix socket; returns psql's unaligned output.
+    @discardableResult
+    func psql(_ sql: String, database: String) throws -> String {
+        try self.run(
+            "psql",
+            ["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-h", self.socketDirectory.path, "-p", "\(self.port)", "-U", Self.superuser, "-d", database, "-c", sql]
+        )
+    }
+
+    /// Everything in `database` (schema and data) as `pg_dump` prints it.
+    func dump(database: String) throws -> String {
+        try self.run("pg_dump", ["-h", self.socketDirectory.path, "-p", "\(self.port)", "-U", Self.superuser, "-d", database])
+    }
+
+    // MARK: Server
+
+    /// Kills the server the hard way (`immediate`: no clean shutdown, connections dropped).
+    func kill() throws {
+        try self.run("pg_ctl", ["-D", self.dataDirectory.path, "-m", "immediate", "-w", "stop"])
+    }
+
+    func startServer() throws {
+        let options = [
+            "-p \(self.port)", "-k \(self.socketDirectory.path)", "-c listen_addresses=127.0.0.1,127.0.0.2",
+            "-c ssl=on", "-c ssl_cert_file=\(self.directory.path)/tls/server.pem", "-c ssl_key_file=\(self.directory.path)/tls/server.key",
+            "-c fsync=off", "-c max_connections=200",
+        ].joined(separator: " ")
+        try self.run("pg_ctl", ["-D", self.dataDirectory.path, "-l", self.logFile.path, "-o", options, "-w", "-t", "30", "start"])
+    }
+
+    func stop() {
+        _ = try? self.run("pg_ctl", ["-D", self.dataDirectory.path, "-m", "immediate", "-w", "stop"])
+        try? FileManager.default.removeItem(at: self.directory)
+    }
+
+    private func initialize() throws {
+        try self.chown(self.directory)
+        try self.run("initdb", ["-D", self.dataDirectory.path, "-U", Self.superuser, "--auth-local=trust", "--auth-host=scram-sha-256", "-E", "UTF8", "--no-sync"])
+    }
+
+    /// A CA, a server certificate it signs for `localhost` and 127.0.0.1, and an unrelated CA.
+    private func makeCertificates() throws {
+        let tls = self.directory.appendingPathComponent("tls").path
+        guard let openssl = ["/usr/bin/openssl", "/usr/local/bin/openssl"].first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
+            throw Missing(description: "The shared-state TLS tests make their certificates with openssl, which was not found: apt-get install -y openssl")
+        }
+        func ssl(_ arguments: [String]) throws { _ = try Self.execute(openssl, arguments, as: nil) }
+        for ca in ["ca", "other-ca"] {
+            try ssl(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2", "-subj", "/CN=auth-gateway test \(ca)",
+                "-keyout", "\(tls)/\(ca).key", "-out", "\(tls)/\(ca).pem"])
+        }
+        try ssl(["req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", "/CN=localhost", "-keyout", "\(tls)/server.key", "-out", "\(tls)/server.csr"])
+        try "subjectAltName=DNS:localhost,IP:127.0.0.1\n".write(toFile: "\(tls)/server.ext", atomically: true, encoding: .utf8)
+        try ssl(["x509", "-req", "-in", "\(tls)/server.csr", "-CA", "\(tls)/ca.pem", "-CAkey", "\(tls)/ca.key", "-CAcreateserial", "-days", "2",
+            "-extfile", "\(tls)/server.ext", "-out", "\(tls)/server.pem"])
+        // PostgreSQL insists that only its owner can read the key.
+        chmod("\(tls)/server.key", 0o600)
+    }
+
+    // MARK: Processes
+
+    private func chown(_ url: URL) throws {
+        guard let owner = self.owner else { return }
+        _ = try Self.execute("/bin/chown", ["-R", "\(owner.uid):\(owner.gid)", url.path], as: nil)
+    }
+
+    /// Runs one of the server's binaries (as the unprivileged owner under root).
+    @discardableResult
+    private func run(_ binary: String, _ arguments: [String]) throws -> String {
+        try Self.execute(self.binaries.appendingPathComponent(binary).path, arguments, as: self.owner)
+    }
+
+    struct CommandFailed: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    /// Runs `path` to completion (through `setpriv` as `owner` when given) and returns what it
+    /// printed. `posix_spawn` and `waitpid`, not `Process`: `pg_ctl start` leaves a daemon
+    /// behind, and Foundation's `Process` was seen never to notice such a child's exit.
+    @discardableResult
+    static func execute(_ path: String, _ arguments: [String], as owner: (uid: UInt32, gid: UInt32)?) throws -> String {
+        var command = [path] + arguments
+        if let owner {
+            command = ["/usr/bin/setpriv", "--reuid=\(owner.uid)", "--regid=\(owner.gid)", "--clear-groups"] + command
+        }
+        var environment = ProcessInfo.processInfo.environment
+        environment["LC_ALL"] = "C"
+        environment["PGCONNECT_TIMEOUT"] = "5"
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("agpg-out-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: output) }
+
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, output.path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        // Nothing else of this process's (hundreds of sockets while the whole suite runs):
+        // the server counts inherited descriptors against its limit and refuses to start.
+        Self.closeInheritedDescriptors(&actions)
+
+        let argv = command.map { strdup($0) } + [nil]
+        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            for pointer in argv { free(pointer) }
+            for pointer in envp { free(pointer) }
+        }
+        var pid: pid_t = 0
+        let spawned = posix_spawn(&pid, command[0], &actions, nil, argv, envp)
+        guard spawned == 0 else { throw CommandFailed(description: "cannot start \(command[0]): error \(spawned)") }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+        let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
+        // WIFEXITED && WEXITSTATUS == 0
+        guard status & 0x7f == 0, (status >> 8) & 0xff == 0 else {
+            throw CommandFailed(description: "\(command.dropFirst(owner == nil ? 0 : 4).prefix(6).joined(separator: " ")) failed (status \(status)): \(text)")
+        }
+        return text
+    }
+
+    /// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34+), which Swift's Glibc module
+    /// does not export.
+    private static func closeInheritedDescriptors(_ actions: inout posix_spawn_file_actions_t) {
+        typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
+        guard let symbol = dlsym(nil, "posix_spawn_file_actions_addclosefrom_np") else { return }
+        let closeFrom = unsafeBitCast(symbol, to: CloseFrom.self)
+        _ = closeFrom(&actions, 3)
+    }
+
+    /// `initdb` and `pg_ctl` on PATH, else the newest `/usr/lib/postgresql/*/bin`.
+    static func findBinaries() throws -> URL {
+        let fileManager = FileManager.default
+        var candidates: [URL] = []
+        let versions = ((try? fileManager.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? []).sorted { (Int($0) ?? 0) > (Int($1) ?? 0) }
+        for version in versions { candidates.append(URL(fileURLWithPath: "/usr/lib/postgresql/\(version)/bin")) }
+        for entry in (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":") {
+            let folder = URL(fileURLWithPath: String(entry))
+            let initdb = folder.appendingPathComponent("initdb").resolvingSymlinksInPath()
+            if fileManager.isExecutableFile(atPath: initdb.path) { candidates.insert(initdb.deletingLastPathComponent(), at: 0) }
+        }
+        for folder in candidates
+        where ["initdb", "pg_ctl", "postgres", "psql", "pg_dump"].allSatisfy({ fileManager.isExecutableFile(atPath: folder.appendingPathComponent($0).path) }) {
+            return folder
+        }
+        throw Missing(
+            description: """
+                The shared-state tests need a PostgreSQL server: initdb, pg_ctl, postgres, psql and pg_dump were not found on PATH \
+                or under /usr/lib/postgresql/*/bin. Install them (Debian/Ubuntu: apt-get install -y postgresql; macOS: brew install \
+                postgresql) — .ci/run does this in CI.
+                """
+        )
+    }
+
+    private static func unprivilegedUser() -> (uid: UInt32, gid: UInt32) {
+        for name in ["postgres", "nobody"] {
+            if let entry = getpwnam(name) { return (entry.pointee.pw_uid, entry.pointee.pw_gid) }
+        }
+        return (65534, 65534)
+    }
+
+    static func freePort() throws -> Int {
+        let channel = try ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton).bind(host: "127.0.0.1", port: 0).wait()
+        defer { try? channel.close().wait() }
+        return channel.localAddress?.port ?? 0
+    }
+}
+
+/// Every test that uses PostgreSQL, one at a time: several at once (two debug-build gateways
+/// each, server processes, a cluster's `initdb`) starve the timing-sensitive tests that run
+/// beside them on two cores.
+@Suite("PostgreSQL", .serialized)
+enum PostgreSQLTests {}

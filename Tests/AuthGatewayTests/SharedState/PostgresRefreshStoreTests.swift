@@ -1,0 +1,160 @@
+import Foundation
+import NIOCore
+import Testing
+
+@testable import AuthGateway
+
+extension PostgreSQLTests {
+    /// Two shared states on one database stand for two gateway instances, in this process: the
+    /// store's single flight, grace, fallback and takeover against a real PostgreSQL.
+    @Suite("PostgresRefreshStore (PostgreSQL)", .timeLimit(.minutes(1)))
+    struct PostgresRefreshStoreTests {
+        static let refreshed = RefreshOutcome.refreshed(accessToken: "eyJ.new-access", refreshToken: "rt-new")
+
+        func twoInstances(timeoutMilliseconds: Int = 3000) async throws -> (PostgresSharedState, PostgresSharedState) {
+            let cluster = try await PostgresCluster.shared()
+            let configuration = try SharedStateTesting.configuration(cluster: cluster, database: try cluster.createDatabase(), timeoutMilliseconds: timeoutMilliseconds)
+            return (try await SharedStateTesting.start(configuration), try await SharedStateTesting.start(configuration))
+        }
+
+        @Test func concurrentRefreshesOnTwoInstancesMakeOneCallAndShareItsOutcome() async throws {
+            let (a, b) = try await self.twoInstances()
+            defer { Task { await a.stop(); await b.stop() } }
+            let digest = TokenDigest(of: "rt-concurrent"[...])
+            let call = CountingCall(answer: Self.refreshed, delay: .milliseconds(200))
+            let results = try await withThrowingTaskGroup(of: (RefreshOutcome, SingleFlightRole).self) { group in
+                for index in 0..<20 {
+                    let instance = index % 2 == 0 ? a : b
+                    group.addTask { try await instance.refresh(digest, on: TestGroup.shared.any(), call: call) }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(call.calls == 1)
+            #expect(results.allSatisfy { $0.0 == Self.refreshed })
+            #expect(results.filter { $0.1 == .led }.count == 1)
+            // A late request on either instance: remembered, no call.
+            #expect(try await b.refresh(digest, on: TestGroup.shared.any(), call: call) == (Self.refreshed, .remembered))
+            #expect(try await a.refresh(digest, on: TestGroup.shared.any(), call: call) == (Self.refreshed, .remembered))
+            #expect(call.calls == 1)
+        }
+
+        @Test func aWaiterIsWokenByTheNotificationNotByItsPoll() async throws {
+            let cluster = try await PostgresCluster.shared()
+            let configuration = try SharedStateTesting.configuration(cluster: cluster, database: try cluster.createDatabase())
+            // The safety-net poll is 10 s here: only the NOTIFY can wake the waiter in time.
+            let a = try await SharedStateTesting.start(configuration, pollMillisecondsWhileListening: 10_000)
+            let b = try await SharedStateTesting.start(configuration, pollMillisecondsWhileListening: 10_000)
+            defer { Task { await a.stop(); await b.stop() } }
+            let digest = TokenDigest(of: "rt-notified"[...])
+            // A's call takes 800 ms under a 6 s lease (5 s timeout + 1 s).
+            let call = CountingCall(answer: Self.refreshed, delay: .milliseconds(800))
+            async let led = a.refresh(digest, callTimeoutMilliseconds: 5000, on: TestGroup.shared.any(), call: call)
+            try await SharedStateTesting.eventually("A calls") { call.calls == 1 }
+            let started = ContinuousClock.now
+            #expect(try await b.refresh(digest, callTimeoutMilliseconds: 5000, on: TestGroup.shared.any(), call: call) == (Self.refreshed, .joined))
+            // Without it, B would read again only when the 6 s lease ends.
+            #expect(ContinuousClock.now - started < .seconds(3), "woken by the notification, not by the lease's end or the 10 s poll")
+            #expect(try await led == (Self.refreshed, .led))
+            #expect(call.calls == 1)
+        }
+
+        @Test func anOutcomeStoredByOneInstanceIsAnsweredByAnotherWithoutACall() async throws {
+            let (a, b) = try await self.twoInstances()
+            defer { Task { await a.stop(); await b.stop() } }
+            let digest = TokenDigest(of: "rt-rejected"[...])
+            let call = CountingCall(answer: .rejected)
+            #expect(try await a.refresh(digest, on: TestGroup.shared.any(), call: call) == (.rejected, .led))
+            #expect(try await b.refresh(digest, on: TestGroup.shared.any(), call: call) == (.rejected, .remembered))
+            #expect(call.calls == 1)
+        }
+
+        @Test func unavailableReachesTheFlightsWaitersButIsNotRemembered() async throws {
+            let (a, b) = try await self.twoInstances()
+            defer { Task { await a.stop(); await b.stop() } }
+            let digest = TokenDigest(of: "rt-unavailable"[...])
+            let slow = CountingCall(answer: .unavailable, delay: .milliseconds(800))
+            async let led = a.refresh(digest, on: TestGroup.shared.any(), call: slow)
+            try await SharedStateTesting.eventually("A calls") { slow.calls == 1 }
+            let joined = try await b.refresh(digest, on: TestGroup.shared.any(), call: slow)
+            #expect(joined == (.unavailable, .joined))
+            #expect(try await led == (.unavailable, .led))
+            // The next request claims again at once.
+            let again = CountingCall(answer: Self.refreshed)
+            #expect(try await b.refresh(digest, on: TestGroup.shared.any(), call: again) == (Self.refreshed, .led))
+            #expect(again.calls == 1)
+        }
+
+        @Test func anAbandonedLeaseIsTakenOverWhenItEnds() async throws {
+            let (a, b) = try await self.twoInstances()
+            defer { Task { await a.stop(); await b.stop() } }
+            let digest = TokenDigest(of: "rt-abandoned"[...])
+            // An instance claimed and died before settling: its 600 ms lease blocks the token.
+            _ = try await a.database.claim(digest, claimant: UUID(), leaseMilliseconds: 600)
+            let call = CountingCall(answer: Self.refreshed)
+            let started = ContinuousClock.now
+            #expect(try await b.refresh(digest, on: TestGroup.shared.any(), call: call) == (Self.refreshed, .led))
+            let waited = ContinuousClock.now - started
+            #expect(call.calls == 1)
+            #expect(waited >= .milliseconds(500), "took over before the lease ended: \(waited)")
+            #expect(waited < .milliseconds(1500), "waited past the lease: \(waited)")
+        }
+
+        @Test func anUnreachableDatabaseFallsBackToTheLocalTableAtOnce() async throws {
+            let cluster = try await PostgresCluster.shared()
+            let nobodyListens = try PostgresCluster.freePort()
+            let logs = LogCapture()
+            let state = try await SharedStateTesting.start(
+                try SharedStateTesting.configuration(cluster: cluster, database: "unused", port: nobodyListens, password: "s3cret-pw"), logs: logs, waitUntilUp: false
+            )
+            defer { Task { await state.stop() } }
+            try await SharedStateTesting.eventually("the connection failed") { state.database.availabilitySnapshot.lastFailure != nil }
+            let digest = TokenDigest(of: "rt-local"[...])
+            let call = CountingCall(answer: Self.refreshed, delay: .milliseconds(100))
+            let started = ContinuousClock.now
+            async let first = state.refresh(digest, on: TestGroup.shared.any(), call: call)
+            async let second = state.refresh(digest, on: TestGroup.shared.any(), call: call)
+            let results = try await [first, second]
+            #expect(ContinuousClock.now - started < .milliseconds(600), "waited for the database")
+            #expect(call.calls == 1, "the local single flight still holds")
+            #expect(results.map(\.0) == [Self.refreshed, Self.refreshed])
+            #expect(try await state.refresh(digest, on: TestGroup.shared.any(), call: call) == (Self.refreshed, .remembered))
+            let health = state.health
+            #expect(health.degraded)
+            #expect(health.detail["connection"] == "starting")
+            let lastError = try #require(health.detail["lastError"]?.stringValue)
+            #expect(lastError.contains("Connection refused") || lastError.contains("no answer within"), "\(lastError)")
+            #expect(!logs.text.contains("s3cret-pw"))
+            #expect(!JSONValue.object(health.detail).jsonText.contains("s3cret-pw"))
+        }
+
+        @Test func aDatabaseSlowerThanTheTimeoutFallsBackForThatRequest() async throws {
+            let cluster = try await PostgresCluster.shared()
+            let name = try cluster.createDatabase()
+            let configuration = try SharedStateTesting.configuration(cluster: cluster, database: name, timeoutMilliseconds: 300)
+            let state = try await SharedStateTesting.start(configuration)
+            defer { Task { await state.stop() } }
+            // Another session holds the table locked: every claim waits.
+            let locker = Task.detached {
+                try cluster.psql("BEGIN; LOCK TABLE auth_gateway_refresh_outcomes IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(2); COMMIT;", database: name)
+            }
+            defer { locker.cancel() }
+            try await SharedStateTesting.eventually("the lock is held") {
+                try cluster.psql("SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation WHERE c.relname = 'auth_gateway_refresh_outcomes' AND l.mode = 'AccessExclusiveLock' AND l.granted", database: name)
+                    .trimmingCharacters(in: .whitespacesAndNewlines) == "1"
+            }
+            let call = CountingCall(answer: Self.refreshed)
+            let started = ContinuousClock.now
+            #expect(try await state.refresh(TokenDigest(of: "rt-slow"[...]), on: TestGroup.shared.any(), call: call) == (Self.refreshed, .led))
+            let took = ContinuousClock.now - started
+            #expect(took >= .milliseconds(250) && took < .milliseconds(900), "\(took)")
+            #expect(state.database.availabilitySnapshot.lastFailure?.operation == .claim)
+            #expect(state.database.availabilitySnapshot.lastFailure?.reason == "no answer within 300 ms")
+            // Until a probe succeeds, refreshes do not wait for the database at all.
+            let during = ContinuousClock.now
+            #expect(try await state.refresh(TokenDigest(of: "rt-slow-2"[...]), on: TestGroup.shared.any(), call: call).1 == .led)
+            #expect(ContinuousClock.now - during < .milliseconds(200))
+            _ = try await locker.value
+            try await SharedStateTesting.eventually("the database is used again") { state.database.usesDatabase }
+        }
+    }
+}
