@@ -13,19 +13,9 @@ struct ProcessTests {
 
     /// Runs the executable to completion.
     static func run(_ arguments: [String], environment: [String: String] = [:]) throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = try RunningGateway.executable()
-        process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("run-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let stdout = directory.appendingPathComponent("stdout").path
-        let stderr = directory.appendingPathComponent("stderr").path
-        try RunningGateway.launch(process, stdout: stdout, stderr: stderr)
-        process.waitUntilExit()
-        let output = [stdout, stderr].compactMap { FileManager.default.contents(atPath: $0) }.map { String(decoding: $0, as: UTF8.self) }
-        return (process.terminationStatus, output.joined())
+        let child = try ChildProcess([try RunningGateway.executable().path] + arguments, environment: environment)
+        child.waitUntilExit()
+        return (child.terminationStatus, child.standardOutput + child.standardError)
     }
 
     @Test func checkAcceptsTheShippedConfigurations() throws {

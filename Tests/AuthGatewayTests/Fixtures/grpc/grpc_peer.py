@@ -5,7 +5,7 @@ No protobuf: messages are raw bytes (grpcio's generic handlers with identity ser
 only `grpcio` is needed (`pip install grpcio`).
 
   grpc_peer.py server            serves test.Echo on 127.0.0.1:<free port> (h2c), prints
-                                 "READY <port>" and runs until stdin closes
+                                 "READY <port>" and runs until SIGTERM
   grpc_peer.py client TARGET CASE [--token T] [--refresh-token R] [--timeout S]
                                  runs one scenario against TARGET (host:port, h2c) and prints one
                                  JSON object: code, details, initial/trailing metadata, results
@@ -75,8 +75,8 @@ def serve():
     port = server.add_insecure_port("127.0.0.1:0")
     server.start()
     print("READY %d" % port, flush=True)
-    sys.stdin.read()
-    server.stop(0)
+    # SIGTERM's default action ends the process.
+    server.wait_for_termination()
 
 
 def run_case(target, case, token, refresh_token, timeout):

@@ -30,95 +30,52 @@ enum ExternalTool {
         return path
     }
 
-    /// Written by the reader thread before it signals, read after the wait.
-    private final class ErrorOutput: @unchecked Sendable {
-        var data = Data()
-    }
-
     struct Missing: Error {
         let name: String
     }
 
-    /// Runs `executable` with `arguments` to completion, off the cooperative thread pool.
+    /// Runs `executable` with `arguments` to completion (`input`, when given, is its standard
+    /// input), waiting on a thread of its own.
     static func run(_ executable: String, _ arguments: [String], input: Data? = nil, environment: [String: String] = [:]) async throws -> Result {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread.detachNewThread {
-                do {
-                    let process = Process()
-                    process.executableURL = URL(fileURLWithPath: executable)
-                    process.arguments = arguments
-                    process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-                    let stdout = Pipe()
-                    let stderr = Pipe()
-                    let stdin = Pipe()
-                    process.standardOutput = stdout
-                    process.standardError = stderr
-                    process.standardInput = stdin
-                    try process.run()
-                    if let input { stdin.fileHandleForWriting.write(input) }
-                    try? stdin.fileHandleForWriting.close()
-                    // Read both pipes while the process runs (a full pipe would block it).
-                    let errorBox = ErrorOutput()
-                    let done = DispatchSemaphore(value: 0)
-                    Thread.detachNewThread {
-                        errorBox.data = stderr.fileHandleForReading.readDataToEndOfFile()
-                        done.signal()
-                    }
-                    let outputData = stdout.fileHandleForReading.readDataToEndOfFile()
-                    done.wait()
-                    let errorData = errorBox.data
-                    process.waitUntilExit()
-                    continuation.resume(
-                        returning: Result(
-                            status: process.terminationStatus, stdout: String(decoding: outputData, as: UTF8.self), stderr: String(decoding: errorData, as: UTF8.self)
-                        )
-                    )
-                } catch {
-                    continuation.resume(throwing: error)
-                }
-            }
+        var inputPath: String?
+        if let input {
+            let path = FileManager.default.temporaryDirectory.appendingPathComponent("input-\(UUID().uuidString)").path
+            guard FileManager.default.createFile(atPath: path, contents: input) else { throw ProcessHarnessError(description: "cannot write \(path)") }
+            inputPath = path
         }
+        defer { if let inputPath { try? FileManager.default.removeItem(atPath: inputPath) } }
+        let child = try ChildProcess([executable] + arguments, environment: environment, stdin: inputPath)
+        await child.exited()
+        return Result(status: child.terminationStatus, stdout: child.standardOutput, stderr: child.standardError)
     }
 }
 
 /// A peer process that runs beside a test (a gRPC server): started, asked for the first line
-/// it prints, stopped by closing its standard input (then SIGTERM).
-final class BackgroundTool: @unchecked Sendable {
-    private let process = Process()
-    private let stdin = Pipe()
-    private let stdout = Pipe()
+/// it prints, stopped with SIGTERM.
+final class BackgroundTool: Sendable {
+    private let child: ChildProcess
 
     init(_ executable: String, _ arguments: [String]) throws {
-        self.process.executableURL = URL(fileURLWithPath: executable)
-        self.process.arguments = arguments
-        self.process.standardInput = self.stdin
-        self.process.standardOutput = self.stdout
-        self.process.standardError = FileHandle.nullDevice
-        try self.process.run()
+        self.child = try ChildProcess([executable] + arguments)
     }
 
-    /// The first line of its output (blocking a thread of its own, up to `timeout`).
+    /// The first line of its output, polled for up to `timeout`.
     func firstLine(timeout: Duration = .seconds(20)) async throws -> String {
-        let handle = self.stdout.fileHandleForReading
-        let line: String? = await withCheckedContinuation { continuation in
-            Thread.detachNewThread {
-                var bytes: [UInt8] = []
-                while true {
-                    let data = handle.readData(ofLength: 1)
-                    guard let byte = data.first else { break }
-                    if byte == UInt8(ascii: "\n") { break }
-                    bytes.append(byte)
-                }
-                continuation.resume(returning: bytes.isEmpty ? nil : String(decoding: bytes, as: UTF8.self))
-            }
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            let output = self.child.standardOutput
+            if let newline = output.firstIndex(of: "\n") { return String(output[..<newline]) }
+            guard self.child.isRunning else { break }
+            try await Task.sleep(for: .milliseconds(20))
         }
-        guard let line else { throw ExternalTool.Missing(name: "output of \(self.process.executableURL?.lastPathComponent ?? "tool")") }
-        return line
+        throw ProcessHarnessError(description: "no output line from the peer: \(self.child.standardError)")
     }
 
+    /// SIGTERM, then SIGKILL if it is still there after two seconds.
     func stop() {
-        try? self.stdin.fileHandleForWriting.close()
-        if self.process.isRunning { self.process.terminate() }
-        self.process.waitUntilExit()
+        self.child.signal(SIGTERM)
+        for _ in 0..<200 where self.child.isRunning { usleep(10_000) }
+        self.child.signal(SIGKILL)
+        self.child.waitUntilExit()
     }
 }

@@ -11,14 +11,9 @@ struct ProcessHarnessError: Error, CustomStringConvertible {
 
 /// `auth-gateway serve` as a child process: the real executable, its signals, its own memory.
 final class RunningGateway: Sendable {
-    let process: Process
+    /// Its standard output and error go to files (`ChildProcess`).
+    let process: ChildProcess
     let configurationPath: String
-    /// Where the process writes its standard output and error. Files, not pipes: a file has
-    /// all the output once the process is gone, whereas a pipe's end of file also depends on
-    /// every other holder of its write end (under parallel tests, that wait sometimes never
-    /// ended), and a pipe needs a reader while the process runs.
-    private let stdoutPath: String
-    private let stderrPath: String
 
     /// The `auth-gateway` executable of this build.
     ///
@@ -68,47 +63,16 @@ final class RunningGateway: Sendable {
         // Readable by an unprivileged user too.
         try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: directory.path)
         try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: self.configurationPath)
-        let process = Process()
         let command = prefix + [try Self.executable().path, "serve", "--config", self.configurationPath]
-        process.executableURL = URL(fileURLWithPath: command[0])
-        process.arguments = Array(command.dropFirst())
-        if !environment.isEmpty {
-            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        }
-        self.stdoutPath = directory.appendingPathComponent("stdout.log").path
-        self.stderrPath = directory.appendingPathComponent("stderr.log").path
-        try Self.launch(process, stdout: self.stdoutPath, stderr: self.stderrPath)
-        self.process = process
-    }
-
-    /// Starts `process` with its standard output and error going to new files.
-    static func launch(_ process: Process, stdout: String, stderr: String) throws {
-        var handles: [FileHandle] = []
-        for path in [stdout, stderr] {
-            guard FileManager.default.createFile(atPath: path, contents: nil) else {
-                throw ProcessHarnessError(description: "cannot create \(path)")
-            }
-            handles.append(try FileHandle(forWritingTo: URL(fileURLWithPath: path)))
-        }
-        process.standardOutput = handles[0]
-        process.standardError = handles[1]
-        defer {
-            // The child has its own copies; keep no descriptor of them here.
-            for handle in handles { try? handle.close() }
-        }
-        try process.run()
+        self.process = try ChildProcess(command, environment: environment)
     }
 
     /// Everything written so far, both streams.
     var output: String { self.standardOutput + self.standardError }
     /// Standard output: the access log.
-    var standardOutput: String { Self.read(self.stdoutPath) }
+    var standardOutput: String { self.process.standardOutput }
     /// Standard error: the application log.
-    var standardError: String { Self.read(self.stderrPath) }
-
-    private static func read(_ path: String) -> String {
-        (FileManager.default.contents(atPath: path)).map { String(decoding: $0, as: UTF8.self) } ?? ""
-    }
+    var standardError: String { self.process.standardError }
 
     var pid: Int32 { self.process.processIdentifier }
 
@@ -153,7 +117,7 @@ final class RunningGateway: Sendable {
     }
 
     func signal(_ number: Int32) {
-        Foundation.kill(self.process.processIdentifier, number)
+        self.process.signal(number)
     }
 
     func waitForExit(timeout: Duration) async throws -> Int32 {
