@@ -115,29 +115,40 @@ struct DifferentialResponseParserTests {
     }
 
     @Test(arguments: 0..<Self.seeds.count)
-    func mutationsAgreeWithLLHTTP(seedIndex: Int) throws {
-        var random = RequestIDGenerator(seed: 0x5EED_1000 + UInt64(seedIndex))
+    func mutationsAgreeWithLLHTTP(seedIndex: Int) async throws {
         let seed = Self.seeds[seedIndex]
         let bytes = Array(seed.text.utf8)
         let seedResponses = Self.gateway(bytes, methods: seed.methods)
         #expect(seedResponses.responses.count == seed.methods.count && seedResponses.responses.allSatisfy(\.complete), "the seed itself must parse")
         #expect(seedResponses.forLLHTTP == bytes)
         #expect(Self.disagreement(ours: seedResponses.responses, theirs: Self.llhttp(bytes, methods: seed.methods)) == nil, "the seed itself must parse the same")
+        let outcome = await onCPUHeavyQueue { Self.compareMutations(of: bytes, methods: seed.methods, seedIndex: seedIndex) }
+        for disagreement in outcome.disagreements { Issue.record("\(disagreement)") }
+        // The mutations must leave enough accepted inputs for the comparison to mean something.
+        #expect(outcome.accepted > 800)
+    }
+
+    struct MutationOutcome: Sendable {
         var accepted = 0
-        var disagreements = 0
-        for _ in 0..<3_000 where disagreements < 20 {
-            var methods = seed.methods
+        var disagreements: [String] = []
+    }
+
+    /// 3 000 seeded mutations through both parsers (CPU work for seconds: the test runs it on
+    /// `onCPUHeavyQueue`).
+    static func compareMutations(of bytes: [UInt8], methods seedMethods: [HTTPMethod], seedIndex: Int) -> MutationOutcome {
+        var random = RequestIDGenerator(seed: 0x5EED_1000 + UInt64(seedIndex))
+        var outcome = MutationOutcome()
+        for _ in 0..<3_000 where outcome.disagreements.count < 20 {
+            var methods = seedMethods
             let input = Self.mutate(bytes, methods: &methods, using: &random)
             let ours = Self.gateway(input, methods: methods)
             guard !ours.responses.isEmpty else { continue }
-            if ours.responses.contains(where: \.complete) { accepted += 1 }
+            if ours.responses.contains(where: \.complete) { outcome.accepted += 1 }
             let theirs = Self.llhttp(ours.forLLHTTP, methods: methods)
             guard let problem = Self.disagreement(ours: ours.responses, theirs: theirs) else { continue }
-            disagreements += 1
-            Issue.record("\(problem) for \(methods) \(String(decoding: input, as: UTF8.self).debugDescription)")
+            outcome.disagreements.append("\(problem) for \(methods) \(String(decoding: input, as: UTF8.self).debugDescription)")
         }
-        // The mutations must leave enough accepted inputs for the comparison to mean something.
-        #expect(accepted > 800)
+        return outcome
     }
 
     @Test("the exemptions edit llhttp's copy only, and only where they apply")

@@ -53,13 +53,16 @@ struct LifecycleTests {
     }
 
     @Test func drainFinishesInFlightRequestsAndStopsAccepting() async throws {
-        let gateway = try await GatewayFixture.start { config in config.set("timeouts.drainSeconds", 5) }
+        // The in-flight request outlasts the checks below even on a loaded machine (they poll
+        // for the draining state); the drain timeout is far longer, so the drain ending well
+        // before it shows that it waited for the request, not for the timeout.
+        let gateway = try await GatewayFixture.start { config in config.set("timeouts.drainSeconds", 20) }
         defer { Task { await gateway.stop() } }
         let token = TestKeys.token()
         let idle = try await gateway.connect()
         #expect(try await idle.send(.get("/warm", token: token)).status == 200)
         let busy = try await gateway.connect()
-        let inFlight = Task { try await busy.send(.get("/delay/800", token: token)) }
+        let inFlight = Task { try await busy.send(.get("/delay/2500", token: token)) }
         #expect(await eventually { gateway.backend.requestCount == 2 })
         let started = ContinuousClock.now
         let drain = Task { await gateway.application.drain() }
@@ -72,6 +75,6 @@ struct LifecycleTests {
         #expect(response.status == 200)
         #expect(response.header("connection") == "close")
         await drain.value
-        #expect(ContinuousClock.now - started < .seconds(3))
+        #expect(ContinuousClock.now - started < .seconds(10))
     }
 }

@@ -12,23 +12,23 @@ struct ProcessTests {
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
     /// Runs the executable to completion.
-    static func run(_ arguments: [String], environment: [String: String] = [:]) throws -> (status: Int32, output: String) {
+    static func run(_ arguments: [String], environment: [String: String] = [:]) async throws -> (status: Int32, output: String) {
         let child = try ChildProcess([try RunningGateway.executable().path] + arguments, environment: environment)
-        child.waitUntilExit()
+        await child.exited()
         return (child.terminationStatus, child.standardOutput + child.standardError)
     }
 
-    @Test func checkAcceptsTheShippedConfigurations() throws {
-        let result = try Self.run(["check", "--config", Self.packageRoot.appendingPathComponent("config/gateway.json").path])
+    @Test func checkAcceptsTheShippedConfigurations() async throws {
+        let result = try await Self.run(["check", "--config", Self.packageRoot.appendingPathComponent("config/gateway.json").path])
         #expect(result.status == 0, "\(result.output)")
         #expect(result.output.contains("OK"))
-        let rainmaker = try Self.run(["check", "--config", Self.packageRoot.appendingPathComponent("config/examples/rainmaker.json").path])
+        let rainmaker = try await Self.run(["check", "--config", Self.packageRoot.appendingPathComponent("config/examples/rainmaker.json").path])
         #expect(rainmaker.status == 0, "\(rainmaker.output)")
-        let oidc = try Self.run(["check", "--config", Self.packageRoot.appendingPathComponent("config/examples/oidc.json").path], environment: ["AUTH_CLIENT_SECRET": "s3cret"])
+        let oidc = try await Self.run(["check", "--config", Self.packageRoot.appendingPathComponent("config/examples/oidc.json").path], environment: ["AUTH_CLIENT_SECRET": "s3cret"])
         #expect(oidc.status == 0, "\(oidc.output)")
     }
 
-    @Test func checkReportsEveryErrorWithItsPath() throws {
+    @Test func checkReportsEveryErrorWithItsPath() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("check-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -41,7 +41,7 @@ struct ProcessTests {
           "routes": [ { "name": "a", "pathPrefix": "/", "backend": "billing", "pathPrefx": "/x" } ]
         }
         """.write(toFile: path, atomically: true, encoding: .utf8)
-        let result = try Self.run(["check", "--config", path])
+        let result = try await Self.run(["check", "--config", path])
         #expect(result.status == 1)
         #expect(result.output.contains("listener.port: must be between 0 and 65535, found 70000"))
         #expect(result.output.contains("tokens.issuers[0].keys[0].publicKeyPEMFile: cannot read \(directory.appendingPathComponent("missing.pem").path)"))
@@ -52,7 +52,7 @@ struct ProcessTests {
 
     /// SPEC §4.8: `check` validates `sharedState` without connecting (the host below does not
     /// exist), and neither the password nor the key appears in what it prints.
-    @Test func checkValidatesSharedStateWithoutConnecting() throws {
+    @Test func checkValidatesSharedStateWithoutConnecting() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("check-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -69,13 +69,13 @@ struct ProcessTests {
         }
         let key = Data(repeating: 1, count: 32).base64EncodedString()
         try write(#"{ "postgres": { "url": "postgres://gateway:${PGPASSWORD}@db.does-not-exist.invalid/auth", "tls": "verify-full" }, "encryptionKeyBase64": "${STATE_KEY}" }"#)
-        let valid = try Self.run(["check", "--config", path], environment: ["PGPASSWORD": "pw-not-to-print", "STATE_KEY": key])
+        let valid = try await Self.run(["check", "--config", path], environment: ["PGPASSWORD": "pw-not-to-print", "STATE_KEY": key])
         #expect(valid.status == 0, "\(valid.output)")
         #expect(valid.output.contains("shared state on postgres://gateway:***@db.does-not-exist.invalid:5432/auth (not contacted)"), "\(valid.output)")
         #expect(!valid.output.contains("pw-not-to-print") && !valid.output.contains(key))
 
         try write(#"{ "postgres": { "url": "postgres://gateway:pw-not-to-print@db/auth?sslmode=disable", "tls": "verify-ful", "caCertificatePEMFile": "missing.pem" }, "encryptionKeyBase64": "c2hvcnQ=" }"#)
-        let invalid = try Self.run(["check", "--config", path])
+        let invalid = try await Self.run(["check", "--config", path])
         #expect(invalid.status == 1)
         #expect(invalid.output.contains("sharedState.postgres.url: must not have query parameters"), "\(invalid.output)")
         #expect(invalid.output.contains("sharedState.postgres.tls: must be \"disable\", \"require\" or \"verify-full\""))
@@ -86,7 +86,7 @@ struct ProcessTests {
 
     /// SPEC §4.10's `check` errors: `discovery` beside `jwksURL`, a `discoveryIssuer` without
     /// discovery, and a refresh/profile path with no `authService.url` to put it on.
-    @Test func checkReportsDiscoveryMisconfigurations() throws {
+    @Test func checkReportsDiscoveryMisconfigurations() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("check-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -103,7 +103,7 @@ struct ProcessTests {
           "routes": [ { "name": "a", "pathPrefix": "/", "backend": "api" } ]
         }
         """.write(toFile: path, atomically: true, encoding: .utf8)
-        let result = try Self.run(["check", "--config", path])
+        let result = try await Self.run(["check", "--config", path])
         #expect(result.status == 1)
         #expect(result.output.contains("tokens.issuers[0].jwksURL: cannot be set together with \"discovery\": true"), "\(result.output)")
         #expect(result.output.contains("authService.discoveryIssuer: issuer \"https://b.test\" does not have \"discovery\": true"), "\(result.output)")

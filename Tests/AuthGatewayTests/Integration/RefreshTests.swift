@@ -101,8 +101,10 @@ struct RefreshTests {
         let rainmaker = try await RotatingRainMaker.start()
         defer { Task { await rainmaker.service.stop() } }
         let clock = TestClock()
-        // A generous auth-service timeout: the answer is held while 100 clients connect.
-        let gateway = try await Self.gateway(authService: rainmaker.service.baseURL, clock: clock, timeout: 30_000)
+        // A generous auth-service timeout: the answer is held while 100 clients connect. A grace
+        // period longer than a loaded machine takes to collect the 100 responses (the clock
+        // runs in real time; the test moves it past the grace period below).
+        let gateway = try await Self.gateway(authService: rainmaker.service.baseURL, clock: clock, grace: 30, timeout: 30_000)
         defer { Task { await gateway.stop() } }
         let expired = TestKeys.token(subject: "alice", expiresIn: -60)
         let refreshToken = rainmaker.issueRefreshToken()
@@ -153,7 +155,7 @@ struct RefreshTests {
 
         // After the grace period the old refresh token is redeemed again, and the rotating
         // service refuses its reuse: 401.
-        clock.advance(by: 3)
+        clock.advance(by: 31)
         let tooLate = try await gateway.send(TestRequest(.GET, "/too-late", headers: headers))
         #expect(tooLate.status == 401)
         #expect(tooLate.json?["type"]?.stringValue == "urn:auth-gateway:problem:token.refresh_rejected")
@@ -196,10 +198,14 @@ struct RefreshTests {
     @Test(arguments: ["down", "503", "429", "slow"])
     func unavailableAuthServiceMeans503AndNothingCleared(_ failure: String) async throws {
         let rainmaker = try await RotatingRainMaker.start()
-        let gateway = try await Self.gateway(authService: rainmaker.service.baseURL, timeout: 300)
+        // "down" is a port that refuses connections: a stopped server's port could be bound
+        // meanwhile by another test's auth service, which would answer.
+        let dead = try RefusingPort()
+        defer { withExtendedLifetime(dead) {} }
+        let gateway = try await Self.gateway(authService: failure == "down" ? dead.url : rainmaker.service.baseURL, timeout: 300)
         defer { Task { await gateway.stop() } }
         switch failure {
-        case "down": await rainmaker.service.stop()
+        case "down": break
         case "503": rainmaker.set(.status(503))
         case "429": rainmaker.set(.status(429))
         default: rainmaker.set(.delayMilliseconds(1500))

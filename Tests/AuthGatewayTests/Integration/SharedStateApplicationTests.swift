@@ -10,9 +10,9 @@ extension PostgreSQLTests {
     /// reported by `/healthz`, and gone — connections included — after `shutdown()`.
     @Suite("Shared state in the application (PostgreSQL)", .timeLimit(.minutes(1)))
     struct SharedStateApplicationTests {
-        func gatewayConnections(_ cluster: PostgresCluster, _ database: String) throws -> Int {
+        func gatewayConnections(_ cluster: PostgresCluster, _ database: String) async throws -> Int {
             Int(
-                try cluster.psql(
+                try await cluster.psql(
                     "SELECT count(*) FROM pg_stat_activity WHERE datname = '\(database)' AND application_name = 'auth-gateway'", database: "postgres"
                 ).trimmingCharacters(in: .whitespacesAndNewlines)
             ) ?? -1
@@ -20,7 +20,7 @@ extension PostgreSQLTests {
 
         @Test func theApplicationStartsUsesReportsAndStopsItsSharedState() async throws {
             let cluster = try await PostgresCluster.shared()
-            let database = try cluster.createDatabase()
+            let database = try await cluster.createDatabase()
             let rainmaker = try await RotatingRainMaker.start()
             defer { Task { await rainmaker.service.stop() } }
             let gateway = try await GatewayFixture.start(environment: cluster.environment.merging(["STATE_KEY": SharedStateTesting.keyBase64]) { $1 }) { config in
@@ -40,11 +40,11 @@ extension PostgreSQLTests {
 
             let headers = [("Authorization", "Bearer \(TestKeys.token(expiresIn: -60))"), ("X-Refresh-Token", rainmaker.issueRefreshToken())]
             #expect(try await gateway.send(TestRequest(.GET, "/x", headers: headers)).status == 200)
-            #expect(try cluster.rowCount(database) == 1, "the refresh went through the database")
-            #expect(try self.gatewayConnections(cluster, database) >= 2, "the pool and the LISTEN connection")
+            #expect(try await cluster.rowCount(database) == 1, "the refresh went through the database")
+            #expect(try await self.gatewayConnections(cluster, database) >= 2, "the pool and the LISTEN connection")
 
             await gateway.stop()
-            try await SharedStateTesting.eventually("the connections are closed") { try self.gatewayConnections(cluster, database) == 0 }
+            try await SharedStateTesting.eventually("the connections are closed") { try await self.gatewayConnections(cluster, database) == 0 }
             #expect(!shared.wakeups.isListening)
         }
     }

@@ -53,13 +53,15 @@ extension PostgreSQLTests {
 
         @Test func fortyConcurrentRequestsOverTwoInstancesMakeOneRefreshCall() async throws {
             let cluster = try await PostgresCluster.shared()
-            let database = try cluster.createDatabase()
+            let database = try await cluster.createDatabase()
             let rainmaker = try await RotatingRainMaker.start(delayMilliseconds: 300)
             let backend = try await EchoBackend.start(group: TestGroup.shared)
             defer { Task { await rainmaker.service.stop(); await backend.close() } }
-            let a = try await Self.instance(cluster: cluster, database: database, backend: backend, authService: rainmaker.service.baseURL)
+            // A grace period of 5 s: long enough for a loaded machine to send the 40 requests and
+            // the late ones inside it (the processes' clocks are real).
+            let a = try await Self.instance(cluster: cluster, database: database, backend: backend, authService: rainmaker.service.baseURL, grace: 5)
             defer { a.stop() }
-            let b = try await Self.instance(cluster: cluster, database: database, backend: backend, authService: rainmaker.service.baseURL)
+            let b = try await Self.instance(cluster: cluster, database: database, backend: backend, authService: rainmaker.service.baseURL, grace: 5)
             defer { b.stop() }
 
             let (expired, refreshToken, headers) = Self.pair(rainmaker)
@@ -89,9 +91,9 @@ extension PostgreSQLTests {
             let metrics = try await a.metrics() + b.metrics()
             #expect(metrics.contains("auth_gateway_refreshes_total{outcome=\"refreshed\"} 1\n"))
 
-            // After graceSeconds (2) the old refresh token is redeemed again, and the rotating
+            // After graceSeconds (5) the old refresh token is redeemed again, and the rotating
             // service refuses its reuse.
-            try await Task.sleep(for: .milliseconds(2300))
+            try await Task.sleep(for: .milliseconds(5300))
             let tooLate = try await b.send(TestRequest(.GET, "/too-late", headers: headers))
             #expect(tooLate.status == 401)
             #expect(tooLate.json?["type"]?.stringValue == "urn:auth-gateway:problem:token.refresh_rejected")
@@ -102,7 +104,7 @@ extension PostgreSQLTests {
 
         @Test func whenTheClaimingInstanceIsKilledTheOtherCompletesWithinLeaseAndTimeout() async throws {
             let cluster = try await PostgresCluster.shared()
-            let database = try cluster.createDatabase()
+            let database = try await cluster.createDatabase()
             // The first call hangs (the claimant dies while waiting); later calls answer at once.
             let calls = NIOLockedValueBox(0)
             let service = try await ScriptedAuthService.start { request, eventLoop in
@@ -124,7 +126,7 @@ extension PostgreSQLTests {
             try await SharedStateTesting.eventually("A calls the auth service") { service.calls("/v1/login") == 1 }
             let started = ContinuousClock.now
             let waiter = Task { try await b.send(TestRequest(.GET, "/b", headers: headers)) }
-            try await SharedStateTesting.eventually("B waits for A's lease") { try cluster.rowCount(database) == 1 }
+            try await SharedStateTesting.eventually("B waits for A's lease") { try await cluster.rowCount(database) == 1 }
             a.process.signal(SIGKILL)
             let response = try await waiter.value
             let took = ContinuousClock.now - started
@@ -138,7 +140,7 @@ extension PostgreSQLTests {
             // A cluster of its own: this test stops the server.
             let cluster = try await PostgresCluster.start()
             defer { cluster.stop() }
-            let database = try cluster.createDatabase()
+            let database = try await cluster.createDatabase()
             let rainmaker = try await RotatingRainMaker.start(delayMilliseconds: 20)
             let backend = try await EchoBackend.start(group: TestGroup.shared)
             defer { Task { await rainmaker.service.stop(); await backend.close() } }
@@ -159,7 +161,7 @@ extension PostgreSQLTests {
                 return statuses
             }
             try await SharedStateTesting.eventually("traffic flows") { rainmaker.refreshCalls >= 5 }
-            try cluster.kill()
+            try await cluster.kill()
             let statuses = await traffic.value
             #expect(statuses == Array(repeating: 200, count: 60), "no request failed because the database did: \(statuses)")
 
@@ -179,7 +181,7 @@ extension PostgreSQLTests {
             #expect(try await [one, two].map(\.status) == [200, 200])
             #expect(rainmaker.refreshCalls == before + 1)
 
-            try cluster.startServer()
+            try await cluster.startServer()
             try await a.waitUntilShared(seconds: 20)
             try await b.waitUntilShared(seconds: 20)
             #expect(try await a.metrics().contains("auth_gateway_shared_state_up 1\n"))
@@ -201,7 +203,7 @@ extension PostgreSQLTests {
 
         @Test func theDatabaseHoldsNoTokenInClear() async throws {
             let cluster = try await PostgresCluster.shared()
-            let database = try cluster.createDatabase()
+            let database = try await cluster.createDatabase()
             let rainmaker = try await RotatingRainMaker.start()
             let backend = try await EchoBackend.start(group: TestGroup.shared)
             defer { Task { await rainmaker.service.stop(); await backend.close() } }
@@ -218,8 +220,8 @@ extension PostgreSQLTests {
                 try #require(refreshed.header("x-access-token")), try #require(refreshed.header("x-refresh-token")),
             ]
 
-            #expect(try cluster.rowCount(database) == 2, "one row per refreshed token")
-            let dump = try cluster.dump(database: database)
+            #expect(try await cluster.rowCount(database) == 2, "one row per refreshed token")
+            let dump = try await cluster.dump(database: database)
             #expect(dump.contains("auth_gateway_refresh_outcomes"))
             for secret in secrets {
                 // In clear, any long piece of it, or hex-encoded as a bytea would print it.
@@ -229,7 +231,7 @@ extension PostgreSQLTests {
                 #expect(!dump.contains(String(hex.prefix(24))))
             }
             // The key is SHA-256 of the old refresh token; only the digest is stored.
-            let keys = try cluster.psql("SELECT encode(token_digest, 'hex') FROM auth_gateway_refresh_outcomes ORDER BY 1", database: database)
+            let keys = try await cluster.psql("SELECT encode(token_digest, 'hex') FROM auth_gateway_refresh_outcomes ORDER BY 1", database: database)
             #expect(Set(keys.split(separator: "\n").map(String.init)) == Set([TokenDigest(of: refreshToken[...]).hex, TokenDigest(of: "rt-refused-one"[...]).hex]))
         }
 
@@ -237,7 +239,7 @@ extension PostgreSQLTests {
 
         @Test func aReloadKeepsTheSharedStateConnectionAndOutcomes() async throws {
             let cluster = try await PostgresCluster.shared()
-            let database = try cluster.createDatabase()
+            let database = try await cluster.createDatabase()
             let rainmaker = try await RotatingRainMaker.start()
             let backend = try await EchoBackend.start(group: TestGroup.shared)
             defer { Task { await rainmaker.service.stop(); await backend.close() } }
@@ -247,7 +249,7 @@ extension PostgreSQLTests {
             let (_, _, headers) = Self.pair(rainmaker)
             let first = try await a.send(TestRequest(.GET, "/before", headers: headers))
             #expect(first.status == 200)
-            let listeners = try cluster.listeningBackends(database)
+            let listeners = try await cluster.listeningBackends(database)
             #expect(listeners.count == 1)
 
             // A new configuration: another route name, and a changed sharedState (kept until a
@@ -261,7 +263,7 @@ extension PostgreSQLTests {
             #expect(a.process.output.contains("sharedState changed; the running shared state"))
             #expect(!a.process.output.contains(PostgresCluster.gatewayPassword))
 
-            #expect(try cluster.listeningBackends(database) == listeners, "the same LISTEN connection")
+            #expect(try await cluster.listeningBackends(database) == listeners, "the same LISTEN connection")
             let late = try await a.send(TestRequest(.GET, "/after", headers: headers))
             #expect(late.status == 200)
             #expect(late.header("x-access-token") == first.header("x-access-token"))
@@ -306,13 +308,13 @@ struct SharedInstance: Sendable {
 }
 
 extension PostgresCluster {
-    func rowCount(_ database: String) throws -> Int {
-        Int(try self.psql("SELECT count(*) FROM auth_gateway_refresh_outcomes", database: database).trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
+    func rowCount(_ database: String) async throws -> Int {
+        Int(try await self.psql("SELECT count(*) FROM auth_gateway_refresh_outcomes", database: database).trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
     }
 
     /// Process ids of the gateway's LISTEN connections to `database`.
-    func listeningBackends(_ database: String) throws -> [String] {
-        try self.psql(
+    func listeningBackends(_ database: String) async throws -> [String] {
+        try await self.psql(
             "SELECT pid FROM pg_stat_activity WHERE datname = '\(database)' AND application_name = 'auth-gateway' AND query ILIKE 'LISTEN%' ORDER BY pid",
             database: "postgres"
         ).split(separator: "\n").map(String.init)

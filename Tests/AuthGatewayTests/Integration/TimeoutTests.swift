@@ -17,21 +17,24 @@ struct TimeoutTests {
         // busy start of the test run cannot eat the slow client's second).
         let client = try await gateway.connect()
         #expect(try await client.send(.get("/warm", token: token)).status == 200)
-        let slow = try await gateway.raw()
+        // Taken before connecting: the header deadline runs from the first byte, and
+        // this task may resume late on a loaded machine, which must not shorten what it measures.
         let started = ContinuousClock.now
+        let slow = try await gateway.raw()
         try await slow.send("GET /slow HTTP/1.1\r\nHost: x\r\n")
-        // It keeps being served while the slow one dribbles headers.
-        var served = 0
+        // Served while the slow one has unfinished headers, and on while it dribbles more.
+        #expect(try await client.send(.get("/fine", token: token)).status == 200)
+        var served = 1
         for index in 0..<10 where !slow.isClosed {
             try? await slow.send("X-Drip-\(index): a\r\n")
             #expect(try await client.send(.get("/fine/\(index)", token: token)).status == 200)
             served += 1
             try await Task.sleep(for: .milliseconds(300))
         }
-        #expect(served >= 1)
         #expect(await slow.waitForClose(timeout: .seconds(3)))
+        // Cut off by the 1 s deadline, not after its ten dribbles (3 s) and the wait above.
         let elapsed = ContinuousClock.now - started
-        #expect(elapsed >= .milliseconds(900) && elapsed < .seconds(4), "closed after \(elapsed)")
+        #expect(elapsed >= .milliseconds(900) && elapsed < .seconds(6), "closed after \(elapsed)")
         #expect(slow.firstStatus == 408)
         #expect(try await client.send(.get("/still-fine", token: token)).status == 200)
         #expect(gateway.backend.requestCount == served + 2)
@@ -41,11 +44,16 @@ struct TimeoutTests {
     @Test func idleConnectionsAreClosed() async throws {
         let gateway = try await GatewayFixture.start { config in config.set("timeouts.idleSeconds", 1) }
         defer { Task { await gateway.stop() } }
-        let client = try await gateway.connect()
-        // Taken before the request: the idle period starts only after the response went out,
-        // however late this test sees that response.
+        // Taken before connecting, for the same reason as above.
         let started = ContinuousClock.now
-        #expect(try await client.send(.get("/x", token: TestKeys.token())).status == 200)
+        let client = try await gateway.connect()
+        do {
+            #expect(try await client.send(.get("/x", token: TestKeys.token())).status == 200)
+        } catch TestClientError.connectionClosed {
+            // This task resumed more than a second after connecting (a loaded machine): the
+            // gateway closed the connection as idle before the request came — the behaviour
+            // under test, checked below like the usual case.
+        }
         #expect(await client.waitForClose(timeout: .seconds(10)))
         #expect(ContinuousClock.now - started >= .milliseconds(1000))
     }

@@ -17,7 +17,7 @@ struct UpstreamResponseTests {
     ) async throws -> (raw: RawConnection, gateway: GatewayFixture, backend: ScriptedBackend) {
         let backend = try await ScriptedBackend.start(script)
         let gateway = try await GatewayFixture.start { config in
-            config["backends"] = ["api": ["urls": [.string(backend.baseURL)], "responseTimeoutMilliseconds": 2000]]
+            config["backends"] = ["api": ["urls": [.string(backend.baseURL)], "responseTimeoutMilliseconds": 5000]]
         }
         let raw = try await gateway.raw()
         try await raw.send(request(TestKeys.token()))
@@ -188,7 +188,7 @@ struct WebSocketTests {
             + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
     }
 
-    static let responseTimeoutMilliseconds = 1000
+    static let responseTimeoutMilliseconds = 3000
 
     private func start(_ script: [ScriptedBackend.Step]) async throws -> (GatewayFixture, ScriptedBackend) {
         let backend = try await ScriptedBackend.start(script)

@@ -13,7 +13,7 @@ extension PostgreSQLTests {
 
         func twoInstances(timeoutMilliseconds: Int = 3000) async throws -> (PostgresSharedState, PostgresSharedState) {
             let cluster = try await PostgresCluster.shared()
-            let configuration = try SharedStateTesting.configuration(cluster: cluster, database: try cluster.createDatabase(), timeoutMilliseconds: timeoutMilliseconds)
+            let configuration = try SharedStateTesting.configuration(cluster: cluster, database: try await cluster.createDatabase(), timeoutMilliseconds: timeoutMilliseconds)
             return (try await SharedStateTesting.start(configuration), try await SharedStateTesting.start(configuration))
         }
 
@@ -40,7 +40,7 @@ extension PostgreSQLTests {
 
         @Test func aWaiterIsWokenByTheNotificationNotByItsPoll() async throws {
             let cluster = try await PostgresCluster.shared()
-            let configuration = try SharedStateTesting.configuration(cluster: cluster, database: try cluster.createDatabase())
+            let configuration = try SharedStateTesting.configuration(cluster: cluster, database: try await cluster.createDatabase())
             // The safety-net poll is 10 s here: only the NOTIFY can wake the waiter in time.
             let a = try await SharedStateTesting.start(configuration, pollMillisecondsWhileListening: 10_000)
             let b = try await SharedStateTesting.start(configuration, pollMillisecondsWhileListening: 10_000)
@@ -129,17 +129,17 @@ extension PostgreSQLTests {
 
         @Test func aDatabaseSlowerThanTheTimeoutFallsBackForThatRequest() async throws {
             let cluster = try await PostgresCluster.shared()
-            let name = try cluster.createDatabase()
+            let name = try await cluster.createDatabase()
             let configuration = try SharedStateTesting.configuration(cluster: cluster, database: name, timeoutMilliseconds: 300)
             let state = try await SharedStateTesting.start(configuration)
             defer { Task { await state.stop() } }
             // Another session holds the table locked: every claim waits.
             let locker = Task.detached {
-                try cluster.psql("BEGIN; LOCK TABLE auth_gateway_refresh_outcomes IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(2); COMMIT;", database: name)
+                try await cluster.psql("BEGIN; LOCK TABLE auth_gateway_refresh_outcomes IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(2); COMMIT;", database: name)
             }
             defer { locker.cancel() }
             try await SharedStateTesting.eventually("the lock is held") {
-                try cluster.psql("SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation WHERE c.relname = 'auth_gateway_refresh_outcomes' AND l.mode = 'AccessExclusiveLock' AND l.granted", database: name)
+                try await cluster.psql("SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation WHERE c.relname = 'auth_gateway_refresh_outcomes' AND l.mode = 'AccessExclusiveLock' AND l.granted", database: name)
                     .trimmingCharacters(in: .whitespacesAndNewlines) == "1"
             }
             let call = CountingCall(answer: Self.refreshed)

@@ -12,7 +12,7 @@ extension PostgreSQLTests {
 
         func database() async throws -> (PostgresSharedState, PostgresCluster, String) {
             let cluster = try await PostgresCluster.shared()
-            let name = try cluster.createDatabase()
+            let name = try await cluster.createDatabase()
             let state = try await SharedStateTesting.start(try SharedStateTesting.configuration(cluster: cluster, database: name))
             return (state, cluster, name)
         }
@@ -87,7 +87,7 @@ extension PostgreSQLTests {
             _ = try await state.database.claim(fresh, claimant: UUID(), leaseMilliseconds: 60000)
             try await Task.sleep(for: .milliseconds(20))
             try await state.database.sweep()
-            let keys = try cluster.psql("SELECT encode(token_digest, 'hex') FROM auth_gateway_refresh_outcomes", database: name)
+            let keys = try await cluster.psql("SELECT encode(token_digest, 'hex') FROM auth_gateway_refresh_outcomes", database: name)
             #expect(keys.split(separator: "\n").map(String.init) == [fresh.hex])
         }
 
@@ -95,7 +95,7 @@ extension PostgreSQLTests {
             let (state, cluster, name) = try await self.database()
             defer { Task { await state.stop() } }
             _ = try await state.database.claim(TokenDigest(of: "abc"[...]), claimant: UUID(), leaseMilliseconds: 1000)
-            let stored = try cluster.psql("SELECT encode(token_digest, 'hex') = encode(sha256('abc'), 'hex') FROM auth_gateway_refresh_outcomes", database: name)
+            let stored = try await cluster.psql("SELECT encode(token_digest, 'hex') = encode(sha256('abc'), 'hex') FROM auth_gateway_refresh_outcomes", database: name)
             #expect(stored.trimmingCharacters(in: .whitespacesAndNewlines) == "t")
         }
 
@@ -103,7 +103,7 @@ extension PostgreSQLTests {
         /// table (and says why); with the table made by another role and DML granted, it works.
         @Test func aRoleWithoutCreateWorksOnATableMadeForIt() async throws {
             let cluster = try await PostgresCluster.shared()
-            let database = try cluster.createDatabase(owner: PostgresCluster.superuser)
+            let database = try await cluster.createDatabase(owner: PostgresCluster.superuser)
             let configuration = try SharedStateTesting.configuration(cluster: cluster, database: database)
             let refused = try await SharedStateTesting.start(configuration, waitUntilUp: false)
             try await SharedStateTesting.eventually("the table could not be created") {
@@ -111,7 +111,7 @@ extension PostgreSQLTests {
             }
             await refused.stop()
 
-            try cluster.psql(
+            try await cluster.psql(
                 """
                 CREATE TABLE auth_gateway_refresh_outcomes (token_digest bytea PRIMARY KEY, claimant uuid NOT NULL, sealed_outcome bytea, expires_at timestamptz NOT NULL);
                 CREATE INDEX auth_gateway_refresh_outcomes_expires_at ON auth_gateway_refresh_outcomes (expires_at);
@@ -123,7 +123,7 @@ extension PostgreSQLTests {
             defer { Task { await state.stop() } }
             let call = CountingCall(answer: .rejected)
             #expect(try await state.refresh(Self.digest, on: TestGroup.shared.any(), call: call) == (.rejected, .led))
-            #expect(try cluster.rowCount(database) == 1)
+            #expect(try await cluster.rowCount(database) == 1)
         }
     }
 }

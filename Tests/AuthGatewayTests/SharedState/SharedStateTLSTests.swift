@@ -10,8 +10,8 @@ extension PostgreSQLTests {
     @Suite("Shared state over TLS (PostgreSQL)", .timeLimit(.minutes(1)))
     struct SharedStateTLSTests {
         /// Whether every connection of the gateway to `database` is encrypted (nil: none open).
-        func encrypted(_ cluster: PostgresCluster, _ database: String) throws -> Bool? {
-            let rows = try cluster.psql(
+        func encrypted(_ cluster: PostgresCluster, _ database: String) async throws -> Bool? {
+            let rows = try await cluster.psql(
                 "SELECT s.ssl FROM pg_stat_ssl s JOIN pg_stat_activity a USING (pid) WHERE a.datname = '\(database)' AND a.application_name = 'auth-gateway'",
                 database: "postgres"
             ).split(separator: "\n")
@@ -26,23 +26,23 @@ extension PostgreSQLTests {
         ])
         func connectsEncrypted(_ mode: PostgresTLSMode, host: String, withCA: Bool) async throws {
             let cluster = try await PostgresCluster.shared()
-            let database = try cluster.createDatabase()
+            let database = try await cluster.createDatabase()
             let state = try await SharedStateTesting.start(
                 try SharedStateTesting.configuration(cluster: cluster, database: database, host: host, tls: mode, caFile: withCA ? cluster.caCertificate.path : nil)
             )
             defer { Task { await state.stop() } }
             let call = CountingCall(answer: .rejected)
             #expect(try await state.refresh(TokenDigest(of: "rt-tls"[...]), on: TestGroup.shared.any(), call: call) == (.rejected, .led))
-            #expect(try cluster.rowCount(database) == 1, "the outcome went through the database")
-            #expect(try self.encrypted(cluster, database) == true)
+            #expect(try await cluster.rowCount(database) == 1, "the outcome went through the database")
+            #expect(try await self.encrypted(cluster, database) == true)
         }
 
         @Test func disableConnectsInPlainText() async throws {
             let cluster = try await PostgresCluster.shared()
-            let database = try cluster.createDatabase()
+            let database = try await cluster.createDatabase()
             let state = try await SharedStateTesting.start(try SharedStateTesting.configuration(cluster: cluster, database: database, tls: .disable))
             defer { Task { await state.stop() } }
-            #expect(try self.encrypted(cluster, database) == false)
+            #expect(try await self.encrypted(cluster, database) == false)
         }
 
         @Test(arguments: [
@@ -53,7 +53,7 @@ extension PostgreSQLTests {
         ])
         func verifyFullRefusesAServerItCannotVerify(host: String, otherCA: Bool) async throws {
             let cluster = try await PostgresCluster.shared()
-            let database = try cluster.createDatabase()
+            let database = try await cluster.createDatabase()
             let ca = otherCA ? cluster.otherCACertificate : cluster.caCertificate
             let state = try await SharedStateTesting.start(
                 try SharedStateTesting.configuration(cluster: cluster, database: database, host: host, tls: .verifyFull, caFile: ca.path), waitUntilUp: false
@@ -63,7 +63,7 @@ extension PostgreSQLTests {
                 state.health.detail["lastError"]?.stringValue?.lowercased().contains("certificate") == true
             }
             #expect(!state.database.usesDatabase)
-            #expect(try self.encrypted(cluster, database) == nil, "no connection of the gateway was let in")
+            #expect(try await self.encrypted(cluster, database) == nil, "no connection of the gateway was let in")
             // Refreshes still work, through the local table.
             let call = CountingCall(answer: .rejected)
             #expect(try await state.refresh(TokenDigest(of: "rt-unverified"[...]), on: TestGroup.shared.any(), call: call) == (.rejected, .led))
@@ -71,7 +71,7 @@ extension PostgreSQLTests {
 
         @Test func aWrongPasswordIsReportedWithoutThePassword() async throws {
             let cluster = try await PostgresCluster.shared()
-            let database = try cluster.createDatabase()
+            let database = try await cluster.createDatabase()
             let logs = LogCapture()
             let state = try await SharedStateTesting.start(
                 try SharedStateTesting.configuration(cluster: cluster, database: database, password: "not-the-password-42"), logs: logs, waitUntilUp: false

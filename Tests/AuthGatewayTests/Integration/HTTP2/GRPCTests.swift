@@ -34,7 +34,16 @@ struct GRPCTests {
     /// (`protocol: h2c`) and whose backend `plain` is an HTTP/1.1 echo backend.
     static func withGateway(configure: (inout JSONObject) -> Void = { _ in }, _ body: (GatewayFixture) async throws -> Void) async throws {
         let server = try BackgroundTool(try Self.python(), [Self.peer, "server"])
-        defer { server.stop() }
+        do {
+            try await Self.withGateway(server: server, configure: configure, body)
+        } catch {
+            await server.stop()
+            throw error
+        }
+        await server.stop()
+    }
+
+    private static func withGateway(server: BackgroundTool, configure: (inout JSONObject) -> Void, _ body: (GatewayFixture) async throws -> Void) async throws {
         let ready = try await server.firstLine()
         let port = try #require(ready.hasPrefix("READY ") ? Int(ready.dropFirst(6)) : nil, "grpc_peer.py printed \(ready)")
         let gateway = try await GatewayFixture.start { config in

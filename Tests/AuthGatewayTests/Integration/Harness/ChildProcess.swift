@@ -99,12 +99,7 @@ final class ChildProcess: @unchecked Sendable {
 
     /// Waits for the exit on a thread of its own (not the cooperative pool).
     func exited() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            Thread.detachNewThread {
-                self.waitUntilExit()
-                continuation.resume()
-            }
-        }
+        await onOwnThread { self.waitUntilExit() }
     }
 
     /// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34+), which Swift's Glibc module

@@ -71,11 +71,15 @@ final class BackgroundTool: Sendable {
         throw ProcessHarnessError(description: "no output line from the peer: \(self.child.standardError)")
     }
 
-    /// SIGTERM, then SIGKILL if it is still there after two seconds.
-    func stop() {
-        self.child.signal(SIGTERM)
-        for _ in 0..<200 where self.child.isRunning { usleep(10_000) }
-        self.child.signal(SIGKILL)
-        self.child.waitUntilExit()
+    /// SIGTERM, then SIGKILL if it is still there after two seconds (waited for on a thread of
+    /// its own, not the cooperative pool's).
+    func stop() async {
+        let child = self.child
+        await onOwnThread {
+            child.signal(SIGTERM)
+            for _ in 0..<200 where child.isRunning { usleep(10_000) }
+            child.signal(SIGKILL)
+            child.waitUntilExit()
+        }
     }
 }

@@ -58,6 +58,13 @@ final class PostgresCluster: Sendable {
     static func start() async throws -> PostgresCluster {
         let binaries = try Self.findBinaries()
         await Self.afterTheRunsFirstSeconds()
+        // Seconds of child processes (openssl, initdb, the server's start), waited for on a
+        // thread of their own: blocking one of the cooperative pool's two threads here starved
+        // the timing-sensitive tests running beside this one.
+        return try await onOwnThread { try Self.startBlocking(binaries: binaries) }
+    }
+
+    private static func startBlocking(binaries: URL) throws -> PostgresCluster {
         Self.stopAbandoned(binaries: binaries)
         let directory = URL(fileURLWithPath: "/tmp").appendingPathComponent("agpg-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: directory.appendingPathComponent("tls"), withIntermediateDirectories: true)
@@ -66,9 +73,12 @@ final class PostgresCluster: Sendable {
         let cluster = PostgresCluster(directory: directory, binaries: binaries, port: try Self.freePort(), owner: owner)
         try cluster.makeCertificates()
         try cluster.initialize()
-        try cluster.startServer()
-        try cluster.psql(
-            "CREATE ROLE \(Self.gatewayRole) LOGIN PASSWORD '\(Self.gatewayPassword)'", database: "postgres"
+        try cluster.startServerBlocking()
+        try Self.execute(
+            binaries.appendingPathComponent("psql").path,
+            ["-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", cluster.socketDirectory.path, "-p", "\(cluster.port)", "-U", Self.superuser, "-d", "postgres",
+                "-c", "CREATE ROLE \(Self.gatewayRole) LOGIN PASSWORD '\(Self.gatewayPassword)'"],
+            as: owner
         )
         Self.running.withLockedValue { clusters in
             if clusters.isEmpty { atexit { PostgresCluster.stopAll() } }
@@ -126,9 +136,9 @@ final class PostgresCluster: Sendable {
 
     /// A new, empty database owned by `owner` (the `gateway` role, which may then create
     /// tables in it; or the superuser, and `gateway` may only connect).
-    func createDatabase(owner: String = PostgresCluster.gatewayRole) throws -> String {
+    func createDatabase(owner: String = PostgresCluster.gatewayRole) async throws -> String {
         let name = "gateway_test_\(self.databases.withLockedValue { $0 += 1; return $0 })_\(UUID().uuidString.prefix(6).lowercased())"
-        try self.psql("CREATE DATABASE \(name) OWNER \(owner)", database: "postgres")
+        try await self.psql("CREATE DATABASE \(name) OWNER \(owner)", database: "postgres")
         return name
     }
 
@@ -142,42 +152,46 @@ final class PostgresCluster: Sendable {
 
     /// Runs SQL as the superuser over the unix socket; returns psql's unaligned output.
     @discardableResult
-    func psql(_ sql: String, database: String) throws -> String {
-        try self.run(
+    func psql(_ sql: String, database: String) async throws -> String {
+        try await self.run(
             "psql",
             ["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-h", self.socketDirectory.path, "-p", "\(self.port)", "-U", Self.superuser, "-d", database, "-c", sql]
         )
     }
 
     /// Everything in `database` (schema and data) as `pg_dump` prints it.
-    func dump(database: String) throws -> String {
-        try self.run("pg_dump", ["-h", self.socketDirectory.path, "-p", "\(self.port)", "-U", Self.superuser, "-d", database])
+    func dump(database: String) async throws -> String {
+        try await self.run("pg_dump", ["-h", self.socketDirectory.path, "-p", "\(self.port)", "-U", Self.superuser, "-d", database])
     }
 
     // MARK: Server
 
     /// Kills the server the hard way (`immediate`: no clean shutdown, connections dropped).
-    func kill() throws {
-        try self.run("pg_ctl", ["-D", self.dataDirectory.path, "-m", "immediate", "-w", "stop"])
+    func kill() async throws {
+        try await self.run("pg_ctl", ["-D", self.dataDirectory.path, "-m", "immediate", "-w", "stop"])
     }
 
-    func startServer() throws {
+    func startServer() async throws {
+        try await onOwnThread { try self.startServerBlocking() }
+    }
+
+    private func startServerBlocking() throws {
         let options = [
             "-p \(self.port)", "-k \(self.socketDirectory.path)", "-c listen_addresses=127.0.0.1,127.0.0.2",
             "-c ssl=on", "-c ssl_cert_file=\(self.directory.path)/tls/server.pem", "-c ssl_key_file=\(self.directory.path)/tls/server.key",
             "-c fsync=off", "-c max_connections=200",
         ].joined(separator: " ")
-        try self.run("pg_ctl", ["-D", self.dataDirectory.path, "-l", self.logFile.path, "-o", options, "-w", "-t", "30", "start"])
+        try self.runBlocking("pg_ctl", ["-D", self.dataDirectory.path, "-l", self.logFile.path, "-o", options, "-w", "-t", "30", "start"])
     }
 
     func stop() {
-        _ = try? self.run("pg_ctl", ["-D", self.dataDirectory.path, "-m", "immediate", "-w", "stop"])
+        _ = try? self.runBlocking("pg_ctl", ["-D", self.dataDirectory.path, "-m", "immediate", "-w", "stop"])
         try? FileManager.default.removeItem(at: self.directory)
     }
 
     private func initialize() throws {
         try self.chown(self.directory)
-        try self.run("initdb", ["-D", self.dataDirectory.path, "-U", Self.superuser, "--auth-local=trust", "--auth-host=scram-sha-256", "-E", "UTF8", "--no-sync"])
+        try self.runBlocking("initdb", ["-D", self.dataDirectory.path, "-U", Self.superuser, "--auth-local=trust", "--auth-host=scram-sha-256", "-E", "UTF8", "--no-sync"])
     }
 
     /// A CA, a server certificate it signs for `localhost` and 127.0.0.1, and an unrelated CA.
@@ -206,9 +220,15 @@ final class PostgresCluster: Sendable {
         _ = try Self.execute("/bin/chown", ["-R", "\(owner.uid):\(owner.gid)", url.path], as: nil)
     }
 
-    /// Runs one of the server's binaries (as the unprivileged owner under root).
+    /// Runs one of the server's binaries (as the unprivileged owner under root) on a thread of
+    /// its own: the test waits without holding one of the cooperative pool's threads.
     @discardableResult
-    private func run(_ binary: String, _ arguments: [String]) throws -> String {
+    private func run(_ binary: String, _ arguments: [String]) async throws -> String {
+        try await onOwnThread { try self.runBlocking(binary, arguments) }
+    }
+
+    @discardableResult
+    private func runBlocking(_ binary: String, _ arguments: [String]) throws -> String {
         try Self.execute(self.binaries.appendingPathComponent(binary).path, arguments, as: self.owner)
     }
 

@@ -177,6 +177,7 @@ private final class ResponseCollector: ChannelInboundHandler, Sendable {
         var body = ByteBuffer()
         var bodyBytes = 0
         var patternMatched = true
+        var closed = false
     }
 
     private let countOnly: Bool
@@ -186,7 +187,12 @@ private final class ResponseCollector: ChannelInboundHandler, Sendable {
 
     func expectResponse(on eventLoop: EventLoop) -> EventLoopFuture<TestResponse> {
         let promise = eventLoop.makePromise(of: TestResponse.self)
-        self.state.withLockedValue { $0.waiting.append(promise) }
+        let closed = self.state.withLockedValue { state in
+            if !state.closed { state.waiting.append(promise) }
+            return state.closed
+        }
+        // Asked for after the server closed the connection: no response will come.
+        if closed { promise.fail(TestClientError.connectionClosed) }
         return promise.futureResult
     }
 
@@ -230,6 +236,7 @@ private final class ResponseCollector: ChannelInboundHandler, Sendable {
 
     func channelInactive(context: ChannelHandlerContext) {
         let waiting = self.state.withLockedValue { state in
+            state.closed = true
             defer { state.waiting = [] }
             return state.waiting
         }
