@@ -72,7 +72,7 @@ enum HTTPWriter {
                     case .contentLength:
                         if chunked { continue }
                     case .other:
-                        if namesConnectionFields, Self.isNamedByConnection(field, in: head, raw) { continue }
+                        if namesConnectionFields, head.isNamedByConnection(field, raw) { continue }
                     }
                     output.append(UnsafeRawBufferPointer(rebasing: raw[field.nameStart..<field.nameEnd]))
                     output.append(": ")
@@ -100,13 +100,6 @@ enum HTTPWriter {
         buffer.writeImmutableBuffer(data)
         buffer.writeStaticString("\r\n")
         return buffer
-    }
-
-    private static func isNamedByConnection(_ field: HeaderField, in head: UpstreamResponseHead, _ raw: UnsafeRawBufferPointer) -> Bool {
-        head.fields.contains { connection in
-            connection.kind == .connection
-                && HeaderNames.listContains(raw, connection.valueStart, connection.valueEnd, nameStart: field.nameStart, nameEnd: field.nameEnd)
-        }
     }
 
     private static func statusLine(version: HTTPVersion, code: Int, into buffer: inout ByteBuffer) {

@@ -14,12 +14,33 @@ struct UpstreamResponseHead {
     /// The backend allows another request on this connection afterwards.
     let keepAlive: Bool
 
-    /// Calls `body` with each field's name and value, in order.
-    func forEachField(_ body: (String, String) -> Void) {
+    /// Calls `body` with the lower-cased name and the value of each field an HTTP/2 client
+    /// receives: not those describing the backend's connection (RFC 9110 §7.6.1, RFC 9113
+    /// §8.2.2: `Connection` and the fields it names, `HeaderNames`' hop-by-hop list,
+    /// `Transfer-Encoding`), nor the backend's `X-Request-Id` (the gateway sends its own) —
+    /// what `HTTPWriter.clientResponseHead` leaves out for HTTP/1.1 clients.
+    func forEachEndToEndField(_ body: (String, String) -> Void) {
         self.bytes.withUnsafeReadableBytes { raw in
+            let namesConnectionFields = self.fields.contains { $0.kind == .connection }
             for field in self.fields {
-                body(RequestParser.string(raw, field.nameStart, field.nameEnd), RequestParser.string(raw, field.valueStart, field.valueEnd))
+                switch field.kind {
+                case .hopByHop, .connection, .transferEncoding, .requestID:
+                    continue
+                case .contentLength:
+                    break
+                case .other:
+                    if namesConnectionFields, self.isNamedByConnection(field, raw) { continue }
+                }
+                body(RequestParser.string(raw, field.nameStart, field.nameEnd).lowercased(), RequestParser.string(raw, field.valueStart, field.valueEnd))
             }
+        }
+    }
+
+    /// Whether a `Connection` field of this head names `field` (then it is hop-by-hop too).
+    func isNamedByConnection(_ field: HeaderField, _ raw: UnsafeRawBufferPointer) -> Bool {
+        self.fields.contains { connection in
+            connection.kind == .connection
+                && HeaderNames.listContains(raw, connection.valueStart, connection.valueEnd, nameStart: field.nameStart, nameEnd: field.nameEnd)
         }
     }
 

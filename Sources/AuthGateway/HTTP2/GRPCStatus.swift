@@ -60,18 +60,22 @@ enum GRPCStatus {
         return output
     }
 
-    /// `grpc-timeout` (e.g. `250m`, `3S`): at most 8 digits and a unit (H M S m u n).
+    /// `grpc-timeout` (e.g. `250m`, `3S`): at most 8 digits and a unit (H M S m u n). At
+    /// least one millisecond: a zero or nanosecond deadline has passed before anything could
+    /// be forwarded.
     static func timeout(_ value: String) -> TimeAmount? {
         guard let unit = value.last, value.count >= 2, value.count <= 9, let amount = Int64(value.dropLast()), amount >= 0 else { return nil }
+        let timeout: TimeAmount
         switch unit {
-        case "H": return .hours(amount)
-        case "M": return .minutes(amount)
-        case "S": return .seconds(amount)
-        case "m": return .milliseconds(amount)
-        case "u": return .microseconds(amount)
-        case "n": return .nanoseconds(amount)
+        case "H": timeout = .hours(amount)
+        case "M": timeout = .minutes(amount)
+        case "S": timeout = .seconds(amount)
+        case "m": timeout = .milliseconds(amount)
+        case "u": timeout = .microseconds(amount)
+        case "n": timeout = .nanoseconds(amount)
         default: return nil
         }
+        return max(timeout, .milliseconds(1))
     }
 }
 

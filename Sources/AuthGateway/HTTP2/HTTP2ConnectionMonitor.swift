@@ -40,6 +40,9 @@ final class HTTP2ConnectionMonitor: ChannelInboundHandler {
         case is NIOHTTP2Errors.ExcessiveStreamErrors: return "stream_errors"
         case is NIOHTTP2Errors.ExcessiveNumberOfGlitches: return "glitches"
         case is NIOHTTP2Errors.ExcessiveOutboundFrameBuffering: return "outbound_buffering"
+        // A stream opened beyond the advertised SETTINGS_MAX_CONCURRENT_STREAMS: NIOHTTP2
+        // treats it as a connection error (PROTOCOL_ERROR, RFC 9113 §5.1.2 allows either).
+        case is NIOHTTP2Errors.MaxStreamsViolation: return "too_many_streams"
         default: return nil
         }
     }

@@ -75,6 +75,11 @@ enum HTTP2Messages {
         guard let method, let path, !path.isEmpty, HTTPToken.isValid(method) else {
             return .failure(.malformedRequest("Missing or invalid :method or :path"))
         }
+        // RFC 9113 §8.3.1: origin-form (or `*` for OPTIONS). An absolute-form :path would be
+        // routed by its own authority while the backend gets `Host` from :authority.
+        guard path.utf8.first == UInt8(ascii: "/") || (path == "*" && method == "OPTIONS") else {
+            return .failure(.malformedRequest(":path is not origin-form"))
+        }
         if let authority, let host, !ASCII.equalsIgnoringCase(authority, host) {
             return .failure(.malformedRequest("Host differs from :authority"))
         }
@@ -91,23 +96,23 @@ enum HTTP2Messages {
             framing = .chunked
         }
         let head = HTTPRequestHead(version: .http1_1, method: HTTPMethod(rawValue: method), uri: path, headers: HTTPHeaders(headers))
-        return .success(Request(head: head, framing: framing, isGRPC: GRPCStatus.isGRPC(contentType: contentType), grpcTimeout: grpcTimeout))
+        let isGRPC = GRPCStatus.isGRPC(contentType: contentType)
+        // `grpc-timeout` means something on gRPC calls only.
+        return .success(Request(head: head, framing: framing, isGRPC: isGRPC, grpcTimeout: isGRPC ? grpcTimeout : nil))
     }
 
-    /// Response fields that belong to one HTTP/1.1 connection, never sent on HTTP/2.
+    /// Fields that belong to one HTTP/1.1 connection, never sent on HTTP/2 (RFC 9113 §8.2.2),
+    /// for heads held as `HTTPHeaders` or `HPACKHeaders`; a backend's response head is
+    /// filtered by `UpstreamResponseHead.forEachEndToEndField`.
     static let connectionSpecific: Set<String> = ["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "te", "trailer"]
 
-    /// The response HEADERS for a backend's response head: `:status`, the backend's fields
-    /// lower-cased without connection-specific ones, `x-request-id`, then `extra` (new tokens).
+    /// The response HEADERS for a backend's response head: `:status`, the backend's
+    /// end-to-end fields lower-cased, `x-request-id`, then `extra` (new tokens).
     static func responseHeaders(_ head: UpstreamResponseHead, requestID: String, extra: [(name: String, value: String)]) -> HPACKHeaders {
         var headers = HPACKHeaders()
         headers.reserveCapacity(head.fields.count + extra.count + 2)
         headers.add(name: ":status", value: String(head.status))
-        head.forEachField { name, value in
-            let lowered = name.lowercased()
-            guard !Self.connectionSpecific.contains(lowered), lowered != "x-request-id" else { return }
-            headers.add(name: lowered, value: value)
-        }
+        head.forEachEndToEndField { name, value in headers.add(name: name, value: value) }
         headers.add(name: "x-request-id", value: requestID)
         for (name, value) in extra { headers.add(name: name.lowercased(), value: value) }
         return headers

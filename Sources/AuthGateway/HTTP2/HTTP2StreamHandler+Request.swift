@@ -48,13 +48,13 @@ extension HTTP2StreamHandler {
             self.exchange?.routeName = forward.route.name
             if self.isGRPC && !forward.pool.wireProtocol.isHTTP2 {
                 // gRPC needs HTTP/2 end to end (trailers): an HTTP/1.1 backend cannot carry it.
-                self.exchange?.local = .problem(.upstreamUnreachable, requestID: self.exchange?.requestID ?? "")
+                self.exchange?.local = self.exchange?.problem(.upstreamUnreachable)
                 self.run(self.state.decidedToRespondLocally(), context: context)
                 return
             }
             if forward.upgrade != nil {
                 // RFC 8441 WebSockets over HTTP/2 are not supported: no `Upgrade` on HTTP/2.
-                self.exchange?.local = .problem(.upgradeUnsupported, requestID: self.exchange?.requestID ?? "")
+                self.exchange?.local = self.exchange?.problem(.upgradeUnsupported)
                 self.run(self.state.decidedToRespondLocally(), context: context)
                 return
             }

@@ -31,11 +31,23 @@ extension HTTP2StreamHandler {
         self.responseTrailers = nil
         self.finishExchange(status: self.exchange?.responseStatus ?? 0, error: nil)
         context.flush()
+        self.stopUnfinishedUpload(context: context)
+    }
+
+    /// The response is complete while the client is still sending its request (a 401 or 413
+    /// before the upload's end, a backend that answered early): RST_STREAM with NO_ERROR asks
+    /// it to stop (RFC 9113 §8.1) and closes the stream. Without it the half-closed stream
+    /// would hold a `maxConcurrentStreams` slot, and the DATA it withholds, until the client
+    /// gave up.
+    private func stopUnfinishedUpload(context: ChannelHandlerContext) {
+        guard !self.requestEnded else { return }
+        self.requestEnded = true
+        context.writeAndFlush(self.wrapOutboundOut(.rstStream(.noError)), promise: nil)
     }
 
     func respond(with error: GatewayError, context: ChannelHandlerContext) {
         let exchange = self.exchange ?? Exchange.bare(requestID: self.worker.requestID(forwarded: nil), protocol: .h2)
-        exchange.local = .problem(error, requestID: exchange.requestID)
+        exchange.local = exchange.problem(error)
         self.exchange = exchange
         self.writeLocalResponse(context: context)
     }
@@ -58,5 +70,6 @@ extension HTTP2StreamHandler {
             context.flush()
         }
         self.finishExchange(status: Int(response.status.code), error: response.error)
+        self.stopUnfinishedUpload(context: context)
     }
 }

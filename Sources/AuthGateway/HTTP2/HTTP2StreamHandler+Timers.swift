@@ -8,7 +8,10 @@ extension HTTP2StreamHandler {
         var response = self.exchange?.plan?.responseTimeout ?? .seconds(30)
         if let grpcTimeout = self.grpcTimeout, grpcTimeout < response { response = grpcTimeout }
         return ConnectionDeadlines.Limits(
-            requestHeader: snapshot.requestHeaderTimeout, idle: snapshot.idleTimeout, response: response, granularity: min(snapshot.timerGranularity, response)
+            // The usual granularity even under a short `grpc-timeout`: an earlier deadline is
+            // armed directly (`ConnectionDeadlines.update`); a granularity as short as the
+            // client's timeout would re-arm the idle timer of an upload every millisecond.
+            requestHeader: snapshot.requestHeaderTimeout, idle: snapshot.idleTimeout, response: response, granularity: snapshot.timerGranularity
         )
     }
 

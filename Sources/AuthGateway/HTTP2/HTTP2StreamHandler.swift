@@ -20,8 +20,8 @@ final class HTTP2StreamHandler: ChannelDuplexHandler, ExchangeHandler {
 
     let worker: Worker
     let connection: ClientConnectionInfo
-    /// A stream carries exactly one request: "keep-alive" is off, "closing the client" ends
-    /// the stream.
+    /// A stream carries exactly one request: "keep-alive" is off, "closing the client" closes
+    /// the stream channel (RST_STREAM when it has not ended).
     var state: ProxyStateMachine
     var deadlines = ConnectionDeadlines()
     var context: ChannelHandlerContext?
@@ -40,6 +40,8 @@ final class HTTP2StreamHandler: ChannelDuplexHandler, ExchangeHandler {
     /// Trailers from an HTTP/2 backend, sent with the end of the response.
     var responseTrailers: HPACKHeaders?
     var requestHeadSeen = false
+    /// The client's END_STREAM arrived (or the stream was refused before it did).
+    var requestEnded = false
     /// The request's `content-length`: the DATA must add up to it exactly, or the stream is
     /// refused before an HTTP/1.1 backend could read the excess as another request (NIOHTTP2
     /// checks this too; this keeps the guarantee local).
@@ -63,11 +65,13 @@ final class HTTP2StreamHandler: ChannelDuplexHandler, ExchangeHandler {
         case .headers(let headers):
             if !self.requestHeadSeen {
                 self.requestHeadSeen = true
+                if headers.endStream { self.requestEnded = true }
                 self.receivedHead(headers.headers, endStream: headers.endStream, context: context)
                 // A request without body ends with its HEADERS.
                 if headers.endStream { self.run(self.state.requestEnd(), context: context) }
             } else if headers.endStream {
                 // Request trailers: HTTP/1.1 backends get none; the body ends here.
+                self.requestEnded = true
                 self.run(self.state.requestEnd(), context: context)
             }
         case .data(let data):
@@ -81,7 +85,10 @@ final class HTTP2StreamHandler: ChannelDuplexHandler, ExchangeHandler {
                 self.exchange?.bytesIn += bytes.readableBytes
                 self.run(self.state.requestBody(bytes), context: context)
             }
-            if data.endStream { self.run(self.state.requestEnd(), context: context) }
+            if data.endStream {
+                self.requestEnded = true
+                self.run(self.state.requestEnd(), context: context)
+            }
         case .rstStream:
             self.run(self.state.clientClosed(), context: context)
         default:

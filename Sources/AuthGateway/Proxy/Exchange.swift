@@ -30,6 +30,13 @@ final class Exchange {
     /// The request's trace when it is sampled (`tracing` on); nil otherwise.
     var trace: RequestTrace?
 
+    /// The gateway's own answer with `error`. Once authentication has succeeded it carries
+    /// the plan's response headers (new tokens, session cookies): a refresh already rotated
+    /// the client's refresh token, and a 502 must not lose the new one (SPEC §4.3).
+    func problem(_ error: GatewayError) -> LocalResponse {
+        .problem(error, requestID: self.requestID, extraHeaders: self.plan?.responseHeaders ?? [])
+    }
+
     init(
         requestID: String, protocol wireProtocol: ClientProtocol = .http1, method: HTTPMethod, uri: String, version: HTTPVersion, keepAlive: Bool,
         start: NIODeadline, requestChunked: Bool

@@ -52,11 +52,11 @@ extension ExchangeHandler {
 
     func lease(context: ChannelHandlerContext) {
         guard let pool = self.exchange?.plan?.pool else { return }
-        switch pool.lease(for: self) {
-        case .leased(let lease, let reused):
+        // Set before asking: a "pending" lease can be delivered (or failed) before `lease`
+        // returns — an HTTP/2 stream opens synchronously — and the callback clears it.
+        self.leasingPool = pool
+        if case .leased(let lease, let reused) = pool.lease(for: self) {
             self.leaseSucceeded(lease, reused: reused)
-        case .pending:
-            self.leasingPool = pool
         }
     }
 

@@ -235,7 +235,7 @@ final class ProxyHandler: ChannelDuplexHandler, ExchangeHandler {
         case .respondWithError(let error, let close):
             self.cancelLease()
             let exchange = self.exchange ?? self.bareExchange()
-            exchange.local = .problem(error, requestID: exchange.requestID)
+            exchange.local = exchange.problem(error)
             self.exchange = exchange
             self.writeLocalResponse(close: close, context: context)
         case .failForwarding(let error):
@@ -245,7 +245,7 @@ final class ProxyHandler: ChannelDuplexHandler, ExchangeHandler {
             if let error {
                 self.countUpstreamError(error)
                 let exchange = self.exchange ?? self.bareExchange()
-                exchange.local = .problem(error, requestID: exchange.requestID)
+                exchange.local = exchange.problem(error)
                 self.exchange = exchange
                 self.writeLocalResponse(close: true, context: context)
             } else {

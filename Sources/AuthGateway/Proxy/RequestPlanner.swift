@@ -143,6 +143,11 @@ struct RequestPlanner {
             tokenEdits: edits,
             traceContext: upstreamSpan.map { trace!.propagationHeaders(for: $0) } ?? []
         )
+        if let authority = target.authority {
+            // RFC 9112 §3.2.2: an absolute-form target's authority replaces Host — the backend
+            // must see the host the request was routed by, not another one from the client.
+            upstreamHeaders.replaceOrAdd(name: "Host", value: String(authority))
+        }
         if let upgrade {
             // Hop-by-hop, so removed above; an upgrade asks the backend for them again.
             upstreamHeaders.add(name: "Connection", value: "upgrade")

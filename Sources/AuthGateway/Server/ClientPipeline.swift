@@ -34,14 +34,18 @@ package enum ClientPipeline {
         )
         let http2 = configuration.listener.http2
         if let tls {
-            try sync.addHandler(NIOSSLServerHandler(context: tls))
             guard http2 else {
+                // `ProxyHandler`'s own timers cover the handshake.
+                try sync.addHandler(NIOSSLServerHandler(context: tls))
                 try Self.configureHTTP1(channel: channel, worker: worker, connection: connection)
                 return
             }
+            try sync.addHandler(NegotiationDeadline(timeout: worker.snapshot.requestHeaderTimeout), name: NegotiationDeadline.name)
+            try sync.addHandler(NIOSSLServerHandler(context: tls))
             try sync.addHandler(
                 ApplicationProtocolNegotiationHandler { result, channel in
                     channel.eventLoop.makeCompletedFuture {
+                        channel.pipeline.syncOperations.removeHandler(name: NegotiationDeadline.name, promise: nil)
                         if case .negotiated("h2") = result {
                             try Self.configureHTTP2(channel: channel, worker: worker, connection: connection)
                         } else {

@@ -165,14 +165,20 @@ final class UpstreamPool {
             waiting.timeout?.cancel()
             waiting.requester.leaseSucceeded(http1, reused: reused)
         case .http2(let http2):
-            // The slot is taken; it is given back when the stream closes (or fails to open).
+            // The slot is taken; it is given back exactly once: when the stream closes, or when
+            // it fails to open (whether or not its handler saw a close first).
+            var slotFreed = false
             let freeSlot = { [weak self] in
-                guard let self else { return }
+                guard let self, !slotFreed else { return }
+                slotFreed = true
                 self.run(self.state.streamClosed(connection, target: http2.targetIndex))
             }
             http2.openStream(onClose: freeSlot).assumeIsolated().whenComplete { result in
                 guard let waiting = self.pending.removeValue(forKey: lease) else {
-                    if case .success(let stream) = result { stream.close() }
+                    switch result {
+                    case .success(let stream): stream.close()
+                    case .failure: freeSlot()
+                    }
                     return
                 }
                 waiting.timeout?.cancel()

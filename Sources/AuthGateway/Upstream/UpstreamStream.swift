@@ -22,7 +22,8 @@ final class UpstreamStream: UpstreamLease {
         set { self.handler.delegate = newValue }
     }
 
-    /// A stream is used once; its connection is reusable unless the peer said GOAWAY.
+    /// A stream is used once; its connection stays usable while it is open (after a GOAWAY
+    /// the pool stops opening streams on it: `UpstreamHTTP2ConnectionHandler.onGoAway`).
     var reusable: Bool { self.connection.channel.isActive }
 
     func sendHead(_ head: HTTPRequestHead, chunkedBody: Bool, upgrade: Bool) {

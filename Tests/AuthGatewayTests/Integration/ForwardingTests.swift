@@ -40,6 +40,25 @@ struct ForwardingTests {
         #expect(response.echoedHeader("authorization") == ["Bearer \(token)"])
     }
 
+    /// RFC 9112 §3.2.2: an absolute-form target is routed by its authority, and the backend
+    /// gets that authority as Host — never the client's other Host, which routes elsewhere.
+    @Test func anAbsoluteFormTargetsAuthorityReplacesHost() async throws {
+        let open = try await EchoBackend.start(group: TestGroup.shared)
+        defer { Task { await open.close() } }
+        let gateway = try await GatewayFixture.start { config in
+            config["backends"] = ["api": ["urls": [.string(config.backendURL)]], "open": ["urls": [.string(open.baseURL)]]]
+            config["routes"] = [
+                ["name": "public", "host": "public.example", "pathPrefix": "/", "backend": "open", "auth": "none"],
+                ["name": "api", "pathPrefix": "/", "backend": "api"],
+            ]
+        }
+        defer { Task { await gateway.stop() } }
+        let response = try await gateway.send(TestRequest(.GET, "http://public.example/x", headers: [("Host", "api.example")]))
+        #expect(response.status == 200)
+        #expect(response.echoedHeader("host") == ["public.example"])
+        #expect(open.requestCount == 1 && gateway.backend.requestCount == 0)
+    }
+
     @Test func malformedRequestIdIsReplaced() async throws {
         let gateway = try await GatewayFixture.start()
         defer { Task { await gateway.stop() } }

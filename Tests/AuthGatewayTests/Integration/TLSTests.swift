@@ -46,6 +46,24 @@ struct TLSTests {
         await client.close()
     }
 
+    /// With HTTP/2 on (the default), nothing but the negotiation deadline times a TLS
+    /// connection out before ALPN has chosen a protocol: a silent peer is closed after
+    /// `requestHeaderSeconds`, while a real client on the same listener is served.
+    @Test func aSilentTLSConnectionIsClosedAfterTheHeaderTimeout() async throws {
+        let gateway = try await GatewayFixture.start { config in
+            config["listener"] = ["host": "127.0.0.1", "port": 0, "tls": ["certificatePEMFile": .string(Self.certificatePath), "privateKeyPEMFile": .string(Self.keyPath)]]
+            config.set("timeouts.requestHeaderSeconds", 1)
+        }
+        defer { Task { await gateway.stop() } }
+        let started = ContinuousClock.now
+        let silent = try await gateway.raw()
+        let client = try await TestConnection.connect(port: gateway.port, tls: try Self.clientContext())
+        #expect(try await client.send(.get("/x", token: TestKeys.token())).status == 200)
+        #expect(await silent.waitForClose(timeout: .seconds(10)))
+        #expect(ContinuousClock.now - started >= .milliseconds(900))
+        await client.close()
+    }
+
     @Test func httpsAuthServiceIsTrustedThroughTheConfiguredCAFile() async throws {
         let service = try await SimpleHTTPServer.start(group: TestGroup.shared, tls: try Self.serverContext()) { request, eventLoop in
             eventLoop.makeSucceededFuture(.json(.ok, ["user_id": "tls-user"]))

@@ -1,4 +1,5 @@
 import Foundation
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOHPACK
 import NIOHTTP2
@@ -71,28 +72,79 @@ struct HTTP2AbuseTests {
         #expect(gateway.backend.requestCount == 1)
     }
 
-    @Test func tooManyConcurrentStreamsAreRefusedBeyondTheLimit() async throws {
-        let gateway = try await GatewayFixture.start { config in config.set("limits.maxConcurrentStreams", 2) }
+    /// Answered before its upload ended (401 here), a stream is closed with RST_STREAM
+    /// NO_ERROR (RFC 9113 §8.1) instead of staying half-open, holding a stream slot.
+    @Test func aStreamAnsweredBeforeItsUploadEndedIsClosed() async throws {
+        let gateway = try await GatewayFixture.start()
         defer { Task { await gateway.stop() } }
         let client = try await H2TestClient.connect(port: gateway.port)
         defer { Task { await client.close() } }
+        let started = ContinuousClock.now
+        let result = try await client.exchange(
+            [
+                .headers(.init(headers: H2TestClient.request("POST", path: "/upload", fields: [("content-length", "100000")]), endStream: false)),
+                .data(.init(data: .byteBuffer(ByteBuffer(string: "first bytes")), endStream: false)),
+            ],
+            timeout: .seconds(8)
+        )
+        #expect(result.status == 401)
+        #expect(result.resetCode == .noError, "\(result.frames)")
+        #expect(ContinuousClock.now - started < .seconds(6), "the stream stayed open until the client gave up")
+        #expect(gateway.backend.requestCount == 0)
+    }
+
+    /// Raw frames: NIOHTTP2 as a client would hold back streams beyond the server's limit. A
+    /// client that has acknowledged SETTINGS_MAX_CONCURRENT_STREAMS 2 and opens a third stream
+    /// gets GOAWAY, counted; a client on another connection is served throughout.
+    @Test func streamsBeyondTheAdvertisedLimitEndTheConnection() async throws {
+        let gateway = try await GatewayFixture.start { config in config.set("limits.maxConcurrentStreams", 2) }
+        defer { Task { await gateway.stop() } }
         let token = TestKeys.token()
-        let settings = try await pollValue { client.connectionLevelFrames.compactMap { frame -> Int? in
-            guard case .settings(.settings(let values)) = frame else { return nil }
-            return values.first { $0.parameter == .maxConcurrentStreams }?.value
-        }.first }
-        #expect(settings == 2)
-        // Four slow requests at once on a connection that allows two.
-        let results = try await withThrowingTaskGroup(of: H2TestClient.StreamResult.self) { group in
-            for index in 0..<4 {
-                group.addTask {
-                    try await client.exchange([.headers(.init(headers: H2TestClient.request(path: "/delay/300?i=\(index)", fields: [("authorization", "Bearer \(token)")]), endStream: true))])
-                }
-            }
-            return try await group.reduce(into: []) { $0.append($1) }
+        let raw = try await gateway.raw()
+        try await raw.send(bytes: Self.preface)
+        // The server's SETTINGS (with the limit), then our acknowledgement: from then on the
+        // limit is in force (RFC 9113 §6.5.3).
+        #expect(await raw.waitFor { _ in Self.frames(in: raw.receivedBytes).contains { $0.type == 0x4 && $0.flags & 0x1 == 0 } })
+        let settings = Self.frames(in: raw.receivedBytes).first { $0.type == 0x4 && $0.flags & 0x1 == 0 }
+        #expect(settings.map { Self.setting(0x3, in: $0.payload) } == 2)
+        try await raw.send(bytes: Self.frame(type: 0x4, flags: 0x1, stream: 0, payload: []))
+        var encoder = HPACKEncoder(allocator: ByteBufferAllocator())
+        var streams: [UInt8] = []
+        for stream in [1, 3, 5] as [UInt32] {
+            var block = ByteBuffer()
+            try encoder.encode(headers: H2TestClient.request(path: "/delay/2000?s=\(stream)", fields: [("authorization", "Bearer \(token)")]), to: &block)
+            streams += Self.frame(type: 0x1, flags: 0x5, stream: stream, payload: Array(block.readableBytesView))
         }
-        #expect(results.filter { $0.status == 200 }.count >= 2)
-        #expect(results.filter { $0.resetCode == .refusedStream }.count + results.filter { $0.status == 200 }.count == 4)
+        try await raw.send(bytes: streams)
+        #expect(await raw.waitForClose(timeout: .seconds(10)))
+        #expect(Self.containsGoAway(raw.receivedBytes))
+        #expect(try await Self.abuseCount(gateway, "too_many_streams") == 1)
+        let bystander = try await H2TestClient.connect(port: gateway.port)
+        defer { Task { await bystander.close() } }
+        let result = try await bystander.exchange([.headers(.init(headers: H2TestClient.request(path: "/bystander", fields: [("authorization", "Bearer \(token)")]), endStream: true))])
+        #expect(result.status == 200)
+    }
+
+    /// The frames in `bytes`: type, flags, stream and payload (RFC 9113 §4.1).
+    static func frames(in bytes: [UInt8]) -> [(type: UInt8, flags: UInt8, stream: UInt32, payload: [UInt8])] {
+        var frames: [(type: UInt8, flags: UInt8, stream: UInt32, payload: [UInt8])] = []
+        var index = 0
+        while index + 9 <= bytes.count {
+            let length = Int(bytes[index]) << 16 | Int(bytes[index + 1]) << 8 | Int(bytes[index + 2])
+            guard index + 9 + length <= bytes.count else { break }
+            let stream = UInt32(bytes[index + 5] & 0x7F) << 24 | UInt32(bytes[index + 6]) << 16 | UInt32(bytes[index + 7]) << 8 | UInt32(bytes[index + 8])
+            frames.append((bytes[index + 3], bytes[index + 4], stream, Array(bytes[(index + 9)..<(index + 9 + length)])))
+            index += 9 + length
+        }
+        return frames
+    }
+
+    /// The value of SETTINGS parameter `identifier` in a SETTINGS payload.
+    static func setting(_ identifier: UInt16, in payload: [UInt8]) -> Int? {
+        stride(from: 0, to: payload.count - payload.count % 6, by: 6).lazy.compactMap { offset -> Int? in
+            guard UInt16(payload[offset]) << 8 | UInt16(payload[offset + 1]) == identifier else { return nil }
+            return Int(payload[offset + 2]) << 24 | Int(payload[offset + 3]) << 16 | Int(payload[offset + 4]) << 8 | Int(payload[offset + 5])
+        }.first
     }
 
     // MARK: Attacks on the connection (raw frames)
@@ -135,16 +187,34 @@ struct HTTP2AbuseTests {
         return (Self.containsGoAway(raw.receivedBytes), closed)
     }
 
-    /// While `attack` runs, another client on its own connection keeps getting 200.
-    static func othersUnaffected(_ gateway: GatewayFixture, during attack: () async throws -> Void) async throws {
+    /// While `attack` runs, and after it, another client on its own connection keeps getting
+    /// 200. Returns how many requests it made (all answered 200).
+    @discardableResult
+    static func othersUnaffected(_ gateway: GatewayFixture, during attack: () async throws -> Void) async throws -> Int {
         let token = TestKeys.token()
         let bystander = try await H2TestClient.connect(port: gateway.port)
         defer { Task { await bystander.close() } }
-        try await attack()
-        for _ in 0..<3 {
-            let result = try await bystander.exchange([.headers(.init(headers: H2TestClient.request(path: "/bystander", fields: [("authorization", "Bearer \(token)")]), endStream: true))])
-            #expect(result.status == 200)
+        let request: [HTTP2Frame.FramePayload] = [.headers(.init(headers: H2TestClient.request(path: "/bystander", fields: [("authorization", "Bearer \(token)")]), endStream: true))]
+        let attackOver = NIOLockedValueBox(false)
+        let during = Task {
+            var statuses: [Int?] = []
+            while statuses.isEmpty || !attackOver.withLockedValue({ $0 }) {
+                statuses.append(try? await bystander.exchange(request).status)
+            }
+            return statuses
         }
+        do {
+            try await attack()
+        } catch {
+            attackOver.withLockedValue { $0 = true }
+            _ = await during.value
+            throw error
+        }
+        attackOver.withLockedValue { $0 = true }
+        var statuses = await during.value
+        for _ in 0..<3 { statuses.append(try await bystander.exchange(request).status) }
+        #expect(statuses.allSatisfy { $0 == 200 }, "the bystander got \(statuses)")
+        return statuses.count
     }
 
     static func abuseCount(_ gateway: GatewayFixture, _ kind: String) async throws -> Int {
@@ -194,7 +264,7 @@ struct HTTP2AbuseTests {
     @Test func anOversizedHeaderListClosesTheConnection() async throws {
         let gateway = try await GatewayFixture.start { config in config.set("limits.maxHeaderBytes", 4096) }
         defer { Task { await gateway.stop() } }
-        try await Self.othersUnaffected(gateway) {
+        let served = try await Self.othersUnaffected(gateway) {
             let outcome = try await Self.flood(gateway, batches: 1) { _ in
                 // HEADERS then CONTINUATIONs of literal fields, 16 KiB in all.
                 var block = Self.getBlock
@@ -213,7 +283,7 @@ struct HTTP2AbuseTests {
             }
             #expect(outcome.goAway || outcome.closed)
         }
-        #expect(gateway.backend.requestCount == 3)
+        #expect(gateway.backend.requestCount == served)
     }
 
     /// PING and SETTINGS floods.
