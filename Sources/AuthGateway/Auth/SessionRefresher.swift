@@ -34,14 +34,15 @@ final class SessionRefresher: Sendable {
         let client = endpoint.client
         let path = endpoint.path
         let token = String(refreshToken)
-        let started = self.clock()
         let metrics = self.metrics
         return self.store.outcome(
             for: TokenDigest(of: refreshToken), graceSeconds: self.configuration.graceSeconds,
-            callTimeoutMilliseconds: self.callTimeoutMilliseconds, now: started, eventLoop: client.eventLoop,
+            callTimeoutMilliseconds: self.callTimeoutMilliseconds, now: self.clock(), eventLoop: client.eventLoop,
             joined: { metrics.increment(MetricKey(MetricName.refreshJoins)) }
         ) {
-            self.call(refreshToken: token, claims: claims, client: client, path: path).map { outcome in
+            // The call's own duration: a shared store's claim comes before it.
+            let started = self.clock()
+            return self.call(refreshToken: token, claims: claims, client: client, path: path).map { outcome in
                 self.metrics.observe(MetricKey(MetricName.authServiceDuration, ["operation": "refresh"]), seconds: self.clock() - started)
                 self.metrics.increment(MetricKey(MetricName.refreshes, ["outcome": Self.label(outcome)]))
                 return outcome

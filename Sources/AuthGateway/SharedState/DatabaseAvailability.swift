@@ -17,7 +17,6 @@ struct DatabaseAvailability: Sendable, Equatable {
     private(set) var status: Status = .starting
     private(set) var consecutiveFailures = 0
     private(set) var lastFailure: SharedStateFailureRecord?
-    private(set) var lastSuccess: Double?
     /// When the next probe is due (not `up`).
     private(set) var probeAt: Double
 
@@ -34,7 +33,6 @@ struct DatabaseAvailability: Sendable, Equatable {
     /// Records a successful operation (or probe). True when this ends an outage or the start.
     @discardableResult
     mutating func succeeded(now: Double) -> Bool {
-        self.lastSuccess = now
         self.consecutiveFailures = 0
         guard self.status != .up else { return false }
         // A late success of an operation begun before an outage was noticed does not end it:

@@ -34,7 +34,9 @@ extension PostgresRefreshStore {
                         waited = true
                         request.joined()
                     }
-                    await subscription.wait(milliseconds: milliseconds, on: request.eventLoop)
+                    // Polled at the short interval again as soon as LISTEN is lost mid-wait.
+                    let wait = self.wakeups.isListening ? milliseconds : min(milliseconds, Self.pollMilliseconds)
+                    await subscription.wait(milliseconds: wait, on: request.eventLoop)
                     if Task.isCancelled { return SharedFlightAnswer(outcome: .unavailable, role: .joined, remainingMilliseconds: 0) }
                     step = decision.read(try await self.database.read(request.digest), now: Self.nowMilliseconds())
                 case .claim:
@@ -47,9 +49,29 @@ extension PostgresRefreshStore {
                 }
             }
         } catch {
+            // Stopping (shutdown cancelled the flights): no auth-service call whose outcome
+            // nobody would keep.
+            if Task.isCancelled { return SharedFlightAnswer(outcome: .unavailable, role: .joined, remainingMilliseconds: 0) }
             // Counted and logged by the database; this request goes on as if alone.
-            return await self.fallback(request)
+            let answer = await self.fallback(request)
+            if error.operation == .claim, case .refreshed = answer.outcome {
+                self.publishAfterFailedClaim(answer.outcome, request: request, claimant: me)
+            }
+            return answer
         }
+    }
+
+    /// A claim that failed here (a timeout, a lost connection) may still have been committed:
+    /// then instances waiting on it would take over when the lease ends and redeem an old
+    /// refresh token this call has already rotated. Storing this outcome under the claim
+    /// answers them; when the claim never landed, the statement stores nothing. Off the
+    /// request's path (the answer is already known), and only for new tokens: a refusal could
+    /// be the auth service refusing a token another instance redeemed first.
+    private func publishAfterFailedClaim(_ outcome: RefreshOutcome, request: SharedFlightRequest, claimant: UUID) {
+        let sealed = self.sealer.seal(outcome, for: request.digest)
+        let keep = Int64(request.graceSeconds) * 1000
+        let database = self.database
+        Task { _ = try? await database.settle(request.digest, claimant: claimant, sealedOutcome: sealed, keepMilliseconds: keep) }
     }
 
     /// This instance holds the lease: call, then store the outcome for every instance. When

@@ -46,6 +46,9 @@ extension PostgresSharedState {
             if let failure, !Task.isCancelled {
                 let reason = (failure as? SharedStateFailure)?.reason ?? SharedStateDatabase.describe(failure, timeoutMilliseconds: 0)
                 self.database.record(SharedStateFailure(operation: .listen, reason: reason))
+                // Counted, not an outage by itself: the probe says whether the database is down
+                // (and records that failure) or only this connection was lost.
+                if self.database.usesDatabase { try? await self.database.probe() }
             }
             self.wakeups.setListening(false)
             try? await Task.sleep(for: .seconds(backoff))

@@ -78,7 +78,7 @@ final class PostgresSharedState: Sendable {
         var detail: JSONObject = [
             "database": .string(self.configuration.postgres.url.description),
             "tls": .string(self.configuration.postgres.tls.rawValue),
-            "connection": .string(availability.status == .up ? "ok" : (availability.status == .starting ? "starting" : "failing")),
+            "connection": .string(availability.status == .up ? "ok" : (availability.lastFailure == nil ? "starting" : "failing")),
             "notifications": .string(listening ? "listening" : "polling"),
         ]
         if availability.status != .up {

@@ -47,13 +47,24 @@ final class SharedStateDatabase: Sendable {
     }
 
     /// Counts `failure`, logs the start of an outage, and stops refreshes from using the
-    /// database until a probe succeeds.
+    /// database until a probe succeeds — except for the failures that do not mean the
+    /// database is unusable for refreshes: a stored outcome this instance's key cannot open,
+    /// the LISTEN connection (waiters poll instead; its loop probes the database to find out
+    /// whether it is down) and a sweep (a slow `DELETE` must not turn single flight off).
     func record(_ failure: SharedStateFailure) {
         self.metrics.increment(MetricKey(MetricName.sharedStateErrors, ["operation": failure.operation.rawValue]))
-        guard failure.operation != .decrypt else {
+        switch failure.operation {
+        case .decrypt:
             // The database works; this instance's key does not match the one that sealed it.
             self.logger.error("shared_state.decrypt_failed", metadata: ["shared_state.error": "\(failure.reason)"])
             return
+        case .listen, .sweep:
+            self.logger.warning(
+                "shared_state.\(failure.operation.rawValue)_failed", metadata: ["shared_state.error": "\(failure.reason)"]
+            )
+            return
+        case .connect, .schema, .claim, .wait, .settle:
+            break
         }
         let (startedOutage, failures) = self.availability.withLockedValue { state in
             (state.failed(failure, now: Self.monotonicSeconds()), state.consecutiveFailures)

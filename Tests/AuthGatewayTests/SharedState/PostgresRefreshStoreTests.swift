@@ -120,7 +120,8 @@ extension PostgreSQLTests {
             #expect(try await state.refresh(digest, on: TestGroup.shared.any(), call: call) == (Self.refreshed, .remembered))
             let health = state.health
             #expect(health.degraded)
-            #expect(health.detail["connection"] == "starting")
+            // Never reached since the start: "failing" (with the error), not "starting".
+            #expect(health.detail["connection"] == "failing")
             let lastError = try #require(health.detail["lastError"]?.stringValue)
             #expect(lastError.contains("Connection refused") || lastError.contains("no answer within"), "\(lastError)")
             #expect(!logs.text.contains("s3cret-pw"))

@@ -83,8 +83,13 @@ extension PostgreSQLTests {
             defer { Task { await state.stop() } }
             let expired = TokenDigest(of: "rt-expired"[...])
             let fresh = TokenDigest(of: "rt-fresh"[...])
-            _ = try await state.database.claim(expired, claimant: UUID(), leaseMilliseconds: 1)
-            _ = try await state.database.claim(fresh, claimant: UUID(), leaseMilliseconds: 60000)
+            let claimants = (expired: UUID(), fresh: UUID())
+            #expect(try await state.database.claim(expired, claimant: claimants.expired, leaseMilliseconds: 1)?.claimant == claimants.expired)
+            #expect(try await state.database.claim(fresh, claimant: claimants.fresh, leaseMilliseconds: 60000)?.claimant == claimants.fresh)
+            let before = try await cluster.psql("SELECT count(*) FROM auth_gateway_refresh_outcomes", database: name)
+            #expect(before.trimmingCharacters(in: .whitespacesAndNewlines) == "2")
+            // The 1 ms lease has ended by the time the sweep runs (it compares with the
+            // database's clock, which moved on while the statements above ran).
             try await Task.sleep(for: .milliseconds(20))
             try await state.database.sweep()
             let keys = try await cluster.psql("SELECT encode(token_digest, 'hex') FROM auth_gateway_refresh_outcomes", database: name)
