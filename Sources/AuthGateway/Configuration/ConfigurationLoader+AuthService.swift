@@ -118,8 +118,14 @@ extension ConfigurationLoader {
         var accessHeader: String? = "X-Access-Token"
         var refreshHeader: String? = "X-Refresh-Token"
         if let headers = section.object("responseHeaders") {
-            accessHeader = headers.string("accessToken")
-            refreshHeader = headers.string("refreshToken")
+            // Each defaults on its own: naming only the access-token header must not stop
+            // header clients from receiving a rotated refresh token. `null` turns one off.
+            func named(_ key: String, default name: String?) -> String? {
+                if case .null? = headers.value(key) { return nil }
+                return headers.string(key) ?? name
+            }
+            accessHeader = named("accessToken", default: accessHeader)
+            refreshHeader = named("refreshToken", default: refreshHeader)
             for (key, value) in [("accessToken", accessHeader), ("refreshToken", refreshHeader)] {
                 if let value, !HTTPToken.isValid(value) { headers.error(key, "\"\(value)\" is not a valid header name") }
             }

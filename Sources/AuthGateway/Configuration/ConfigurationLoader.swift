@@ -62,7 +62,7 @@ public struct ConfigurationLoader: Sendable {
     // MARK: - Sections
 
     static func read(_ root: ConfigReader, files: FileResolver) -> GatewayConfiguration? {
-        let listener = Self.listener(root, key: "listener", required: true, defaultHost: "0.0.0.0", defaultPort: 8080, files: files, allowsHTTP2: true)
+        let listener = Self.listener(root, key: "listener", required: true, defaultHost: "0.0.0.0", defaultPort: 8080, files: files, isMain: true)
         let admin = Self.listener(root, key: "admin", required: false, defaultHost: "127.0.0.1", defaultPort: 9901, files: files)
         let eventLoopThreads = root.int("eventLoopThreads", in: 0...1024) ?? 0
 
@@ -179,7 +179,7 @@ public struct ConfigurationLoader: Sendable {
         defaultHost: String,
         defaultPort: Int,
         files: FileResolver,
-        allowsHTTP2: Bool = false
+        isMain: Bool = false
     ) -> ListenerConfiguration? {
         guard let section = root.object(key) else {
             if required && !root.has(key) { root.error(key, "is required") }
@@ -188,9 +188,13 @@ public struct ConfigurationLoader: Sendable {
         defer { section.finish() }
         let host = section.nonEmptyString("host") ?? defaultHost
         let port = section.int("port", in: 0...65535) ?? defaultPort
-        let http2 = allowsHTTP2 ? (section.bool("http2") ?? true) : false
+        let http2 = isMain ? (section.bool("http2") ?? true) : false
         var tls: ListenerTLS?
-        if let tlsSection = section.object("tls") {
+        if !isMain && section.value("tls") != nil {
+            // The admin listener serves cleartext HTTP/1.1 only: accepting `tls` there would
+            // leave an operator believing /metrics is encrypted.
+            section.error("tls", "is not supported on the admin listener: bind it to loopback or a private network")
+        } else if let tlsSection = section.object("tls") {
             let certificate = tlsSection.requiredString("certificatePEMFile").map(files.resolve)
             let privateKey = tlsSection.requiredString("privateKeyPEMFile").map(files.resolve)
             if let certificate {

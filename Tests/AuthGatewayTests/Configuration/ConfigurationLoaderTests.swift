@@ -357,6 +357,24 @@ struct ConfigurationLoaderTests {
         expectIssue(editing(fullConfiguration, [(path, value)]), path: path, contains: message)
     }
 
+    @Test("each refresh response header defaults on its own")
+    func responseHeadersDefaultIndependently() throws {
+        let text = editing(fullConfiguration, [("authService.refresh.responseHeaders", ["accessToken": "X-New-Access"])])
+        let refresh = try #require(try load(text).get().authService?.refresh)
+        #expect(refresh.accessTokenResponseHeader == "X-New-Access")
+        #expect(refresh.refreshTokenResponseHeader == "X-Refresh-Token")
+        let off = editing(fullConfiguration, [("authService.refresh.responseHeaders", ["refreshToken": .null])])
+        let withoutRefreshHeader = try #require(try load(off).get().authService?.refresh)
+        #expect(withoutRefreshHeader.accessTokenResponseHeader == "X-Access-Token")
+        #expect(withoutRefreshHeader.refreshTokenResponseHeader == nil)
+    }
+
+    @Test("TLS on the admin listener is refused, not ignored")
+    func adminTLSIsRefused() {
+        let text = editing(fullConfiguration, [("admin.tls", ["certificatePEMFile": "/nonexistent.pem", "privateKeyPEMFile": "/nonexistent.key"])])
+        expectSingleIssue(text, path: "admin.tls", contains: "not supported on the admin listener")
+    }
+
     @Test("a scalar where the backends object belongs")
     func backendNotObject() {
         expectIssue(editing(fullConfiguration, [("backends.api", "http://127.0.0.1:9100")]), path: "backends.api", contains: "expected an object, found string")
@@ -850,7 +868,8 @@ struct ConfigurationLoaderTests {
         #expect(issuer.staticKeys.map(\.algorithm) == [.RS256])
         let refresh = try #require(configuration.authService?.refresh)
         #expect(refresh.accessTokenResponseHeader == "X-Access-Token")
-        #expect(refresh.refreshTokenResponseHeader == nil)
+        // Not named in the example: its default (sent only when the service rotates the token).
+        #expect(refresh.refreshTokenResponseHeader == "X-Refresh-Token")
         #expect(refresh.refreshTokenSources == [.header(name: "X-Refresh-Token", bearer: false, raw: true)])
         #expect(configuration.authService?.url?.isTLS == true)
         #expect(configuration.backend(named: "devices")?.maxConnectionsPerThread == 256)
