@@ -41,12 +41,15 @@ struct Serve: AsyncParsableCommand {
         LoggingSetup.bootstrap(level: configuration.logging.level)
         let logger = Logger(label: "auth-gateway")
         let application = try await GatewayApplication.make(configuration: configuration, logger: logger)
+        // Background services (the trace exporter, the shared-state connections) first: a
+        // service group shuts down in reverse order, so they stop after the gateway drained,
+        // and the spans and refreshes of the drained requests still get out.
         let group = ServiceGroup(
-            services: [
+            services: application.backgroundServices + [
                 GatewayService(application: application),
                 KeyRefreshService(application: application),
                 ConfigReloadService(application: application, path: self.options.path),
-            ] + application.backgroundServices,
+            ],
             gracefulShutdownSignals: [.sigterm, .sigint],
             logger: logger
         )

@@ -26,7 +26,8 @@ final class GatewayTracing: Sendable {
         if let incoming {
             guard incoming.sampled else { return nil }
         } else if self.sampleRatio < 1 {
-            guard Double.random(in: 0..<1) < self.sampleRatio else { return nil }
+            // No random draw at all at 0 (tracing configured, nothing sampled).
+            guard self.sampleRatio > 0, Double.random(in: 0..<1) < self.sampleRatio else { return nil }
         }
         var context = ServiceContext.topLevel
         if incoming != nil { self.tracer.extract(head.headers, into: &context, using: HeaderExtractor()) }

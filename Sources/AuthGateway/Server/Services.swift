@@ -42,7 +42,10 @@ public struct KeyRefreshService: Service {
                 for issuer in application.shared.keyStore.remoteIssuers {
                     group.addTask {
                         var backoff = 1.0
-                        guard let startup = try? await application.startupKeyFetch(issuer: issuer.issuer) else { return }
+                        // nil: no start-up fetch for this issuer; the loop fetches from here.
+                        // (`try?` would flatten that nil into "start failed" and end the loop.)
+                        let startup: Bool?
+                        do { startup = try await application.startupKeyFetch(issuer: issuer.issuer) } catch { return }
                         var fetched = startup ?? false
                         while !Task.isCancelled {
                             let delay = fetched ? Double(issuer.refreshSeconds) : backoff
