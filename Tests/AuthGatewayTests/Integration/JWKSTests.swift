@@ -104,10 +104,11 @@ struct JWKSTests {
         defer { refresher.cancel() }
         #expect(endpoint.fetches == 1)
         endpoint.serve([Self.second])
-        for _ in 0..<60 where endpoint.fetches < 2 { try await Task.sleep(for: .milliseconds(50)) }
-        try await Task.sleep(for: .milliseconds(100))
+        // Polled: the new key verifies once the periodic fetch has reached every event loop.
+        #expect(try await eventually(timeout: .seconds(10)) {
+            try await gateway.send(.get("/new", token: TestKeys.token(signer: Self.second))).status == 200
+        })
         #expect(endpoint.fetches >= 2)
-        #expect(try await gateway.send(.get("/new", token: TestKeys.token(signer: Self.second))).status == 200)
         #expect(try await gateway.send(.get("/old", token: TestKeys.token(signer: Self.first))).status == 401)
         let metrics = try await TestConnection.connect(port: gateway.adminPort).send(.get("/metrics")).text
         #expect(metrics.contains("auth_gateway_jwks_fetches_total{issuer=\"\(TestKeys.issuer)\",result=\"updated\"}"))

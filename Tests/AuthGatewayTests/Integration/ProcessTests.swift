@@ -211,12 +211,18 @@ struct ProcessTests {
     @Test func sighupReloadsAValidConfigurationAndKeepsTheOldOneOtherwise() async throws {
         let backend = try await EchoBackend.start(group: TestGroup.shared)
         defer { Task { await backend.close() } }
-        let configuration = RunningGateway.configuration(backendURL: backend.baseURL, drainSeconds: 1)
+        let configuration = RunningGateway.configuration(backendURL: backend.baseURL, drainSeconds: 1, admin: true)
         let gateway = try RunningGateway(configuration: configuration)
         defer { gateway.kill() }
         let port = try await gateway.waitForPort()
+        let adminPort = try await gateway.waitForAdminPort()
         let token = TestKeys.token()
         #expect(try await TestConnection.connect(port: port).send(.get("/x", token: token)).status == 200)
+        func reloads(_ result: String) async throws -> Int? {
+            let metrics = try await TestConnection.connect(port: adminPort).send(.get("/metrics")).text
+            let prefix = "auth_gateway_config_reloads_total{result=\"\(result)\"} "
+            return metrics.split(separator: "\n").first { $0.hasPrefix(prefix) }.flatMap { Int($0.dropFirst(prefix.count)) }
+        }
 
         // A valid new configuration: the route now needs a claim the token lacks.
         var stricter = configuration
@@ -225,12 +231,15 @@ struct ProcessTests {
         gateway.signal(SIGHUP)
         #expect(try await gateway.waitForOutput { $0.contains("config.reloaded") })
         #expect(try await TestConnection.connect(port: port).send(.get("/x", token: token)).status == 403)
+        #expect(try await reloads("success") == 1)
 
         // An invalid one: logged, counted, and the previous configuration stays active.
         try "{ \"listener\": {} }".write(toFile: gateway.configurationPath, atomically: true, encoding: .utf8)
         gateway.signal(SIGHUP)
         #expect(try await gateway.waitForOutput { $0.contains("config.reload_failed") })
         #expect(try await TestConnection.connect(port: port).send(.get("/x", token: token)).status == 403)
+        #expect(try await reloads("failure") == 1)
+        #expect(try await reloads("success") == 1)
         gateway.signal(SIGTERM)
         #expect(try await gateway.waitForExit(timeout: .seconds(30)) == 0)
     }
