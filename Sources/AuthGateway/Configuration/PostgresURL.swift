@@ -57,39 +57,18 @@ public struct PostgresURL: Sendable, Equatable, CustomStringConvertible {
         let authority = location[..<authorityEnd]
         var database = location[authorityEnd...].dropFirst()
 
-        var host: Substring
-        var portText: Substring?
-        if authority.hasPrefix("[") {
-            guard let close = authority.firstIndex(of: "]") else { return .failure(.init("has an unterminated IPv6 address")) }
-            host = authority[authority.index(after: authority.startIndex)..<close]
-            let afterBracket = authority[authority.index(after: close)...]
-            if !afterBracket.isEmpty {
-                guard afterBracket.hasPrefix(":") else { return .failure(.init("has an invalid host")) }
-                portText = afterBracket.dropFirst()
-            }
-        } else if authority.filter({ $0 == ":" }).count > 1 {
-            return .failure(.init("has an IPv6 address without brackets (write postgres://user@[::1]:5432/db)"))
-        } else if let colon = authority.lastIndex(of: ":") {
-            host = authority[..<colon]
-            portText = authority[authority.index(after: colon)...]
-        } else {
-            host = authority
-        }
-        guard !host.isEmpty else { return .failure(.init("has no host")) }
-        guard host.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "." || $0 == "-" || $0 == ":" || $0 == "_") }) else {
-            return .failure(.init("has an invalid host"))
-        }
-        var port = 5432
-        if let portText {
-            guard let parsed = Int(portText), (1...65535).contains(parsed) else { return .failure(.init("port must be between 1 and 65535")) }
-            port = parsed
+        let host: String
+        let port: Int
+        switch URLAuthority.hostAndPort(authority, defaultPort: 5432, example: "postgres://user@[::1]:5432/db") {
+        case .success(let parsed): (host, port) = parsed
+        case .failure(let problem): return .failure(.init(problem.message))
         }
         if database.hasSuffix("/") { database = database.dropLast() }
         guard !database.contains("/") else { return .failure(.init("has a path that is not a database name")) }
         let decodedUser = Self.percentDecoded(username)
         return .success(
             PostgresURL(
-                host: host.lowercased(),
+                host: host,
                 port: port,
                 username: decodedUser,
                 password: password,

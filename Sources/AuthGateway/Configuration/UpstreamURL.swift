@@ -43,36 +43,12 @@ public struct UpstreamURL: Sendable, Hashable, CustomStringConvertible {
         if pathAndQuery.contains("#") { return .failure(.init("must not contain a fragment")) }
         if authority.contains("@") { return .failure(.init("must not contain credentials")) }
         if pathAndQuery.contains(where: { $0.isWhitespace }) { return .failure(.init("must not contain spaces")) }
-        var host: Substring
-        var portText: Substring?
-        if authority.hasPrefix("[") {
-            guard let close = authority.firstIndex(of: "]") else { return .failure(.init("unterminated IPv6 address")) }
-            host = authority[authority.index(after: authority.startIndex)..<close]
-            let afterBracket = authority[authority.index(after: close)...]
-            if !afterBracket.isEmpty {
-                guard afterBracket.hasPrefix(":") else { return .failure(.init("invalid authority")) }
-                portText = afterBracket.dropFirst()
-            }
-        } else if authority.filter({ $0 == ":" }).count > 1 {
-            return .failure(.init("has an IPv6 address without brackets (write http://[::1]:8080)"))
-        } else if let colon = authority.lastIndex(of: ":") {
-            host = authority[..<colon]
-            portText = authority[authority.index(after: colon)...]
-        } else {
-            host = authority
+        switch URLAuthority.hostAndPort(authority, defaultPort: scheme == .https ? 443 : 80, example: "http://[::1]:8080") {
+        case .success(let (host, port)):
+            return .success(UpstreamURL(scheme: scheme, host: host, port: port, pathAndQuery: pathAndQuery))
+        case .failure(let problem):
+            return .failure(.init(problem.message))
         }
-        guard !host.isEmpty else { return .failure(.init("has no host")) }
-        let validHostCharacters = host.allSatisfy { $0.isLetter || $0.isNumber || $0 == "." || $0 == "-" || $0 == ":" || $0 == "_" }
-        guard validHostCharacters, host.allSatisfy(\.isASCII) else { return .failure(.init("has an invalid host")) }
-        var port = scheme == .https ? 443 : 80
-        if let portText {
-            guard let parsed = Int(portText), (1...65535).contains(parsed) else {
-                return .failure(.init("port must be between 1 and 65535"))
-            }
-            port = parsed
-        }
-        host = Substring(host.lowercased())
-        return .success(UpstreamURL(scheme: scheme, host: String(host), port: port, pathAndQuery: pathAndQuery))
     }
 
     public struct ParseError: Error, Sendable, CustomStringConvertible {

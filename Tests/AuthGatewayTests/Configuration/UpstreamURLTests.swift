@@ -36,8 +36,8 @@ struct UpstreamURLTests {
         #expect(url.hostHeader == "[::1]:8080")
         #expect(url.description == "http://[::1]:8080/x")
         #expect(parse("http://[fd00::1]")?.hostHeader == "[fd00::1]")
-        #expect(reason("http://[::1") == "unterminated IPv6 address")
-        #expect(reason("http://[::1]x") == "invalid authority")
+        #expect(reason("http://[::1") == "has an unterminated IPv6 address")
+        #expect(reason("http://[::1]x") == "has an invalid host")
     }
 
     @Test("an IPv6 literal without brackets is refused, not misread as host and port")

@@ -49,7 +49,8 @@ struct DeployManifestTests {
         try json.write(to: directory.appendingPathComponent("gateway.json"), atomically: true, encoding: .utf8)
         var environment: [String: String] = [:]
         for name in ["AUTH_GATEWAY_DATABASE_URL", "AUTH_GATEWAY_STATE_KEY", "AUTH_CLIENT_SECRET"] {
-            environment[name] = try #require(Self.quotedValue(name, in: secret), "secret.yaml has no \(name)")
+            let value = try #require(Self.quotedValue(name, in: secret), "secret.yaml has no \(name)")
+            environment[name] = value
         }
         let configuration = try ConfigurationLoader(environment: environment).load(path: directory.appendingPathComponent("gateway.json").path)
         // What the Deployment relies on: both listeners reachable in the pod, shared state on.
