@@ -106,6 +106,8 @@ private final class EchoHandler: ChannelDuplexHandler {
     private var chunkSize = 64 * 1024
     /// The response went out before the request body: discard the body, answer nothing more.
     private var answeredEarly = false
+    /// The request's trailers (HTTP/2 or chunked HTTP/1.1), echoed as `"trailers"`.
+    private var trailers: HTTPHeaders?
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch self.unwrapInboundIn(data) {
@@ -126,8 +128,9 @@ private final class EchoHandler: ChannelDuplexHandler {
         case .body(let part):
             self.bodyBytes += part.readableBytes
             part.withUnsafeReadableBytes { self.hasher.update(bufferPointer: $0) }
-        case .end:
+        case .end(let trailers):
             guard let head = self.head, !self.answeredEarly else { return }
+            self.trailers = trailers
             self.respond(to: head, context: context)
         }
     }
@@ -166,11 +169,16 @@ private final class EchoHandler: ChannelDuplexHandler {
             }
         }
         let digest = self.hasher.finalize().map { String(format: "%02x", $0) }.joined()
-        let document: JSONValue = [
+        var document: JSONObject = [
             "method": .string(head.method.rawValue), "uri": .string(head.uri), "headers": .object(headerObject),
             "body": ["bytes": .number(JSONNumber(self.bodyBytes)), "sha256": .string(digest)],
         ]
-        let body = context.channel.allocator.buffer(string: document.jsonText)
+        if let trailers = self.trailers, !trailers.isEmpty {
+            var trailerObject = JSONObject()
+            for (name, value) in trailers { trailerObject[name.lowercased()] = .string(value) }
+            document["trailers"] = .object(trailerObject)
+        }
+        let body = context.channel.allocator.buffer(string: JSONValue.object(document).jsonText)
         var headers = HTTPHeaders()
         headers.add(name: "Content-Type", value: "application/json")
         headers.add(name: "Content-Length", value: String(body.readableBytes))

@@ -71,7 +71,9 @@ enum AuthPhase {
     case checkTime(VerifiedToken, ExtractedToken, keys: KeySnapshot)
     /// The token expired, and a refresh token came with it.
     case refresh(VerifiedToken, access: ExtractedToken, refresh: ExtractedToken, keys: KeySnapshot)
-    case adoptRefresh(RefreshOutcome, access: ExtractedToken, refresh: ExtractedToken, keys: KeySnapshot)
+    /// `keysRefetched`: the issuer's keys were refetched for the new token's unknown `kid`
+    /// already (once per request).
+    case adoptRefresh(RefreshOutcome, access: ExtractedToken, refresh: ExtractedToken, keys: KeySnapshot, keysRefetched: Bool = false)
     case profile(Identity)
     case requirements(Identity)
     /// Refused after a wait (a failed refetch or profile fetch).
@@ -151,8 +153,8 @@ struct RequestAuthenticator: Sendable {
             return self.checkTime(verified, token, keys: keys, request)
         case .refresh(let verified, let access, let refresh, let keys):
             return self.startRefresh(verified, access: access, refresh: refresh, keys: keys, services, trace: request.trace)
-        case .adoptRefresh(let outcome, let access, let refresh, let keys):
-            return self.adoptRefresh(outcome, access: access, refresh: refresh, keys: keys, request, services)
+        case .adoptRefresh(let outcome, let access, let refresh, let keys, let keysRefetched):
+            return self.adoptRefresh(outcome, access: access, refresh: refresh, keys: keys, keysRefetched: keysRefetched, request, services)
         case .profile(let identity):
             return self.profile(identity, request, services)
         case .requirements(let identity):
@@ -228,6 +230,22 @@ struct RequestAuthenticator: Sendable {
         )
     }
 
+    /// The refreshed token's `kid` is unknown: refetch (if the cooldown allows), then adopt
+    /// the outcome again against the new keys (once: a second unknown `kid` signs out).
+    func refetchKeys(
+        forRefreshed outcome: RefreshOutcome, access: ExtractedToken, refresh: ExtractedToken, issuerIndex: Int, keys: KeySnapshot,
+        _ services: AuthServices
+    ) -> AuthStep {
+        let retry = { (snapshot: KeySnapshot) in AuthPhase.adoptRefresh(outcome, access: access, refresh: refresh, keys: snapshot, keysRefetched: true) }
+        guard let refetch = services.keyStore.refetchForUnknownKey(issuerIndex: issuerIndex, on: services.eventLoop, clients: services.clients) else {
+            // In the cooldown: another request refetched moments ago; its keys are the store's.
+            return .next(retry(services.keyStore.snapshot))
+        }
+        // A failed refetch is 503 with nothing cleared: the client retries with its old pair
+        // and gets this same outcome from the grace table.
+        return .wait(refetch.map { snapshot in snapshot.map(retry) ?? .refuse(.keysUnavailable) })
+    }
+
     /// The clock checks; an expired token may be refreshed transparently (SPEC §4.3).
     func checkTime(_ verified: VerifiedToken, _ token: ExtractedToken, keys: KeySnapshot, _ request: AuthRequest) -> AuthStep {
         guard let failure = verified.timeFailure(now: request.now) else {
@@ -265,7 +283,7 @@ struct RequestAuthenticator: Sendable {
     /// and goes back to the client; a refusal signs the client out.
     func adoptRefresh(
         _ outcome: RefreshOutcome, access oldAccess: ExtractedToken, refresh oldRefresh: ExtractedToken, keys: KeySnapshot,
-        _ request: AuthRequest, _ services: AuthServices
+        keysRefetched: Bool = false, _ request: AuthRequest, _ services: AuthServices
     ) -> AuthStep {
         let cookies = SessionCookies(isTLS: request.isTLS)
         switch outcome {
@@ -282,6 +300,14 @@ struct RequestAuthenticator: Sendable {
             case .success(let token):
                 Self.logMisconfiguration(reason: token.timeFailure(now: request.now)?.rawValue ?? "invalid")
                 return .done(.rejected(.refreshRejected, headers: Self.signOutHeaders(oldAccess: oldAccess, oldRefresh: oldRefresh, cookies: cookies)))
+            case .failure(let rejection)
+            where rejection.failure == .unknownKey && !keysRefetched
+                && rejection.issuerIndex.map({ keys.issuers[$0].hasRemoteKeys }) == true:
+                // The provider rotated its signing key and the new token is the first to use
+                // it: refetch the issuer's keys (cooldown permitting), then verify again —
+                // signing the user out for the gateway's own stale keys would waste a
+                // refresh token that the auth service has already rotated.
+                return self.refetchKeys(forRefreshed: outcome, access: oldAccess, refresh: oldRefresh, issuerIndex: rejection.issuerIndex!, keys: keys, services)
             case .failure(let rejection):
                 Self.logMisconfiguration(reason: rejection.failure.rawValue)
                 return .done(.rejected(.refreshRejected, headers: Self.signOutHeaders(oldAccess: oldAccess, oldRefresh: oldRefresh, cookies: cookies)))

@@ -67,9 +67,19 @@ extension HTTP2StreamHandler {
         upstream.sendHead(plan.head, chunkedBody: self.exchange?.requestChunked ?? false, upgrade: false)
         self.exchange?.upstreamSentAt = .now()
         for part in body { upstream.sendBody(part) }
-        if end { upstream.sendEnd() }
+        if end { self.endUpstreamRequest(upstream) }
         upstream.flush()
         self.run(.resumeClientReads, context: context)
+    }
+
+    /// Ends the upstream request: with the client's trailers on an HTTP/2 backend.
+    @discardableResult
+    func endUpstreamRequest(_ upstream: UpstreamLease) -> Bool {
+        if let trailers = self.requestTrailers, let stream = upstream as? UpstreamStream {
+            stream.setRequestTrailers(trailers)
+        }
+        self.requestTrailers = nil
+        return upstream.sendEnd()
     }
 
     func releaseUpstream(reusable: Bool) {

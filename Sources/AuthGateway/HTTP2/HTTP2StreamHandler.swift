@@ -40,6 +40,8 @@ final class HTTP2StreamHandler: ChannelDuplexHandler, ExchangeHandler {
     /// Trailers from an HTTP/2 backend, sent with the end of the response.
     var responseTrailers: HPACKHeaders?
     var requestHeadSeen = false
+    /// The client's request trailers, for an HTTP/2 backend.
+    var requestTrailers: HPACKHeaders?
     /// The client's END_STREAM arrived (or the stream was refused before it did).
     var requestEnded = false
     /// The request's `content-length`: the DATA must add up to it exactly, or the stream is
@@ -70,8 +72,14 @@ final class HTTP2StreamHandler: ChannelDuplexHandler, ExchangeHandler {
                 // A request without body ends with its HEADERS.
                 if headers.endStream { self.run(self.state.requestEnd(), context: context) }
             } else if headers.endStream {
-                // Request trailers: HTTP/1.1 backends get none; the body ends here.
+                // Request trailers: passed on to an HTTP/2 backend (SPEC §4.9); HTTP/1.1
+                // backends get none. The body ends here, and must add up to content-length.
                 self.requestEnded = true
+                if let declared = self.declaredLength, self.receivedLength != declared {
+                    self.run(self.state.protocolError(.malformedRequest("The DATA disagrees with content-length")), context: context)
+                    return
+                }
+                if !headers.headers.isEmpty { self.requestTrailers = headers.headers }
                 self.run(self.state.requestEnd(), context: context)
             }
         case .data(let data):
@@ -148,7 +156,7 @@ final class HTTP2StreamHandler: ChannelDuplexHandler, ExchangeHandler {
         case .forwardBody(let part):
             self.upstream?.sendBody(part)
         case .forwardEnd:
-            if self.upstream?.sendEnd() == true { self.upstream?.flush() }
+            if let upstream = self.upstream, self.endUpstreamRequest(upstream) { upstream.flush() }
         case .writeResponseBody(let part):
             self.exchange?.bytesOut += part.readableBytes
             self.writeHeldHeaders(endStream: false, context: context)
@@ -160,7 +168,7 @@ final class HTTP2StreamHandler: ChannelDuplexHandler, ExchangeHandler {
             self.endResponse(context: context)
         case .forwardEndAndRelease(let reuseUpstream, _):
             if let upstream = self.upstream {
-                upstream.sendEnd()
+                self.endUpstreamRequest(upstream)
                 upstream.flush()
             }
             self.releaseUpstream(reusable: reuseUpstream)

@@ -40,6 +40,11 @@ final class UpstreamStream: UpstreamLease {
         return true
     }
 
+    /// Trailers to end the request with (an HTTP/2 client's, SPEC §4.9), set before `sendEnd`.
+    func setRequestTrailers(_ trailers: HPACKHeaders?) {
+        self.handler.requestTrailers = trailers
+    }
+
     func flush() {
         self.handler.flush()
     }
@@ -84,6 +89,8 @@ final class UpstreamStreamHandler: ChannelDuplexHandler {
     /// The request HEADERS, held until the body's first part or its end (which then rides on
     /// the HEADERS frame as END_STREAM).
     private var pendingHeaders: HPACKHeaders?
+    /// Sent with END_STREAM in place of an empty DATA frame by `sendEnd`.
+    var requestTrailers: HPACKHeaders?
     private var method: HTTPMethod = .GET
     private var responseStarted = false
     private var ended = false
@@ -128,7 +135,11 @@ final class UpstreamStreamHandler: ChannelDuplexHandler {
 
     func sendEnd() {
         guard let context = self.context else { return }
-        if self.pendingHeaders != nil {
+        if let trailers = self.requestTrailers {
+            self.requestTrailers = nil
+            self.writePendingHeaders(endStream: false, context: context)
+            context.write(self.wrapOutboundOut(.headers(.init(headers: trailers, endStream: true))), promise: nil)
+        } else if self.pendingHeaders != nil {
             self.writePendingHeaders(endStream: true, context: context)
         } else {
             context.write(self.wrapOutboundOut(.data(.init(data: .byteBuffer(ByteBuffer()), endStream: true))), promise: nil)

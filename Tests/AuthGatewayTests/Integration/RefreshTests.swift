@@ -13,6 +13,7 @@ final class RotatingRainMaker: Sendable {
     let service: ScriptedAuthService
     private let valid = NIOLockedValueBox<Set<String>>([])
     private let mode = NIOLockedValueBox<Mode>(.normal)
+    private let signer = NIOLockedValueBox<JWTSigner>(TestKeys.rsa)
     /// Holds answers while the test parks requests on them.
     let gate = ReplyGate()
 
@@ -50,6 +51,9 @@ final class RotatingRainMaker: Sendable {
 
     func set(_ mode: Mode) { self.mode.withLockedValue { $0 = mode } }
 
+    /// Signs the access tokens it issues with `signer` from now on (a key rotation).
+    func sign(with signer: JWTSigner) { self.signer.withLockedValue { $0 = signer } }
+
     var refreshCalls: Int { self.service.calls("/v1/login") }
 
     private func answer(_ request: SimpleRequest) -> SimpleResponse {
@@ -68,7 +72,7 @@ final class RotatingRainMaker: Sendable {
             return .json(.ok, ["status": "success", "refreshtoken": .string(rotated)])
         }
         let subject = String(userName.split(separator: "@").first ?? "")
-        let accessToken = TestKeys.token(subject: subject, expiresIn: 300)
+        let accessToken = TestKeys.token(signer: self.signer.withLockedValue { $0 }, subject: subject, expiresIn: 300)
         return .json(.ok, ["status": "success", "description": "Session extended", "accesstoken": .string(accessToken), "refreshtoken": .string(rotated)])
     }
 }
@@ -166,6 +170,43 @@ struct RefreshTests {
         #expect(metrics.contains("auth_gateway_refreshes_total{outcome=\"rejected\"} 1\n"))
         #expect(metrics.contains("auth_gateway_refresh_single_flight_joins_total 99\n"))
         #expect(metrics.contains("auth_gateway_refresh_grace_hits_total 1\n"))
+    }
+
+    /// The provider rotated its signing key, and a refreshed token is the first signed with
+    /// the new one: the gateway refetches the JWKS and accepts it, instead of signing the
+    /// user out for its own stale key set.
+    @Test func aRefreshedTokenSignedWithARotatedKeyIsAcceptedAfterARefetch() async throws {
+        let endpoint = try await JWKSTests.KeyEndpoint.start([JWKSTests.first])
+        defer { Task { await endpoint.service.stop() } }
+        let rainmaker = try await RotatingRainMaker.start()
+        defer { Task { await rainmaker.service.stop() } }
+        let clock = TestClock()
+        let gateway = try await GatewayFixture.start(clock: clock) { config in
+            config["tokens"] = [
+                "issuers": [
+                    [
+                        "issuer": .string(TestKeys.issuer), "audiences": [.string(TestKeys.audience)], "leewaySeconds": 0,
+                        "jwksURL": .string(endpoint.url), "jwksMinRefetchSeconds": 1,
+                    ]
+                ]
+            ]
+            config["authService"] = ["url": .string(rainmaker.service.baseURL), "refresh": ["maxExpiredSeconds": 3600]]
+        }
+        defer { Task { await gateway.stop() } }
+        #expect(endpoint.fetches == 1)
+        endpoint.serve([JWKSTests.first, JWKSTests.second])
+        rainmaker.sign(with: JWKSTests.second)
+        // Past the refetch cooldown since the start-up fetch.
+        clock.advance(by: 2)
+        let expired = TestKeys.token(signer: JWKSTests.first, subject: "alice", expiresIn: -60)
+        let response = try await gateway.send(
+            TestRequest(.GET, "/rotated", headers: [("Authorization", "Bearer \(expired)"), ("X-Refresh-Token", rainmaker.issueRefreshToken())])
+        )
+        #expect(response.status == 200)
+        let newToken = try #require(response.header("x-access-token"))
+        #expect(response.echoedHeader("authorization") == ["Bearer \(newToken)"])
+        #expect(endpoint.fetches == 2)
+        #expect(rainmaker.refreshCalls == 1)
     }
 
     @Test func cookieSessionsAreRefreshedAndSignedOutWithCookies() async throws {

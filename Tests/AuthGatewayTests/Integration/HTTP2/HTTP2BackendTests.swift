@@ -1,4 +1,6 @@
 import Foundation
+import NIOCore
+import NIOHPACK
 import NIOSSL
 import Testing
 
@@ -64,6 +66,26 @@ struct HTTP2BackendTests {
         #expect(response.status == 200, "\(result.stdout) \(result.stderr)")
         #expect(try JSONValue(parsing: response.body)["uri"]?.stringValue == "/tls-h2")
         #expect(backend.requestCount == 1)
+    }
+
+    /// SPEC §4.9: trailers pass through between HTTP/2 peers — an HTTP/2 client's request
+    /// trailers reach an h2c backend; an HTTP/1.1 backend gets the body without them.
+    @Test(arguments: [true, false])
+    func requestTrailersReachAnHTTP2Backend(http2Backend: Bool) async throws {
+        let backend = try await EchoBackend.start(group: TestGroup.shared, http2: http2Backend)
+        let gateway = try await Self.gateway(backend: backend, protocolName: http2Backend ? "h2c" : "http1")
+        defer { Task { await gateway.stop() } }
+        let client = try await H2TestClient.connect(port: gateway.port)
+        defer { Task { await client.close() } }
+        let result = try await client.exchange([
+            .headers(.init(headers: H2TestClient.request("POST", path: "/with-trailers", fields: [("authorization", "Bearer \(TestKeys.token())")]), endStream: false)),
+            .data(.init(data: .byteBuffer(ByteBuffer(string: "body")), endStream: false)),
+            .headers(.init(headers: HPACKHeaders([("x-checksum", "c0ffee")]), endStream: true)),
+        ])
+        #expect(result.status == 200)
+        let echoed = try JSONValue(parsing: String(buffer: result.body))
+        #expect(echoed["body"]?["bytes"]?.numberValue?.exactInt == 4)
+        #expect(echoed["trailers"]?["x-checksum"]?.stringValue == (http2Backend ? "c0ffee" : nil))
     }
 
     @Test func aDeadH2BackendIs502AndTheNextRequestStillWorks() async throws {
