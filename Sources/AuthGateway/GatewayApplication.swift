@@ -58,13 +58,17 @@ public final class GatewayApplication: Sendable {
         let publisher = KeyPublisher()
         var tracing: GatewayTracing?
         var backgroundServices: [any Service] = []
+        let processMetrics = ProcessMetrics()
         if let tracingConfiguration = configuration.tracing {
-            let (made, exporter) = try GatewayTracing.make(tracingConfiguration)
+            let (made, exporter) = try GatewayTracing.make(tracingConfiguration, metrics: processMetrics)
             tracing = made
             backgroundServices.append(exporter)
         }
         self.backgroundServices = backgroundServices
-        let shared = try Self.makeShared(configuration, clock: clock, logger: logger, connector: SocketConnector(), publisher: publisher, group: group, tracing: tracing)
+        let shared = try Self.makeShared(
+            configuration, clock: clock, logger: logger, connector: SocketConnector(), publisher: publisher, group: group, tracing: tracing,
+            processMetrics: processMetrics
+        )
         self.shared = shared
         self.listenerTLS = try configuration.listener.tls.map { try Self.makeServerTLS($0, http2: configuration.listener.http2) }
         let profiles = Self.profileCache(for: configuration, keeping: nil, shared: shared)
@@ -89,9 +93,8 @@ public final class GatewayApplication: Sendable {
     /// one-worker harness), else process-local.
     private static func makeShared(
         _ configuration: GatewayConfiguration, clock: @escaping @Sendable () -> Double, logger: Logger, connector: UpstreamConnector, publisher: KeyPublisher,
-        group: EventLoopGroup?, tracing: GatewayTracing? = nil
+        group: EventLoopGroup?, tracing: GatewayTracing? = nil, processMetrics: ProcessMetrics = ProcessMetrics()
     ) throws -> GatewayShared {
-        let processMetrics = ProcessMetrics()
         let keyStore = KeyStore(configuration: configuration.tokens, metrics: processMetrics, clock: clock, logger: logger) { snapshot in
             publisher.publish(snapshot)
         }

@@ -60,7 +60,16 @@ struct TimeoutTests {
 
     @Test func slowBackendGets504AndTheGatewayStaysUp() async throws {
         let gateway = try await GatewayFixture.start { config in
-            config["backends"] = ["api": ["urls": [.string(config.backendURL)], "responseTimeoutMilliseconds": 1000]]
+            // The 1 s response timeout on the slow route only: the request after it must not
+            // be held to 1 s on a loaded machine.
+            config["backends"] = [
+                "slow": ["urls": [.string(config.backendURL)], "responseTimeoutMilliseconds": 1000],
+                "api": ["urls": [.string(config.backendURL)]],
+            ]
+            config["routes"] = [
+                ["name": "slow", "pathPrefix": "/delay/", "backend": "slow"],
+                ["name": "default", "pathPrefix": "/", "backend": "api"],
+            ]
         }
         defer { Task { await gateway.stop() } }
         let token = TestKeys.token()

@@ -133,6 +133,17 @@ struct TracingTests {
             #expect(try await client.send(.get("/dead-collector/\(index)", token: TestKeys.token())).status == 200)
         }
         await client.close()
+        // The spans the dead collector never got are counted (swift-otel exports in the
+        // background, one batch a second; each failed batch counts its spans).
+        let dropped = "auth_gateway_trace_spans_dropped_total{reason=\"export_failed\"} "
+        var count = 0
+        let counted = try await eventually(timeout: .seconds(60)) {
+            let metrics = try await TestConnection.connect(port: dead.adminPort).send(.get("/metrics")).text
+            count = metrics.split(separator: "\n").first { $0.hasPrefix(dropped) }.flatMap { Int($0.dropFirst(dropped.count)) } ?? 0
+            return count > 0
+        }
+        #expect(counted, "no dropped spans counted")
+        #expect(count <= 50 * 6, "more spans dropped than the requests made: \(count)")
     }
 
     @Test func checkValidatesTheTracingSection() throws {
