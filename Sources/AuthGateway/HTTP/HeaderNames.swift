@@ -70,24 +70,23 @@ enum HeaderNames {
     /// parser and counted by another is two readings of where the message ends.
     @inline(__always)
     static func forEachListElementRefusingEmpty(_ bytes: UnsafeRawBufferPointer, _ start: Int, _ end: Int, _ body: (Int, Int) -> Bool) -> Bool {
-        var elementStart = start
-        var index = start
-        while index <= end {
-            if index == end || bytes[index] == UInt8(ascii: ",") {
-                var s = elementStart, e = index
-                while s < e, bytes[s] == UInt8(ascii: " ") || bytes[s] == UInt8(ascii: "\t") { s += 1 }
-                while e > s, bytes[e - 1] == UInt8(ascii: " ") || bytes[e - 1] == UInt8(ascii: "\t") { e -= 1 }
-                guard e > s, body(s, e) else { return false }
-                elementStart = index + 1
-            }
-            index += 1
-        }
-        return true
+        Self.forEachTrimmedElement(bytes, start, end) { s, e in e > s && body(s, e) }
     }
 
     /// Calls `body` with each non-empty, whitespace-trimmed element of a comma-separated list.
     @inline(__always)
     static func forEachListElement(_ bytes: UnsafeRawBufferPointer, _ start: Int, _ end: Int, _ body: (Int, Int) -> Void) {
+        _ = Self.forEachTrimmedElement(bytes, start, end) { s, e in
+            if e > s { body(s, e) }
+            return true
+        }
+    }
+
+    /// Calls `body` with the bounds of each element of a comma-separated list, trimmed of
+    /// spaces and tabs (an empty element as `s == e`), while it returns true; false when it
+    /// did not.
+    @inline(__always)
+    private static func forEachTrimmedElement(_ bytes: UnsafeRawBufferPointer, _ start: Int, _ end: Int, _ body: (Int, Int) -> Bool) -> Bool {
         var elementStart = start
         var index = start
         while index <= end {
@@ -95,10 +94,11 @@ enum HeaderNames {
                 var s = elementStart, e = index
                 while s < e, bytes[s] == UInt8(ascii: " ") || bytes[s] == UInt8(ascii: "\t") { s += 1 }
                 while e > s, bytes[e - 1] == UInt8(ascii: " ") || bytes[e - 1] == UInt8(ascii: "\t") { e -= 1 }
-                if e > s { body(s, e) }
+                guard body(s, e) else { return false }
                 elementStart = index + 1
             }
             index += 1
         }
+        return true
     }
 }
