@@ -13,6 +13,9 @@ struct UpstreamResponseHead {
     let framing: BodyFraming
     /// The backend allows another request on this connection afterwards.
     let keepAlive: Bool
+    /// Fields an HTTP/2 backend sent never-indexed (RFC 7541 §7.1.3): they reach an HTTP/2
+    /// client never-indexed too. Empty for HTTP/1.1 backends.
+    var neverIndexedFields: [String] = []
 
     /// Calls `body` with the lower-cased name and the value of each field an HTTP/2 client
     /// receives: not those describing the backend's connection (RFC 9110 §7.6.1, RFC 9113

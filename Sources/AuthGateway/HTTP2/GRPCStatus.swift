@@ -30,7 +30,7 @@ enum GRPCStatus {
     }
 
     /// The Trailers-Only HEADERS block for a local answer.
-    static func trailersOnly(_ response: LocalResponse, requestID: String) -> HPACKHeaders {
+    static func trailersOnly(_ response: LocalResponse, requestID: String, secrets: SecretHeaderNames) -> HPACKHeaders {
         var headers = HPACKHeaders()
         headers.add(name: ":status", value: "200")
         headers.add(name: "content-type", value: "application/grpc")
@@ -40,7 +40,7 @@ enum GRPCStatus {
             let lowered = name.lowercased()
             // The challenge and cookies clearing a session travel as they do over HTTP.
             if lowered == "www-authenticate" || lowered == "set-cookie" || lowered == "retry-after" || lowered.hasPrefix("x-") {
-                headers.add(name: lowered, value: value)
+                headers.add(name: lowered, value: value, indexing: secrets.indexing(lowered))
             }
         }
         headers.add(name: "x-request-id", value: requestID)

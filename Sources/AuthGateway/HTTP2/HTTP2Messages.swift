@@ -107,22 +107,32 @@ enum HTTP2Messages {
     static let connectionSpecific: Set<String> = ["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "te", "trailer"]
 
     /// The response HEADERS for a backend's response head: `:status`, the backend's
-    /// end-to-end fields lower-cased, `x-request-id`, then `extra` (new tokens).
-    static func responseHeaders(_ head: UpstreamResponseHead, requestID: String, extra: [(name: String, value: String)]) -> HPACKHeaders {
+    /// end-to-end fields lower-cased, `x-request-id`, then `extra` (new tokens and session
+    /// cookies: always never-indexed). Secret fields, and those the backend sent
+    /// never-indexed, stay out of the HPACK dynamic table (SPEC §4.9).
+    static func responseHeaders(
+        _ head: UpstreamResponseHead, requestID: String, extra: [(name: String, value: String)], secrets: SecretHeaderNames
+    ) -> HPACKHeaders {
         var headers = HPACKHeaders()
         headers.reserveCapacity(head.fields.count + extra.count + 2)
         headers.add(name: ":status", value: String(head.status))
-        head.forEachEndToEndField { name, value in headers.add(name: name, value: value) }
+        head.forEachEndToEndField { name, value in
+            headers.add(name: name, value: value, indexing: secrets.indexing(name, peerNeverIndexed: head.neverIndexedFields))
+        }
         headers.add(name: "x-request-id", value: requestID)
-        for (name, value) in extra { headers.add(name: name.lowercased(), value: value) }
+        for (name, value) in extra { headers.add(name: name.lowercased(), value: value, indexing: .neverIndexed) }
         return headers
     }
 
-    /// The HEADERS of a response the gateway makes itself (its body follows in DATA).
-    static func localResponseHeaders(_ response: LocalResponse, requestID: String, sendsBody: Bool) -> HPACKHeaders {
+    /// The HEADERS of a response the gateway makes itself (its body follows in DATA); cookies
+    /// and new tokens among its fields are never-indexed.
+    static func localResponseHeaders(_ response: LocalResponse, requestID: String, sendsBody: Bool, secrets: SecretHeaderNames) -> HPACKHeaders {
         var headers = HPACKHeaders()
         headers.add(name: ":status", value: String(response.status.code))
-        for (name, value) in response.headers { headers.add(name: name.lowercased(), value: value) }
+        for (name, value) in response.headers {
+            let lowered = name.lowercased()
+            headers.add(name: lowered, value: value, indexing: secrets.indexing(lowered))
+        }
         headers.add(name: "x-request-id", value: requestID)
         headers.add(name: "content-length", value: String(sendsBody ? response.body.utf8.count : 0))
         return headers

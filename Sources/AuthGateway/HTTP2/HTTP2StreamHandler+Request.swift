@@ -27,6 +27,7 @@ extension HTTP2StreamHandler {
             requestID: requestID, protocol: .h2, method: head.method, uri: head.uri, version: .http1_1, keepAlive: false, start: .now(),
             requestChunked: request.framing == .chunked
         )
+        self.exchange?.neverIndexedFields = SecretHeaderNames.neverIndexedNames(in: block)
         if let tracing = self.worker.shared.tracing { self.exchange?.trace = tracing.start(head, protocol: .h2) }
         let hasBody = request.framing != .none
         let action = self.state.requestHead(keepAlive: false, expectsContinue: false, replayable: !hasBody && ProxyHandler.isIdempotent(head.method), hasBody: hasBody)
@@ -64,7 +65,8 @@ extension HTTP2StreamHandler {
 
     func sendRequest(body: [ByteBuffer], end: Bool, context: ChannelHandlerContext) {
         guard let upstream = self.upstream, let plan = self.exchange?.plan else { return }
-        upstream.sendHead(plan.head, chunkedBody: self.exchange?.requestChunked ?? false, upgrade: false)
+        let secrets = RequestSecrets(names: plan.secretHeaders, peerNeverIndexed: self.exchange?.neverIndexedFields ?? [])
+        upstream.sendHead(plan.head, chunkedBody: self.exchange?.requestChunked ?? false, upgrade: false, secrets: secrets)
         self.exchange?.upstreamSentAt = .now()
         for part in body { upstream.sendBody(part) }
         if end { self.endUpstreamRequest(upstream) }
@@ -75,11 +77,9 @@ extension HTTP2StreamHandler {
     /// Ends the upstream request: with the client's trailers on an HTTP/2 backend.
     @discardableResult
     func endUpstreamRequest(_ upstream: UpstreamLease) -> Bool {
-        if let trailers = self.requestTrailers, let stream = upstream as? UpstreamStream {
-            stream.setRequestTrailers(trailers)
-        }
+        let trailers = self.requestTrailers
         self.requestTrailers = nil
-        return upstream.sendEnd()
+        return upstream.sendEnd(trailers: trailers)
     }
 
     func releaseUpstream(reusable: Bool) {

@@ -56,11 +56,11 @@ extension HTTP2StreamHandler {
     func writeLocalResponse(context: ChannelHandlerContext) {
         guard let exchange = self.exchange, let response = exchange.local else { return }
         if self.isGRPC {
-            let headers = GRPCStatus.trailersOnly(response, requestID: exchange.requestID)
+            let headers = GRPCStatus.trailersOnly(response, requestID: exchange.requestID, secrets: self.worker.snapshot.secretHeaders)
             context.writeAndFlush(self.wrapOutboundOut(.headers(.init(headers: headers, endStream: true))), promise: nil)
         } else {
             let sendsBody = exchange.method != .HEAD && !response.body.isEmpty
-            let headers = HTTP2Messages.localResponseHeaders(response, requestID: exchange.requestID, sendsBody: sendsBody)
+            let headers = HTTP2Messages.localResponseHeaders(response, requestID: exchange.requestID, sendsBody: sendsBody, secrets: self.worker.snapshot.secretHeaders)
             context.write(self.wrapOutboundOut(.headers(.init(headers: headers, endStream: !sendsBody))), promise: nil)
             if sendsBody {
                 exchange.bytesOut = response.body.utf8.count

@@ -29,6 +29,9 @@ final class Exchange {
     var bytesOut = 0
     /// The request's trace when it is sampled (`tracing` on); nil otherwise.
     var trace: RequestTrace?
+    /// Names of the request fields an HTTP/2 client sent never-indexed: they stay so towards
+    /// an HTTP/2 backend (RFC 7541 §7.1.3). Empty for HTTP/1.1 clients.
+    var neverIndexedFields: [String] = []
 
     /// The gateway's own answer with `error`. Once authentication has succeeded it carries
     /// the plan's response headers (new tokens, session cookies): a refresh already rotated

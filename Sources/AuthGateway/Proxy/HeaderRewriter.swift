@@ -45,9 +45,11 @@ package struct ClientConnectionInfo {
 package enum HeaderRewriter {
     /// Headers that describe one connection, never forwarded (plus those named in `Connection`).
     /// `Expect` is answered by the gateway itself; framing headers are set from the body.
+    /// `HTTP2-Settings` belongs to an `Upgrade: h2c` the gateway ignores (RFC 9113 §3.2 made
+    /// it connection-specific), also when the client forgot to name it in `Connection`.
     private static let hopByHop: [String] = [
         "connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade",
-        "proxy-authorization", "proxy-authenticate", "expect",
+        "proxy-authorization", "proxy-authenticate", "expect", "http2-settings",
     ]
 
     package static func upstreamRequestHeaders(

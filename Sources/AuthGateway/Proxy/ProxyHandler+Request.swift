@@ -52,7 +52,7 @@ extension ProxyHandler {
         if sendContinue {
             context.writeAndFlush(self.wrapOutboundOut(context.channel.allocator.buffer(staticString: HTTPWriter.continueResponse)), promise: nil)
         }
-        upstream.sendHead(plan.head, chunkedBody: self.exchange?.requestChunked ?? false, upgrade: plan.upgrade != nil)
+        upstream.sendHead(plan.head, chunkedBody: self.exchange?.requestChunked ?? false, upgrade: plan.upgrade != nil, secrets: RequestSecrets(names: plan.secretHeaders))
         self.exchange?.upstreamSentAt = .now()
         for part in body { upstream.sendBody(part) }
         if end { upstream.sendEnd() }

@@ -26,11 +26,15 @@ final class ForwardPlan {
     let upgrade: String?
     /// The upstream call's span when the request is traced (its context went upstream).
     let upstreamSpan: (any Span)?
+    /// Fields encoded never-indexed towards an HTTP/2 backend and an HTTP/2 client.
+    let secretHeaders: SecretHeaderNames
 
     init(
         route: RouteConfiguration, pool: UpstreamPool, head: HTTPRequestHead, responseTimeout: TimeAmount,
-        responseHeaders: [(name: String, value: String)], subject: String?, upgrade: String?, upstreamSpan: (any Span)? = nil
+        responseHeaders: [(name: String, value: String)], subject: String?, upgrade: String?, upstreamSpan: (any Span)? = nil,
+        secretHeaders: SecretHeaderNames = SecretHeaderNames()
     ) {
+        self.secretHeaders = secretHeaders
         self.route = route
         self.pool = pool
         self.head = head
@@ -67,11 +71,11 @@ struct RequestPlanner {
             return .ready(.respond(health, close: false))
         }
         var upgrade: String?
-        if RequestFraming.isUpgrade(head) {
-            // WebSocket is tunnelled once authorized; other upgrades (h2c…) are refused.
-            guard let protocolName = RequestFraming.webSocketUpgrade(head) else {
-                return .ready(.respond(.problem(.upgradeUnsupported, requestID: requestID), close: true))
-            }
+        // WebSocket is tunnelled once authorized. Any other upgrade (`h2c`, which `curl --http2`
+        // and Java's HttpClient send on http:// URLs) is ignored, as RFC 9110 §7.8 allows: the
+        // request is served over HTTP/1.1, and `Upgrade`, `HTTP2-Settings` and the `Connection`
+        // tokens naming them are hop-by-hop, never forwarded (SPEC §4.9).
+        if RequestFraming.isUpgrade(head), let protocolName = RequestFraming.webSocketUpgrade(head) {
             guard head.method == .GET, head.version == .http1_1, framing == .none else {
                 return .ready(.respond(.problem(.malformedRequest("A WebSocket upgrade is an HTTP/1.1 GET without a body"), requestID: requestID), close: true))
             }
@@ -164,7 +168,8 @@ struct RequestPlanner {
                 responseHeaders: identity?.responseHeaders ?? [],
                 subject: identity?.token.subject,
                 upgrade: upgrade,
-                upstreamSpan: upstreamSpan
+                upstreamSpan: upstreamSpan,
+                secretHeaders: self.snapshot.secretHeaders
             )
         )
     }

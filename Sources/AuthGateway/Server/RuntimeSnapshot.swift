@@ -18,6 +18,8 @@ final class RuntimeSnapshot: Sendable {
     let timerGranularity: TimeAmount
     /// Refresh tokens are for the auth service only: removed from every forwarded request.
     let refreshTokenRemovals: [TokenEdit]
+    /// Header fields encoded never-indexed on HTTP/2, both ways (SPEC §4.9).
+    let secretHeaders: SecretHeaderNames
 
     init(configuration: GatewayConfiguration, generation: UInt64, refresher: SessionRefresher?, profiles: ProfileCache?) {
         self.configuration = configuration
@@ -33,6 +35,7 @@ final class RuntimeSnapshot: Sendable {
         }
         self.responseTimeouts = timeouts
         self.timerGranularity = ([self.idleTimeout, self.requestHeaderTimeout] + timeouts.values).min()!
+        self.secretHeaders = SecretHeaderNames(configuration: configuration)
         self.refreshTokenRemovals = (configuration.authService?.refresh?.refreshTokenSources ?? []).map { source in
             switch source {
             case .header(let name, _, _): return TokenEdit(location: .header(name: name, bearer: false), replacement: nil)

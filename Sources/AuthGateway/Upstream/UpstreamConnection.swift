@@ -1,4 +1,5 @@
 import NIOCore
+import NIOHPACK
 import NIOHTTP1
 
 /// One keep-alive connection to a backend or the auth service, owned by an `UpstreamPool`.
@@ -39,7 +40,7 @@ final class UpstreamConnection: UpstreamLease, Equatable {
     /// Writes a request head; its body follows with `sendBody` (chunk-framed when
     /// `chunkedBody`) and ends with `sendEnd`. `upgrade`: the request asks for a protocol
     /// upgrade, so a 101 may answer it (and the connection then becomes a tunnel).
-    func sendHead(_ head: HTTPRequestHead, chunkedBody: Bool, upgrade: Bool) {
+    func sendHead(_ head: HTTPRequestHead, chunkedBody: Bool, upgrade: Bool, secrets: RequestSecrets) {
         self.chunkedRequestBody = chunkedBody
         self.handler.expectResponse(to: head.method, upgrade: upgrade)
         // Whatever the answer, a connection that was asked to switch protocols is not trusted
@@ -57,7 +58,7 @@ final class UpstreamConnection: UpstreamLease, Equatable {
 
     /// Ends the request body; true when that wrote bytes (the last chunk).
     @discardableResult
-    func sendEnd() -> Bool {
+    func sendEnd(trailers: HPACKHeaders?) -> Bool {
         guard self.chunkedRequestBody else { return false }
         self.chunkedRequestBody = false
         self.handler.write(self.channel.allocator.buffer(staticString: HTTPWriter.lastChunk))

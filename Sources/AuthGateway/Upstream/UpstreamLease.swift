@@ -20,12 +20,14 @@ protocol UpstreamLease: AnyObject {
     var reusable: Bool { get }
     /// Writes a request head; its body follows with `sendBody` (chunk-framed on HTTP/1.1 when
     /// `chunkedBody`) and ends with `sendEnd`. `upgrade`: the request asks for a protocol
-    /// upgrade, so a 101 may answer it.
-    func sendHead(_ head: HTTPRequestHead, chunkedBody: Bool, upgrade: Bool)
+    /// upgrade, so a 101 may answer it. `secrets`: the fields an HTTP/2 upstream encodes
+    /// never-indexed (HTTP/1.1 has no such encoding).
+    func sendHead(_ head: HTTPRequestHead, chunkedBody: Bool, upgrade: Bool, secrets: RequestSecrets)
     func sendBody(_ part: ByteBuffer)
-    /// Ends the request body; true when that wrote bytes (a flush is then needed).
+    /// Ends the request body, with the client's `trailers` on an HTTP/2 upstream (an HTTP/1.1
+    /// one gets the body without them); true when that wrote bytes (a flush is then needed).
     @discardableResult
-    func sendEnd() -> Bool
+    func sendEnd(trailers: HPACKHeaders?) -> Bool
     func flush()
     /// Gives the exchange up: the connection is closed (HTTP/1.1) or the stream reset (HTTP/2).
     func close()
@@ -35,6 +37,24 @@ protocol UpstreamLease: AnyObject {
     func release(reusable: Bool)
     /// Leased but never used (its requester had gone): back to the pool as it was.
     func returnUnused(reused: Bool)
+}
+
+extension UpstreamLease {
+    func sendHead(_ head: HTTPRequestHead, chunkedBody: Bool, upgrade: Bool) {
+        self.sendHead(head, chunkedBody: chunkedBody, upgrade: upgrade, secrets: RequestSecrets())
+    }
+
+    @discardableResult
+    func sendEnd() -> Bool {
+        self.sendEnd(trailers: nil)
+    }
+}
+
+/// Which fields of a request an HTTP/2 upstream encodes never-indexed: the secret names, and
+/// those the client itself sent never-indexed.
+struct RequestSecrets {
+    var names = SecretHeaderNames()
+    var peerNeverIndexed: [String] = []
 }
 
 /// Receives what a leased upstream delivers. Implemented by `ProxyHandler` and

@@ -26,8 +26,8 @@ final class UpstreamStream: UpstreamLease {
     /// the pool stops opening streams on it: `UpstreamHTTP2ConnectionHandler.onGoAway`).
     var reusable: Bool { self.connection.channel.isActive }
 
-    func sendHead(_ head: HTTPRequestHead, chunkedBody: Bool, upgrade: Bool) {
-        self.handler.sendHead(head)
+    func sendHead(_ head: HTTPRequestHead, chunkedBody: Bool, upgrade: Bool, secrets: RequestSecrets) {
+        self.handler.sendHead(head, secrets: secrets)
     }
 
     func sendBody(_ part: ByteBuffer) {
@@ -35,14 +35,9 @@ final class UpstreamStream: UpstreamLease {
     }
 
     @discardableResult
-    func sendEnd() -> Bool {
-        self.handler.sendEnd()
+    func sendEnd(trailers: HPACKHeaders?) -> Bool {
+        self.handler.sendEnd(trailers: trailers)
         return true
-    }
-
-    /// Trailers to end the request with (an HTTP/2 client's, SPEC §4.9), set before `sendEnd`.
-    func setRequestTrailers(_ trailers: HPACKHeaders?) {
-        self.handler.requestTrailers = trailers
     }
 
     func flush() {
@@ -89,8 +84,6 @@ final class UpstreamStreamHandler: ChannelDuplexHandler {
     /// The request HEADERS, held until the body's first part or its end (which then rides on
     /// the HEADERS frame as END_STREAM).
     private var pendingHeaders: HPACKHeaders?
-    /// Sent with END_STREAM in place of an empty DATA frame by `sendEnd`.
-    var requestTrailers: HPACKHeaders?
     private var method: HTTPMethod = .GET
     private var responseStarted = false
     private var ended = false
@@ -115,9 +108,9 @@ final class UpstreamStreamHandler: ChannelDuplexHandler {
 
     // MARK: Request
 
-    func sendHead(_ head: HTTPRequestHead) {
+    func sendHead(_ head: HTTPRequestHead, secrets: RequestSecrets) {
         self.method = head.method
-        self.pendingHeaders = Self.requestHeaders(head, scheme: self.scheme)
+        self.pendingHeaders = Self.requestHeaders(head, scheme: self.scheme, secrets: secrets)
         if self.closed, let delegate = self.delegate {
             // The stream died between its lease and its use: say so once the caller's
             // current step is over, as a closed connection would.
@@ -133,10 +126,11 @@ final class UpstreamStreamHandler: ChannelDuplexHandler {
         context.write(self.wrapOutboundOut(.data(.init(data: .byteBuffer(part)))), promise: nil)
     }
 
-    func sendEnd() {
+    /// Ends the request: END_STREAM on the client's trailers when there are any, else on the
+    /// held HEADERS or an empty DATA frame.
+    func sendEnd(trailers: HPACKHeaders?) {
         guard let context = self.context else { return }
-        if let trailers = self.requestTrailers {
-            self.requestTrailers = nil
+        if let trailers {
             self.writePendingHeaders(endStream: false, context: context)
             context.write(self.wrapOutboundOut(.headers(.init(headers: trailers, endStream: true))), promise: nil)
         } else if self.pendingHeaders != nil {
@@ -169,8 +163,9 @@ final class UpstreamStreamHandler: ChannelDuplexHandler {
     }
 
     /// RFC 9113 §8.3.1: pseudo-headers first; `:authority` from `Host`; connection-specific
-    /// fields dropped; `te: trailers` for gRPC (its servers require it).
-    static func requestHeaders(_ head: HTTPRequestHead, scheme: String) -> HPACKHeaders {
+    /// fields dropped; `te: trailers` for gRPC (its servers require it); secrets never-indexed
+    /// (RFC 7541 §7.1.3: this connection carries other users' requests too).
+    static func requestHeaders(_ head: HTTPRequestHead, scheme: String, secrets: RequestSecrets = RequestSecrets()) -> HPACKHeaders {
         var headers = HPACKHeaders()
         headers.reserveCapacity(head.headers.count + 4)
         headers.add(name: ":method", value: head.method.rawValue)
@@ -180,7 +175,7 @@ final class UpstreamStreamHandler: ChannelDuplexHandler {
         for (name, value) in head.headers {
             let lowered = name.lowercased()
             guard lowered != "host", !HTTP2Messages.connectionSpecific.contains(lowered) else { continue }
-            headers.add(name: lowered, value: value)
+            headers.add(name: lowered, value: value, indexing: secrets.names.indexing(lowered, peerNeverIndexed: secrets.peerNeverIndexed))
         }
         if GRPCStatus.isGRPC(contentType: head.headers.first(name: "content-type")) { headers.add(name: "te", value: "trailers") }
         return headers
@@ -281,7 +276,8 @@ final class UpstreamStreamHandler: ChannelDuplexHandler {
         text += "\r\n"
         let bytes = ByteBuffer(string: text)
         return bytes.withUnsafeReadableBytes { raw in
-            guard case .success(let head) = ResponseParser.responseHead(raw, bytes: bytes, method: method) else { return nil }
+            guard case .success(var head) = ResponseParser.responseHead(raw, bytes: bytes, method: method) else { return nil }
+            head.neverIndexedFields = SecretHeaderNames.neverIndexedNames(in: block)
             return head
         }
     }
