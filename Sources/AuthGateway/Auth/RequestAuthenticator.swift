@@ -58,6 +58,8 @@ struct AuthServices {
     /// The loop's client for an URL's origin (JWKS, discovery documents and their endpoints).
     let clients: (UpstreamURL) -> UpstreamClient?
     let metrics: WorkerMetrics
+    /// The loop's client for `tokens.introspection.url` (nil without introspection).
+    var introspectionClient: UpstreamClient? = nil
 }
 
 /// One phase of a request's authentication (Pingora's request phases, Envoy's filter
@@ -74,6 +76,10 @@ enum AuthPhase {
     /// `keysRefetched`: the issuer's keys were refetched for the new token's unknown `kid`
     /// already (once per request).
     case adoptRefresh(RefreshOutcome, access: ExtractedToken, refresh: ExtractedToken, keys: KeySnapshot, keysRefetched: Bool = false)
+    /// An opaque token (or, with `forJWTs`, a verified JWT whose identity is `verified`) goes
+    /// to the introspection endpoint.
+    case introspect(ExtractedToken, verified: Identity?)
+    case adoptIntrospection(IntrospectionOutcome, ExtractedToken, verified: Identity?)
     case profile(Identity)
     case requirements(Identity)
     /// Refused after a wait (a failed refetch or profile fetch).
@@ -99,16 +105,18 @@ struct RequestAuthenticator: Sendable {
     let refresh: RefreshConfiguration?
     let refresher: SessionRefresher?
     let profiles: ProfileCache?
+    let introspector: TokenIntrospector?
     let identityHeadersNeedProfile: Bool
     /// The first cookie source of access tokens: where a refreshed access token goes when the
     /// refresh token came from a cookie.
     let accessTokenCookie: String?
 
-    init(configuration: GatewayConfiguration, refresher: SessionRefresher? = nil, profiles: ProfileCache? = nil) {
+    init(configuration: GatewayConfiguration, refresher: SessionRefresher? = nil, profiles: ProfileCache? = nil, introspector: TokenIntrospector? = nil) {
         self.sources = configuration.tokens.sources
         self.refresh = configuration.authService?.refresh
         self.refresher = refresher
         self.profiles = profiles
+        self.introspector = introspector
         self.identityHeadersNeedProfile = configuration.identityHeaders.contains { $0.path.source == .profile }
         self.accessTokenCookie = configuration.tokens.sources.lazy.compactMap { source -> String? in
             if case .cookie(let name) = source { return name }
@@ -145,6 +153,9 @@ struct RequestAuthenticator: Sendable {
         case .extract:
             return self.extract(request)
         case .verify(let token, let keys):
+            // Not a compact JWS: an opaque token, for the introspection endpoint when there is
+            // one (a JWS-shaped token never goes there unverified).
+            if self.introspector != nil && !CompactJWS.hasCompactShape(token.value) { return .next(.introspect(token, verified: nil)) }
             guard let trace = request.trace else { return self.verify(token, keys: keys, services) }
             return self.tracedVerify(token, keys: keys, services, trace: trace)
         case .refetchKeys(let token, let issuerIndex, let keys):
@@ -155,6 +166,10 @@ struct RequestAuthenticator: Sendable {
             return self.startRefresh(verified, access: access, refresh: refresh, keys: keys, services, trace: request.trace)
         case .adoptRefresh(let outcome, let access, let refresh, let keys, let keysRefetched):
             return self.adoptRefresh(outcome, access: access, refresh: refresh, keys: keys, keysRefetched: keysRefetched, request, services)
+        case .introspect(let token, let verified):
+            return self.introspect(token, verified: verified, services, trace: request.trace)
+        case .adoptIntrospection(let outcome, let token, let verified):
+            return self.adoptIntrospection(outcome, token, verified: verified)
         case .profile(let identity):
             return self.profile(identity, request, services)
         case .requirements(let identity):
@@ -249,7 +264,10 @@ struct RequestAuthenticator: Sendable {
     /// The clock checks; an expired token may be refreshed transparently (SPEC §4.3).
     func checkTime(_ verified: VerifiedToken, _ token: ExtractedToken, keys: KeySnapshot, _ request: AuthRequest) -> AuthStep {
         guard let failure = verified.timeFailure(now: request.now) else {
-            return .next(.profile(Identity(token: verified, accessToken: token, issuer: keys.issuers[verified.issuerIndex].issuer)))
+            let identity = Identity(token: verified, accessToken: token, issuer: keys.issuers[verified.issuerIndex].issuer)
+            // `forJWTs`: a verified JWT is introspected too, so that a revoked one is refused.
+            if let introspector = self.introspector, introspector.configuration.forJWTs { return .next(.introspect(token, verified: identity)) }
+            return .next(.profile(identity))
         }
         guard failure == .expired, let refresh = self.refresh, self.refresher != nil,
             verified.secondsSinceExpiry(now: request.now) <= Double(refresh.maxExpiredSeconds)
@@ -339,6 +357,52 @@ struct RequestAuthenticator: Sendable {
             headers.append(("Set-Cookie", cookies.clearing(refreshCookie)))
         }
         return headers
+    }
+
+    /// Asks the introspection endpoint about `token` (SPEC §4.13), through the process-wide
+    /// cache and single flight.
+    func introspect(_ token: ExtractedToken, verified: Identity?, _ services: AuthServices, trace: RequestTrace? = nil) -> AuthStep {
+        guard let introspector = self.introspector, let client = services.introspectionClient else {
+            return .done(.reject(.introspectionUnavailable))
+        }
+        let metrics = services.metrics
+        let lookup = introspector.lookup(token.value, client: client) { label in
+            metrics.increment(MetricKey(MetricName.introspections, ["outcome": label]))
+        }
+        switch lookup {
+        case .known(let outcome):
+            return .next(.adoptIntrospection(outcome, token, verified: verified))
+        case .pending(let answer):
+            let span = trace?.child("auth.introspection", kind: .client)
+            return .wait(
+                answer.map { outcome in
+                    span?.attributes["auth.introspection.outcome"] = outcome.label
+                    span?.end()
+                    return .adoptIntrospection(outcome, token, verified: verified)
+                }
+            )
+        }
+    }
+
+    /// An active answer's members become the request's claims (for a JWT introspected with
+    /// `forJWTs`, the JWT's own verified claims stay); inactive is 401, unavailable 503.
+    func adoptIntrospection(_ outcome: IntrospectionOutcome, _ token: ExtractedToken, verified: Identity?) -> AuthStep {
+        switch outcome {
+        case .unavailable:
+            return .done(.reject(.introspectionUnavailable))
+        case .inactive:
+            return .done(.reject(.tokenInactive))
+        case .active(let claims, let validUntil):
+            if let verified { return .next(.profile(verified)) }
+            // No issuer index: an introspected identity never reaches the phases that use the
+            // key snapshot (clock checks and refresh are the endpoint's business).
+            let introspected = VerifiedToken(
+                issuerIndex: -1, generation: 0, claims: claims, subject: claims["sub"]?.stringValue, expiresAt: validUntil, notBefore: nil,
+                issuedAt: nil, leewaySeconds: 0
+            )
+            let issuer = self.introspector?.configuration.identityIssuer ?? ""
+            return .next(.profile(Identity(token: introspected, accessToken: token, issuer: issuer)))
+        }
     }
 
     /// The profile, when the route or the identity headers need it.

@@ -73,7 +73,7 @@ extension ConfigurationLoader {
                 }
             }
             if auth != .none && issuerCount == 0 {
-                entry.error("auth", "\"\(auth.rawValue)\" needs at least one entry in tokens.issuers")
+                entry.error("auth", "\"\(auth.rawValue)\" needs at least one entry in tokens.issuers (or tokens.introspection)")
             }
             var requirements: [Requirement] = []
             if let members = entry.members("require") {

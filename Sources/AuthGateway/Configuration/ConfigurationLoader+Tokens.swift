@@ -63,7 +63,11 @@ extension ConfigurationLoader {
             }
             issuers.append(issuer)
         }
-        return TokensConfiguration(sources: sources, issuers: issuers, verifiedCacheEntries: cacheEntries)
+        let introspection = section?.object("introspection").flatMap { entry in
+            defer { entry.finish() }
+            return Self.introspection(entry)
+        }
+        return TokensConfiguration(sources: sources, issuers: issuers, verifiedCacheEntries: cacheEntries, introspection: introspection)
     }
 
     static func issuer(_ entry: ConfigReader, files: FileResolver) -> IssuerConfiguration? {

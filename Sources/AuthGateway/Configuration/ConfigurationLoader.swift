@@ -88,7 +88,9 @@ public struct ConfigurationLoader: Sendable {
         let authService = Self.authService(root, files: files)
         let sharedState = Self.sharedState(root, files: files)
         let identityHeaders = Self.identityHeaders(root)
-        let routes = Self.routes(root, backends: backends ?? [], issuerCount: tokens?.issuers.count ?? 0)
+        // An introspection endpoint checks tokens as an issuer would (opaque tokens only).
+        let tokenCheckers = (tokens?.issuers.count ?? 0) + (tokens?.introspection == nil ? 0 : 1)
+        let routes = Self.routes(root, backends: backends ?? [], issuerCount: tokenCheckers)
 
         let stripPrefixes = root.stringArray("stripInboundHeaderPrefixes") ?? ["X-User-", "X-Auth-"]
         for (index, prefix) in stripPrefixes.enumerated() where prefix.isEmpty || !HTTPToken.isValid(prefix) {

@@ -69,11 +69,35 @@ public struct TokensConfiguration: Sendable {
     public var sources: [TokenSourceConfiguration]
     public var issuers: [IssuerConfiguration]
     public var verifiedCacheEntries: Int
+    /// Opaque tokens by RFC 7662 introspection (SPEC §4.13); off when nil.
+    public var introspection: IntrospectionConfiguration? = nil
 
     public static let defaultSources: [TokenSourceConfiguration] = [
         .header(name: "Authorization", bearer: true, raw: true),
         .cookie(name: "access_token"),
     ]
+}
+
+/// `tokens.introspection` (SPEC §4.13): where opaque access tokens are checked, and how long
+/// the answers are kept.
+public struct IntrospectionConfiguration: Sendable, Equatable {
+    public var url: UpstreamURL
+    public var clientID: String?
+    public var clientSecret: String?
+    public var clientAuthentication: RefreshConfiguration.ClientAuthentication = .basic
+    public var cacheSeconds = 60
+    public var negativeCacheSeconds = 5
+    public var timeoutMilliseconds = 1000
+    /// The `iss` an answer must carry when it has one; also the issuer of the identity (the
+    /// profile cache's key) — the endpoint's URL when unset.
+    public var issuer: String?
+    /// When set, an answer's `aud` (string or array), when present, must contain one of them.
+    public var audiences: [String]?
+    /// Also introspect tokens that verified as JWTs (revocation within `cacheSeconds`).
+    public var forJWTs = false
+
+    /// The issuer name identities from this endpoint carry.
+    public var identityIssuer: String { self.issuer ?? self.url.description }
 }
 
 /// Where a token (access or refresh) may be found in a request.

@@ -28,6 +28,8 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
         case authServiceUnavailable
         case keysUnavailable
         case overloaded
+        case tokenInactive
+        case introspectionUnavailable
     }
 
     private let kind: Kind
@@ -53,6 +55,10 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
     public static let authServiceUnavailable = GatewayError(kind: .authServiceUnavailable)
     public static let keysUnavailable = GatewayError(kind: .keysUnavailable)
     public static let overloaded = GatewayError(kind: .overloaded)
+    /// The introspection endpoint says the opaque token is not active (SPEC §4.13).
+    public static let tokenInactive = GatewayError(kind: .tokenInactive)
+    /// The introspection endpoint is down, slow or answered something unusable.
+    public static let introspectionUnavailable = GatewayError(kind: .introspectionUnavailable)
 
     /// Stable dotted name, e.g. `token.expired`.
     public var errorType: String {
@@ -77,6 +83,8 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
         case .authServiceUnavailable: return "auth_service.unavailable"
         case .keysUnavailable: return "keys.unavailable"
         case .overloaded: return "gateway.overloaded"
+        case .tokenInactive: return "token.inactive"
+        case .introspectionUnavailable: return "introspection.unavailable"
         }
     }
 
@@ -88,11 +96,11 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
         case .requestTimeout: return .requestTimeout
         case .upgradeUnsupported: return .notImplemented
         case .routeNotFound: return .notFound
-        case .tokenMissing, .tokenRejected, .refreshRejected, .profileRejected: return .unauthorized
+        case .tokenMissing, .tokenRejected, .refreshRejected, .profileRejected, .tokenInactive: return .unauthorized
         case .forbidden: return .forbidden
         case .upstreamUnreachable, .upstreamProtocolError: return .badGateway
         case .upstreamTimeout: return .gatewayTimeout
-        case .upstreamBusy, .authServiceUnavailable, .keysUnavailable, .overloaded: return .serviceUnavailable
+        case .upstreamBusy, .authServiceUnavailable, .keysUnavailable, .overloaded, .introspectionUnavailable: return .serviceUnavailable
         }
     }
 
@@ -100,7 +108,7 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
     public var oauthError: String? {
         switch self.kind {
         case .malformedRequest, .invalidPath, .ambiguousToken: return "invalid_request"
-        case .tokenRejected, .refreshRejected, .profileRejected: return "invalid_token"
+        case .tokenRejected, .refreshRejected, .profileRejected, .tokenInactive: return "invalid_token"
         case .forbidden: return "insufficient_scope"
         default: return nil
         }
@@ -109,7 +117,7 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
     /// Seconds for `Retry-After` on temporary failures.
     public var retryAfterSeconds: Int? {
         switch self.kind {
-        case .authServiceUnavailable, .keysUnavailable, .upstreamBusy, .overloaded: return 5
+        case .authServiceUnavailable, .keysUnavailable, .upstreamBusy, .overloaded, .introspectionUnavailable: return 5
         default: return nil
         }
     }
@@ -136,6 +144,8 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
         case .authServiceUnavailable: return "The auth service is unavailable; try again shortly"
         case .keysUnavailable: return "The signing keys are not available yet; try again shortly"
         case .overloaded: return "The gateway is at its connection limit"
+        case .tokenInactive: return "The access token is not active"
+        case .introspectionUnavailable: return "The token introspection endpoint is unavailable; try again shortly"
         }
     }
 
@@ -144,7 +154,7 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
         switch self.kind {
         case .tokenMissing:
             return "Bearer realm=\"auth-gateway\""
-        case .tokenRejected, .refreshRejected, .profileRejected, .forbidden:
+        case .tokenRejected, .refreshRejected, .profileRejected, .forbidden, .tokenInactive:
             // quoted-string (RFC 9110 §5.6.4): the detail may name a configured claim.
             let description = self.detail.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
             return "Bearer realm=\"auth-gateway\", error=\"\(self.oauthError!)\", error_description=\"\(description)\""
@@ -162,6 +172,7 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
         case .profileRejected: return "profile_rejected"
         case .forbidden: return "forbidden"
         case .ambiguousToken: return "ambiguous"
+        case .tokenInactive: return "inactive"
         default: return nil
         }
     }

@@ -106,6 +106,21 @@ enum HealthEndpoints {
             if !failing.isEmpty { degraded = true }
             checks["authService"] = .object(entry)
         }
+        if let introspector = snapshot.authenticator.introspector {
+            // The endpoint's last call; a failing endpoint refuses opaque tokens (503) but
+            // leaves JWT requests alone, so it degrades.
+            let state = introspector.endpointState
+            var entry: JSONObject = ["url": .string(introspector.configuration.url.description)]
+            let failing = state.consecutiveFailures > 0
+            entry["status"] = .string(failing ? "failing" : (state.lastOutcome == nil ? "unknown" : "ok"))
+            if let outcome = state.lastOutcome { entry["lastOutcome"] = .string(outcome) }
+            if let at = state.lastCallAt { entry["lastCallAgeSeconds"] = .number(JSONNumber(Int(max(0, shared.clock() - at)))) }
+            if failing {
+                entry["consecutiveFailures"] = .number(JSONNumber(state.consecutiveFailures))
+                degraded = true
+            }
+            checks["introspection"] = .object(entry)
+        }
         if let sharedState = shared.sharedState {
             // A database outage degrades (refreshes fall back to the local table); it never
             // makes the instance unready.

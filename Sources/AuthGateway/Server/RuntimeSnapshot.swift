@@ -21,12 +21,12 @@ final class RuntimeSnapshot: Sendable {
     /// Header fields encoded never-indexed on HTTP/2, both ways (SPEC §4.9).
     let secretHeaders: SecretHeaderNames
 
-    init(configuration: GatewayConfiguration, generation: UInt64, refresher: SessionRefresher?, profiles: ProfileCache?) {
+    init(configuration: GatewayConfiguration, generation: UInt64, refresher: SessionRefresher?, profiles: ProfileCache?, introspector: TokenIntrospector? = nil) {
         self.configuration = configuration
         self.generation = generation
         self.routes = RouteTable(configuration.routes)
         self.forwarding = ForwardingPolicy(configuration: configuration)
-        self.authenticator = RequestAuthenticator(configuration: configuration, refresher: refresher, profiles: profiles)
+        self.authenticator = RequestAuthenticator(configuration: configuration, refresher: refresher, profiles: profiles, introspector: introspector)
         self.idleTimeout = .seconds(Int64(configuration.timeouts.idleSeconds))
         self.requestHeaderTimeout = .seconds(Int64(configuration.timeouts.requestHeaderSeconds))
         var timeouts: [String: TimeAmount] = [:]

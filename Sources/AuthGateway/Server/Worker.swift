@@ -20,6 +20,9 @@ package final class Worker {
     /// Origins whose client was made on first use for a discovered endpoint.
     private var discoveredOrigins: Set<String> = []
     private var clientTimeout = TimeAmount.milliseconds(3000)
+    /// The loop's client for `tokens.introspection.url`: a pool of its own, with the
+    /// introspection timeout.
+    private var introspectionClient: UpstreamClient?
     private var requestIDs = RequestIDGenerator()
     private let recentTokens = RecentTokens()
     /// Open client connections, for draining.
@@ -98,7 +101,7 @@ package final class Worker {
 
     private func makeAuthServices(authClient: UpstreamClient?, configuration: AuthServiceConfiguration?) -> AuthServices {
         let clients: (UpstreamURL) -> UpstreamClient? = { [unowned self] url in self.client(for: url) }
-        return AuthServices(
+        var services = AuthServices(
             eventLoop: self.eventLoop,
             verifiedTokens: self.shared.verifiedTokens,
             recentTokens: self.recentTokens,
@@ -107,6 +110,8 @@ package final class Worker {
             clients: clients,
             metrics: self.metrics
         )
+        services.introspectionClient = self.introspectionClient
+        return services
     }
 
     private func buildUpstreams(for configuration: GatewayConfiguration) {
@@ -160,6 +165,14 @@ package final class Worker {
         self.clients = clients
         self.discoveredOrigins = discovered
         self.clientTimeout = timeout
+        let introspection = configuration.tokens.introspection
+        let introspectionClient = introspection.map { introspection in
+            self.makeClient(
+                name: "introspection", url: introspection.url, timeout: .milliseconds(Int64(introspection.timeoutMilliseconds)), reuse: self.introspectionClient
+            )
+        }
+        if let old = self.introspectionClient, old !== introspectionClient { old.pool.shutdown() }
+        self.introspectionClient = introspectionClient
         self.authServices = self.makeAuthServices(authClient: authClient, configuration: configuration.authService)
     }
 

@@ -28,10 +28,10 @@ final class LocalSingleFlight<Key: Hashable & Sendable, Value: Sendable>: Sendab
         self.shards = Sharded(capacity: capacity) { SingleFlightTable(capacity: $0) }
     }
 
-    func lookup(_ key: Key, now: Double, policy: Policy, eventLoop: EventLoop) -> Step {
+    func lookup(_ key: Key, now: Double, policy: Policy, eventLoop: EventLoop, isCurrent: (Value) -> Bool = { _ in true }) -> Step {
         var promise: EventLoopPromise<Value>?
         let lookup = self.shards.withShard(for: key) { table in
-            table.lookup(key, now: now, policy: policy) {
+            table.lookup(key, now: now, policy: policy, isCurrent: isCurrent) {
                 let made = eventLoop.makePromise(of: Value.self)
                 promise = made
                 return made.futureResult

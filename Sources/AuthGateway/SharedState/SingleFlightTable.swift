@@ -53,10 +53,14 @@ struct SingleFlightTable<Key: Hashable, Value, InFlight> {
     var count: Int { self.entries.count }
 
     /// The outcome for `key`, or the call to join or lead. `startFlight` is called only when
-    /// this lookup leads a call (no allocation on a hit).
-    mutating func lookup(_ key: Key, now: Double, policy: Policy, startFlight: () -> InFlight) -> Lookup {
+    /// this lookup leads a call (no allocation on a hit). `isCurrent` can end a remembered
+    /// outcome before the policy does (an outcome with its own expiry, e.g. an introspected
+    /// token's `exp`): one it refuses counts as absent.
+    mutating func lookup(
+        _ key: Key, now: Double, policy: Policy, isCurrent: (Value) -> Bool = { _ in true }, startFlight: () -> InFlight
+    ) -> Lookup {
         var entry = self.entries.get(key) ?? Entry(value: nil, storedAt: now, inFlight: nil)
-        if let value = entry.value {
+        if let value = entry.value, isCurrent(value) {
             let age = now - entry.storedAt
             if age < policy.freshSeconds { return .fresh(value) }
             if age < policy.freshSeconds + policy.staleSeconds {

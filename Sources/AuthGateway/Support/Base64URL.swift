@@ -13,6 +13,12 @@ public enum Base64URL {
 
     private static let encodeTable: [UInt8] = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
 
+    /// Whether `byte` is one of the 64 characters of the URL-safe alphabet.
+    @inline(__always)
+    public static func isAlphabetByte(_ byte: UInt8) -> Bool {
+        Self.decodeTable[Int(byte)] != 0xFF
+    }
+
     /// Decodes `input`, or returns nil when it is not canonical unpadded base64url.
     public static func decode(_ input: UnsafeRawBufferPointer) -> [UInt8]? {
         let count = input.count

@@ -1,0 +1,71 @@
+import Testing
+
+@testable import AuthGateway
+
+/// `tokens.introspection` (SPEC §4.13): defaults, and every error with its JSON path.
+@Suite("ConfigurationLoader: tokens.introspection")
+struct ConfigurationLoaderIntrospectionTests {
+    func load(_ introspection: String, auth: String = "required") -> Result<GatewayConfiguration, ConfigurationError> {
+        let text = """
+            {"listener": {}, "backends": {"api": {"urls": ["http://127.0.0.1:9100"]}},
+             "routes": [{"name": "all", "pathPrefix": "/", "backend": "api", "auth": "\(auth)"}],
+             "tokens": {"introspection": \(introspection)}}
+            """
+        do throws(ConfigurationError) {
+            return .success(try ConfigurationLoader(environment: [:]).load(text: text, baseDirectory: "/"))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    func issues(_ introspection: String) -> [String] {
+        guard case .failure(let error) = self.load(introspection) else { return [] }
+        return error.issues.map { "\($0.path): \($0.message)" }
+    }
+
+    @Test func defaultsAndAnIntrospectionEndpointStandsInForIssuers() throws {
+        let configuration = try self.load(#"{"url": "https://idp.example.com/oauth2/introspect"}"#).get()
+        let introspection = try #require(configuration.tokens.introspection)
+        #expect(introspection.url.description == "https://idp.example.com/oauth2/introspect")
+        #expect(introspection.clientAuthentication == .basic)
+        #expect(introspection.cacheSeconds == 60)
+        #expect(introspection.negativeCacheSeconds == 5)
+        #expect(introspection.timeoutMilliseconds == 1000)
+        #expect(introspection.forJWTs == false)
+        #expect(introspection.identityIssuer == "https://idp.example.com/oauth2/introspect")
+        #expect(configuration.tokens.issuers.isEmpty)
+    }
+
+    @Test func everyFieldIsRead() throws {
+        let configuration = try self.load(
+            #"""
+            {"url": "http://127.0.0.1:9000/introspect", "clientId": "gw", "clientSecret": "s", "clientAuthentication": "form",
+             "cacheSeconds": 30, "negativeCacheSeconds": 2, "timeoutMilliseconds": 250, "issuer": "https://idp",
+             "audiences": ["api"], "forJWTs": true}
+            """#
+        ).get()
+        let introspection = try #require(configuration.tokens.introspection)
+        #expect(introspection.clientID == "gw")
+        #expect(introspection.clientSecret == "s")
+        #expect(introspection.clientAuthentication == .form)
+        #expect(introspection.cacheSeconds == 30)
+        #expect(introspection.negativeCacheSeconds == 2)
+        #expect(introspection.timeoutMilliseconds == 250)
+        #expect(introspection.identityIssuer == "https://idp")
+        #expect(introspection.audiences == ["api"])
+        #expect(introspection.forJWTs)
+    }
+
+    @Test func errorsCarryTheirPaths() {
+        #expect(self.issues("{}").contains("tokens.introspection.url: is required"))
+        #expect(self.issues(#"{"url": "ftp://x"}"#).first?.hasPrefix("tokens.introspection.url: \"ftp://x\"") == true)
+        #expect(self.issues(#"{"url": "http://x", "clientSecret": "s"}"#) == ["tokens.introspection.clientSecret: needs clientId"])
+        #expect(self.issues(#"{"url": "http://x", "clientId": "a", "clientAuthentication": "digest"}"#) == [
+            "tokens.introspection.clientAuthentication: must be \"basic\" or \"form\""
+        ])
+        #expect(self.issues(#"{"url": "http://x", "cacheSeconds": 0}"#).first?.hasPrefix("tokens.introspection.cacheSeconds:") == true)
+        #expect(self.issues(#"{"url": "http://x", "timeoutMilliseconds": 1.5}"#).first?.hasPrefix("tokens.introspection.timeoutMilliseconds:") == true)
+        #expect(self.issues(#"{"url": "http://x", "audiences": []}"#).first?.hasPrefix("tokens.introspection.audiences:") == true)
+        #expect(self.issues(#"{"url": "http://x", "forJWT": true}"#).first?.hasPrefix("tokens.introspection.forJWT:") == true)
+    }
+}
