@@ -10,6 +10,8 @@ import Darwin
 struct CompactJWS {
     /// The `alg` header, verbatim.
     let algorithm: String
+    /// The whole protected header (DPoP proofs carry their `typ` and `jwk` there).
+    let header: JSONObject
     let keyID: String?
     let payload: JSONObject
     let signature: [UInt8]
@@ -62,7 +64,7 @@ struct CompactJWS {
         guard let signature = Base64URL.decode(UnsafeRawBufferPointer(rebasing: token[afterSecond...])) else {
             throw .malformed
         }
-        return CompactJWS(algorithm: algorithm, keyID: keyID, payload: payload, signature: signature, signingInputLength: secondDot)
+        return CompactJWS(algorithm: algorithm, header: header, keyID: keyID, payload: payload, signature: signature, signingInputLength: secondDot)
     }
 
     /// The offset of the first "." at or after `start` (memchr: the generic

@@ -15,6 +15,8 @@ struct Identity {
     var replacementAccessToken: String?
     /// Headers for the client's response (new tokens after a refresh).
     var responseHeaders: [(name: String, value: String)] = []
+    /// The thumbprint of the key whose DPoP proof came with a bound token (`dpop.jkt`).
+    var dpopThumbprint: String?
 }
 
 enum AuthOutcome {
@@ -43,6 +45,11 @@ struct AuthRequest {
     let isTLS: Bool
     /// The request's trace, when it is traced: the slow phases open child spans in it.
     var trace: RequestTrace? = nil
+    /// For DPoP proofs (`htm`, `htu`): the method, the request target as sent, and whether the
+    /// peer's `X-Forwarded-Proto`/`-Host` are to be believed.
+    var method: HTTPMethod = .GET
+    var uri: String = "/"
+    var peerIsTrustedProxy = false
 }
 
 /// What one event loop lends every request's authentication: its caches and clients. Made
@@ -60,6 +67,8 @@ struct AuthServices {
     let metrics: WorkerMetrics
     /// The loop's client for `tokens.introspection.url` (nil without introspection).
     var introspectionClient: UpstreamClient? = nil
+    /// The process's DPoP replay cache.
+    var dpopReplay: DPoPReplayCache? = nil
 }
 
 /// One phase of a request's authentication (Pingora's request phases, Envoy's filter
@@ -80,6 +89,8 @@ enum AuthPhase {
     /// to the introspection endpoint.
     case introspect(ExtractedToken, verified: Identity?)
     case adoptIntrospection(IntrospectionOutcome, ExtractedToken, verified: Identity?)
+    /// Proof of possession for a DPoP-bound token (SPEC §4.14).
+    case proofOfPossession(Identity)
     case profile(Identity)
     case requirements(Identity)
     /// Refused after a wait (a failed refetch or profile fetch).
@@ -106,6 +117,9 @@ struct RequestAuthenticator: Sendable {
     let refresher: SessionRefresher?
     let profiles: ProfileCache?
     let introspector: TokenIntrospector?
+    let dpop: DPoPConfiguration
+    /// `algs` of the DPoP challenges: the accepted proof algorithms.
+    let dpopAlgorithms: String
     let identityHeadersNeedProfile: Bool
     /// The first cookie source of access tokens: where a refreshed access token goes when the
     /// refresh token came from a cookie.
@@ -117,6 +131,8 @@ struct RequestAuthenticator: Sendable {
         self.refresher = refresher
         self.profiles = profiles
         self.introspector = introspector
+        self.dpop = configuration.tokens.dpop
+        self.dpopAlgorithms = configuration.tokens.dpop.algorithms.map(\.rawValue).joined(separator: " ")
         self.identityHeadersNeedProfile = configuration.identityHeaders.contains { $0.path.source == .profile }
         self.accessTokenCookie = configuration.tokens.sources.lazy.compactMap { source -> String? in
             if case .cookie(let name) = source { return name }
@@ -170,6 +186,8 @@ struct RequestAuthenticator: Sendable {
             return self.introspect(token, verified: verified, services, trace: request.trace)
         case .adoptIntrospection(let outcome, let token, let verified):
             return self.adoptIntrospection(outcome, token, verified: verified)
+        case .proofOfPossession(let identity):
+            return self.checkProofOfPossession(identity, request, services)
         case .profile(let identity):
             return self.profile(identity, request, services)
         case .requirements(let identity):
@@ -267,7 +285,7 @@ struct RequestAuthenticator: Sendable {
             let identity = Identity(token: verified, accessToken: token, issuer: keys.issuers[verified.issuerIndex].issuer)
             // `forJWTs`: a verified JWT is introspected too, so that a revoked one is refused.
             if let introspector = self.introspector, introspector.configuration.forJWTs { return .next(.introspect(token, verified: identity)) }
-            return .next(.profile(identity))
+            return .next(.proofOfPossession(identity))
         }
         guard failure == .expired, let refresh = self.refresh, self.refresher != nil,
             verified.secondsSinceExpiry(now: request.now) <= Double(refresh.maxExpiredSeconds)
@@ -345,7 +363,7 @@ struct RequestAuthenticator: Sendable {
                 if let header = self.refresh?.accessTokenResponseHeader { identity.responseHeaders.append((header, accessToken)) }
                 if let rotated, let header = self.refresh?.refreshTokenResponseHeader { identity.responseHeaders.append((header, rotated)) }
             }
-            return .next(.profile(identity))
+            return .next(.proofOfPossession(identity))
         }
     }
 
@@ -393,7 +411,7 @@ struct RequestAuthenticator: Sendable {
         case .inactive:
             return .done(.reject(.tokenInactive))
         case .active(let claims, let validUntil):
-            if let verified { return .next(.profile(verified)) }
+            if let verified { return .next(.proofOfPossession(verified)) }
             // No issuer index: an introspected identity never reaches the phases that use the
             // key snapshot (clock checks and refresh are the endpoint's business).
             let introspected = VerifiedToken(
@@ -401,8 +419,68 @@ struct RequestAuthenticator: Sendable {
                 issuedAt: nil, leewaySeconds: 0
             )
             let issuer = self.introspector?.configuration.identityIssuer ?? ""
-            return .next(.profile(Identity(token: introspected, accessToken: token, issuer: issuer)))
+            return .next(.proofOfPossession(Identity(token: introspected, accessToken: token, issuer: issuer)))
         }
+    }
+
+    /// A token whose claims carry `cnf.jkt` is DPoP-bound (RFC 9449 §6): it must come with
+    /// the DPoP scheme and exactly one valid proof by that key. `required` routes refuse
+    /// unbound tokens; `off` routes skip all of it.
+    func checkProofOfPossession(_ identity: Identity, _ request: AuthRequest, _ services: AuthServices) -> AuthStep {
+        let mode = request.route.dpop
+        guard mode != .off else { return .next(.profile(identity)) }
+        let presented = identity.accessToken
+        guard case .object(let confirmation)? = identity.token.claims["cnf"], case .string(let boundKey)? = confirmation["jkt"] else {
+            if mode == .required { return .done(.reject(.dpopRequired(algs: self.dpopAlgorithms))) }
+            // RFC 9449 §7.2: the DPoP scheme is for bound tokens only.
+            if presented.dpopScheme { return .done(.reject(.dpopInvalidProof("the access token is not DPoP-bound", algs: self.dpopAlgorithms))) }
+            return .next(.profile(identity))
+        }
+        // A bound token as Bearer, raw or a cookie is refused like one without a proof.
+        guard presented.dpopScheme else { return .done(.reject(.dpopRequired(algs: self.dpopAlgorithms))) }
+        var proof: Substring?
+        var proofs = 0
+        for (name, value) in request.headers where ASCII.equalsIgnoringCase(name, "dpop") {
+            proofs += 1
+            proof = value[...]
+        }
+        guard proofs > 0, let proof else { return .done(.reject(.dpopRequired(algs: self.dpopAlgorithms))) }
+        guard proofs == 1 else { return .done(.reject(.dpopInvalidProof("more than one DPoP header", algs: self.dpopAlgorithms))) }
+        let target = DPoPProof.Request(
+            method: request.method.rawValue, url: DPoPTarget.expected(base: self.dpopBase(request), uri: request.uri), accessToken: presented.value,
+            now: request.now
+        )
+        switch DPoPProof.verify(ASCII.trimmingOWS(proof), for: target, configuration: self.dpop) {
+        case .failure(let failure):
+            return .done(.reject(.dpopInvalidProof(failure.check, algs: self.dpopAlgorithms)))
+        case .success(let verified):
+            guard verified.thumbprint == boundKey else { return .done(.reject(.dpopInvalidProof("jkt", algs: self.dpopAlgorithms))) }
+            // Last, so that a proof failing another check does not use up its jti.
+            let usableUntil = verified.issuedAt + Double(self.dpop.maxAgeSeconds + self.dpop.leewaySeconds)
+            guard services.dpopReplay?.firstUse(of: verified, until: usableUntil, now: request.now) ?? true else {
+                return .done(.reject(.dpopInvalidProof("jti was used before", algs: self.dpopAlgorithms)))
+            }
+            var identity = identity
+            identity.dpopThumbprint = verified.thumbprint
+            return .next(.profile(identity))
+        }
+    }
+
+    /// `scheme://authority` as the client saw it: `publicBaseURL`, else the trusted proxy's
+    /// `X-Forwarded-Proto`/`-Host`, else the listener's scheme and `Host` (`:authority`).
+    private func dpopBase(_ request: AuthRequest) -> String {
+        if let base = self.dpop.publicBaseURL { return base }
+        var scheme = request.isTLS ? "https" : "http"
+        var authority = request.headers.first(name: "host") ?? ""
+        if request.peerIsTrustedProxy {
+            if let proto = request.headers.first(name: "x-forwarded-proto")?.split(separator: ",").first {
+                scheme = String(ASCII.trimmingOWS(proto))
+            }
+            if let host = request.headers.first(name: "x-forwarded-host")?.split(separator: ",").first {
+                authority = String(ASCII.trimmingOWS(host))
+            }
+        }
+        return DPoPTarget.normalizedBase(scheme: scheme, authority: authority)
     }
 
     /// The profile, when the route or the identity headers need it.
@@ -467,6 +545,7 @@ struct RequestAuthenticator: Sendable {
             switch requirement.path.source {
             case .claims: actual = IdentityLookup.value(named: requirement.path.name, in: identity.token.claims)
             case .profile: actual = identity.profile.flatMap { IdentityLookup.value(named: requirement.path.name, in: $0) }
+            case .dpop: actual = identity.dpopThumbprint.map(JSONValue.string)
             }
             guard IdentityLookup.satisfies(actual, expected: requirement.expected, name: requirement.path.name) else {
                 return .rejected(.forbidden(requirement.path.description), headers: identity.responseHeaders)

@@ -10,6 +10,8 @@ public enum TokenLocation: Sendable, Equatable {
 public struct ExtractedToken: Sendable, Equatable {
     public var value: Substring
     public var location: TokenLocation
+    /// It came as `Authorization: DPoP <token>` (RFC 9449 §7.1).
+    public var dpopScheme = false
 }
 
 /// Finds the token in a request according to the configured sources (SPEC §4.1).
@@ -26,7 +28,14 @@ enum TokenExtractor {
         for source in sources {
             switch source {
             case .header(let name, let bearer, let raw):
+                // The DPoP scheme is accepted on `Authorization` whatever its schemes (SPEC §4.14).
+                let acceptsDPoP = ASCII.equalsIgnoringCase(name, "authorization")
                 for (headerName, value) in headers where ASCII.equalsIgnoringCase(headerName, name) {
+                    if acceptsDPoP, let token = Self.dpopToken(inHeaderValue: value[...]) {
+                        if let found, found.value != token { return .conflict }
+                        if found == nil { found = ExtractedToken(value: token, location: .header(name: name, bearer: true), dpopScheme: true) }
+                        continue
+                    }
                     guard let candidate = Self.token(inHeaderValue: value[...], bearer: bearer, raw: raw) else { continue }
                     if let found, found.value != candidate.value { return .conflict }
                     if found == nil { found = ExtractedToken(value: candidate.value, location: .header(name: name, bearer: candidate.bearer)) }
@@ -42,6 +51,14 @@ enum TokenExtractor {
             }
         }
         return found.map(Result.found) ?? .none
+    }
+
+    /// `DPoP <token>` (scheme case-insensitive, RFC 9449 §7.1); nil for any other value.
+    static func dpopToken(inHeaderValue value: Substring) -> Substring? {
+        let trimmed = ASCII.trimmingOWS(value)
+        guard ASCII.hasPrefixIgnoringCase(trimmed, "dpop ") else { return nil }
+        let token = ASCII.trimmingOWS(trimmed.dropFirst(5))
+        return token.isEmpty ? nil : token
     }
 
     /// `Bearer <token>` (scheme case-insensitive, RFC 6750 §2.1) or a bare token (`raw`).

@@ -15,7 +15,7 @@ extension ConfigurationLoader {
                 root.error("identityHeaders.\(member.name)", "duplicate header (names are case-insensitive)")
             }
             guard case .string(let text) = member.value, let path = IdentityValuePath(parsing: text) else {
-                root.error("identityHeaders.\(member.name)", "expected \"claims.<name>\" or \"profile.<name>\"")
+                root.error("identityHeaders.\(member.name)", "expected \"claims.<name>\", \"profile.<name>\" or \"dpop.jkt\"")
                 continue
             }
             headers.append(IdentityHeader(name: member.name, path: path))
@@ -93,20 +93,31 @@ extension ConfigurationLoader {
                 entry.error("stripPathPrefix", "applies only to routes with pathPrefix")
             }
             let forwardAccessToken = entry.bool("forwardAccessToken") ?? true
+            var dpop = RouteConfiguration.DPoPMode.allowed
+            if let text = entry.string("dpop") {
+                if let mode = RouteConfiguration.DPoPMode(rawValue: text) {
+                    dpop = mode
+                } else {
+                    entry.error("dpop", "must be \"off\", \"allowed\" or \"required\"")
+                }
+            }
+            if dpop == .required && auth == .none { entry.error("dpop", "\"required\" needs a route with auth") }
+            let forwardDPoPProof = entry.bool("forwardDPoPProof") ?? false
             guard let name, let pathMatch, let backend else { continue }
-            routes.append(
-                RouteConfiguration(
-                    name: name,
-                    host: host,
-                    pathMatch: pathMatch,
-                    methods: methods,
-                    backend: backend,
-                    auth: auth,
-                    require: requirements,
-                    stripPathPrefix: stripPathPrefix,
-                    forwardAccessToken: forwardAccessToken
-                )
+            var route = RouteConfiguration(
+                name: name,
+                host: host,
+                pathMatch: pathMatch,
+                methods: methods,
+                backend: backend,
+                auth: auth,
+                require: requirements,
+                stripPathPrefix: stripPathPrefix,
+                forwardAccessToken: forwardAccessToken
             )
+            route.dpop = dpop
+            route.forwardDPoPProof = forwardDPoPProof
+            routes.append(route)
         }
         return routes
     }

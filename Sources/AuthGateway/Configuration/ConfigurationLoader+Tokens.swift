@@ -67,7 +67,11 @@ extension ConfigurationLoader {
             defer { entry.finish() }
             return Self.introspection(entry)
         }
-        return TokensConfiguration(sources: sources, issuers: issuers, verifiedCacheEntries: cacheEntries, introspection: introspection)
+        let dpop = section?.object("dpop").map { entry in
+            defer { entry.finish() }
+            return Self.dpop(entry)
+        } ?? DPoPConfiguration()
+        return TokensConfiguration(sources: sources, issuers: issuers, verifiedCacheEntries: cacheEntries, introspection: introspection, dpop: dpop)
     }
 
     static func issuer(_ entry: ConfigReader, files: FileResolver) -> IssuerConfiguration? {

@@ -71,6 +71,8 @@ public struct TokensConfiguration: Sendable {
     public var verifiedCacheEntries: Int
     /// Opaque tokens by RFC 7662 introspection (SPEC §4.13); off when nil.
     public var introspection: IntrospectionConfiguration? = nil
+    /// DPoP proofs (SPEC §4.14); defaults when the section is absent.
+    public var dpop = DPoPConfiguration()
 
     public static let defaultSources: [TokenSourceConfiguration] = [
         .header(name: "Authorization", bearer: true, raw: true),
@@ -98,6 +100,23 @@ public struct IntrospectionConfiguration: Sendable, Equatable {
 
     /// The issuer name identities from this endpoint carry.
     public var identityIssuer: String { self.issuer ?? self.url.description }
+}
+
+/// `tokens.dpop` (SPEC §4.14, RFC 9449): how proofs of possession are checked.
+public struct DPoPConfiguration: Sendable, Equatable {
+    public static let defaultAlgorithms: [JWSAlgorithm] = [.ES256, .RS256, .PS256, .EdDSA]
+
+    /// Accepted proof algorithms, in the order `WWW-Authenticate`'s `algs` lists them.
+    public var algorithms: [JWSAlgorithm] = Self.defaultAlgorithms
+    public var maxAgeSeconds = 60
+    public var leewaySeconds = 5
+    /// `scheme://authority` the clients see (behind a proxy that sets no `X-Forwarded-*`);
+    /// when set, only that base is accepted in `htu`.
+    public var publicBaseURL: String?
+    /// `DPoP-Nonce` issuing (not built yet: `check` refuses `true`).
+    public var nonce = false
+
+    public init() {}
 }
 
 /// Where a token (access or refresh) may be found in a request.
@@ -273,6 +292,15 @@ public struct RouteConfiguration: Sendable {
     public var require: [Requirement]
     public var stripPathPrefix: Bool
     public var forwardAccessToken: Bool
+    /// `off` ignores `cnf.jkt`; `allowed` checks proofs of bound tokens; `required` refuses
+    /// unbound tokens too (SPEC §4.14).
+    public var dpop: DPoPMode = .allowed
+    /// Forward the `DPoP` header to the backend (removed by default).
+    public var forwardDPoPProof = false
+
+    public enum DPoPMode: String, Sendable {
+        case off, allowed, required
+    }
 
     package init(
         name: String, host: String?, pathMatch: PathMatch, methods: Set<String>?, backend: String, auth: AuthMode, require: [Requirement],
@@ -307,6 +335,8 @@ public struct IdentityHeader: Sendable {
 public struct IdentityValuePath: Sendable, Hashable, CustomStringConvertible {
     public enum Source: String, Sendable, Hashable {
         case claims, profile
+        /// `dpop.jkt`: the thumbprint of a verified DPoP proof's key (SPEC §4.14).
+        case dpop
     }
 
     public var source: Source
@@ -323,7 +353,7 @@ public struct IdentityValuePath: Sendable, Hashable, CustomStringConvertible {
         guard let dot = text.firstIndex(of: ".") else { return nil }
         guard let source = Source(rawValue: String(text[..<dot])) else { return nil }
         let name = String(text[text.index(after: dot)...])
-        guard !name.isEmpty else { return nil }
+        guard !name.isEmpty, source != .dpop || name == "jkt" else { return nil }
         self.init(source: source, name: name)
     }
 

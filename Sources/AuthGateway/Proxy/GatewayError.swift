@@ -30,6 +30,8 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
         case overloaded
         case tokenInactive
         case introspectionUnavailable
+        case dpopRequired(algs: String)
+        case dpopInvalidProof(check: String, algs: String)
     }
 
     private let kind: Kind
@@ -59,6 +61,11 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
     public static let tokenInactive = GatewayError(kind: .tokenInactive)
     /// The introspection endpoint is down, slow or answered something unusable.
     public static let introspectionUnavailable = GatewayError(kind: .introspectionUnavailable)
+    /// A DPoP-bound token without the DPoP scheme or without a proof, or an unbound token on a
+    /// `dpop: required` route (SPEC §4.14); `algs` lists the accepted proof algorithms.
+    public static func dpopRequired(algs: String) -> GatewayError { .init(kind: .dpopRequired(algs: algs)) }
+    /// A proof that failed `check` (named in the detail).
+    public static func dpopInvalidProof(_ check: String, algs: String) -> GatewayError { .init(kind: .dpopInvalidProof(check: check, algs: algs)) }
 
     /// Stable dotted name, e.g. `token.expired`.
     public var errorType: String {
@@ -85,6 +92,8 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
         case .overloaded: return "gateway.overloaded"
         case .tokenInactive: return "token.inactive"
         case .introspectionUnavailable: return "introspection.unavailable"
+        case .dpopRequired: return "dpop.required"
+        case .dpopInvalidProof: return "dpop.invalid_proof"
         }
     }
 
@@ -96,7 +105,7 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
         case .requestTimeout: return .requestTimeout
         case .upgradeUnsupported: return .notImplemented
         case .routeNotFound: return .notFound
-        case .tokenMissing, .tokenRejected, .refreshRejected, .profileRejected, .tokenInactive: return .unauthorized
+        case .tokenMissing, .tokenRejected, .refreshRejected, .profileRejected, .tokenInactive, .dpopRequired, .dpopInvalidProof: return .unauthorized
         case .forbidden: return .forbidden
         case .upstreamUnreachable, .upstreamProtocolError: return .badGateway
         case .upstreamTimeout: return .gatewayTimeout
@@ -110,6 +119,7 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
         case .malformedRequest, .invalidPath, .ambiguousToken: return "invalid_request"
         case .tokenRejected, .refreshRejected, .profileRejected, .tokenInactive: return "invalid_token"
         case .forbidden: return "insufficient_scope"
+        case .dpopInvalidProof: return "invalid_dpop_proof"
         default: return nil
         }
     }
@@ -146,6 +156,8 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
         case .overloaded: return "The gateway is at its connection limit"
         case .tokenInactive: return "The access token is not active"
         case .introspectionUnavailable: return "The token introspection endpoint is unavailable; try again shortly"
+        case .dpopRequired: return "A DPoP-bound access token needs the DPoP scheme and a DPoP proof"
+        case .dpopInvalidProof(let check, _): return "The DPoP proof failed its check: \(check)"
         }
     }
 
@@ -154,6 +166,10 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
         switch self.kind {
         case .tokenMissing:
             return "Bearer realm=\"auth-gateway\""
+        case .dpopRequired(let algs):
+            return "DPoP algs=\"\(algs)\""
+        case .dpopInvalidProof(let check, let algs):
+            return "DPoP error=\"invalid_dpop_proof\", error_description=\"The DPoP proof failed its check: \(check)\", algs=\"\(algs)\""
         case .tokenRejected, .refreshRejected, .profileRejected, .forbidden, .tokenInactive:
             // quoted-string (RFC 9110 §5.6.4): the detail may name a configured claim.
             let description = self.detail.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
@@ -173,6 +189,8 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
         case .forbidden: return "forbidden"
         case .ambiguousToken: return "ambiguous"
         case .tokenInactive: return "inactive"
+        case .dpopRequired: return "dpop_required"
+        case .dpopInvalidProof: return "dpop_invalid_proof"
         default: return nil
         }
     }

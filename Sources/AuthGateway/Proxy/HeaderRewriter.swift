@@ -60,7 +60,8 @@ package enum HeaderRewriter {
         requestID: String,
         identity: [(name: String, value: String)],
         tokenEdits: [TokenEdit],
-        traceContext: [(name: String, value: String)] = []
+        traceContext: [(name: String, value: String)] = [],
+        stripDPoPProof: Bool = false
     ) -> HTTPHeaders {
         let connectionTokens = Self.connectionTokens(headers)
         var forwardedFor: String?
@@ -75,6 +76,8 @@ package enum HeaderRewriter {
         for (name, value) in headers {
             if Self.isHopByHop(name, connectionTokens: connectionTokens) { continue }
             if Self.isStrippedIdentityHeader(name, policy: policy) { continue }
+            // The proof is for the gateway (SPEC §4.14), unless the route forwards it.
+            if stripDPoPProof && ASCII.equalsIgnoringCase(name, "dpop") { continue }
             if ASCII.equalsIgnoringCase(name, "host") {
                 host = value
             } else if ASCII.equalsIgnoringCase(name, "x-forwarded-for") {

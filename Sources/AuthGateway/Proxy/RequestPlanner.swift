@@ -89,7 +89,10 @@ struct RequestPlanner {
             // Unreachable with a validated configuration.
             return .ready(.respond(.problem(.upstreamUnreachable, requestID: requestID), close: false, route: route.name))
         }
-        let request = AuthRequest(headers: head.headers, route: route, keys: self.worker.keys, now: now, isTLS: self.connection.isTLS, trace: trace)
+        let request = AuthRequest(
+            headers: head.headers, route: route, keys: self.worker.keys, now: now, isTLS: self.connection.isTLS, trace: trace, method: head.method,
+            uri: head.uri, peerIsTrustedProxy: self.connection.peerIsTrustedProxy
+        )
         let decision = self.snapshot.authenticator.authenticate(request, services: self.worker.authServices)
         switch decision {
         case .done(let outcome):
@@ -145,7 +148,8 @@ struct RequestPlanner {
             requestID: requestID,
             identity: identityHeaders,
             tokenEdits: edits,
-            traceContext: upstreamSpan.map { trace!.propagationHeaders(for: $0) } ?? []
+            traceContext: upstreamSpan.map { trace!.propagationHeaders(for: $0) } ?? [],
+            stripDPoPProof: !route.forwardDPoPProof
         )
         if let authority = target.authority {
             // RFC 9112 §3.2.2: an absolute-form target's authority replaces Host — the backend
@@ -181,6 +185,7 @@ struct RequestPlanner {
             switch header.path.source {
             case .claims: value = IdentityLookup.value(named: header.path.name, in: identity.token.claims)
             case .profile: value = identity.profile.flatMap { IdentityLookup.value(named: header.path.name, in: $0) }
+            case .dpop: value = identity.dpopThumbprint.map(JSONValue.string)
             }
             if let value, let text = IdentityLookup.headerText(for: value) {
                 headers.append((header.name, text))

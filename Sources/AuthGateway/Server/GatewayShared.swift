@@ -6,6 +6,8 @@ import Synchronization
 /// slow-path metrics, the clock.
 final class GatewayShared: Sendable {
     let verifiedTokens: VerifiedTokenCache
+    /// `jti`s of accepted DPoP proofs (process-wide, kept across reloads; SPEC §4.14).
+    let dpopReplay = DPoPReplayCache()
     let keyStore: KeyStore
     let health: HealthState
     let processMetrics: ProcessMetrics

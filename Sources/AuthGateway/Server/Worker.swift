@@ -111,6 +111,7 @@ package final class Worker {
             metrics: self.metrics
         )
         services.introspectionClient = self.introspectionClient
+        services.dpopReplay = self.shared.dpopReplay
         return services
     }
 

@@ -1,0 +1,27 @@
+import Crypto
+
+/// The `jti`s of accepted DPoP proofs while they could still be replayed (RFC 9449 §11.1):
+/// process-wide, sharded by hash (short critical sections, no global lock), each entry kept
+/// until its proof's `iat` leaves the accepted window. Keyed by SHA-256 of the key's
+/// thumbprint and the `jti`, so a client cannot burn another client's `jti`s.
+///
+/// Bounded: past `capacity` the oldest entries go first. They are the ones closest to leaving
+/// the window anyway; the bound is a replay window for floods of over `capacity` accepted proofs
+/// within `maxAgeSeconds + 2 × leewaySeconds`.
+final class DPoPReplayCache: Sendable {
+    private let shards: Sharded<LRUCache<TokenDigest, Double>>
+
+    init(capacity: Int = 1_000_000) {
+        self.shards = Sharded(capacity: capacity) { LRUCache(capacity: $0) }
+    }
+
+    /// Records `proof`; false when its `jti` was seen (for the same key) and has not expired.
+    func firstUse(of proof: DPoPVerifiedProof, until expiresAt: Double, now: Double) -> Bool {
+        let key = TokenDigest(of: Substring(proof.thumbprint + ":" + proof.jti))
+        return self.shards.withShard(for: key) { cache in
+            if let seenUntil = cache.get(key), seenUntil > now { return false }
+            _ = cache.set(key, expiresAt)
+            return true
+        }
+    }
+}
