@@ -115,12 +115,12 @@ struct RequestAuthenticatorTests {
 
     // MARK: checkTime
 
-    @Test("checkTime: a valid token goes on to the profile phase with its issuer")
+    @Test("checkTime: a valid token goes on to the proof-of-possession phase with its issuer")
     func validToken() throws {
         let token = TestKeys.token()
         let extracted = ExtractedToken(value: token[...], location: .header(name: "Authorization", bearer: true))
-        guard case .next(.profile(let identity)) = self.authenticator.checkTime(try self.verified(token), extracted, keys: self.keys, self.request([])) else {
-            Issue.record("a valid token goes on to profile")
+        guard case .next(.proofOfPossession(let identity)) = self.authenticator.checkTime(try self.verified(token), extracted, keys: self.keys, self.request([])) else {
+            Issue.record("a valid token goes on to proof of possession (then profile)")
             return
         }
         #expect(identity.issuer == TestKeys.issuer)
@@ -178,8 +178,8 @@ struct RequestAuthenticatorTests {
         let refresh = ExtractedToken(value: "rt-1", location: .header(name: "X-Refresh-Token", bearer: false))
         let newToken = TestKeys.token(subject: "hank")
         let outcome = RefreshOutcome.refreshed(accessToken: newToken, refreshToken: "rt-2")
-        guard case .next(.profile(let identity)) = self.authenticator.adoptRefresh(outcome, access: access, refresh: refresh, keys: self.keys, self.request([]), self.services) else {
-            Issue.record("an adopted refresh goes on to profile")
+        guard case .next(.proofOfPossession(let identity)) = self.authenticator.adoptRefresh(outcome, access: access, refresh: refresh, keys: self.keys, self.request([]), self.services) else {
+            Issue.record("an adopted refresh goes on to proof of possession (then profile)")
             return
         }
         #expect(identity.replacementAccessToken == newToken)
@@ -238,5 +238,70 @@ struct RequestAuthenticatorTests {
             return
         }
         #expect(identity.token.subject == "ivy")
+    }
+
+    // MARK: proofOfPossession (SPEC §4.14; the proofs themselves: DPoPProofTests, DPoPTests)
+
+    private func identity(_ token: String, dpopScheme: Bool) throws -> Identity {
+        let extracted = ExtractedToken(value: token[...], location: .header(name: "Authorization", bearer: true), dpopScheme: dpopScheme)
+        return Identity(token: try self.verified(token), accessToken: extracted, issuer: TestKeys.issuer)
+    }
+
+    private func dpopRoute(_ mode: RouteConfiguration.DPoPMode) -> RouteConfiguration {
+        var route = self.route()
+        route.dpop = mode
+        return route
+    }
+
+    @Test("proofOfPossession: an unbound bearer token goes on to profile unless the route requires DPoP")
+    func unboundTokens() throws {
+        let bearer = try self.identity(TestKeys.token(), dpopScheme: false)
+        guard case .next(.profile) = self.authenticator.checkProofOfPossession(bearer, self.request([], route: self.dpopRoute(.allowed)), self.services) else {
+            Issue.record("an unbound bearer token passes on an allowed route")
+            return
+        }
+        guard case .done(.rejected(let error, _)) = self.authenticator.checkProofOfPossession(bearer, self.request([], route: self.dpopRoute(.required)), self.services) else {
+            Issue.record("a required route refuses an unbound token")
+            return
+        }
+        #expect(error.errorType == "dpop.required")
+        #expect(error.wwwAuthenticate == "DPoP algs=\"ES256 RS256 PS256 EdDSA\"")
+        let asDPoP = try self.identity(TestKeys.token(), dpopScheme: true)
+        guard case .done(.rejected(let invalid, _)) = self.authenticator.checkProofOfPossession(asDPoP, self.request([]), self.services) else {
+            Issue.record("the DPoP scheme is for bound tokens only")
+            return
+        }
+        #expect(invalid.errorType == "dpop.invalid_proof")
+    }
+
+    @Test("proofOfPossession: a bound token needs the DPoP scheme and one proof; off ignores the binding")
+    func boundTokens() throws {
+        let bound = TestKeys.token(extra: ["cnf": ["jkt": "some-thumbprint"]])
+        let asBearer = try self.identity(bound, dpopScheme: false)
+        guard case .done(.rejected(let error, _)) = self.authenticator.checkProofOfPossession(asBearer, self.request([]), self.services) else {
+            Issue.record("a bound token as bearer is refused")
+            return
+        }
+        #expect(error.errorType == "dpop.required")
+        let asDPoP = try self.identity(bound, dpopScheme: true)
+        guard case .done(.rejected(let missing, _)) = self.authenticator.checkProofOfPossession(asDPoP, self.request([]), self.services) else {
+            Issue.record("a bound token without a proof is refused")
+            return
+        }
+        #expect(missing.errorType == "dpop.required")
+        guard case .done(.rejected(let twice, _)) = self.authenticator.checkProofOfPossession(asDPoP, self.request([("DPoP", "a.b.c"), ("DPoP", "a.b.c")]), self.services) else {
+            Issue.record("two proofs are refused")
+            return
+        }
+        #expect(twice.detail == "The DPoP proof failed its check: more than one DPoP header")
+        guard case .done(.rejected(let garbage, _)) = self.authenticator.checkProofOfPossession(asDPoP, self.request([("DPoP", "garbage")]), self.services) else {
+            Issue.record("a proof that is no JWS is refused")
+            return
+        }
+        #expect(garbage.detail == "The DPoP proof failed its check: not a JWS")
+        guard case .next(.profile) = self.authenticator.checkProofOfPossession(asBearer, self.request([], route: self.dpopRoute(.off)), self.services) else {
+            Issue.record("dpop: off ignores cnf.jkt")
+            return
+        }
     }
 }
