@@ -18,8 +18,17 @@ final class RuntimeSnapshot: Sendable {
     let timerGranularity: TimeAmount
     /// Refresh tokens are for the auth service only: removed from every forwarded request.
     let refreshTokenRemovals: [TokenEdit]
+    /// Each `https` backend's TLS (SPEC §4.11), by backend name; built once per configuration.
+    let backendTLS: [String: UpstreamTLS]
+    /// Each backend's process-wide availability (SPEC §4.11), by backend name.
+    let backendAvailability: [String: TargetAvailability]
 
-    init(configuration: GatewayConfiguration, generation: UInt64, refresher: SessionRefresher?, profiles: ProfileCache?) {
+    init(
+        configuration: GatewayConfiguration, generation: UInt64, refresher: SessionRefresher?, profiles: ProfileCache?,
+        backendTLS: [String: UpstreamTLS] = [:], backendAvailability: [String: TargetAvailability] = [:]
+    ) {
+        self.backendTLS = backendTLS
+        self.backendAvailability = backendAvailability
         self.configuration = configuration
         self.generation = generation
         self.routes = RouteTable(configuration.routes)
