@@ -6,8 +6,9 @@ import NIOCore
 /// `UpstreamPool` is the shell that connects, arms timers and hands connections out.
 ///
 /// - Targets are chosen **per request**, round robin, skipping targets out of rotation
-///   (`TargetSelector`; the shell hands in `TargetHealth`'s verdict), so a keep-alive client — or a pool holding
-///   idle connections to one URL — still spreads its requests over every URL (SPEC §4.5).
+///   (`TargetSelector`; the shell hands in `TargetHealth`'s verdict with `setOutOfRotation`),
+///   so a keep-alive client — or a pool holding idle connections to one URL — still spreads
+///   its requests over every URL (SPEC §4.5, §4.11).
 /// - HTTP/1.1 (`exclusive`): a connection serves one request at a time. Each target keeps its
 ///   own idle connections, reused last-in first-out (the warmest).
 /// - HTTP/2 (`multiplexed`): a connection serves as many concurrent streams as its peer's

@@ -73,7 +73,11 @@ struct BackendHealthTests {
     }
 
     static func state(_ gateway: GatewayFixture, _ url: ScriptedURL) async throws -> String? {
-        try await Self.health(gateway).backend?["urls"]?[url.url]?["state"]?.stringValue
+        try await Self.state(gateway, url.url)
+    }
+
+    static func state(_ gateway: GatewayFixture, _ url: String) async throws -> String? {
+        try await Self.health(gateway).backend?["urls"]?[url]?["state"]?.stringValue
     }
 
     static func metrics(_ gateway: GatewayFixture) async throws -> String {
@@ -134,7 +138,50 @@ struct BackendHealthTests {
         #expect(urls.filter { $0.requests > 1 }.count >= 2)
     }
 
+    /// Response timeouts count (the proxy tells the lease it gave up for a timeout); one URL
+    /// can always be ejected, and a backend whose only URL is out is in panic routing.
+    @Test func responseTimeoutsCountAndASingleURLCanBeEjected() async throws {
+        let backend = try await EchoBackend.start(group: TestGroup.shared)
+        let gateway = try await GatewayFixture.start(backend: backend) { config in
+            config["backends"] = ["api": [
+                "urls": [.string(backend.baseURL)], "responseTimeoutMilliseconds": 200,
+                "outlierDetection": ["consecutiveFailures": 2, "baseEjectionSeconds": 30],
+            ]]
+        }
+        defer { Task { await gateway.stop() } }
+        #expect(try await Self.get(gateway, "/delay/2000").status == 504)
+        #expect(try await Self.state(gateway, backend.baseURL) == "healthy")
+        #expect(try await Self.get(gateway, "/delay/2000").status == 504)
+        #expect(try await Self.state(gateway, backend.baseURL) == "ejected")
+        let health = try await Self.health(gateway)
+        #expect(health.status == "degraded")
+        #expect(health.backend?["panicRouting"] == .bool(true))
+        // Panic routing: the only URL still gets the traffic.
+        #expect(try await Self.get(gateway, "/still-served").status == 200)
+    }
+
     // MARK: Health checks
+
+    /// Probes speak the backend's protocol and TLS: an h2 backend behind mutual TLS stays
+    /// healthy only if the probes present the client certificate and trust its CA.
+    @Test func probesUseTheBackendsProtocolAndTLS() async throws {
+        let pki = try await TestPKI.shared()
+        let backend = try await EchoBackend.start(
+            group: TestGroup.shared, http2: true, tls: try pki.serverContext(requireClientCertificate: true, alpn: ["h2"])
+        )
+        let gateway = try await GatewayFixture.start(backend: backend) { config in
+            config["backends"] = ["api": [
+                "urls": [.string("https://localhost:\(backend.port)")], "protocol": "h2",
+                "tls": ["caCertificatePEMFile": .string(pki.caCertificate), "certificatePEMFile": .string(pki.clientCertificate), "privateKeyPEMFile": .string(pki.clientKey)],
+                "healthCheck": ["path": "/health", "intervalSeconds": 1, "timeoutMilliseconds": 1000, "unhealthyThreshold": 1, "healthyThreshold": 1],
+            ]]
+        }
+        defer { Task { await gateway.stop() } }
+        // Two probe rounds reached the backend (no traffic was sent), and it is still healthy.
+        #expect(await eventually(timeout: .seconds(4)) { backend.requestCount >= 2 })
+        #expect(try await Self.state(gateway, "https://localhost:\(backend.port)") == "healthy")
+        #expect(try await Self.health(gateway).status == "ok")
+    }
 
     @Test func aURLFailingItsHealthCheckGetsNoTrafficAndGetsItBackAfterRecovering() async throws {
         let steady = try await ScriptedURL.start()
@@ -142,18 +189,21 @@ struct BackendHealthTests {
         defer { Task { await steady.close(); await flaky.close() } }
         let gateway = try await Self.gateway(
             [steady, flaky],
-            extra: ["healthCheck": ["path": "/health", "intervalSeconds": 1, "timeoutMilliseconds": 500, "unhealthyThreshold": 1, "healthyThreshold": 1]]
+            // A generous timeout: on a loaded machine a slow probe of the steady URL must not
+            // make it unhealthy too (that would be panic routing, and the flaky URL served).
+            extra: ["healthCheck": ["path": "/health", "intervalSeconds": 1, "timeoutMilliseconds": 3000, "unhealthyThreshold": 1, "healthyThreshold": 1]]
         )
         defer { Task { await gateway.stop() } }
         #expect(try await Self.state(gateway, flaky) == "healthy")
         #expect(await eventually { flaky.probes > 0 && steady.probes > 0 })
 
         flaky.answerHealth(503)
-        // Within two intervals it is out of rotation.
-        #expect(await eventually(timeout: .seconds(2)) { (try? await Self.state(gateway, flaky)) == "unhealthy" })
+        // Within two intervals it is out of rotation (plus slack for the probe itself).
+        #expect(await eventually(timeout: .milliseconds(2500)) { (try? await Self.state(gateway, flaky)) == "unhealthy" })
         let before = flaky.requests
         for index in 0..<6 { #expect(try await Self.get(gateway, "/sick/\(index)").status == 200) }
         #expect(flaky.requests == before)
+        #expect(try await Self.state(gateway, steady) == "healthy")
         let metrics = try await Self.metrics(gateway)
         #expect(metrics.contains("auth_gateway_backend_up{backend=\"api\",url=\"\(flaky.url)\"} 0"))
 
