@@ -1,6 +1,7 @@
 import Foundation
 import NIOCore
 import NIOHTTP1
+import NIOPosix
 import Synchronization
 import Testing
 
@@ -160,6 +161,44 @@ struct BackendHealthTests {
         #expect(try await Self.get(gateway, "/still-served").status == 200)
     }
 
+    /// Resets count: a URL that accepts, reads the request and closes without answering.
+    @Test func aURLThatResetsEveryExchangeIsEjected() async throws {
+        let resetting = try await ServerBootstrap(group: TestGroup.shared)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(CloseOnRead()) }
+            }
+            .bind(host: "127.0.0.1", port: 0).get()
+        defer { Task { try? await resetting.close() } }
+        let url = "http://127.0.0.1:\(resetting.localAddress?.port ?? 0)"
+        let gateway = try await GatewayFixture.start { config in
+            // POST: not retried on another connection, so each request is one reset.
+            config["backends"] = ["api": ["urls": [.string(url)], "outlierDetection": ["consecutiveFailures": 2, "baseEjectionSeconds": 30]]]
+        }
+        defer { Task { await gateway.stop() } }
+        for index in 0..<2 {
+            let response = try await gateway.send(TestRequest(.POST, "/reset/\(index)", headers: [("Authorization", "Bearer \(TestKeys.token())")], body: "x"))
+            #expect(response.status == 502)
+        }
+        #expect(try await Self.state(gateway, url) == "ejected")
+    }
+
+    /// HTTP/2 backends count too: each stream's status reaches outlier detection.
+    @Test func anH2cURLAnswering503IsEjected() async throws {
+        let backend = try await EchoBackend.start(group: TestGroup.shared, http2: true)
+        let gateway = try await GatewayFixture.start(backend: backend) { config in
+            config["backends"] = ["api": ["urls": [.string(backend.baseURL)], "protocol": "h2c", "outlierDetection": ["consecutiveFailures": 2]]]
+        }
+        defer { Task { await gateway.stop() } }
+        #expect(try await Self.get(gateway, "/status/503").status == 503)
+        #expect(try await Self.get(gateway, "/status/200").status == 200)
+        #expect(try await Self.get(gateway, "/status/503").status == 503)
+        // The 200 in between ended the first streak.
+        #expect(try await Self.state(gateway, backend.baseURL) == "healthy")
+        #expect(try await Self.get(gateway, "/status/504").status == 504)
+        #expect(try await Self.state(gateway, backend.baseURL) == "ejected")
+    }
+
     // MARK: Health checks
 
     /// Probes speak the backend's protocol and TLS: an h2 backend behind mutual TLS stays
@@ -257,5 +296,14 @@ struct BackendHealthTests {
         )
         #expect(configuration.backend(named: "api")?.healthCheck == HealthCheckConfiguration())
         #expect(configuration.backend(named: "api")?.outlierDetection?.consecutiveFailures == 5)
+    }
+}
+
+/// Closes the connection as soon as anything arrives (a backend that resets every exchange).
+private final class CloseOnRead: ChannelInboundHandler, Sendable {
+    typealias InboundIn = ByteBuffer
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        context.close(promise: nil)
     }
 }
