@@ -70,7 +70,10 @@ enum HealthEndpoints {
                 if let state = rotation?.states[index] { Self.describe(state, now: now, into: &entry) }
                 urls[url.description] = .object(entry)
             }
-            if failing > 0 { degraded = true }
+            // SPEC §4.11: some URLs out (refusing connects, ejected, unhealthy) leave the
+            // gateway `ok` — the backend's own entry says `degraded`; a backend none of whose
+            // URLs can be reached, or with none in rotation (panic routing), degrades it.
+            if failing == backend.urls.count { degraded = true }
             var status = failing == 0 ? "ok" : (failing == backend.urls.count ? "unavailable" : "degraded")
             var entry: JSONObject = [:]
             if rotation?.anyInRotation == false {

@@ -161,6 +161,24 @@ struct BackendHealthTests {
         #expect(try await Self.get(gateway, "/still-served").status == 200)
     }
 
+    /// SPEC §4.11: some URLs out leave the gateway `ok`; the backend's entry says which.
+    @Test func aURLRefusingConnectionsLeavesTheGatewayOk() async throws {
+        let refusing = try RefusingPort()
+        defer { withExtendedLifetime(refusing) {} }
+        let good = try await ScriptedURL.start()
+        defer { Task { await good.close() } }
+        let gateway = try await GatewayFixture.start { config in
+            config["backends"] = ["api": ["urls": [.string(refusing.url), .string(good.url)]]]
+        }
+        defer { Task { await gateway.stop() } }
+        for index in 0..<3 { #expect(try await Self.get(gateway, "/r/\(index)").status == 200) }
+        let health = try await Self.health(gateway)
+        #expect(health.status == "ok")
+        #expect(health.backend?["status"]?.stringValue == "degraded")
+        #expect(health.backend?["urls"]?[refusing.url]?["status"]?.stringValue == "failing")
+        #expect(health.backend?["panicRouting"] == nil)
+    }
+
     /// Resets count: a URL that accepts, reads the request and closes without answering.
     @Test func aURLThatResetsEveryExchangeIsEjected() async throws {
         let resetting = try await ServerBootstrap(group: TestGroup.shared)
