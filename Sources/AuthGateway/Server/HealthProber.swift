@@ -15,6 +15,14 @@ import ServiceLifecycle
 final class HealthProber: Service, Sendable {
     private let shared: GatewayShared
     private let state = NIOLockedValueBox<(snapshot: RuntimeSnapshot?, eventLoop: EventLoop?)>((nil, nil))
+    /// Probes still running (a timeout longer than the interval): the next round skips those
+    /// URLs, so one URL never has two probes whose outcomes could arrive out of order.
+    private let inFlight = NIOLockedValueBox<Set<ProbeKey>>([])
+
+    private struct ProbeKey: Hashable {
+        let availability: ObjectIdentifier
+        let index: Int
+    }
 
     init(shared: GatewayShared) {
         self.shared = shared
@@ -53,9 +61,12 @@ final class HealthProber: Service, Sendable {
                         let tls = snapshot.backendTLS[backend.name]
                         let connector = self.shared.connector
                         for (index, url) in backend.urls.enumerated() {
+                            let key = ProbeKey(availability: ObjectIdentifier(availability), index: index)
+                            guard self.inFlight.withLockedValue({ $0.insert(key).inserted }) else { continue }
                             group.addTask {
                                 let passed = await Self.probe(url, backend: backend, check: check, tls: tls, connector: connector, eventLoop: eventLoop)
                                 availability.probed(index, passed: passed, now: .now())
+                                self.inFlight.withLockedValue { _ = $0.remove(key) }
                             }
                         }
                     }
