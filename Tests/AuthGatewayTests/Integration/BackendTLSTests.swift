@@ -153,4 +153,24 @@ struct BackendTLSTests {
         let after = try await Self.get(gateway, "/after")
         #expect(after.json?["tlsPeerCertificate"]?.stringValue?.contains("common_name=\(TestPKI.clientCommonName)") == true)
     }
+
+    /// SIGHUP rereads the files: a CA file rewritten under the same name makes the backend
+    /// count as changed, and new connections trust the new CA.
+    @Test func aReloadRereadsACertificateFileRewrittenUnderTheSameName() async throws {
+        let pki = try await TestPKI.shared()
+        let backend = try await EchoBackend.start(group: TestGroup.shared, tls: try pki.serverContext())
+        defer { Task { await backend.close() } }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("rotating-ca-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let caFile = directory.appendingPathComponent("backend-ca.pem")
+        try FileManager.default.copyItem(atPath: pki.otherCACertificate, toPath: caFile.path)
+        let gateway = try await Self.gateway(backend: backend, tls: ["caCertificatePEMFile": .string(caFile.path)])
+        defer { Task { await gateway.stop() } }
+        #expect(try await Self.get(gateway, "/old-ca").status == 502)
+        try FileManager.default.removeItem(at: caFile)
+        try FileManager.default.copyItem(atPath: pki.caCertificate, toPath: caFile.path)
+        try gateway.reload { _ in }
+        #expect(await eventually { (try? await Self.get(gateway, "/new-ca").status) == 200 })
+    }
 }
