@@ -47,7 +47,7 @@ extension ConfigurationLoader {
         if let name = section.nonEmptyString("serverName") {
             if Self.isIPLiteral(name) {
                 section.error("serverName", "\"\(name)\" is an IP address: SNI and certificate names need a DNS name (leave serverName out to check the URL's IP)")
-            } else if name.utf8.count > 253 || !name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "." || $0 == "_" || $0 == "*") }) {
+            } else if name.utf8.count > 253 || !name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "." || $0 == "_") }) {
                 section.error("serverName", "\"\(name)\" is not a DNS name")
             } else {
                 tls.serverName = name

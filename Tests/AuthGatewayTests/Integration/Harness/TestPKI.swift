@@ -4,7 +4,7 @@ import Testing
 
 /// A throwaway PKI made with the `openssl` CLI once per test run (an implementation
 /// independent of the gateway's): a backend CA and an unrelated CA, a server certificate the
-/// backend CA signs for `localhost`, `backend.test` and 127.0.0.1, a client certificate it
+/// backend CA signs for `localhost`, `backend.test`, `*.wild.test` and 127.0.0.1, a client certificate it
 /// signs (CN `auth-gateway test client`), and a key that matches neither certificate.
 final class TestPKI: Sendable {
     let directory: String
@@ -44,7 +44,7 @@ final class TestPKI: Sendable {
             try await ssl(["req", "-x509"] + ec + ["-days", "2", "-subj", "/CN=auth-gateway test \(ca)", "-keyout", "\(directory)/\(ca).key", "-out", "\(directory)/\(ca).pem"])
         }
         let leaves = [
-            ("server", "/CN=localhost", "subjectAltName=DNS:localhost,DNS:backend.test,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n"),
+            ("server", "/CN=localhost", "subjectAltName=DNS:localhost,DNS:backend.test,DNS:*.wild.test,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n"),
             ("client", "/CN=\(TestPKI.clientCommonName)", "extendedKeyUsage=clientAuth\n"),
         ]
         for (name, subject, extensions) in leaves {
