@@ -230,12 +230,13 @@ struct BackendHealthTests {
             config["backends"] = ["api": [
                 "urls": [.string("https://localhost:\(backend.port)")], "protocol": "h2",
                 "tls": ["caCertificatePEMFile": .string(pki.caCertificate), "certificatePEMFile": .string(pki.clientCertificate), "privateKeyPEMFile": .string(pki.clientKey)],
-                "healthCheck": ["path": "/health", "intervalSeconds": 1, "timeoutMilliseconds": 1000, "unhealthyThreshold": 1, "healthyThreshold": 1],
+                // A generous timeout: a TLS handshake on a loaded machine must not fail a probe.
+                "healthCheck": ["path": "/health", "intervalSeconds": 1, "timeoutMilliseconds": 5000, "unhealthyThreshold": 1, "healthyThreshold": 1],
             ]]
         }
         defer { Task { await gateway.stop() } }
         // Two probe rounds reached the backend (no traffic was sent), and it is still healthy.
-        #expect(await eventually(timeout: .seconds(4)) { backend.requestCount >= 2 })
+        #expect(await eventually(timeout: .seconds(8)) { backend.requestCount >= 2 })
         #expect(try await Self.state(gateway, "https://localhost:\(backend.port)") == "healthy")
         #expect(try await Self.health(gateway).status == "ok")
     }
