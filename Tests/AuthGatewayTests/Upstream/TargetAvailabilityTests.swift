@@ -1,3 +1,4 @@
+import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 import Testing
@@ -77,5 +78,44 @@ struct TargetAvailabilityTests {
         backend.healthCheck = nil
         backend.urls = [Self.urls[0]]
         #expect(!availability.matches(backend))
+    }
+
+    /// Operators get one log line per change, never one per request.
+    @Test func eachChangeIsOneLogLine() {
+        let capture = LogCapture()
+        let logger = Logger(label: "test") { _ in capture }
+        var outlier = OutlierDetectionConfiguration()
+        outlier.consecutiveFailures = 1
+        outlier.baseEjectionSeconds = 1
+        var check = HealthCheckConfiguration()
+        check.unhealthyThreshold = 1
+        check.healthyThreshold = 1
+        let availability = TargetAvailability(name: "api", urls: Self.urls, outlier: outlier, healthCheck: check, logger: logger)
+        let now = NIODeadline.now()
+        for _ in 0..<10 { availability.failed(0, .status(502), now: now) }
+        for _ in 0..<10 { availability.succeeded(1) }
+        _ = availability.outOfRotation(now: now + .seconds(5))
+        for _ in 0..<3 { availability.probed(1, passed: false, now: now + .seconds(5)) }
+        for _ in 0..<3 { availability.probed(1, passed: true, now: now + .seconds(5)) }
+        let lines = capture.text.split(separator: "\n")
+        #expect(lines.count == 4, "\(capture.text)")
+        #expect(lines.filter { $0.contains("backend.url_ejected") && $0.contains("http://10.0.0.1") }.count == 1)
+        #expect(lines.filter { $0.contains("backend.url_returned") }.count == 1)
+        #expect(lines.filter { $0.contains("backend.url_unhealthy") && $0.contains("http://10.0.0.2") }.count == 1)
+        #expect(lines.filter { $0.contains("backend.url_healthy") }.count == 1)
+    }
+
+    /// `tls.insecureSkipVerify` is loud: one warning per such backend at every start and reload.
+    @Test func insecureBackendsAreWarnedAbout() throws {
+        let text = """
+            {"listener":{},"backends":{"safe":{"urls":["https://a.internal"]},"lax":{"urls":["https://b.internal"],"tls":{"insecureSkipVerify":true}}},
+             "routes":[{"name":"r","pathPrefix":"/","backend":"safe","auth":"none"}]}
+            """
+        let configuration = try ConfigurationLoader(environment: [:]).load(text: text, baseDirectory: "/")
+        let capture = LogCapture()
+        GatewayApplication.warnAboutInsecureBackends(configuration, logger: Logger(label: "test") { _ in capture })
+        #expect(capture.text.hasPrefix("warning backend.tls_verification_off"))
+        #expect(capture.text.contains("lax") && !capture.text.contains("safe"))
+        #expect(capture.text.split(separator: "\n").count == 1)
     }
 }
