@@ -179,6 +179,23 @@ struct BackendHealthTests {
         #expect(health.backend?["panicRouting"] == nil)
     }
 
+    /// Connect failures count: a refusing URL is ejected (beyond its 2 s sit-out).
+    @Test func aURLRefusingConnectionsIsEjected() async throws {
+        let refusing = try RefusingPort()
+        defer { withExtendedLifetime(refusing) {} }
+        let good = try await ScriptedURL.start()
+        defer { Task { await good.close() } }
+        let gateway = try await GatewayFixture.start { config in
+            config["backends"] = ["api": ["urls": [.string(refusing.url), .string(good.url)], "outlierDetection": ["consecutiveFailures": 1, "baseEjectionSeconds": 60]]]
+        }
+        defer { Task { await gateway.stop() } }
+        // The first request tries the refusing URL first, then the good one.
+        #expect(try await Self.get(gateway, "/first").status == 200)
+        #expect(try await Self.state(gateway, refusing.url) == "ejected")
+        let until = try await Self.health(gateway).backend?["urls"]?[refusing.url]?["untilSeconds"]?.numberValue?.exactInt ?? 0
+        #expect(until > 50)
+    }
+
     /// Resets count: a URL that accepts, reads the request and closes without answering.
     @Test func aURLThatResetsEveryExchangeIsEjected() async throws {
         let resetting = try await ServerBootstrap(group: TestGroup.shared)
