@@ -17,6 +17,8 @@ public final class GatewayApplication: Sendable {
     private let metricsCollector: MetricsCollector
     private let state: NIOLockedValueBox<State>
     private let listenerTLS: NIOSSLContext?
+    /// Active health checks (SPEC §4.11), one loop per process; among `backgroundServices`.
+    private let prober: HealthProber
 
     private struct State {
         var configuration: GatewayConfiguration
@@ -66,16 +68,21 @@ public final class GatewayApplication: Sendable {
             tracing = made
             backgroundServices.append(exporter)
         }
-        self.backgroundServices = backgroundServices
         let shared = try Self.makeShared(
             configuration, clock: clock, logger: logger, connector: SocketConnector(), publisher: publisher, group: group, tracing: tracing,
             processMetrics: processMetrics
         )
         self.shared = shared
+        let prober = HealthProber(shared: shared)
+        backgroundServices.append(prober)
+        self.prober = prober
+        self.backgroundServices = backgroundServices
         self.listenerTLS = try configuration.listener.tls.map { try Self.makeServerTLS($0, http2: configuration.listener.http2) }
         let profiles = Self.profileCache(for: configuration, keeping: nil, shared: shared)
         let introspector = Self.introspector(for: configuration, keeping: nil, shared: shared)
-        let snapshot = Self.makeSnapshot(configuration, generation: 1, shared: shared, profiles: profiles, introspector: introspector)
+        let snapshot = Self.makeSnapshot(
+            configuration, generation: 1, shared: shared, profiles: profiles, introspector: introspector, backendTLS: try UpstreamTLS.backends(configuration)
+        )
         var workers: [NIOLoopBound<Worker>] = []
         for eventLoop in group.makeIterator() {
             let worker = try await eventLoop.submit {
@@ -84,6 +91,8 @@ public final class GatewayApplication: Sendable {
             workers.append(worker)
         }
         self.workers = workers
+        prober.attach(eventLoop: workers[0].eventLoop)
+        prober.apply(snapshot)
         publisher.attach(workers)
         self.metricsCollector = MetricsCollector(workers: workers, shared: shared)
         self.started = workers[0].eventLoop.makePromise(of: Void.self)
@@ -101,10 +110,10 @@ public final class GatewayApplication: Sendable {
         let keyStore = KeyStore(configuration: configuration.tokens, metrics: processMetrics, clock: clock, logger: logger) { snapshot in
             publisher.publish(snapshot)
         }
-        // A discovery document may name https endpoints whatever the issuer's scheme.
+        // A discovery document may name https endpoints whatever the issuer's scheme. Backends
+        // have their own TLS (`UpstreamTLS.backends`): the auth service's CA is not theirs.
         let usesTLSUpstream =
-            configuration.backends.contains { $0.urls.contains(where: \.isTLS) }
-            || configuration.authService?.url?.isTLS == true
+            configuration.authService?.url?.isTLS == true
             || configuration.tokens.issuers.contains { $0.jwks?.url?.isTLS == true || $0.jwks?.discovery != nil }
         let clientTLS = usesTLSUpstream ? try GatewayShared.makeClientTLS(caFile: configuration.authService?.caCertificatePEMFile) : nil
         let sharedState = try configuration.sharedState.flatMap { sharedState in
@@ -112,8 +121,6 @@ public final class GatewayApplication: Sendable {
                 try PostgresSharedState(configuration: sharedState, eventLoopGroup: $0, metrics: processMetrics, logger: logger, clock: clock)
             }
         }
-        let usesH2 = configuration.backends.contains { $0.wireProtocol == .h2 }
-        let clientTLSHTTP2 = usesH2 ? try GatewayShared.makeClientTLS(caFile: configuration.authService?.caCertificatePEMFile, alpn: ["h2"]) : nil
         return GatewayShared(
             verifiedTokens: VerifiedTokenCache(capacity: configuration.tokens.verifiedCacheEntries),
             keyStore: keyStore,
@@ -122,10 +129,10 @@ public final class GatewayApplication: Sendable {
             refreshStore: sharedState?.store ?? LocalRefreshStore(clock: clock),
             clock: clock,
             clientTLS: clientTLS,
-            clientTLSHTTP2: clientTLSHTTP2,
             connector: connector,
             tracing: tracing,
-            sharedState: sharedState
+            sharedState: sharedState,
+            logger: logger
         )
     }
 
@@ -139,10 +146,10 @@ public final class GatewayApplication: Sendable {
         let shared = try Self.makeShared(configuration, clock: clock, logger: Logger(label: "auth-gateway"), connector: connector, publisher: publisher, group: nil)
         let profiles = Self.profileCache(for: configuration, keeping: nil, shared: shared)
         let introspector = Self.introspector(for: configuration, keeping: nil, shared: shared)
-        let worker = Worker(
-            eventLoop: eventLoop, shared: shared,
-            snapshot: Self.makeSnapshot(configuration, generation: 1, shared: shared, profiles: profiles, introspector: introspector)
+        let snapshot = Self.makeSnapshot(
+            configuration, generation: 1, shared: shared, profiles: profiles, introspector: introspector, backendTLS: try UpstreamTLS.backends(configuration)
         )
+        let worker = Worker(eventLoop: eventLoop, shared: shared, snapshot: snapshot)
         publisher.attach([NIOLoopBound(worker, eventLoop: eventLoop)])
         return worker
     }
@@ -196,6 +203,7 @@ public final class GatewayApplication: Sendable {
         }
         self.shared.health.markConfigActive()
         self.shared.sharedState?.start()
+        Self.warnAboutInsecureBackends(configuration, logger: self.logger)
         self.logger.info(
             "gateway.listening",
             metadata: [
@@ -301,6 +309,14 @@ public final class GatewayApplication: Sendable {
     /// Listener addresses, TLS files and the thread count need a restart; a change there is
     /// reported and otherwise ignored.
     public func reload(_ configuration: GatewayConfiguration) {
+        // Backend TLS is built before anything changes: if it cannot be, the old configuration stays.
+        let backendTLS: [String: UpstreamTLS]
+        do {
+            backendTLS = try UpstreamTLS.backends(configuration)
+        } catch {
+            self.reloadFailed(error)
+            return
+        }
         let (old, generation, profiles, introspector) = self.state.withLockedValue { state in
             let old = state.configuration
             state.generation += 1
@@ -321,7 +337,11 @@ public final class GatewayApplication: Sendable {
                 metadata: ["reason": "sharedState changed; the running shared state (\(old.sharedState?.description ?? "off")) is kept until a restart"]
             )
         }
-        let snapshot = Self.makeSnapshot(configuration, generation: generation, shared: self.shared, profiles: profiles, introspector: introspector)
+        let snapshot = Self.makeSnapshot(
+            configuration, generation: generation, shared: self.shared, profiles: profiles, introspector: introspector, backendTLS: backendTLS
+        )
+        Self.warnAboutInsecureBackends(configuration, logger: self.logger)
+        self.prober.apply(snapshot)
         for worker in self.workers {
             worker.eventLoop.execute { worker.value.apply(snapshot) }
         }
@@ -344,7 +364,8 @@ public final class GatewayApplication: Sendable {
     /// The refresher is rebuilt for each configuration; what it has learned lives in the
     /// application's refresh store, which every configuration shares.
     private static func makeSnapshot(
-        _ configuration: GatewayConfiguration, generation: UInt64, shared: GatewayShared, profiles: ProfileCache?, introspector: TokenIntrospector?
+        _ configuration: GatewayConfiguration, generation: UInt64, shared: GatewayShared, profiles: ProfileCache?, introspector: TokenIntrospector?,
+        backendTLS: [String: UpstreamTLS]
     ) -> RuntimeSnapshot {
         let refresher = configuration.authService.flatMap { authService in
             authService.refresh.map {
@@ -354,7 +375,10 @@ public final class GatewayApplication: Sendable {
                 )
             }
         }
-        return RuntimeSnapshot(configuration: configuration, generation: generation, refresher: refresher, profiles: profiles, introspector: introspector)
+        return RuntimeSnapshot(
+            configuration: configuration, generation: generation, refresher: refresher, profiles: profiles, introspector: introspector,
+            backendTLS: backendTLS, backendAvailability: shared.backendAvailabilities.update(for: configuration)
+        )
     }
 
     /// The introspector for `configuration`: the existing one (its cache) while
@@ -365,6 +389,16 @@ public final class GatewayApplication: Sendable {
         return TokenIntrospector(
             configuration: introspection, capacity: max(configuration.tokens.verifiedCacheEntries, 1000), metrics: shared.processMetrics, clock: shared.clock
         )
+    }
+
+    /// `tls.insecureSkipVerify` is loud: a warning per backend at every start and reload.
+    static func warnAboutInsecureBackends(_ configuration: GatewayConfiguration, logger: Logger) {
+        for backend in configuration.backends where backend.tls?.insecureSkipVerify == true {
+            logger.warning(
+                "backend.tls_verification_off",
+                metadata: ["backend": "\(backend.name)", "reason": "tls.insecureSkipVerify is true: the backend's certificate is not verified"]
+            )
+        }
     }
 
     /// The profile cache for `configuration`: the existing one while the profile section is

@@ -17,7 +17,8 @@ import Synchronization
 ///   backpressure;
 /// - `GET /delay/<ms>`: answers after `ms` milliseconds;
 /// - `GET /status/<code>`: answers with that status;
-/// - `POST /early`: answers at once, then reads and discards the body (as nginx's `return`).
+/// - `POST /early`: answers at once, then reads and discards the body (as nginx's `return`);
+/// - over TLS, `tlsPeerCertificate` names the client certificate presented (mutual TLS).
 ///
 /// With `http2: true` it speaks HTTP/2 instead: h2c by prior knowledge, or h2 by ALPN when
 /// given `tls` (each stream answered by the same echo logic).
@@ -55,7 +56,7 @@ public final class EchoBackend: Sendable {
                             NIOHTTP2Handler(mode: .server, eventLoop: channel.eventLoop) { stream in
                                 stream.eventLoop.makeCompletedFuture {
                                     try stream.pipeline.syncOperations.addHandler(HTTP2FramePayloadToHTTP1ServerCodec())
-                                    try stream.pipeline.syncOperations.addHandler(EchoHandler(counters: counters))
+                                    try stream.pipeline.syncOperations.addHandler(EchoHandler(counters: counters, onStream: true))
                                 }
                             }
                         )
@@ -95,7 +96,13 @@ private final class EchoHandler: ChannelDuplexHandler {
 
     private let counters: EchoCounters
 
-    init(counters: EchoCounters) { self.counters = counters }
+    /// On an HTTP/2 stream (its TLS is on the parent connection).
+    private let onStream: Bool
+
+    init(counters: EchoCounters, onStream: Bool = false) {
+        self.counters = counters
+        self.onStream = onStream
+    }
 
     private var head: HTTPRequestHead?
     private var hasher = SHA256()
@@ -173,6 +180,12 @@ private final class EchoHandler: ChannelDuplexHandler {
             "method": .string(head.method.rawValue), "uri": .string(head.uri), "headers": .object(headerObject),
             "body": ["bytes": .number(JSONNumber(self.bodyBytes)), "sha256": .string(digest)],
         ]
+        // Over TLS, the client certificate the gateway presented (mutual TLS), if any: on the
+        // connection, or on an HTTP/2 stream's parent connection.
+        let connection = self.onStream ? (context.channel.parent ?? context.channel) : context.channel
+        if let certificate = try? connection.pipeline.syncOperations.nioSSL_peerCertificate() {
+            document["tlsPeerCertificate"] = .string(certificate.description)
+        }
         if let trailers = self.trailers, !trailers.isEmpty {
             var trailerObject = JSONObject()
             for (name, value) in trailers { trailerObject[name.lowercased()] = .string(value) }

@@ -45,7 +45,7 @@ private final class EmbeddedConnector: UpstreamConnector, @unchecked Sendable {
 
     init(loop: EmbeddedEventLoop) { self.loop = loop }
 
-    func connect(to target: UpstreamURL, eventLoop: EventLoop, timeout: TimeAmount, tls: NIOSSLContext?, http2: Bool) -> EventLoopFuture<Channel> {
+    func connect(to target: UpstreamURL, eventLoop: EventLoop, timeout: TimeAmount, tls: UpstreamTLS?, http2: Bool) -> EventLoopFuture<Channel> {
         let channel = EmbeddedChannel(loop: self.loop)
         do {
             if http2 {

@@ -83,7 +83,7 @@ public struct ConfigurationLoader: Sendable {
             section.finish()
         }
 
-        let backends = Self.backends(root)
+        let backends = Self.backends(root, files: files)
         var tokens = Self.tokens(root, files: files)
         let authService = Self.authService(root, files: files)
         let sharedState = Self.sharedState(root, files: files)
@@ -221,7 +221,7 @@ public struct ConfigurationLoader: Sendable {
         return ListenerConfiguration(host: host, port: port, tls: tls, http2: http2)
     }
 
-    static func backends(_ root: ConfigReader) -> [BackendConfiguration]? {
+    static func backends(_ root: ConfigReader, files: FileResolver) -> [BackendConfiguration]? {
         guard let members = root.members("backends") else {
             if !root.has("backends") { root.error("backends", "is required") }
             return nil
@@ -266,16 +266,16 @@ public struct ConfigurationLoader: Sendable {
                     section.error("urls[\(index)]", "\"\(url)\": protocol \"h2c\" needs an http URL (use \"h2\" over TLS)")
                 }
             }
-            backends.append(
-                BackendConfiguration(
-                    name: member.name,
-                    urls: urls,
-                    wireProtocol: wireProtocol,
-                    connectTimeoutMilliseconds: connect,
-                    responseTimeoutMilliseconds: response,
-                    maxConnectionsPerThread: maxConnections
-                )
+            var backend = BackendConfiguration(
+                name: member.name,
+                urls: urls,
+                wireProtocol: wireProtocol,
+                connectTimeoutMilliseconds: connect,
+                responseTimeoutMilliseconds: response,
+                maxConnectionsPerThread: maxConnections
             )
+            Self.backendExtras(section, into: &backend, files: files)
+            backends.append(backend)
         }
         return backends
     }

@@ -269,6 +269,12 @@ public struct BackendConfiguration: Sendable, Equatable {
     public var connectTimeoutMilliseconds: Int
     public var responseTimeoutMilliseconds: Int
     public var maxConnectionsPerThread: Int
+    /// `tls` (SPEC §4.11); nil: `https` URLs are verified against the system trust store.
+    public var tls: BackendTLSConfiguration? = nil
+    /// `healthCheck` (SPEC §4.11); nil: no probes, every URL counts as healthy.
+    public var healthCheck: HealthCheckConfiguration? = nil
+    /// `outlierDetection` (SPEC §4.11); nil: no ejection (a refused connect still sits out 2 s).
+    public var outlierDetection: OutlierDetectionConfiguration? = nil
 }
 
 public struct RouteConfiguration: Sendable {

@@ -179,7 +179,8 @@ final class HTTP2StreamHandler: ChannelDuplexHandler, ExchangeHandler {
             self.respond(with: error, context: context)
         case .failForwarding(let error):
             self.cancelLease()
-            self.upstream?.close()
+            // A timeout counts against the backend's URL (outlier detection, SPEC §4.11).
+            if error == GatewayError.upstreamTimeout { self.upstream?.timedOut() } else { self.upstream?.close() }
             self.upstream = nil
             if let error {
                 self.countUpstreamError(error)

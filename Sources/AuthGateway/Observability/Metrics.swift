@@ -129,6 +129,8 @@ enum MetricName {
     static let sharedStateUp = "auth_gateway_shared_state_up"
     static let traceSpansDropped = "auth_gateway_trace_spans_dropped_total"
     static let introspections = "auth_gateway_introspections_total"
+    static let backendUp = "auth_gateway_backend_up"
+    static let backendEjections = "auth_gateway_backend_ejections_total"
 
     /// HELP text and type of every family, in the order they are rendered.
     static let families: [(name: String, type: String, help: String)] = [
@@ -153,6 +155,8 @@ enum MetricName {
         (http2Abuse, "counter", "HTTP/2 client connections closed for abuse (rapid reset, floods, oversized header blocks), by kind"),
         (traceSpansDropped, "counter", "Sampled spans the trace exporter dropped, by reason (export_failed: collector down or refusing; queue_full)"),
         (introspections, "counter", "Opaque-token introspections, by outcome: calls (active, inactive, unavailable) and answers without a call (cached, coalesced)"),
+        (backendUp, "gauge", "1 while a backend URL is healthy and not ejected (whatever panic routing does), else 0"),
+        (backendEjections, "counter", "Times a backend URL was ejected by outlier detection"),
     ]
 }
 

@@ -240,7 +240,8 @@ final class ProxyHandler: ChannelDuplexHandler, ExchangeHandler {
             self.writeLocalResponse(close: close, context: context)
         case .failForwarding(let error):
             self.cancelLease()
-            self.upstream?.close()
+            // A timeout counts against the backend's URL (outlier detection, SPEC §4.11).
+            if error == GatewayError.upstreamTimeout { self.upstream?.timedOut() } else { self.upstream?.close() }
             self.upstream = nil
             if let error {
                 self.countUpstreamError(error)

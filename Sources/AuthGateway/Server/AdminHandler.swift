@@ -81,6 +81,7 @@ final class MetricsCollector: Sendable {
             var merged = shared.processMetrics.snapshot
             for snapshot in snapshots { merged.merge(snapshot) }
             merged.gauges[MetricKey(MetricName.verifiedCacheEntries)] = Double(shared.verifiedTokens.count)
+            merged.gauges.merge(shared.backendAvailabilities.upGauges(now: .now())) { $1 }
             for issuer in shared.keyStore.status {
                 if let age = issuer.ageSeconds {
                     merged.gauges[MetricKey(MetricName.jwksKeyAge, ["issuer": issuer.issuer])] = age

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import NIOSSL
 import Synchronization
 
@@ -18,20 +19,24 @@ final class GatewayShared: Sendable {
     let sharedState: PostgresSharedState?
     /// Unix seconds; injectable so tests can move time.
     let clock: @Sendable () -> Double
-    /// Client TLS for HTTPS upstreams (system trust store plus the configured CA file).
+    /// Client TLS for the gateway's own HTTPS calls — auth service, JWKS, discovery (system
+    /// trust store plus `authService.caCertificatePEMFile`). Never used for backends: each
+    /// has its own (`RuntimeSnapshot.backendTLS`, SPEC §4.11).
     let clientTLS: NIOSSLContext?
-    /// The same, offering only `h2` by ALPN, for `protocol: "h2"` backends.
-    let clientTLSHTTP2: NIOSSLContext?
     /// Opens upstream connections: TCP/TLS sockets, or embedded channels in the in-process
     /// harness (`AuthGatewayTesting`).
     let connector: UpstreamConnector
     /// Request tracing; nil without `tracing` (then requests create no trace objects).
     let tracing: GatewayTracing?
+    /// Which URL of each backend is in rotation (SPEC §4.11), process-wide.
+    let backendAvailabilities: BackendAvailabilities
     private let openConnectionCount = Atomic<Int>(0)
 
-    init(verifiedTokens: VerifiedTokenCache, keyStore: KeyStore, health: HealthState, processMetrics: ProcessMetrics, refreshStore: RefreshStore, clock: @escaping @Sendable () -> Double, clientTLS: NIOSSLContext?, clientTLSHTTP2: NIOSSLContext? = nil,
-        connector: UpstreamConnector = SocketConnector(), tracing: GatewayTracing? = nil, sharedState: PostgresSharedState? = nil
+    init(verifiedTokens: VerifiedTokenCache, keyStore: KeyStore, health: HealthState, processMetrics: ProcessMetrics, refreshStore: RefreshStore, clock: @escaping @Sendable () -> Double, clientTLS: NIOSSLContext?,
+        connector: UpstreamConnector = SocketConnector(), tracing: GatewayTracing? = nil, sharedState: PostgresSharedState? = nil,
+        logger: Logger = Logger(label: "auth-gateway")
     ) {
+        self.backendAvailabilities = BackendAvailabilities(logger: logger, metrics: processMetrics)
         self.sharedState = sharedState
         self.verifiedTokens = verifiedTokens
         self.keyStore = keyStore
@@ -40,7 +45,6 @@ final class GatewayShared: Sendable {
         self.refreshStore = refreshStore
         self.clock = clock
         self.clientTLS = clientTLS
-        self.clientTLSHTTP2 = clientTLSHTTP2
         self.connector = connector
         self.tracing = tracing
     }

@@ -1,3 +1,4 @@
+import NIOCore
 import NIOHTTP1
 
 /// `livePath`, `readyPath` and `path` (SPEC §4.6), served on the main and admin listeners.
@@ -55,19 +56,34 @@ enum HealthEndpoints {
         }
 
         var backends = JSONObject()
+        let now = NIODeadline.now()
         for backend in snapshot.configuration.backends {
             var urls = JSONObject()
             var failing = 0
-            for url in backend.urls {
+            // SPEC §4.11: each URL's rotation state; no URL in rotation means panic routing.
+            let rotation = snapshot.backendAvailability[backend.name]?.states(now: now)
+            for (index, url) in backend.urls.enumerated() {
                 let record = health.status(of: "backend \(backend.name) \(url)")
                 var entry: JSONObject = ["status": .string(Self.label(record))]
                 if let error = record?.lastError, record?.isFailing == true { entry["lastError"] = .string(error) }
                 if record?.isFailing == true { failing += 1 }
+                if let state = rotation?.states[index] { Self.describe(state, now: now, into: &entry) }
                 urls[url.description] = .object(entry)
             }
-            if failing > 0 { degraded = true }
-            let status = failing == 0 ? "ok" : (failing == backend.urls.count ? "unavailable" : "degraded")
-            backends[backend.name] = ["status": .string(status), "urls": .object(urls)]
+            // SPEC §4.11: some URLs out (refusing connects, ejected, unhealthy) leave the
+            // gateway `ok` — the backend's own entry says `degraded`; a backend none of whose
+            // URLs can be reached, or with none in rotation (panic routing), degrades it.
+            if failing == backend.urls.count { degraded = true }
+            var status = failing == 0 ? "ok" : (failing == backend.urls.count ? "unavailable" : "degraded")
+            var entry: JSONObject = [:]
+            if rotation?.anyInRotation == false {
+                degraded = true
+                entry["panicRouting"] = true
+                if status == "ok" { status = "degraded" }
+            }
+            entry["status"] = .string(status)
+            entry["urls"] = .object(urls)
+            backends[backend.name] = .object(entry)
         }
 
         var checks: JSONObject = [
@@ -146,6 +162,20 @@ enum HealthEndpoints {
         if let age = discovery.ageSeconds { entry["ageSeconds"] = .number(JSONNumber(Int(age))) }
         if let error = discovery.lastError { entry["lastError"] = .string(error) }
         return entry
+    }
+
+    /// `state`: `healthy`, `unhealthy`, or `ejected` with `untilSeconds` (the seconds left).
+    private static func describe(_ state: TargetHealth.State, now: NIODeadline, into entry: inout JSONObject) {
+        switch state {
+        case .healthy:
+            entry["state"] = "healthy"
+        case .unhealthy:
+            entry["state"] = "unhealthy"
+        case .ejected(let until):
+            entry["state"] = "ejected"
+            let seconds = Double((until - now).nanoseconds) / 1e9
+            entry["untilSeconds"] = .number(JSONNumber(Int(seconds.rounded(.up))))
+        }
     }
 
     private static func label(_ record: HealthState.DependencyStatus?) -> String {

@@ -20,8 +20,17 @@ final class RuntimeSnapshot: Sendable {
     let refreshTokenRemovals: [TokenEdit]
     /// Header fields encoded never-indexed on HTTP/2, both ways (SPEC §4.9).
     let secretHeaders: SecretHeaderNames
+    /// Each `https` backend's TLS (SPEC §4.11), by backend name; built once per configuration.
+    let backendTLS: [String: UpstreamTLS]
+    /// Each backend's process-wide availability (SPEC §4.11), by backend name.
+    let backendAvailability: [String: TargetAvailability]
 
-    init(configuration: GatewayConfiguration, generation: UInt64, refresher: SessionRefresher?, profiles: ProfileCache?, introspector: TokenIntrospector? = nil) {
+    init(
+        configuration: GatewayConfiguration, generation: UInt64, refresher: SessionRefresher?, profiles: ProfileCache?,
+        introspector: TokenIntrospector? = nil, backendTLS: [String: UpstreamTLS] = [:], backendAvailability: [String: TargetAvailability] = [:]
+    ) {
+        self.backendTLS = backendTLS
+        self.backendAvailability = backendAvailability
         self.configuration = configuration
         self.generation = generation
         self.routes = RouteTable(configuration.routes)

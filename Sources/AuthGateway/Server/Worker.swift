@@ -120,7 +120,9 @@ package final class Worker {
         var configurations: [String: BackendConfiguration] = [:]
         for backend in configuration.backends {
             configurations[backend.name] = backend
-            if let existing = self.backendPools[backend.name], self.backendConfigurations[backend.name] == backend {
+            if let existing = self.backendPools[backend.name], self.backendConfigurations[backend.name] == backend,
+                existing.availability === self.snapshot.backendAvailability[backend.name] ?? existing.availability
+            {
                 pools[backend.name] = existing
                 continue
             }
@@ -129,7 +131,9 @@ package final class Worker {
                 targets: backend.urls,
                 maxConnections: backend.maxConnectionsPerThread,
                 connectTimeout: .milliseconds(Int64(backend.connectTimeoutMilliseconds)),
-                wireProtocol: backend.wireProtocol
+                wireProtocol: backend.wireProtocol,
+                tls: self.snapshot.backendTLS[backend.name],
+                availability: self.snapshot.backendAvailability[backend.name]
             )
         }
         for (name, old) in self.backendPools where pools[name] !== old {
@@ -179,12 +183,14 @@ package final class Worker {
 
     private func makeClient(name: String, url: UpstreamURL, timeout: TimeAmount, reuse existing: UpstreamClient?) -> UpstreamClient {
         if let existing, existing.pool.name == name, existing.pool.targets == [url], existing.timeout == timeout { return existing }
-        let pool = self.makePool(name: name, targets: [url], maxConnections: 64, connectTimeout: timeout)
+        let tls = self.shared.clientTLS.map { UpstreamTLS(context: $0, serverName: nil) }
+        let pool = self.makePool(name: name, targets: [url], maxConnections: 64, connectTimeout: timeout, tls: tls)
         return UpstreamClient(pool: pool, timeout: timeout, hostHeader: url.hostHeader)
     }
 
     private func makePool(
-        name: String, targets: [UpstreamURL], maxConnections: Int, connectTimeout: TimeAmount, wireProtocol: BackendConfiguration.WireProtocol = .http1
+        name: String, targets: [UpstreamURL], maxConnections: Int, connectTimeout: TimeAmount, wireProtocol: BackendConfiguration.WireProtocol = .http1,
+        tls: UpstreamTLS?, availability: TargetAvailability? = nil
     ) -> UpstreamPool {
         let pool = UpstreamPool(
             name: name,
@@ -192,9 +198,10 @@ package final class Worker {
             targets: targets,
             maxConnections: maxConnections,
             connectTimeout: connectTimeout,
-            tlsContext: wireProtocol == .h2 ? self.shared.clientTLSHTTP2 : self.shared.clientTLS,
+            tls: tls,
             connector: self.shared.connector,
-            wireProtocol: wireProtocol
+            wireProtocol: wireProtocol,
+            availability: availability
         )
         let health = self.shared.health
         let clock = self.shared.clock

@@ -5,9 +5,10 @@ import NIOCore
 /// `now` passed in (DESIGN.md habit 1, AsyncHTTPClient's `HTTPConnectionPool.StateMachine`).
 /// `UpstreamPool` is the shell that connects, arms timers and hands connections out.
 ///
-/// - Targets are chosen **per request**, round robin, skipping targets in their
-///   connect-failure cooldown (`TargetSelector`), so a keep-alive client — or a pool holding
-///   idle connections to one URL — still spreads its requests over every URL (SPEC §4.5).
+/// - Targets are chosen **per request**, round robin, skipping targets out of rotation
+///   (`TargetSelector`; the shell hands in `TargetHealth`'s verdict with `setOutOfRotation`),
+///   so a keep-alive client — or a pool holding idle connections to one URL — still spreads
+///   its requests over every URL (SPEC §4.5, §4.11).
 /// - HTTP/1.1 (`exclusive`): a connection serves one request at a time. Each target keeps its
 ///   own idle connections, reused last-in first-out (the warmest).
 /// - HTTP/2 (`multiplexed`): a connection serves as many concurrent streams as its peer's
@@ -18,8 +19,9 @@ import NIOCore
 ///   is full and the chosen target has no room, an unused connection of another target is
 ///   closed to make room; with none, the lease waits in line (first in, first out) for the
 ///   next connection or stream slot given back, whatever its target.
-/// - A failed connect puts its target in cooldown and tries the next untried target for the
-///   same lease; when every target failed, the lease fails (502).
+/// - A failed connect tries the next untried target for the same lease (the shell reports the
+///   failure to `TargetAvailability`, which puts the target out of rotation for a while);
+///   when every target failed, the lease fails (502).
 ///
 /// `Connection` is what the shell pools (`UpstreamConnection`, `UpstreamHTTP2Connection`;
 /// plain values in tests); a lease is named by the shell's `LeaseID`, a connection attempt by
@@ -108,12 +110,17 @@ struct PoolStateMachine<Connection: Equatable> {
     private var waiters = CircularBuffer<LeaseID>()
     private(set) var isShutDown = false
 
-    init(targetCount: Int, maxConnections: Int, cooldown: TimeAmount = .seconds(2), mode: Mode = .exclusive) {
+    init(targetCount: Int, maxConnections: Int, mode: Mode = .exclusive) {
         precondition(maxConnections > 0, "a pool needs room for a connection")
         self.mode = mode
         self.maxConnections = maxConnections
-        self.selector = TargetSelector(count: targetCount, cooldown: cooldown)
+        self.selector = TargetSelector(count: targetCount)
         self.targets = Array(repeating: TargetState(), count: targetCount)
+    }
+
+    /// Which targets are out of rotation (bit `i` for target `i`), as `TargetHealth` decided.
+    mutating func setOutOfRotation(_ mask: UInt64) {
+        self.selector.outOfRotation = mask
     }
 
     var idleCount: Int { self.targets.reduce(0) { $0 + $1.idle.count } }
@@ -125,7 +132,7 @@ struct PoolStateMachine<Connection: Equatable> {
 
     /// A request wants a connection (HTTP/1.1) or a stream slot (HTTP/2).
     mutating func lease(_ lease: LeaseID, now: NIODeadline) -> Action {
-        guard !self.isShutDown, let target = self.selector.pick(now: now) else { return .fail(lease, .unreachable) }
+        guard !self.isShutDown, let target = self.selector.pick() else { return .fail(lease, .unreachable) }
         switch self.mode {
         case .exclusive:
             if let idle = self.targets[target].idle.popLast() {
@@ -180,7 +187,6 @@ struct PoolStateMachine<Connection: Equatable> {
 
     mutating func connected(_ attempt: AttemptID, _ connection: Connection) -> Action {
         guard let pending = self.attempts.removeValue(forKey: attempt) else { return .close(connection) }
-        self.selector.connectSucceeded(pending.target)
         if self.isShutDown { return .close(connection) }
         switch self.mode {
         case .exclusive:
@@ -204,13 +210,12 @@ struct PoolStateMachine<Connection: Equatable> {
 
     mutating func connectFailed(_ attempt: AttemptID, now: NIODeadline) -> Action {
         guard let pending = self.attempts.removeValue(forKey: attempt) else { return .none }
-        self.selector.connectFailed(pending.target, now: now)
         let tried = pending.tried + [pending.target]
         guard let lease = pending.lease else {
             self.openCount -= 1
             return self.serveWaiter(now: now)
         }
-        if !self.isShutDown, let next = self.selector.pick(now: now, excluding: Set(tried)) {
+        if !self.isShutDown, let next = self.selector.pick(excluding: Set(tried)) {
             return .connect(self.startAttempt(target: next, lease: lease, tried: tried))
         }
         self.openCount -= 1

@@ -1,31 +1,30 @@
 import NIOCore
 
-/// Round robin over a backend's URLs that skips the ones that recently failed to connect.
+/// Round robin over an upstream's URLs that skips the ones out of rotation.
 ///
-/// Pure: the caller passes `now`. A target that refused a connection sits out for
-/// `cooldown`; when every target is cooling down, all are tried again (a dead backend set
-/// should still be probed, not assumed dead forever).
+/// Pure. Which URLs are out (a refused connect's sit-out, an ejection, a failed health check)
+/// is decided in one place, `TargetHealth`, and handed in as a mask (`outOfRotation`, bit `i`
+/// for URL `i`). When every URL is out, all are tried again — panic routing: a dead or
+/// misjudged set should still be probed by traffic, not assumed dead forever.
 struct TargetSelector {
     let count: Int
-    let cooldown: TimeAmount
+    /// Bit `i` set: URL `i` is out of rotation.
+    var outOfRotation: UInt64 = 0
     private var next = 0
-    private var downUntil: [NIODeadline?]
 
-    init(count: Int, cooldown: TimeAmount = .seconds(2)) {
+    init(count: Int) {
         precondition(count > 0, "a pool needs at least one target")
         self.count = count
-        self.cooldown = cooldown
-        self.downUntil = Array(repeating: nil, count: count)
     }
 
     /// The next target to connect to, skipping `excluding` (already tried for this lease) and
-    /// cooling-down targets; nil when every target was tried.
-    mutating func pick(now: NIODeadline, excluding tried: Set<Int> = []) -> Int? {
+    /// targets out of rotation; nil when every target was tried.
+    mutating func pick(excluding tried: Set<Int> = []) -> Int? {
         var fallback: Int?
         for offset in 0..<self.count {
             let index = (self.next + offset) % self.count
             guard !tried.contains(index) else { continue }
-            if let until = self.downUntil[index], until > now {
+            if self.isOut(index) {
                 if fallback == nil { fallback = index }
                 continue
             }
@@ -38,16 +37,7 @@ struct TargetSelector {
         return fallback
     }
 
-    mutating func connectFailed(_ index: Int, now: NIODeadline) {
-        self.downUntil[index] = now + self.cooldown
-    }
-
-    mutating func connectSucceeded(_ index: Int) {
-        self.downUntil[index] = nil
-    }
-
-    func isCoolingDown(_ index: Int, now: NIODeadline) -> Bool {
-        guard let until = self.downUntil[index] else { return false }
-        return until > now
+    func isOut(_ index: Int) -> Bool {
+        index < 64 && self.outOfRotation & (1 << UInt64(index)) != 0
     }
 }

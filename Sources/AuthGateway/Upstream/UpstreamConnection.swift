@@ -79,6 +79,11 @@ final class UpstreamConnection: UpstreamLease, Equatable {
         self.handler.resumeReading()
     }
 
+    func timedOut() {
+        self.handler.onOutcome?(.timedOut)
+        self.close()
+    }
+
     func release(reusable: Bool) {
         guard reusable, let pool = self.pool else {
             self.close()
@@ -117,6 +122,8 @@ final class UpstreamHandler: ChannelDuplexHandler {
     var delegate: UpstreamConnectionDelegate?
     /// Called once when the channel goes inactive (the pool forgets the connection).
     var onClose: (() -> Void)?
+    /// Told how each exchange went, for outlier detection (`TargetAvailability`).
+    var onOutcome: ((UpstreamOutcome) -> Void)?
     var reusable = true
     private var context: ChannelHandlerContext?
     private var parser = ResponseParser()
@@ -157,6 +164,7 @@ final class UpstreamHandler: ChannelDuplexHandler {
             switch event {
             case .head(let head):
                 if !head.keepAlive { self.reusable = false }
+                if head.status >= 200 { self.onOutcome?(.responded(head.status)) }
                 self.delegate?.upstreamResponseHead(head)
             case .body(let part):
                 self.delegate?.upstreamResponseBody(part)
@@ -220,6 +228,9 @@ final class UpstreamHandler: ChannelDuplexHandler {
         self.reusable = false
         let delegate = self.delegate
         self.delegate = nil
+        // Closed under an exchange (not by the gateway, which clears the delegate first): a reset.
+        if delegate != nil { self.onOutcome?(.reset) }
+        self.onOutcome = nil
         delegate?.upstreamClosed(protocolError: protocolError)
         let onClose = self.onClose
         self.onClose = nil

@@ -11,6 +11,8 @@ final class UpstreamHTTP2Connection: Equatable {
     /// `:scheme` of its requests.
     let scheme: String
     weak var pool: UpstreamPool?
+    /// Given to each stream: how its exchange went (outlier detection).
+    var onOutcome: ((UpstreamOutcome) -> Void)?
 
     init(channel: Channel, multiplexer: NIOHTTP2Handler.StreamMultiplexer, targetIndex: Int, scheme: String) {
         self.channel = channel
@@ -23,6 +25,7 @@ final class UpstreamHTTP2Connection: Equatable {
     func openStream(onClose: @escaping () -> Void) -> EventLoopFuture<UpstreamStream> {
         let handler = UpstreamStreamHandler(scheme: self.scheme, eventLoop: self.channel.eventLoop)
         handler.onClose = onClose
+        handler.onOutcome = self.onOutcome
         let stream = UpstreamStream(connection: self, handler: handler)
         let bound = NIOLoopBound(handler, eventLoop: self.channel.eventLoop)
         return self.multiplexer.createStreamChannel { channel in

@@ -31,6 +31,9 @@ protocol UpstreamLease: AnyObject {
     func flush()
     /// Gives the exchange up: the connection is closed (HTTP/1.1) or the stream reset (HTTP/2).
     func close()
+    /// Gives the exchange up because the backend did not answer in time: as `close`, and the
+    /// timeout counts against the URL (outlier detection, SPEC §4.11).
+    func timedOut()
     /// Backpressure: the delegate can take more again.
     func resumeReading()
     /// The exchange completed: back to the pool when `reusable`, else closed.
@@ -55,6 +58,16 @@ extension UpstreamLease {
 struct RequestSecrets {
     var names = SecretHeaderNames()
     var peerNeverIndexed: [String] = []
+}
+
+/// How an exchange with an upstream URL went, as outlier detection counts it (SPEC §4.11).
+enum UpstreamOutcome: Equatable {
+    /// A final response head arrived with this status (502/503/504 are failures).
+    case responded(Int)
+    /// The connection or stream died under the exchange.
+    case reset
+    /// The backend did not answer within its response timeout.
+    case timedOut
 }
 
 /// Receives what a leased upstream delivers. Implemented by `ProxyHandler` and

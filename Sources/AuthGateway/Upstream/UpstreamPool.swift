@@ -41,7 +41,10 @@ final class UpstreamPool {
     let connectTimeout: TimeAmount
     /// How requests reach these targets: HTTP/1.1, or streams of HTTP/2 connections.
     let wireProtocol: BackendConfiguration.WireProtocol
-    private let tlsContext: NIOSSLContext?
+    private let tls: UpstreamTLS?
+    /// Which targets are in rotation: a backend's is shared by every loop's pool and the
+    /// health prober (SPEC §4.11); other upstreams have one of their own.
+    let availability: TargetAvailability
     private let connector: UpstreamConnector
     private var state: Machine
     private var nextLeaseID = 0
@@ -55,17 +58,18 @@ final class UpstreamPool {
         var timeout: Scheduled<Void>?
     }
 
-    /// `tlsContext` is used for `https` targets (with ALPN `h2` for an `h2` pool).
+    /// `tls` is used for `https` targets (with ALPN `h2` for an `h2` pool).
     init(
-        name: String, eventLoop: EventLoop, targets: [Target], maxConnections: Int, connectTimeout: TimeAmount, tlsContext: NIOSSLContext?,
-        connector: UpstreamConnector, wireProtocol: BackendConfiguration.WireProtocol = .http1
+        name: String, eventLoop: EventLoop, targets: [Target], maxConnections: Int, connectTimeout: TimeAmount, tls: UpstreamTLS?,
+        connector: UpstreamConnector, wireProtocol: BackendConfiguration.WireProtocol = .http1, availability: TargetAvailability? = nil
     ) {
+        self.availability = availability ?? TargetAvailability(name: name, urls: targets)
         self.name = name
         self.wireProtocol = wireProtocol
         self.eventLoop = eventLoop
         self.targets = targets
         self.connectTimeout = connectTimeout
-        self.tlsContext = tlsContext
+        self.tls = tls
         self.connector = connector
         self.state = Machine(targetCount: targets.count, maxConnections: maxConnections, mode: wireProtocol.isHTTP2 ? .multiplexed : .exclusive)
     }
@@ -84,7 +88,9 @@ final class UpstreamPool {
         self.eventLoop.preconditionInEventLoop()
         let id = self.nextLeaseID
         self.nextLeaseID &+= 1
-        let action = self.state.lease(id, now: .now())
+        let now = NIODeadline.now()
+        self.state.setOutOfRotation(self.availability.outOfRotation(now: now))
+        let action = self.state.lease(id, now: now)
         if case .deliver(.http1(let connection), to: id, let reused) = action {
             return .leased(connection, reused: reused)
         }
@@ -196,7 +202,7 @@ final class UpstreamPool {
     private func connect(_ attempt: Machine.Attempt) {
         let target = self.targets[attempt.target]
         self.connector.connect(
-            to: target, eventLoop: self.eventLoop, timeout: self.connectTimeout, tls: target.isTLS ? self.tlsContext : nil,
+            to: target, eventLoop: self.eventLoop, timeout: self.connectTimeout, tls: target.isTLS ? self.tls : nil,
             http2: self.wireProtocol.isHTTP2
         )
         .assumeIsolated()
@@ -206,13 +212,38 @@ final class UpstreamPool {
                 self.onConnectResult?(attempt.target, true, nil)
                 guard let connection = self.adopt(channel, target: attempt.target) else {
                     channel.close(promise: nil)
-                    self.run(self.state.connectFailed(attempt.id, now: .now()))
+                    self.connectFailed(attempt)
                     return
                 }
+                self.availability.connectSucceeded(attempt.target)
                 self.run(self.state.connected(attempt.id, connection))
             case .failure(let error):
                 self.onConnectResult?(attempt.target, false, "\(error)")
-                self.run(self.state.connectFailed(attempt.id, now: .now()))
+                self.connectFailed(attempt)
+            }
+        }
+    }
+
+    /// The target sits out (process-wide for a backend) and the lease tries the next one.
+    private func connectFailed(_ attempt: Machine.Attempt) {
+        let now = NIODeadline.now()
+        self.availability.connectFailed(attempt.target, now: now)
+        self.state.setOutOfRotation(self.availability.outOfRotation(now: now))
+        self.run(self.state.connectFailed(attempt.id, now: now))
+    }
+
+    /// Reports each exchange's outcome on `target` to the availability.
+    private func outcomeReporter(target: Int) -> (UpstreamOutcome) -> Void {
+        let availability = self.availability
+        return { outcome in
+            switch outcome {
+            case .responded(let status) where status == 502 || status == 503 || status == 504:
+                availability.failed(target, .status(status), now: .now())
+            case .responded:
+                // The happy path: one relaxed atomic load, no lock, no clock.
+                availability.succeeded(target)
+            case .reset: availability.failed(target, .reset, now: .now())
+            case .timedOut: availability.failed(target, .timeout, now: .now())
             }
         }
     }
@@ -231,6 +262,7 @@ final class UpstreamPool {
                 channel: channel, multiplexer: multiplexer, targetIndex: target, scheme: self.targets[target].isTLS ? "https" : "http"
             )
             http2.pool = self
+            http2.onOutcome = self.outcomeReporter(target: target)
             let connection = PooledConnection.http2(http2)
             handler.onStreamCapacity = { [weak self] capacity in
                 guard let self else { return }
@@ -249,6 +281,7 @@ final class UpstreamPool {
         guard let handler = try? sync.handler(type: UpstreamHandler.self) else { return nil }
         let http1 = UpstreamConnection(channel: channel, handler: handler, targetIndex: target)
         http1.pool = self
+        handler.onOutcome = self.outcomeReporter(target: target)
         let connection = PooledConnection.http1(http1)
         handler.onClose = { [weak self] in
             guard let self else { return }
@@ -264,23 +297,22 @@ extension UpstreamPool: Sendable {}
 /// Opens a channel to an upstream target whose pipeline ends in an `UpstreamHandler`
 /// (HTTP/1.1), or in NIOHTTP2's client handler and an `UpstreamHTTP2ConnectionHandler`.
 package protocol UpstreamConnector: Sendable {
-    func connect(to target: UpstreamURL, eventLoop: EventLoop, timeout: TimeAmount, tls: NIOSSLContext?, http2: Bool) -> EventLoopFuture<Channel>
+    func connect(to target: UpstreamURL, eventLoop: EventLoop, timeout: TimeAmount, tls: UpstreamTLS?, http2: Bool) -> EventLoopFuture<Channel>
 }
 
 /// TCP (and TLS) connections with NIO's `ClientBootstrap`.
 package struct SocketConnector: UpstreamConnector {
     package init() {}
 
-    package func connect(to target: UpstreamURL, eventLoop: EventLoop, timeout: TimeAmount, tls: NIOSSLContext?, http2: Bool) -> EventLoopFuture<Channel> {
+    package func connect(to target: UpstreamURL, eventLoop: EventLoop, timeout: TimeAmount, tls: UpstreamTLS?, http2: Bool) -> EventLoopFuture<Channel> {
         ClientBootstrap(group: eventLoop)
             .connectTimeout(timeout)
             .channelOption(.tcpOption(.tcp_nodelay), value: 1)
             .channelInitializer { channel in
                 do {
                     if let tls {
-                        // SNI only for names: RFC 6066 forbids IP literals there.
-                        let serverName = target.host.first?.isLetter == true ? target.host : nil
-                        try channel.pipeline.syncOperations.addHandler(NIOSSLClientHandler(context: tls, serverHostname: serverName))
+                        let handler = try tls.makeHandler(for: target)
+                        try channel.pipeline.syncOperations.addHandler(handler)
                     }
                     if http2 {
                         try Self.addHTTP2Handlers(to: channel)

@@ -44,6 +44,11 @@ final class UpstreamStream: UpstreamLease {
         self.handler.flush()
     }
 
+    func timedOut() {
+        self.handler.onOutcome?(.timedOut)
+        self.close()
+    }
+
     /// Resets the stream (RST_STREAM CANCEL).
     func close() {
         self.handler.delegate = nil
@@ -79,6 +84,8 @@ final class UpstreamStreamHandler: ChannelDuplexHandler {
     var delegate: UpstreamConnectionDelegate?
     /// Called once when the stream closes: its slot goes back to the pool.
     var onClose: (() -> Void)?
+    /// Told how the exchange went, for outlier detection (`TargetAvailability`).
+    var onOutcome: ((UpstreamOutcome) -> Void)?
     private let scheme: String
     private var context: ChannelHandlerContext?
     /// The request HEADERS, held until the body's first part or its end (which then rides on
@@ -198,6 +205,7 @@ final class UpstreamStreamHandler: ChannelDuplexHandler {
                     return
                 }
                 self.responseStarted = true
+                self.onOutcome?(.responded(status))
                 self.delegate?.upstreamResponseHead(head)
             } else {
                 self.delegate?.upstreamResponseTrailers(headers.headers)
@@ -261,6 +269,8 @@ final class UpstreamStreamHandler: ChannelDuplexHandler {
         self.ended = true
         let delegate = self.delegate
         self.delegate = nil
+        // Under an exchange (the gateway's own reset clears the delegate first): a reset.
+        if delegate != nil { self.onOutcome?(.reset) }
         delegate?.upstreamClosed(protocolError: protocolError)
     }
 

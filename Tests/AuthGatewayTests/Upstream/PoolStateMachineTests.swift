@@ -116,14 +116,16 @@ struct PoolStateMachineTests {
         #expect(pool.connected(attempt.id, "b") == .deliver("b", to: 1, reused: false))
     }
 
-    @Test("a refused connect tries the next URL, puts the failed one in cooldown, and the next requests skip it")
-    func connectFailureMovesOnAndCoolsDown() {
-        var pool = Machine(targetCount: 2, maxConnections: 4, cooldown: .seconds(2))
+    @Test("a refused connect tries the next URL; URLs out of rotation are skipped until they are back")
+    func connectFailureMovesOnAndSkipsURLsOutOfRotation() {
+        var pool = Machine(targetCount: 2, maxConnections: 4)
         guard case .connect(let first) = pool.lease(0, now: self.now) else {
             Issue.record("expected a connect")
             return
         }
         #expect(first.target == 0)
+        // The shell reports the failure to `TargetAvailability`, which takes URL 0 out.
+        pool.setOutOfRotation(0b01)
         guard case .connect(let second) = pool.connectFailed(first.id, now: self.now) else {
             Issue.record("expected a connect to the other URL")
             return
@@ -131,17 +133,33 @@ struct PoolStateMachineTests {
         #expect(second.target == 1)
         #expect(pool.connected(second.id, "b") == .deliver("b", to: 0, reused: false))
         _ = pool.released("b", target: 1, reusable: true)
-        // URL 0 cools down: both next requests use URL 1.
+        // URL 0 is out: both next requests use URL 1.
         #expect(pool.lease(1, now: self.now + .seconds(1)) == .deliver("b", to: 1, reused: true))
         _ = pool.released("b", target: 1, reusable: true)
         #expect(pool.lease(2, now: self.now + .seconds(1)) == .deliver("b", to: 2, reused: true))
         _ = pool.released("b", target: 1, reusable: true)
-        // After the cooldown URL 0 is chosen again.
+        // Back in rotation, URL 0 is chosen again.
+        pool.setOutOfRotation(0)
         guard case .connect(let again) = pool.lease(3, now: self.now + .seconds(3)) else {
             Issue.record("expected URL 0 to be tried again")
             return
         }
         #expect(again.target == 0)
+    }
+
+    @Test("when every URL is out of rotation, requests still go to all of them (panic routing)")
+    func panicRouting() {
+        var pool = Machine(targetCount: 2, maxConnections: 4)
+        pool.setOutOfRotation(0b11)
+        guard case .connect(let first) = pool.lease(0, now: self.now) else {
+            Issue.record("expected a connect")
+            return
+        }
+        guard case .connect(let second) = pool.lease(1, now: self.now) else {
+            Issue.record("expected a connect")
+            return
+        }
+        #expect(Set([first.target, second.target]) == [0, 1])
     }
 
     @Test("when every URL refuses, the lease fails as unreachable and the slot is freed")

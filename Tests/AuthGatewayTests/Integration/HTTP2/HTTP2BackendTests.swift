@@ -57,8 +57,10 @@ struct HTTP2BackendTests {
         serverTLS.applicationProtocols = ["h2"]
         let backend = try await EchoBackend.start(group: TestGroup.shared, http2: true, tls: try NIOSSLContext(configuration: serverTLS))
         let gateway = try await Self.gateway(backend: backend, protocolName: "h2", url: "https://localhost:\(backend.port)") { config in
-            // The backend's certificate is trusted through the configured CA file.
-            config["authService"] = ["url": "http://127.0.0.1:1", "caCertificatePEMFile": .string(TLSTests.certificatePath)]
+            // The backend's certificate is trusted through its own CA file (SPEC §4.11).
+            config["backends"] = [
+                "api": ["urls": [.string("https://localhost:\(backend.port)")], "protocol": "h2", "tls": ["caCertificatePEMFile": .string(TLSTests.certificatePath)]]
+            ]
         }
         defer { Task { await gateway.stop() } }
         let result = try await HTTP2ClientTests.curl(["--http2-prior-knowledge", "--include", "-H", "Authorization: Bearer \(TestKeys.token())", "http://127.0.0.1:\(gateway.port)/tls-h2"])

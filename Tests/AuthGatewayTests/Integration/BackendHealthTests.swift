@@ -1,0 +1,345 @@
+import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import Synchronization
+import Testing
+
+import AuthGatewayDemo
+@testable import AuthGateway
+
+/// A backend URL whose answers the test sets: `status` for traffic, `healthStatus` for the
+/// health path; counts both.
+final class ScriptedURL: Sendable {
+    let server: SimpleHTTPServer
+    private let counters: Counters
+
+    private final class Counters: Sendable {
+        let status = Atomic<Int>(200)
+        let healthStatus = Atomic<Int>(200)
+        let requests = Atomic<Int>(0)
+        let probes = Atomic<Int>(0)
+        let probeAuthorization = Atomic<Bool>(false)
+    }
+
+    private init(server: SimpleHTTPServer, counters: Counters) {
+        self.server = server
+        self.counters = counters
+    }
+
+    static func start(status: Int = 200, healthPath: String = "/health") async throws -> ScriptedURL {
+        let counters = Counters()
+        counters.status.store(status, ordering: .relaxed)
+        let server = try await SimpleHTTPServer.start(group: TestGroup.shared) { request in
+            if request.path == healthPath {
+                counters.probes.wrappingAdd(1, ordering: .relaxed)
+                if request.headers.contains(name: "authorization") { counters.probeAuthorization.store(true, ordering: .relaxed) }
+                return SimpleResponse(status: HTTPResponseStatus(statusCode: counters.healthStatus.load(ordering: .relaxed)))
+            }
+            counters.requests.wrappingAdd(1, ordering: .relaxed)
+            return .json(HTTPResponseStatus(statusCode: counters.status.load(ordering: .relaxed)), ["path": .string(request.path)])
+        }
+        return ScriptedURL(server: server, counters: counters)
+    }
+
+    var url: String { self.server.baseURL }
+    var requests: Int { self.counters.requests.load(ordering: .relaxed) }
+    var probes: Int { self.counters.probes.load(ordering: .relaxed) }
+    var probesCarriedAuthorization: Bool { self.counters.probeAuthorization.load(ordering: .relaxed) }
+    func answer(_ status: Int) { self.counters.status.store(status, ordering: .relaxed) }
+    func answerHealth(_ status: Int) { self.counters.healthStatus.store(status, ordering: .relaxed) }
+    func close() async { await self.server.close() }
+}
+
+/// Passive outlier detection and active health checks over real sockets (SPEC §4.11), and
+/// what operators see of them: `/healthz`, metrics.
+@Suite("Backend health (real sockets)")
+struct BackendHealthTests {
+    static func gateway(_ urls: [ScriptedURL], extra: JSONObject) async throws -> GatewayFixture {
+        try await GatewayFixture.start { config in
+            var backend: JSONObject = ["urls": .array(urls.map { .string($0.url) })]
+            for entry in extra.entries { backend[entry.key] = entry.value }
+            config["backends"] = ["api": .object(backend)]
+        }
+    }
+
+    static func get(_ gateway: GatewayFixture, _ path: String) async throws -> TestResponse {
+        try await gateway.send(.get(path, token: TestKeys.token()))
+    }
+
+    /// `checks.backends.api` of `/healthz`.
+    static func health(_ gateway: GatewayFixture) async throws -> (status: String?, backend: JSONValue?) {
+        let document = try await gateway.send(.get("/healthz")).json
+        return (document?["status"]?.stringValue, document?["checks"]?["backends"]?["api"])
+    }
+
+    static func state(_ gateway: GatewayFixture, _ url: ScriptedURL) async throws -> String? {
+        try await Self.state(gateway, url.url)
+    }
+
+    static func state(_ gateway: GatewayFixture, _ url: String) async throws -> String? {
+        try await Self.health(gateway).backend?["urls"]?[url]?["state"]?.stringValue
+    }
+
+    static func metrics(_ gateway: GatewayFixture) async throws -> String {
+        let connection = try await TestConnection.connect(port: gateway.adminPort)
+        defer { Task { await connection.close() } }
+        return try await connection.send(.get("/metrics")).text
+    }
+
+    // MARK: Outlier detection
+
+    @Test func aURLAnswering502IsEjectedAfterConsecutiveFailuresAndComesBack() async throws {
+        let good = try await ScriptedURL.start()
+        let bad = try await ScriptedURL.start(status: 502)
+        defer { Task { await good.close(); await bad.close() } }
+        let gateway = try await Self.gateway([good, bad], extra: ["outlierDetection": ["consecutiveFailures": 3, "baseEjectionSeconds": 2, "maxEjectionPercent": 50]])
+        defer { Task { await gateway.stop() } }
+
+        // Round robin: the bad URL sees every other request until its third 502 ejects it.
+        var statuses: [Int] = []
+        for index in 0..<6 { statuses.append(try await Self.get(gateway, "/warm/\(index)").status) }
+        #expect(bad.requests == 3)
+        #expect(statuses.filter { $0 == 502 }.count == 3)
+        #expect(try await Self.state(gateway, bad) == "ejected")
+        let until = try await Self.health(gateway).backend?["urls"]?[bad.url]?["untilSeconds"]?.numberValue?.exactInt
+        #expect(until.map { (1...2).contains($0) } == true)
+        #expect(try await Self.state(gateway, good) == "healthy")
+        // Only some URLs out: the gateway is still ok.
+        #expect(try await Self.health(gateway).status == "ok")
+        let metrics = try await Self.metrics(gateway)
+        #expect(metrics.contains("auth_gateway_backend_ejections_total{backend=\"api\",url=\"\(bad.url)\"} 1"), "\(metrics)")
+        #expect(metrics.contains("auth_gateway_backend_up{backend=\"api\",url=\"\(bad.url)\"} 0"))
+        #expect(metrics.contains("auth_gateway_backend_up{backend=\"api\",url=\"\(good.url)\"} 1"))
+
+        // While ejected, everything goes to the good URL.
+        for index in 0..<6 { #expect(try await Self.get(gateway, "/ejected/\(index)").status == 200) }
+        #expect(bad.requests == 3)
+
+        // The ejection (2 s) expires: the bad URL gets traffic again.
+        #expect(await eventually(timeout: .seconds(6)) {
+            _ = try? await Self.get(gateway, "/after")
+            return bad.requests > 3
+        })
+        bad.answer(200)
+        #expect(await eventually { (try? await Self.state(gateway, bad)) == "healthy" })
+    }
+
+    @Test func atMostMaxEjectionPercentOfTheURLsAreEjected() async throws {
+        let urls = [try await ScriptedURL.start(status: 503), try await ScriptedURL.start(status: 503), try await ScriptedURL.start(status: 503)]
+        defer { Task { for url in urls { await url.close() } } }
+        // 50 % of 3 rounds down to 1.
+        let gateway = try await Self.gateway(urls, extra: ["outlierDetection": ["consecutiveFailures": 1, "baseEjectionSeconds": 60, "maxEjectionPercent": 50]])
+        defer { Task { await gateway.stop() } }
+        for index in 0..<12 { #expect(try await Self.get(gateway, "/fail/\(index)").status == 503) }
+        var ejected = 0
+        for url in urls where try await Self.state(gateway, url) == "ejected" { ejected += 1 }
+        #expect(ejected == 1)
+        // The two left in rotation share the traffic.
+        #expect(urls.filter { $0.requests > 1 }.count >= 2)
+    }
+
+    /// Response timeouts count (the proxy tells the lease it gave up for a timeout); one URL
+    /// can always be ejected, and a backend whose only URL is out is in panic routing.
+    @Test func responseTimeoutsCountAndASingleURLCanBeEjected() async throws {
+        let backend = try await EchoBackend.start(group: TestGroup.shared)
+        let gateway = try await GatewayFixture.start(backend: backend) { config in
+            config["backends"] = ["api": [
+                "urls": [.string(backend.baseURL)], "responseTimeoutMilliseconds": 200,
+                "outlierDetection": ["consecutiveFailures": 2, "baseEjectionSeconds": 30],
+            ]]
+        }
+        defer { Task { await gateway.stop() } }
+        #expect(try await Self.get(gateway, "/delay/2000").status == 504)
+        #expect(try await Self.state(gateway, backend.baseURL) == "healthy")
+        #expect(try await Self.get(gateway, "/delay/2000").status == 504)
+        #expect(try await Self.state(gateway, backend.baseURL) == "ejected")
+        let health = try await Self.health(gateway)
+        #expect(health.status == "degraded")
+        #expect(health.backend?["panicRouting"] == .bool(true))
+        // Panic routing: the only URL still gets the traffic.
+        #expect(try await Self.get(gateway, "/still-served").status == 200)
+    }
+
+    /// SPEC §4.11: some URLs out leave the gateway `ok`; the backend's entry says which.
+    @Test func aURLRefusingConnectionsLeavesTheGatewayOk() async throws {
+        let refusing = try RefusingPort()
+        defer { withExtendedLifetime(refusing) {} }
+        let good = try await ScriptedURL.start()
+        defer { Task { await good.close() } }
+        let gateway = try await GatewayFixture.start { config in
+            config["backends"] = ["api": ["urls": [.string(refusing.url), .string(good.url)]]]
+        }
+        defer { Task { await gateway.stop() } }
+        for index in 0..<3 { #expect(try await Self.get(gateway, "/r/\(index)").status == 200) }
+        let health = try await Self.health(gateway)
+        #expect(health.status == "ok")
+        #expect(health.backend?["status"]?.stringValue == "degraded")
+        #expect(health.backend?["urls"]?[refusing.url]?["status"]?.stringValue == "failing")
+        #expect(health.backend?["panicRouting"] == nil)
+    }
+
+    /// Connect failures count: a refusing URL is ejected (beyond its 2 s sit-out).
+    @Test func aURLRefusingConnectionsIsEjected() async throws {
+        let refusing = try RefusingPort()
+        defer { withExtendedLifetime(refusing) {} }
+        let good = try await ScriptedURL.start()
+        defer { Task { await good.close() } }
+        let gateway = try await GatewayFixture.start { config in
+            config["backends"] = ["api": ["urls": [.string(refusing.url), .string(good.url)], "outlierDetection": ["consecutiveFailures": 1, "baseEjectionSeconds": 60]]]
+        }
+        defer { Task { await gateway.stop() } }
+        // The first request tries the refusing URL first, then the good one.
+        #expect(try await Self.get(gateway, "/first").status == 200)
+        #expect(try await Self.state(gateway, refusing.url) == "ejected")
+        let until = try await Self.health(gateway).backend?["urls"]?[refusing.url]?["untilSeconds"]?.numberValue?.exactInt ?? 0
+        #expect(until > 50)
+    }
+
+    /// Resets count: a URL that accepts, reads the request and closes without answering.
+    @Test func aURLThatResetsEveryExchangeIsEjected() async throws {
+        let resetting = try await ServerBootstrap(group: TestGroup.shared)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(CloseOnRead()) }
+            }
+            .bind(host: "127.0.0.1", port: 0).get()
+        defer { Task { try? await resetting.close() } }
+        let url = "http://127.0.0.1:\(resetting.localAddress?.port ?? 0)"
+        let gateway = try await GatewayFixture.start { config in
+            // POST: not retried on another connection, so each request is one reset.
+            config["backends"] = ["api": ["urls": [.string(url)], "outlierDetection": ["consecutiveFailures": 2, "baseEjectionSeconds": 30]]]
+        }
+        defer { Task { await gateway.stop() } }
+        for index in 0..<2 {
+            let response = try await gateway.send(TestRequest(.POST, "/reset/\(index)", headers: [("Authorization", "Bearer \(TestKeys.token())")], body: "x"))
+            #expect(response.status == 502)
+        }
+        #expect(try await Self.state(gateway, url) == "ejected")
+    }
+
+    /// HTTP/2 backends count too: each stream's status reaches outlier detection.
+    @Test func anH2cURLAnswering503IsEjected() async throws {
+        let backend = try await EchoBackend.start(group: TestGroup.shared, http2: true)
+        let gateway = try await GatewayFixture.start(backend: backend) { config in
+            config["backends"] = ["api": ["urls": [.string(backend.baseURL)], "protocol": "h2c", "outlierDetection": ["consecutiveFailures": 2]]]
+        }
+        defer { Task { await gateway.stop() } }
+        #expect(try await Self.get(gateway, "/status/503").status == 503)
+        #expect(try await Self.get(gateway, "/status/200").status == 200)
+        #expect(try await Self.get(gateway, "/status/503").status == 503)
+        // The 200 in between ended the first streak.
+        #expect(try await Self.state(gateway, backend.baseURL) == "healthy")
+        #expect(try await Self.get(gateway, "/status/504").status == 504)
+        #expect(try await Self.state(gateway, backend.baseURL) == "ejected")
+    }
+
+    // MARK: Health checks
+
+    /// Probes speak the backend's protocol and TLS: an h2 backend behind mutual TLS stays
+    /// healthy only if the probes present the client certificate and trust its CA.
+    @Test func probesUseTheBackendsProtocolAndTLS() async throws {
+        let pki = try await TestPKI.shared()
+        let backend = try await EchoBackend.start(
+            group: TestGroup.shared, http2: true, tls: try pki.serverContext(requireClientCertificate: true, alpn: ["h2"])
+        )
+        let gateway = try await GatewayFixture.start(backend: backend) { config in
+            config["backends"] = ["api": [
+                "urls": [.string("https://localhost:\(backend.port)")], "protocol": "h2",
+                "tls": ["caCertificatePEMFile": .string(pki.caCertificate), "certificatePEMFile": .string(pki.clientCertificate), "privateKeyPEMFile": .string(pki.clientKey)],
+                // A generous timeout: a TLS handshake on a loaded machine must not fail a probe.
+                "healthCheck": ["path": "/health", "intervalSeconds": 1, "timeoutMilliseconds": 5000, "unhealthyThreshold": 1, "healthyThreshold": 1],
+            ]]
+        }
+        defer { Task { await gateway.stop() } }
+        // Two probe rounds reached the backend (no traffic was sent), and it is still healthy.
+        #expect(await eventually(timeout: .seconds(8)) { backend.requestCount >= 2 })
+        #expect(try await Self.state(gateway, "https://localhost:\(backend.port)") == "healthy")
+        #expect(try await Self.health(gateway).status == "ok")
+    }
+
+    @Test func aURLFailingItsHealthCheckGetsNoTrafficAndGetsItBackAfterRecovering() async throws {
+        let steady = try await ScriptedURL.start()
+        let flaky = try await ScriptedURL.start()
+        defer { Task { await steady.close(); await flaky.close() } }
+        let gateway = try await Self.gateway(
+            [steady, flaky],
+            // A generous timeout: on a loaded machine a slow probe of the steady URL must not
+            // make it unhealthy too (that would be panic routing, and the flaky URL served).
+            extra: ["healthCheck": ["path": "/health", "intervalSeconds": 1, "timeoutMilliseconds": 3000, "unhealthyThreshold": 1, "healthyThreshold": 1]]
+        )
+        defer { Task { await gateway.stop() } }
+        #expect(try await Self.state(gateway, flaky) == "healthy")
+        #expect(await eventually { flaky.probes > 0 && steady.probes > 0 })
+
+        flaky.answerHealth(503)
+        // Within two intervals it is out of rotation (plus slack for the probe itself).
+        #expect(await eventually(timeout: .milliseconds(2500)) { (try? await Self.state(gateway, flaky)) == "unhealthy" })
+        let before = flaky.requests
+        for index in 0..<6 { #expect(try await Self.get(gateway, "/sick/\(index)").status == 200) }
+        #expect(flaky.requests == before)
+        #expect(try await Self.state(gateway, steady) == "healthy")
+        let metrics = try await Self.metrics(gateway)
+        #expect(metrics.contains("auth_gateway_backend_up{backend=\"api\",url=\"\(flaky.url)\"} 0"))
+
+        flaky.answerHealth(200)
+        #expect(await eventually(timeout: .seconds(3)) { (try? await Self.state(gateway, flaky)) == "healthy" })
+        for index in 0..<4 { #expect(try await Self.get(gateway, "/well/\(index)").status == 200) }
+        #expect(flaky.requests > before)
+        // Probes never carry a user's token.
+        #expect(!flaky.probesCarriedAuthorization && !steady.probesCarriedAuthorization)
+    }
+
+    @Test func whenEveryURLIsUnhealthyTrafficStillFlowsAndHealthzSaysDegraded() async throws {
+        let urls = [try await ScriptedURL.start(), try await ScriptedURL.start()]
+        defer { Task { for url in urls { await url.close() } } }
+        for url in urls { url.answerHealth(500) }
+        let gateway = try await Self.gateway(
+            urls, extra: ["healthCheck": ["path": "/health", "intervalSeconds": 1, "timeoutMilliseconds": 500, "unhealthyThreshold": 1, "healthyThreshold": 1]]
+        )
+        defer { Task { await gateway.stop() } }
+        #expect(await eventually(timeout: .seconds(3)) { (try? await Self.health(gateway).status) == "degraded" })
+        let health = try await Self.health(gateway)
+        #expect(health.backend?["panicRouting"] == .bool(true))
+        for url in urls { #expect(health.backend?["urls"]?[url.url]?["state"]?.stringValue == "unhealthy") }
+        // Panic routing: requests go to all of them.
+        for index in 0..<4 { #expect(try await Self.get(gateway, "/panic/\(index)").status == 200) }
+        #expect(urls.allSatisfy { $0.requests > 0 })
+    }
+
+    @Test func checkReadsHealthCheckAndOutlierDetectionWithPathsInErrors() throws {
+        func issues(_ extra: String) -> [String] {
+            let text = """
+                {"listener":{},"backends":{"api":{"urls":["http://127.0.0.1:1"], \(extra)}},
+                 "routes":[{"name":"r","pathPrefix":"/","backend":"api","auth":"none"}]}
+                """
+            do {
+                _ = try ConfigurationLoader(environment: [:]).load(text: text, baseDirectory: "/")
+                return []
+            } catch {
+                return error.issues.map(\.description)
+            }
+        }
+        #expect(issues(#""healthCheck": {"path": "health", "intervalSeconds": 0}"#) == [
+            "backends.api.healthCheck.path: must be a path starting with \"/\"", "backends.api.healthCheck.intervalSeconds: must be between 1 and 3600, found 0",
+        ])
+        #expect(issues(#""outlierDetection": {"maxEjectionPercent": 101, "consecutive": 1}"#) == [
+            "backends.api.outlierDetection.maxEjectionPercent: must be between 1 and 100, found 101", "backends.api.outlierDetection.consecutive: unknown key",
+        ])
+        let configuration = try ConfigurationLoader(environment: [:]).load(
+            text: #"{"listener":{},"backends":{"api":{"urls":["http://127.0.0.1:1"],"healthCheck":{},"outlierDetection":{}}},"routes":[{"name":"r","pathPrefix":"/","backend":"api","auth":"none"}]}"#,
+            baseDirectory: "/"
+        )
+        #expect(configuration.backend(named: "api")?.healthCheck == HealthCheckConfiguration())
+        #expect(configuration.backend(named: "api")?.outlierDetection?.consecutiveFailures == 5)
+    }
+}
+
+/// Closes the connection as soon as anything arrives (a backend that resets every exchange).
+private final class CloseOnRead: ChannelInboundHandler, Sendable {
+    typealias InboundIn = ByteBuffer
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        context.close(promise: nil)
+    }
+}
