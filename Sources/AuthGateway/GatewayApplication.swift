@@ -23,6 +23,8 @@ public final class GatewayApplication: Sendable {
         var generation: UInt64
         /// Kept across reloads while the profile section is unchanged (SPEC §2).
         var profiles: ProfileCache?
+        /// Its tables (the buckets) of unchanged limits are kept across reloads (SPEC §4.12).
+        var rateLimiter: RateLimiter?
         var main: Channel?
         var admin: Channel?
         var flushTasks: [RepeatedTask] = []
@@ -72,7 +74,8 @@ public final class GatewayApplication: Sendable {
         self.shared = shared
         self.listenerTLS = try configuration.listener.tls.map { try Self.makeServerTLS($0, http2: configuration.listener.http2) }
         let profiles = Self.profileCache(for: configuration, keeping: nil, shared: shared)
-        let snapshot = Self.makeSnapshot(configuration, generation: 1, shared: shared, profiles: profiles)
+        let rateLimiter = RateLimiter.make(configuration: configuration, keeping: nil)
+        let snapshot = Self.makeSnapshot(configuration, generation: 1, shared: shared, profiles: profiles, rateLimiter: rateLimiter)
         var workers: [NIOLoopBound<Worker>] = []
         for eventLoop in group.makeIterator() {
             let worker = try await eventLoop.submit {
@@ -84,7 +87,7 @@ public final class GatewayApplication: Sendable {
         publisher.attach(workers)
         self.metricsCollector = MetricsCollector(workers: workers, shared: shared)
         self.started = workers[0].eventLoop.makePromise(of: Void.self)
-        self.state = NIOLockedValueBox(State(configuration: configuration, generation: 1, profiles: profiles))
+        self.state = NIOLockedValueBox(State(configuration: configuration, generation: 1, profiles: profiles, rateLimiter: rateLimiter))
     }
 
     /// What all event loops share, as `serve` builds it; keys reach the loops through
@@ -135,7 +138,10 @@ public final class GatewayApplication: Sendable {
         let publisher = KeyPublisher()
         let shared = try Self.makeShared(configuration, clock: clock, logger: Logger(label: "auth-gateway"), connector: connector, publisher: publisher, group: nil)
         let profiles = Self.profileCache(for: configuration, keeping: nil, shared: shared)
-        let worker = Worker(eventLoop: eventLoop, shared: shared, snapshot: Self.makeSnapshot(configuration, generation: 1, shared: shared, profiles: profiles))
+        let rateLimiter = RateLimiter.make(configuration: configuration, keeping: nil)
+        let worker = Worker(
+            eventLoop: eventLoop, shared: shared, snapshot: Self.makeSnapshot(configuration, generation: 1, shared: shared, profiles: profiles, rateLimiter: rateLimiter)
+        )
         publisher.attach([NIOLoopBound(worker, eventLoop: eventLoop)])
         return worker
     }
@@ -294,12 +300,13 @@ public final class GatewayApplication: Sendable {
     /// Listener addresses, TLS files and the thread count need a restart; a change there is
     /// reported and otherwise ignored.
     public func reload(_ configuration: GatewayConfiguration) {
-        let (old, generation, profiles) = self.state.withLockedValue { state -> (GatewayConfiguration, UInt64, ProfileCache?) in
+        let (old, generation, profiles, rateLimiter) = self.state.withLockedValue { state -> (GatewayConfiguration, UInt64, ProfileCache?, RateLimiter?) in
             let old = state.configuration
             state.generation += 1
             state.configuration = configuration
             state.profiles = Self.profileCache(for: configuration, keeping: state.profiles, shared: self.shared)
-            return (old, state.generation, state.profiles)
+            state.rateLimiter = RateLimiter.make(configuration: configuration, keeping: state.rateLimiter)
+            return (old, state.generation, state.profiles, state.rateLimiter)
         }
         if old.listener != configuration.listener || old.admin != configuration.admin || old.eventLoopThreads != configuration.eventLoopThreads
             || old.tracing != configuration.tracing
@@ -313,7 +320,7 @@ public final class GatewayApplication: Sendable {
                 metadata: ["reason": "sharedState changed; the running shared state (\(old.sharedState?.description ?? "off")) is kept until a restart"]
             )
         }
-        let snapshot = Self.makeSnapshot(configuration, generation: generation, shared: self.shared, profiles: profiles)
+        let snapshot = Self.makeSnapshot(configuration, generation: generation, shared: self.shared, profiles: profiles, rateLimiter: rateLimiter)
         for worker in self.workers {
             worker.eventLoop.execute { worker.value.apply(snapshot) }
         }
@@ -335,7 +342,9 @@ public final class GatewayApplication: Sendable {
 
     /// The refresher is rebuilt for each configuration; what it has learned lives in the
     /// application's refresh store, which every configuration shares.
-    private static func makeSnapshot(_ configuration: GatewayConfiguration, generation: UInt64, shared: GatewayShared, profiles: ProfileCache?) -> RuntimeSnapshot {
+    private static func makeSnapshot(
+        _ configuration: GatewayConfiguration, generation: UInt64, shared: GatewayShared, profiles: ProfileCache?, rateLimiter: RateLimiter?
+    ) -> RuntimeSnapshot {
         let refresher = configuration.authService.flatMap { authService in
             authService.refresh.map {
                 SessionRefresher(
@@ -344,7 +353,7 @@ public final class GatewayApplication: Sendable {
                 )
             }
         }
-        return RuntimeSnapshot(configuration: configuration, generation: generation, refresher: refresher, profiles: profiles)
+        return RuntimeSnapshot(configuration: configuration, generation: generation, refresher: refresher, profiles: profiles, rateLimiter: rateLimiter)
     }
 
     /// The profile cache for `configuration`: the existing one while the profile section is

@@ -100,6 +100,8 @@ struct RequestAuthenticator: Sendable {
     let refresher: SessionRefresher?
     let profiles: ProfileCache?
     let identityHeadersNeedProfile: Bool
+    /// Routes with a rate limit keyed by `profile.*` (SPEC §4.12).
+    let rateLimitProfileRoutes: Set<String>
     /// The first cookie source of access tokens: where a refreshed access token goes when the
     /// refresh token came from a cookie.
     let accessTokenCookie: String?
@@ -110,6 +112,7 @@ struct RequestAuthenticator: Sendable {
         self.refresher = refresher
         self.profiles = profiles
         self.identityHeadersNeedProfile = configuration.identityHeaders.contains { $0.path.source == .profile }
+        self.rateLimitProfileRoutes = configuration.routesWithProfileRateLimits
         self.accessTokenCookie = configuration.tokens.sources.lazy.compactMap { source -> String? in
             if case .cookie(let name) = source { return name }
             return nil
@@ -343,7 +346,9 @@ struct RequestAuthenticator: Sendable {
 
     /// The profile, when the route or the identity headers need it.
     func profile(_ identity: Identity, _ request: AuthRequest, _ services: AuthServices) -> AuthStep {
-        let needsProfile = self.identityHeadersNeedProfile || request.route.require.contains { $0.path.source == .profile }
+        let needsProfile =
+            self.identityHeadersNeedProfile || request.route.require.contains { $0.path.source == .profile }
+            || (!self.rateLimitProfileRoutes.isEmpty && self.rateLimitProfileRoutes.contains(request.route.name))
         guard needsProfile else { return .next(.requirements(identity)) }
         guard let profiles = self.profiles, let subject = identity.token.subject else {
             // Without a subject there is no profile to look up: refuse rather than guess.

@@ -128,6 +128,7 @@ enum MetricName {
     static let sharedStateErrors = "auth_gateway_shared_state_errors_total"
     static let sharedStateUp = "auth_gateway_shared_state_up"
     static let traceSpansDropped = "auth_gateway_trace_spans_dropped_total"
+    static let rateLimited = "auth_gateway_rate_limited_total"
 
     /// HELP text and type of every family, in the order they are rendered.
     static let families: [(name: String, type: String, help: String)] = [
@@ -151,6 +152,7 @@ enum MetricName {
         (sharedStateUp, "gauge", "1 while refreshes go through the shared-state database, 0 while they fall back to the local table"),
         (http2Abuse, "counter", "HTTP/2 client connections closed for abuse (rapid reset, floods, oversized header blocks), by kind"),
         (traceSpansDropped, "counter", "Sampled spans the trace exporter dropped, by reason (export_failed: collector down or refusing; queue_full)"),
+        (rateLimited, "counter", "Requests refused by a rate limit, by limit and route"),
     ]
 }
 

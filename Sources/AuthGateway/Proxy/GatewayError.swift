@@ -28,6 +28,7 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
         case authServiceUnavailable
         case keysUnavailable
         case overloaded
+        case rateLimited(limit: String, retryAfterSeconds: Int)
     }
 
     private let kind: Kind
@@ -53,6 +54,10 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
     public static let authServiceUnavailable = GatewayError(kind: .authServiceUnavailable)
     public static let keysUnavailable = GatewayError(kind: .keysUnavailable)
     public static let overloaded = GatewayError(kind: .overloaded)
+    /// Refused by the rate limit `limit` (SPEC §4.12); its name is configuration, not secret.
+    public static func rateLimited(_ limit: String, retryAfterSeconds: Int) -> GatewayError {
+        .init(kind: .rateLimited(limit: limit, retryAfterSeconds: retryAfterSeconds))
+    }
 
     /// Stable dotted name, e.g. `token.expired`.
     public var errorType: String {
@@ -77,6 +82,7 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
         case .authServiceUnavailable: return "auth_service.unavailable"
         case .keysUnavailable: return "keys.unavailable"
         case .overloaded: return "gateway.overloaded"
+        case .rateLimited: return "rate_limited"
         }
     }
 
@@ -93,6 +99,7 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
         case .upstreamUnreachable, .upstreamProtocolError: return .badGateway
         case .upstreamTimeout: return .gatewayTimeout
         case .upstreamBusy, .authServiceUnavailable, .keysUnavailable, .overloaded: return .serviceUnavailable
+        case .rateLimited: return .tooManyRequests
         }
     }
 
@@ -110,6 +117,7 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
     public var retryAfterSeconds: Int? {
         switch self.kind {
         case .authServiceUnavailable, .keysUnavailable, .upstreamBusy, .overloaded: return 5
+        case .rateLimited(_, let seconds): return seconds
         default: return nil
         }
     }
@@ -136,6 +144,7 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
         case .authServiceUnavailable: return "The auth service is unavailable; try again shortly"
         case .keysUnavailable: return "The signing keys are not available yet; try again shortly"
         case .overloaded: return "The gateway is at its connection limit"
+        case .rateLimited(let limit, _): return "Too many requests under the rate limit \"\(limit)\""
         }
     }
 
@@ -164,6 +173,12 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
         case .ambiguousToken: return "ambiguous"
         default: return nil
         }
+    }
+
+    /// The rate limit that refused the request, for the metric and the access log.
+    public var rateLimitName: String? {
+        if case .rateLimited(let limit, _) = self.kind { return limit }
+        return nil
     }
 
     public var description: String { "\(self.status.code) \(self.errorType): \(self.detail)" }

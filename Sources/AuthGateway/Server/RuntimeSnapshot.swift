@@ -18,9 +18,12 @@ final class RuntimeSnapshot: Sendable {
     let timerGranularity: TimeAmount
     /// Refresh tokens are for the auth service only: removed from every forwarded request.
     let refreshTokenRemovals: [TokenEdit]
+    /// The rate limits (SPEC §4.12); nil without any, so requests pay nothing.
+    let rateLimiter: RateLimiter?
 
-    init(configuration: GatewayConfiguration, generation: UInt64, refresher: SessionRefresher?, profiles: ProfileCache?) {
+    init(configuration: GatewayConfiguration, generation: UInt64, refresher: SessionRefresher?, profiles: ProfileCache?, rateLimiter: RateLimiter? = nil) {
         self.configuration = configuration
+        self.rateLimiter = rateLimiter
         self.generation = generation
         self.routes = RouteTable(configuration.routes)
         self.forwarding = ForwardingPolicy(configuration: configuration)

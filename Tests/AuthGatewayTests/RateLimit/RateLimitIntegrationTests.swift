@@ -1,0 +1,193 @@
+import Foundation
+import NIOCore
+import NIOHPACK
+import NIOHTTP2
+import Testing
+
+import AuthGatewayDemo
+@testable import AuthGateway
+
+/// Rate limits per identity on real sockets (SPEC §4.12), over HTTP/1.1 and HTTP/2: the
+/// refusal and its headers, other users unaffected, refused requests never reaching the
+/// backend, the client-address fallback, two limits on one route, gRPC, SIGHUP.
+///
+/// Rates are slow (one request per 100 s) so no refill happens while a test runs: the counts
+/// are exact without sleeping.
+@Suite("Rate limits (real sockets)")
+struct RateLimitIntegrationTests {
+    static func limit(_ name: String, key: String, burst: Int, routes: [String]? = nil, rate: Double = 0.01) -> JSONValue {
+        var limit: JSONObject = ["name": .string(name), "key": .string(key), "requestsPerSecond": .number(JSONNumber(text: String(rate), double: rate)), "burst": .number(JSONNumber(burst))]
+        if let routes { limit["routes"] = .array(routes.map { .string($0) }) }
+        return .object(limit)
+    }
+
+    static func start(auth: String = "required", _ limits: [JSONValue]) async throws -> GatewayFixture {
+        try await GatewayFixture.start { config in
+            config["routes"] = [["name": "default", "pathPrefix": "/", "backend": "api", "auth": .string(auth)]]
+            config["rateLimits"] = .array(limits)
+        }
+    }
+
+    static func metrics(_ gateway: GatewayFixture) async throws -> String {
+        let connection = try await TestConnection.connect(port: gateway.adminPort)
+        defer { Task { await connection.close() } }
+        return try await connection.send(.get("/metrics")).text
+    }
+
+    @Test func theRefusalItsHeadersAndNoBackendCallOverHTTP1() async throws {
+        let gateway = try await Self.start([Self.limit("per-user", key: "claims.sub", burst: 2)])
+        defer { Task { await gateway.stop() } }
+        let alice = TestKeys.token(subject: "alice")
+        let first = try await gateway.send(.get("/a", token: alice))
+        #expect(first.status == 200)
+        #expect(first.header("ratelimit") == #""per-user";r=1;t=100"#)
+        let second = try await gateway.send(.get("/a", token: alice))
+        #expect(second.status == 200)
+        #expect(second.header("ratelimit") == #""per-user";r=0;t=200"#)
+        #expect(gateway.backend.requestCount == 2)
+
+        let refused = try await gateway.send(.get("/a", token: alice))
+        #expect(refused.status == 429)
+        #expect(refused.header("content-type") == "application/problem+json")
+        #expect(refused.header("retry-after") == "100")
+        #expect(refused.header("ratelimit-policy") == #""per-user";q=2;w=200"#)
+        #expect(refused.header("ratelimit") == #""per-user";r=0;t=100"#)
+        let problem = try #require(refused.json)
+        #expect(problem["error"]?.stringValue == "rate_limited")
+        #expect(problem["status"]?.numberValue?.exactInt == 429)
+        #expect(problem["requestId"]?.stringValue == refused.header("x-request-id"))
+        // Never forwarded.
+        #expect(gateway.backend.requestCount == 2)
+
+        // Another user is unaffected.
+        let bob = try await gateway.send(.get("/a", token: TestKeys.token(subject: "bob")))
+        #expect(bob.status == 200)
+        #expect(bob.header("ratelimit") == #""per-user";r=1;t=100"#)
+        #expect(gateway.backend.requestCount == 3)
+
+        let metrics = try await Self.metrics(gateway)
+        #expect(metrics.contains("auth_gateway_rate_limited_total{limit=\"per-user\",route=\"default\"} 1\n"), "\(metrics)")
+        #expect(metrics.contains("auth_gateway_requests_total{route=\"default\",status_class=\"4xx\",protocol=\"http/1.1\"} 1\n"))
+    }
+
+    @Test func anonymousRequestsFallBackToTheClientAddress() async throws {
+        let gateway = try await Self.start(auth: "optional", [Self.limit("per-user", key: "claims.sub", burst: 2)])
+        defer { Task { await gateway.stop() } }
+        #expect(try await gateway.send(.get("/")).status == 200)
+        #expect(try await gateway.send(.get("/")).status == 200)
+        let refused = try await gateway.send(.get("/"))
+        #expect(refused.status == 429)
+        #expect(refused.header("ratelimit") == #""per-user";r=0;t=100"#)
+        // A signed-in user from the same address has a bucket of their own.
+        #expect(try await gateway.send(.get("/", token: TestKeys.token(subject: "carol"))).status == 200)
+        #expect(gateway.backend.requestCount == 3)
+    }
+
+    @Test func twoLimitsOnOneRouteAndARefusalConsumesNothingFromTheOther() async throws {
+        // per-ip first: a request it admits and per-user refuses must be given back to per-ip.
+        let gateway = try await Self.start([
+            Self.limit("per-ip", key: "client.ip", burst: 5, routes: ["default"]),
+            Self.limit("per-user", key: "claims.sub", burst: 3),
+        ])
+        defer { Task { await gateway.stop() } }
+        let alice = TestKeys.token(subject: "alice")
+        for _ in 0..<3 { #expect(try await gateway.send(.get("/", token: alice)).status == 200) }
+        let aliceRefused = try await gateway.send(.get("/", token: alice))
+        #expect(aliceRefused.status == 429)
+        #expect(aliceRefused.header("ratelimit-policy") == #""per-user";q=3;w=300"#)
+        #expect(try await gateway.send(.get("/", token: alice)).status == 429)
+        // The address has 2 left (5 − alice's 3): alice's refusals took nothing from it.
+        let bob = TestKeys.token(subject: "bob")
+        let bobFirst = try await gateway.send(.get("/", token: bob))
+        #expect(bobFirst.status == 200)
+        // The tightest limit names the header: per-ip has 1 left, per-user 2.
+        #expect(bobFirst.header("ratelimit") == #""per-ip";r=1;t=400"#)
+        #expect(try await gateway.send(.get("/", token: bob)).status == 200)
+        let bobRefused = try await gateway.send(.get("/", token: bob))
+        #expect(bobRefused.status == 429)
+        #expect(bobRefused.header("ratelimit-policy") == #""per-ip";q=5;w=500"#)
+        #expect(gateway.backend.requestCount == 5)
+        let metrics = try await Self.metrics(gateway)
+        #expect(metrics.contains("auth_gateway_rate_limited_total{limit=\"per-user\",route=\"default\"} 2\n"), "\(metrics)")
+        #expect(metrics.contains("auth_gateway_rate_limited_total{limit=\"per-ip\",route=\"default\"} 1\n"), "\(metrics)")
+    }
+
+    @Test func theRefusalOverHTTP2() async throws {
+        let gateway = try await Self.start([Self.limit("per-user", key: "claims.sub", burst: 1)])
+        defer { Task { await gateway.stop() } }
+        let client = try await H2TestClient.connect(port: gateway.port)
+        defer { Task { await client.close() } }
+        let token = TestKeys.token(subject: "h2-user")
+        let request = H2TestClient.request(path: "/h2", fields: [("authorization", "Bearer \(token)")])
+        let admitted = try await client.exchange([.headers(.init(headers: request, endStream: true))])
+        #expect(admitted.status == 200)
+        #expect(admitted.headers?.first(name: "ratelimit") == #""per-user";r=0;t=100"#)
+        let refused = try await client.exchange([.headers(.init(headers: request, endStream: true))])
+        #expect(refused.status == 429)
+        #expect(refused.headers?.first(name: "content-type") == "application/problem+json")
+        #expect(refused.headers?.first(name: "retry-after") == "100")
+        #expect(refused.headers?.first(name: "ratelimit-policy") == #""per-user";q=1;w=100"#)
+        #expect(refused.headers?.first(name: "ratelimit") == #""per-user";r=0;t=100"#)
+        let problem = try JSONValue(parsing: String(buffer: refused.body))
+        #expect(problem["error"]?.stringValue == "rate_limited")
+        #expect(gateway.backend.requestCount == 1)
+        // Another user on the same connection is unaffected.
+        let other = H2TestClient.request(path: "/h2", fields: [("authorization", "Bearer \(TestKeys.token(subject: "h2-other"))")])
+        #expect(try await client.exchange([.headers(.init(headers: other, endStream: true))]).status == 200)
+        let metrics = try await Self.metrics(gateway)
+        #expect(metrics.contains("auth_gateway_rate_limited_total{limit=\"per-user\",route=\"default\"} 1\n"), "\(metrics)")
+    }
+
+    @Test func gRPCGetsResourceExhaustedTrailersOnly() async throws {
+        let gateway = try await Self.start([Self.limit("per-route", key: "route", burst: 1)])
+        defer { Task { await gateway.stop() } }
+        // The route's one request, over HTTP/1.1.
+        #expect(try await gateway.send(.get("/", token: TestKeys.token())).status == 200)
+        let client = try await H2TestClient.connect(port: gateway.port)
+        defer { Task { await client.close() } }
+        var message = ByteBuffer(bytes: [0, 0, 0, 0, 2])
+        message.writeString("hi")
+        let result = try await client.exchange([
+            .headers(.init(headers: H2TestClient.request("POST", path: "/test.Echo/Unary", fields: [
+                ("content-type", "application/grpc"), ("te", "trailers"), ("authorization", "Bearer \(TestKeys.token())"),
+            ]))),
+            .data(.init(data: .byteBuffer(message), endStream: true)),
+        ])
+        let trailers = try #require(result.finalHeaders)
+        #expect(trailers.first(name: ":status") == "200")
+        #expect(trailers.first(name: "content-type") == "application/grpc")
+        #expect(trailers.first(name: "grpc-status") == "8")
+        #expect(trailers.first(name: "retry-after") == "100")
+        #expect(gateway.backend.requestCount == 1)
+    }
+
+    @Test func aReloadKeepsTheBucketsOfUnchangedLimits() async throws {
+        let gateway = try await Self.start([Self.limit("per-user", key: "claims.sub", burst: 1), Self.limit("per-ip", key: "client.ip", burst: 100)])
+        defer { Task { await gateway.stop() } }
+        let alice = TestKeys.token(subject: "alice")
+        #expect(try await gateway.send(.get("/", token: alice)).status == 200)
+        #expect(try await gateway.send(.get("/", token: alice)).status == 429)
+        // Another limit changes: alice's bucket stays empty.
+        try gateway.reload { config in
+            config["rateLimits"] = [Self.limit("per-user", key: "claims.sub", burst: 1), Self.limit("per-ip", key: "client.ip", burst: 50)]
+        }
+        try await Self.waitForGeneration(gateway, 2)
+        #expect(try await gateway.send(.get("/", token: alice)).status == 429)
+        // Her own limit changes: a new bucket.
+        try gateway.reload { config in
+            config["rateLimits"] = [Self.limit("per-user", key: "claims.sub", burst: 2), Self.limit("per-ip", key: "client.ip", burst: 50)]
+        }
+        try await Self.waitForGeneration(gateway, 3)
+        #expect(try await gateway.send(.get("/", token: alice)).status == 200)
+    }
+
+    /// Reloads reach each loop asynchronously: waits (bounded) until requests see `generation`.
+    static func waitForGeneration(_ gateway: GatewayFixture, _ generation: UInt64) async throws {
+        for worker in gateway.application.workers {
+            let reached = try await eventually {
+                try await worker.eventLoop.submit { worker.value.snapshot.generation >= generation }.get()
+            }
+            #expect(reached, "the reload did not reach an event loop")
+        }
+    }
+}
