@@ -74,7 +74,8 @@ public final class GatewayApplication: Sendable {
         self.shared = shared
         self.listenerTLS = try configuration.listener.tls.map { try Self.makeServerTLS($0, http2: configuration.listener.http2) }
         let profiles = Self.profileCache(for: configuration, keeping: nil, shared: shared)
-        let rateLimiter = RateLimiter.make(configuration: configuration, keeping: nil)
+        let rateLimiter = RateLimiter.make(configuration: configuration, keeping: nil, syncsUsage: shared.sharedState != nil)
+        shared.sharedState?.attachRateLimiter(rateLimiter)
         let snapshot = Self.makeSnapshot(configuration, generation: 1, shared: shared, profiles: profiles, rateLimiter: rateLimiter)
         var workers: [NIOLoopBound<Worker>] = []
         for eventLoop in group.makeIterator() {
@@ -305,7 +306,8 @@ public final class GatewayApplication: Sendable {
             state.generation += 1
             state.configuration = configuration
             state.profiles = Self.profileCache(for: configuration, keeping: state.profiles, shared: self.shared)
-            state.rateLimiter = RateLimiter.make(configuration: configuration, keeping: state.rateLimiter)
+            state.rateLimiter = RateLimiter.make(configuration: configuration, keeping: state.rateLimiter, syncsUsage: self.shared.sharedState != nil)
+            self.shared.sharedState?.attachRateLimiter(state.rateLimiter)
             return (old, state.generation, state.profiles, state.rateLimiter)
         }
         if old.listener != configuration.listener || old.admin != configuration.admin || old.eventLoopThreads != configuration.eventLoopThreads

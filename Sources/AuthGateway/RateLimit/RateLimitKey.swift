@@ -55,3 +55,11 @@ struct RateLimitKey: Hashable, Sendable, CustomStringConvertible {
         )
     }
 }
+
+extension RateLimitKey {
+    /// Parses the 32 hex digits of `description`.
+    init?(hex: some StringProtocol) {
+        guard hex.utf8.count == 32, let high = UInt64(hex.prefix(16), radix: 16), let low = UInt64(hex.suffix(16), radix: 16) else { return nil }
+        self.init(high: high, low: low)
+    }
+}

@@ -13,17 +13,18 @@ final class RateLimiter: Sendable {
     private let tablesByRoute: [String: [RateLimitTable]]
     let hashingKey: SymmetricKey
 
-    /// nil when the configuration has no limits: requests then pay nothing.
-    static func make(configuration: GatewayConfiguration, keeping previous: RateLimiter?) -> RateLimiter? {
+    /// nil when the configuration has no limits: requests then pay nothing. `syncsUsage`: the
+    /// tables count admissions for the shared-state sync (with a running `sharedState`).
+    static func make(configuration: GatewayConfiguration, keeping previous: RateLimiter?, syncsUsage: Bool = false) -> RateLimiter? {
         guard !configuration.rateLimits.isEmpty else { return nil }
         let key = previous?.hashingKey ?? RateLimitKey.hashingKey(sharedStateKey: configuration.sharedState?.encryptionKey.bytes)
-        return RateLimiter(configuration: configuration, keeping: previous?.tables ?? [], hashingKey: key)
+        return RateLimiter(configuration: configuration, keeping: previous?.tables ?? [], hashingKey: key, syncsUsage: syncsUsage)
     }
 
-    init(configuration: GatewayConfiguration, keeping previous: [RateLimitTable] = [], hashingKey: SymmetricKey) {
+    init(configuration: GatewayConfiguration, keeping previous: [RateLimitTable] = [], hashingKey: SymmetricKey, syncsUsage: Bool = false) {
         self.hashingKey = hashingKey
         self.tables = configuration.rateLimits.map { limit in
-            previous.first { $0.countsLike(limit) } ?? RateLimitTable(configuration: limit)
+            previous.first { $0.countsLike(limit) && $0.tracksUsage == syncsUsage } ?? RateLimitTable(configuration: limit, tracksUsage: syncsUsage)
         }
         var byRoute: [String: [RateLimitTable]] = [:]
         for route in configuration.routes {
@@ -64,6 +65,34 @@ final class RateLimiter: Sendable {
         }
         guard let tightest else { return .admitted(header: nil) }
         return .admitted(header: Self.rateLimitHeader(tightest.table.name, remaining: tightest.remaining, reset: tightest.reset))
+    }
+
+    // MARK: Shared state (SPEC §4.12, across instances)
+
+    /// What every table admitted per key since the last call (for the sync).
+    func drainUsage() -> [RateLimitUsage] {
+        var usage: [RateLimitUsage] = []
+        for table in self.tables {
+            for (key, requests) in table.drainUsage() { usage.append(RateLimitUsage(limit: table.name, key: key, requests: requests)) }
+        }
+        return usage
+    }
+
+    /// Debits what other instances admitted from the tables of the same name; rows for
+    /// limits this configuration does not have are ignored. `now`: this process's monotonic
+    /// nanoseconds, from which each row's age is counted back.
+    func debit(_ rows: [RemoteRateLimitUsage], now: UInt64) {
+        for row in rows {
+            guard let table = self.tables.first(where: { $0.name == row.limit }) else { continue }
+            let age = UInt64(max(0, row.ageMilliseconds)) * 1_000_000
+            table.debit(row.key, requests: row.requests, consumedAt: now > age ? now - age : 0)
+        }
+    }
+
+    /// How long a synced row matters: the longest window (burst / rate) among the limits,
+    /// between 10 s and an hour.
+    var usageRetentionSeconds: Int {
+        min(3600, max(10, self.tables.map(\.bucket.windowSeconds).max() ?? 10))
     }
 
     /// The key of `request` under `kind`; a request without that value (an anonymous request

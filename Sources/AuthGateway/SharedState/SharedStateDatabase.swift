@@ -63,7 +63,7 @@ final class SharedStateDatabase: Sendable {
                 "shared_state.\(failure.operation.rawValue)_failed", metadata: ["shared_state.error": "\(failure.reason)"]
             )
             return
-        case .connect, .schema, .claim, .wait, .settle:
+        case .connect, .schema, .claim, .wait, .settle, .rateLimitSync:
             break
         }
         let (startedOutage, failures) = self.availability.withLockedValue { state in
@@ -166,7 +166,7 @@ final class SharedStateDatabase: Sendable {
 
     /// Runs `body` bounded by the configured timeout; on a timeout the statement's task is
     /// cancelled and left to finish on its own (the pool closes or reuses its connection).
-    private func run<Result: Sendable>(
+    func run<Result: Sendable>(
         _ operation: SharedStateOperation, countsAsSuccess: Bool = true, _ body: @escaping @Sendable (PostgresClient) async throws -> Result
     ) async throws(SharedStateFailure) -> Result {
         let client = self.client
