@@ -181,6 +181,43 @@ struct RateLimitIntegrationTests {
         #expect(try await gateway.send(.get("/", token: alice)).status == 200)
     }
 
+    @Test func aKeysBurstHoldsAcrossEventLoops() async throws {
+        let gateway = try await GatewayFixture.start { config in
+            config["eventLoopThreads"] = 4
+            config["rateLimits"] = [Self.limit("per-user", key: "claims.sub", burst: 5)]
+        }
+        defer { Task { await gateway.stop() } }
+        let token = TestKeys.token(subject: "many-loops")
+        // 24 connections at once: accepted round robin over the 4 loops.
+        let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+            for index in 0..<24 {
+                group.addTask { try await gateway.send(.get("/loop/\(index)", token: token)).status }
+            }
+            return try await group.reduce(into: [Int]()) { $0.append($1) }
+        }
+        #expect(statuses.filter { $0 == 200 }.count == 5, "\(statuses)")
+        #expect(statuses.filter { $0 == 429 }.count == 19, "\(statuses)")
+        #expect(gateway.backend.requestCount == 5)
+    }
+
+    @Test func aProfileKeyFetchesTheProfileAndGroupsItsUsers() async throws {
+        let service = try await ProfileTests.userService()
+        defer { Task { await service.stop() } }
+        // Nothing else on the route reads the profile: the limit alone makes it fetched.
+        let gateway = try await GatewayFixture.start { config in
+            config["authService"] = ["url": .string(service.baseURL), "profile": ["path": "/v1/user", "authorization": "raw"]]
+            config["rateLimits"] = [Self.limit("per-role", key: "profile.super_admin", burst: 1)]
+        }
+        defer { Task { await gateway.stop() } }
+        #expect(try await gateway.send(.get("/", token: TestKeys.token(subject: "admin-1"))).status == 200)
+        // Another admin shares the bucket of super_admin = true; a non-admin has its own.
+        let refused = try await gateway.send(.get("/", token: TestKeys.token(subject: "admin-2")))
+        #expect(refused.status == 429)
+        #expect(refused.header("ratelimit-policy") == #""per-role";q=1;w=100"#)
+        #expect(try await gateway.send(.get("/", token: TestKeys.token(subject: "bob"))).status == 200)
+        #expect(gateway.backend.requestCount == 2)
+    }
+
     /// Reloads reach each loop asynchronously: waits (bounded) until requests see `generation`.
     static func waitForGeneration(_ gateway: GatewayFixture, _ generation: UInt64) async throws {
         for worker in gateway.application.workers {
