@@ -175,12 +175,21 @@ struct RateLimiterTests {
     }
 
     @Test func leastRecentlyUsedKeysAreForgottenPastMaxKeys() throws {
-        let limiter = RateLimiter(
-            configuration: self.configuration([.init(name: "per-user", key: .claim("sub"), requestsPerSecond: 1, burst: 1, maxKeys: 2)]), hashingKey: Self.key
+        let one = RateLimiter(
+            configuration: self.configuration([.init(name: "per-user", key: .claim("sub"), requestsPerSecond: 1, burst: 1, maxKeys: 1)]), hashingKey: Self.key
         )
-        for user in ["a", "b", "c", "d"] { _ = self.admitted(limiter, self.request(sub: user), count: 1) }
-        let table = try #require(limiter.tables(forRoute: "default")?.first)
-        #expect(table.count == 2)
+        #expect(self.admitted(one, self.request(sub: "a"), count: 2) == 1)
+        #expect(self.admitted(one, self.request(sub: "b"), count: 1) == 1)
+        #expect(try #require(one.tables(forRoute: "default")?.first).count == 1)
+        // "a" was forgotten for "b": a full bucket again.
+        #expect(self.admitted(one, self.request(sub: "a"), count: 2) == 1)
+        // Sharded, the bound holds in total.
+        let many = RateLimiter(
+            configuration: self.configuration([.init(name: "per-user", key: .claim("sub"), requestsPerSecond: 1, burst: 1, maxKeys: 100)]), hashingKey: Self.key
+        )
+        for user in 0..<1000 { _ = self.admitted(many, self.request(sub: "user-\(user)"), count: 1) }
+        let count = try #require(many.tables(forRoute: "default")?.first).count
+        #expect(count <= 100 && count > 0, "\(count)")
     }
 
     @Test func aReloadKeepsTheBucketsOfUnchangedLimits() {
