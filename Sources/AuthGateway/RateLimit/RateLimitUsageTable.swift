@@ -14,6 +14,11 @@ enum RateLimitUsageTable {
     /// As for the refresh table: one transaction under an advisory lock (its own), so that
     /// instances starting together do not race on `CREATE`.
     static let schemaLock: PostgresQuery = "SELECT pg_advisory_xact_lock(7245017781536447318)"
+    /// Only what is missing is created (`CREATE … IF NOT EXISTS` needs the privilege even
+    /// when the table exists, and an operator may create it for a role without it).
+    static let existingSchema: PostgresQuery = """
+        SELECT to_regclass('auth_gateway_rate_limit_usage') IS NOT NULL, to_regclass('auth_gateway_rate_limit_usage_expires_at') IS NOT NULL
+        """
     static let createTable: PostgresQuery = """
         CREATE TABLE IF NOT EXISTS auth_gateway_rate_limit_usage (
             instance   uuid        NOT NULL,

@@ -7,7 +7,8 @@ import NIOCore
 /// touch their local buckets.
 ///
 /// While the database is out of use, usage is drained and dropped (each instance enforces
-/// its limits alone, and consumption of an outage is not replayed later).
+/// its limits alone, and consumption of an outage is not replayed later). A failed sync is
+/// counted (`rate_limit_sync`) and retried with a backoff up to 5 s, dropping usage meanwhile.
 extension PostgresSharedState {
     /// The limiter whose tables are synced (the current configuration's; nil without limits).
     func attachRateLimiter(_ limiter: RateLimiter?) {
@@ -20,8 +21,9 @@ extension PostgresSharedState {
         let interval = Int64(self.configuration.rateLimitSyncMilliseconds)
         let sweepInterval = Double(self.configuration.sweepIntervalSeconds)
         var nextSweep = SharedStateDatabase.monotonicSeconds() + sweepInterval
+        var delay = interval
         while !Task.isCancelled {
-            try? await Task.sleep(for: .milliseconds(interval))
+            try? await Task.sleep(for: .milliseconds(delay))
             guard let limiter = self.rateLimiter.withLockedValue({ $0 }) else { continue }
             let usage = RateLimitSyncState.merge(limiter.drainUsage())
             guard self.database.usesDatabase else {
@@ -38,14 +40,16 @@ extension PostgresSharedState {
                     watermarks: state.watermarks
                 )
                 limiter.debit(state.accept(rows), now: NIODeadline.now().uptimeNanoseconds)
+                delay = interval
                 if SharedStateDatabase.monotonicSeconds() >= nextSweep {
                     try? await self.database.sweepRateLimits()
                     nextSweep = SharedStateDatabase.monotonicSeconds() + sweepInterval
                 }
             } catch {
-                // Recorded by the database (the probe brings it back); the schema is checked
-                // again then, in case the database was restored empty.
+                // Counted and logged by the database; the schema is checked again, in case
+                // the database was restored empty.
                 schemaReady = false
+                delay = min(max(delay * 2, interval), 5000)
             }
         }
     }

@@ -10,8 +10,16 @@ extension SharedStateDatabase {
         try await self.run(.rateLimitSync) { client in
             try await client.withTransaction(logger: Self.silent) { connection in
                 for try await _ in try await connection.query(RateLimitUsageTable.schemaLock, logger: Self.silent) {}
-                for try await _ in try await connection.query(RateLimitUsageTable.createTable, logger: Self.silent) {}
-                for try await _ in try await connection.query(RateLimitUsageTable.createIndex, logger: Self.silent) {}
+                var existing = (table: false, index: false)
+                for try await row in try await connection.query(RateLimitUsageTable.existingSchema, logger: Self.silent).decode((Bool, Bool).self) {
+                    existing = row
+                }
+                if !existing.table {
+                    for try await _ in try await connection.query(RateLimitUsageTable.createTable, logger: Self.silent) {}
+                }
+                if !existing.index {
+                    for try await _ in try await connection.query(RateLimitUsageTable.createIndex, logger: Self.silent) {}
+                }
             }
         }
     }

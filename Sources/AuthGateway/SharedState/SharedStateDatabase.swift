@@ -58,12 +58,15 @@ final class SharedStateDatabase: Sendable {
             // The database works; this instance's key does not match the one that sealed it.
             self.logger.error("shared_state.decrypt_failed", metadata: ["shared_state.error": "\(failure.reason)"])
             return
-        case .listen, .sweep:
+        case .listen, .sweep, .rateLimitSync:
+            // A rate-limit sync failing alone (its table missing for a role without CREATE, a
+            // slow batch) must not turn refresh sharing off; a database that is down is found
+            // by the probe the LISTEN loop and the refreshes run.
             self.logger.warning(
                 "shared_state.\(failure.operation.rawValue)_failed", metadata: ["shared_state.error": "\(failure.reason)"]
             )
             return
-        case .connect, .schema, .claim, .wait, .settle, .rateLimitSync:
+        case .connect, .schema, .claim, .wait, .settle:
             break
         }
         let (startedOutage, failures) = self.availability.withLockedValue { state in
