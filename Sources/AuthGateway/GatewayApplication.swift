@@ -27,6 +27,8 @@ public final class GatewayApplication: Sendable {
         var profiles: ProfileCache?
         /// Kept across reloads while `tokens.introspection` is unchanged.
         var introspector: TokenIntrospector?
+        /// Its tables (the buckets) of unchanged limits are kept across reloads (SPEC §4.12).
+        var rateLimiter: RateLimiter?
         var main: Channel?
         var admin: Channel?
         var flushTasks: [RepeatedTask] = []
@@ -80,8 +82,11 @@ public final class GatewayApplication: Sendable {
         self.listenerTLS = try configuration.listener.tls.map { try Self.makeServerTLS($0, http2: configuration.listener.http2) }
         let profiles = Self.profileCache(for: configuration, keeping: nil, shared: shared)
         let introspector = Self.introspector(for: configuration, keeping: nil, shared: shared)
+        let rateLimiter = RateLimiter.make(configuration: configuration, keeping: nil, syncsUsage: shared.sharedState != nil)
+        shared.sharedState?.attachRateLimiter(rateLimiter)
         let snapshot = Self.makeSnapshot(
-            configuration, generation: 1, shared: shared, profiles: profiles, introspector: introspector, backendTLS: try UpstreamTLS.backends(configuration)
+            configuration, generation: 1, shared: shared, profiles: profiles, introspector: introspector, rateLimiter: rateLimiter,
+            backendTLS: try UpstreamTLS.backends(configuration)
         )
         var workers: [NIOLoopBound<Worker>] = []
         for eventLoop in group.makeIterator() {
@@ -96,7 +101,9 @@ public final class GatewayApplication: Sendable {
         publisher.attach(workers)
         self.metricsCollector = MetricsCollector(workers: workers, shared: shared)
         self.started = workers[0].eventLoop.makePromise(of: Void.self)
-        self.state = NIOLockedValueBox(State(configuration: configuration, generation: 1, profiles: profiles, introspector: introspector))
+        self.state = NIOLockedValueBox(
+            State(configuration: configuration, generation: 1, profiles: profiles, introspector: introspector, rateLimiter: rateLimiter)
+        )
     }
 
     /// What all event loops share, as `serve` builds it; keys reach the loops through
@@ -146,8 +153,10 @@ public final class GatewayApplication: Sendable {
         let shared = try Self.makeShared(configuration, clock: clock, logger: Logger(label: "auth-gateway"), connector: connector, publisher: publisher, group: nil)
         let profiles = Self.profileCache(for: configuration, keeping: nil, shared: shared)
         let introspector = Self.introspector(for: configuration, keeping: nil, shared: shared)
+        let rateLimiter = RateLimiter.make(configuration: configuration, keeping: nil)
         let snapshot = Self.makeSnapshot(
-            configuration, generation: 1, shared: shared, profiles: profiles, introspector: introspector, backendTLS: try UpstreamTLS.backends(configuration)
+            configuration, generation: 1, shared: shared, profiles: profiles, introspector: introspector, rateLimiter: rateLimiter,
+            backendTLS: try UpstreamTLS.backends(configuration)
         )
         let worker = Worker(eventLoop: eventLoop, shared: shared, snapshot: snapshot)
         publisher.attach([NIOLoopBound(worker, eventLoop: eventLoop)])
@@ -317,13 +326,15 @@ public final class GatewayApplication: Sendable {
             self.reloadFailed(error)
             return
         }
-        let (old, generation, profiles, introspector) = self.state.withLockedValue { state in
+        let (old, generation, profiles, introspector, rateLimiter) = self.state.withLockedValue { state in
             let old = state.configuration
             state.generation += 1
             state.configuration = configuration
             state.profiles = Self.profileCache(for: configuration, keeping: state.profiles, shared: self.shared)
             state.introspector = Self.introspector(for: configuration, keeping: state.introspector, shared: self.shared)
-            return (old, state.generation, state.profiles, state.introspector)
+            state.rateLimiter = RateLimiter.make(configuration: configuration, keeping: state.rateLimiter, syncsUsage: self.shared.sharedState != nil)
+            self.shared.sharedState?.attachRateLimiter(state.rateLimiter)
+            return (old, state.generation, state.profiles, state.introspector, state.rateLimiter)
         }
         if old.listener != configuration.listener || old.admin != configuration.admin || old.eventLoopThreads != configuration.eventLoopThreads
             || old.tracing != configuration.tracing
@@ -338,7 +349,8 @@ public final class GatewayApplication: Sendable {
             )
         }
         let snapshot = Self.makeSnapshot(
-            configuration, generation: generation, shared: self.shared, profiles: profiles, introspector: introspector, backendTLS: backendTLS
+            configuration, generation: generation, shared: self.shared, profiles: profiles, introspector: introspector, rateLimiter: rateLimiter,
+            backendTLS: backendTLS
         )
         Self.warnAboutInsecureBackends(configuration, logger: self.logger)
         self.prober.apply(snapshot)
@@ -365,7 +377,7 @@ public final class GatewayApplication: Sendable {
     /// application's refresh store, which every configuration shares.
     private static func makeSnapshot(
         _ configuration: GatewayConfiguration, generation: UInt64, shared: GatewayShared, profiles: ProfileCache?, introspector: TokenIntrospector?,
-        backendTLS: [String: UpstreamTLS]
+        rateLimiter: RateLimiter?, backendTLS: [String: UpstreamTLS]
     ) -> RuntimeSnapshot {
         let refresher = configuration.authService.flatMap { authService in
             authService.refresh.map {
@@ -377,7 +389,7 @@ public final class GatewayApplication: Sendable {
         }
         return RuntimeSnapshot(
             configuration: configuration, generation: generation, refresher: refresher, profiles: profiles, introspector: introspector,
-            backendTLS: backendTLS, backendAvailability: shared.backendAvailabilities.update(for: configuration)
+            rateLimiter: rateLimiter, backendTLS: backendTLS, backendAvailability: shared.backendAvailabilities.update(for: configuration)
         )
     }
 

@@ -121,6 +121,8 @@ struct RequestAuthenticator: Sendable {
     /// `algs` of the DPoP challenges: the accepted proof algorithms.
     let dpopAlgorithms: String
     let identityHeadersNeedProfile: Bool
+    /// Routes with a rate limit keyed by `profile.*` (SPEC §4.12).
+    let rateLimitProfileRoutes: Set<String>
     /// The first cookie source of access tokens: where a refreshed access token goes when the
     /// refresh token came from a cookie.
     let accessTokenCookie: String?
@@ -134,6 +136,7 @@ struct RequestAuthenticator: Sendable {
         self.dpop = configuration.tokens.dpop
         self.dpopAlgorithms = configuration.tokens.dpop.algorithms.map(\.rawValue).joined(separator: " ")
         self.identityHeadersNeedProfile = configuration.identityHeaders.contains { $0.path.source == .profile }
+        self.rateLimitProfileRoutes = configuration.routesWithProfileRateLimits
         self.accessTokenCookie = configuration.tokens.sources.lazy.compactMap { source -> String? in
             if case .cookie(let name) = source { return name }
             return nil
@@ -485,7 +488,9 @@ struct RequestAuthenticator: Sendable {
 
     /// The profile, when the route or the identity headers need it.
     func profile(_ identity: Identity, _ request: AuthRequest, _ services: AuthServices) -> AuthStep {
-        let needsProfile = self.identityHeadersNeedProfile || request.route.require.contains { $0.path.source == .profile }
+        let needsProfile =
+            self.identityHeadersNeedProfile || request.route.require.contains { $0.path.source == .profile }
+            || (!self.rateLimitProfileRoutes.isEmpty && self.rateLimitProfileRoutes.contains(request.route.name))
         guard needsProfile else { return .next(.requirements(identity)) }
         guard let profiles = self.profiles, let subject = identity.token.subject else {
             // Without a subject there is no profile to look up: refuse rather than guess.

@@ -18,8 +18,9 @@ extension ConfigurationLoader {
             key = Self.encryptionKey(text, section: section)
         }
         let sweep = section.duration("sweepIntervalSeconds") ?? 60
+        let rateLimitSync = section.int("rateLimitSyncMilliseconds", in: 10...60_000) ?? 200
         guard let postgres, let key else { return nil }
-        return SharedStateConfiguration(postgres: postgres, encryptionKey: key, sweepIntervalSeconds: sweep)
+        return SharedStateConfiguration(postgres: postgres, encryptionKey: key, sweepIntervalSeconds: sweep, rateLimitSyncMilliseconds: rateLimitSync)
     }
 
     static func postgres(_ section: ConfigReader, files: FileResolver) -> PostgresSettings? {

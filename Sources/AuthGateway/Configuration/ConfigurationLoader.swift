@@ -91,6 +91,7 @@ public struct ConfigurationLoader: Sendable {
         // An introspection endpoint checks tokens as an issuer would (opaque tokens only).
         let tokenCheckers = (tokens?.issuers.count ?? 0) + (tokens?.introspection == nil ? 0 : 1)
         let routes = Self.routes(root, backends: backends ?? [], issuerCount: tokenCheckers)
+        let rateLimits = Self.rateLimits(root, routeNames: routes.map { Set($0.map(\.name)) })
 
         let stripPrefixes = root.stringArray("stripInboundHeaderPrefixes") ?? ["X-User-", "X-Auth-"]
         for (index, prefix) in stripPrefixes.enumerated() where prefix.isEmpty || !HTTPToken.isValid(prefix) {
@@ -138,11 +139,13 @@ public struct ConfigurationLoader: Sendable {
         let usesProfile =
             identityHeaders?.contains { $0.path.source == .profile } == true
             || routes?.contains { $0.require.contains { $0.path.source == .profile } } == true
+            // Judged on the file: a limit refused for another field still reads the profile.
+            || (root.value("rateLimits")?.arrayValue ?? []).contains { $0["key"]?.stringValue?.hasPrefix("profile.") == true }
         // Judged on the file, not on what survived parsing: a broken authService.url must not
         // also read as a missing profile section.
         let profileDeclared = root.value("authService")?["profile"] != nil
         if usesProfile && !profileDeclared {
-            root.error("authService.profile", "is required because identityHeaders or a route's require uses profile.*")
+            root.error("authService.profile", "is required because identityHeaders, a route's require or a rate limit's key uses profile.*")
         }
         if let refresh = authService?.refresh, case .json(let template) = refresh.protocol {
             Self.checkTemplate(template, path: "authService.refresh.jsonBody", root: root)
@@ -151,7 +154,7 @@ public struct ConfigurationLoader: Sendable {
             Self.linkDiscoveryIssuer(name, authService: authService, tokens: &tokens!, root: root)
         }
 
-        guard let listener, let backends, let tokens, let routes, let identityHeaders else { return nil }
+        guard let listener, let backends, let tokens, let routes, let identityHeaders, let rateLimits else { return nil }
         var configuration = GatewayConfiguration(
             sourcePath: nil,
             listener: listener,
@@ -171,6 +174,7 @@ public struct ConfigurationLoader: Sendable {
             sharedState: sharedState
         )
         configuration.tracing = tracing
+        configuration.rateLimits = rateLimits
         return configuration
     }
 

@@ -25,6 +25,8 @@ public struct GatewayConfiguration: Sendable {
     public var sharedState: SharedStateConfiguration? = nil
     /// OpenTelemetry tracing (SPEC §4.10); nil: off.
     public var tracing: TracingConfiguration? = nil
+    /// Token buckets per identity (SPEC §4.12); empty: no limits.
+    public var rateLimits: [RateLimitConfiguration] = []
 
     public func backend(named name: String) -> BackendConfiguration? {
         self.backends.first { $0.name == name }

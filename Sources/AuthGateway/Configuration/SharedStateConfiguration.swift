@@ -7,6 +7,8 @@ public struct SharedStateConfiguration: Sendable, Equatable, CustomStringConvert
     public var encryptionKey: EncryptionKey
     /// How often rows past their expiry are deleted.
     public var sweepIntervalSeconds: Int
+    /// How often each instance exchanges its rate-limit consumption (SPEC §4.12).
+    public var rateLimitSyncMilliseconds: Int = 200
 
     public var description: String {
         "postgres \(self.postgres.url) (tls \(self.postgres.tls.rawValue), timeout \(self.postgres.timeoutMilliseconds) ms)"

@@ -30,6 +30,8 @@ final class AccessLog {
         var bytesOut: Int
         /// The W3C trace id when the request was traced.
         var traceID: String? = nil
+        /// The rate limit that refused the request (SPEC §4.12).
+        var rateLimit: String? = nil
     }
 
     private let enabled: Bool
@@ -72,6 +74,10 @@ final class AccessLog {
         }
         line += ",\"bytesIn\":\(entry.bytesIn),\"bytesOut\":\(entry.bytesOut)"
         if let traceID = entry.traceID { line += ",\"traceId\":\"\(traceID)\"" }
+        if let rateLimit = entry.rateLimit {
+            line += ",\"rateLimit\":"
+            JSONValue.writeString(rateLimit, to: &line)
+        }
         line += "}\n"
         self.buffer.append(contentsOf: line.utf8)
         if self.buffer.count >= Self.flushThreshold { self.flush() }

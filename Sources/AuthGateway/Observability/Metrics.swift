@@ -131,6 +131,7 @@ enum MetricName {
     static let introspections = "auth_gateway_introspections_total"
     static let backendUp = "auth_gateway_backend_up"
     static let backendEjections = "auth_gateway_backend_ejections_total"
+    static let rateLimited = "auth_gateway_rate_limited_total"
 
     /// HELP text and type of every family, in the order they are rendered.
     static let families: [(name: String, type: String, help: String)] = [
@@ -157,6 +158,7 @@ enum MetricName {
         (introspections, "counter", "Opaque-token introspections, by outcome: calls (active, inactive, unavailable) and answers without a call (cached, coalesced)"),
         (backendUp, "gauge", "1 while a backend URL is healthy and not ejected (whatever panic routing does), else 0"),
         (backendEjections, "counter", "Times a backend URL was ejected by outlier detection"),
+        (rateLimited, "counter", "Requests refused by a rate limit, by limit and route"),
     ]
 }
 

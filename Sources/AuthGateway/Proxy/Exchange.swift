@@ -71,6 +71,9 @@ final class Exchange {
         if let reason = error?.authFailureReason {
             metrics.increment(MetricKey(MetricName.authFailures, ["reason": reason]))
         }
+        if let limit = error?.rateLimitName {
+            metrics.increment(MetricKey(MetricName.rateLimited, ["limit": limit, "route": self.routeName ?? "-"]))
+        }
         let accessLog = worker.accessLog
         guard accessLog.isEnabled else { return }
         let duration = Double((NIODeadline.now() - self.start).nanoseconds) / 1e9
@@ -90,7 +93,8 @@ final class Exchange {
                 errorType: error?.errorType,
                 bytesIn: self.bytesIn,
                 bytesOut: self.bytesOut,
-                traceID: self.trace?.traceID
+                traceID: self.trace?.traceID,
+                rateLimit: error?.rateLimitName
             ),
             timestamp: worker.shared.clock()
         )

@@ -32,6 +32,7 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
         case introspectionUnavailable
         case dpopRequired(algs: String)
         case dpopInvalidProof(check: String, algs: String)
+        case rateLimited(limit: String, retryAfterSeconds: Int)
     }
 
     private let kind: Kind
@@ -66,6 +67,10 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
     public static func dpopRequired(algs: String) -> GatewayError { .init(kind: .dpopRequired(algs: algs)) }
     /// A proof that failed `check` (named in the detail).
     public static func dpopInvalidProof(_ check: String, algs: String) -> GatewayError { .init(kind: .dpopInvalidProof(check: check, algs: algs)) }
+    /// Refused by the rate limit `limit` (SPEC §4.12); its name is configuration, not secret.
+    public static func rateLimited(_ limit: String, retryAfterSeconds: Int) -> GatewayError {
+        .init(kind: .rateLimited(limit: limit, retryAfterSeconds: retryAfterSeconds))
+    }
 
     /// Stable dotted name, e.g. `token.expired`.
     public var errorType: String {
@@ -94,6 +99,7 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
         case .introspectionUnavailable: return "introspection.unavailable"
         case .dpopRequired: return "dpop.required"
         case .dpopInvalidProof: return "dpop.invalid_proof"
+        case .rateLimited: return "rate_limited"
         }
     }
 
@@ -110,6 +116,7 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
         case .upstreamUnreachable, .upstreamProtocolError: return .badGateway
         case .upstreamTimeout: return .gatewayTimeout
         case .upstreamBusy, .authServiceUnavailable, .keysUnavailable, .overloaded, .introspectionUnavailable: return .serviceUnavailable
+        case .rateLimited: return .tooManyRequests
         }
     }
 
@@ -128,6 +135,7 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
     public var retryAfterSeconds: Int? {
         switch self.kind {
         case .authServiceUnavailable, .keysUnavailable, .upstreamBusy, .overloaded, .introspectionUnavailable: return 5
+        case .rateLimited(_, let seconds): return seconds
         default: return nil
         }
     }
@@ -158,6 +166,7 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
         case .introspectionUnavailable: return "The token introspection endpoint is unavailable; try again shortly"
         case .dpopRequired: return "A DPoP-bound access token needs the DPoP scheme and a DPoP proof"
         case .dpopInvalidProof(let check, _): return "The DPoP proof failed its check: \(check)"
+        case .rateLimited(let limit, _): return "Too many requests under the rate limit \"\(limit)\""
         }
     }
 
@@ -193,6 +202,12 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
         case .dpopInvalidProof: return "dpop_invalid_proof"
         default: return nil
         }
+    }
+
+    /// The rate limit that refused the request, for the metric and the access log.
+    public var rateLimitName: String? {
+        if case .rateLimited(let limit, _) = self.kind { return limit }
+        return nil
     }
 
     public var description: String { "\(self.status.code) \(self.errorType): \(self.detail)" }

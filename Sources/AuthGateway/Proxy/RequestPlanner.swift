@@ -128,6 +128,18 @@ struct RequestPlanner {
         case .authenticated(let authenticated):
             identity = authenticated
         }
+        // Rate limits (SPEC §4.12): after authentication, before anything goes upstream.
+        var responseHeaders = identity?.responseHeaders ?? []
+        if let limiter = self.snapshot.rateLimiter, let tables = limiter.tables(forRoute: route.name) {
+            switch limiter.check(tables, request: self.rateLimitRequest(head: head, route: route, identity: identity), now: NIODeadline.now().uptimeNanoseconds) {
+            case .admitted(let header):
+                if let header { responseHeaders.append(("RateLimit", header)) }
+            case .refused(let limit, let retryAfter, let headers):
+                let error = GatewayError.rateLimited(limit, retryAfterSeconds: retryAfter)
+                // A refresh already rotated the client's tokens: the refusal carries them.
+                return .respond(.problem(error, requestID: requestID, extraHeaders: responseHeaders + headers), close: false, route: route.name)
+            }
+        }
         var edits = self.snapshot.refreshTokenRemovals
         var identityHeaders: [(name: String, value: String)] = []
         if let identity {
@@ -169,12 +181,19 @@ struct RequestPlanner {
                 pool: pool,
                 head: upstreamHead,
                 responseTimeout: self.snapshot.responseTimeouts[route.backend] ?? .seconds(30),
-                responseHeaders: identity?.responseHeaders ?? [],
+                responseHeaders: responseHeaders,
                 subject: identity?.token.subject,
                 upgrade: upgrade,
                 upstreamSpan: upstreamSpan,
                 secretHeaders: self.snapshot.secretHeaders
             )
+        )
+    }
+
+    private func rateLimitRequest(head: HTTPRequestHead, route: RouteConfiguration, identity: Identity?) -> RateLimitRequest {
+        RateLimitRequest(
+            route: route.name, claims: identity?.token.claims, profile: identity?.profile, headers: head.headers, connection: self.connection,
+            trustedProxies: self.snapshot.forwarding.trustedProxies
         )
     }
 

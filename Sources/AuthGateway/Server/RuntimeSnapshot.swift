@@ -24,14 +24,18 @@ final class RuntimeSnapshot: Sendable {
     let backendTLS: [String: UpstreamTLS]
     /// Each backend's process-wide availability (SPEC §4.11), by backend name.
     let backendAvailability: [String: TargetAvailability]
+    /// The rate limits (SPEC §4.12); nil without any, so requests pay nothing.
+    let rateLimiter: RateLimiter?
 
     init(
         configuration: GatewayConfiguration, generation: UInt64, refresher: SessionRefresher?, profiles: ProfileCache?,
-        introspector: TokenIntrospector? = nil, backendTLS: [String: UpstreamTLS] = [:], backendAvailability: [String: TargetAvailability] = [:]
+        introspector: TokenIntrospector? = nil, rateLimiter: RateLimiter? = nil, backendTLS: [String: UpstreamTLS] = [:],
+        backendAvailability: [String: TargetAvailability] = [:]
     ) {
         self.backendTLS = backendTLS
         self.backendAvailability = backendAvailability
         self.configuration = configuration
+        self.rateLimiter = rateLimiter
         self.generation = generation
         self.routes = RouteTable(configuration.routes)
         self.forwarding = ForwardingPolicy(configuration: configuration)

@@ -22,6 +22,8 @@ final class PostgresSharedState: Sendable {
     private let metrics: ProcessMetrics
     let logger: Logger
     private let background = NIOLockedValueBox<Task<Void, Never>?>(nil)
+    /// The limiter the rate-limit sync works on (`attachRateLimiter`).
+    let rateLimiter = NIOLockedValueBox<RateLimiter?>(nil)
 
     /// `pollMillisecondsWhileListening`: the waiters' safety-net poll while notifications
     /// work (tests lengthen it to show that notifications alone wake them).
@@ -50,6 +52,7 @@ final class PostgresSharedState: Sendable {
                 group.addTask { await self.database.client.run() }
                 group.addTask { await self.listen() }
                 group.addTask { await self.maintain() }
+                group.addTask { await self.syncRateLimits() }
                 await group.waitForAll()
             }
         }

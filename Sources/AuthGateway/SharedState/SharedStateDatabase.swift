@@ -58,7 +58,10 @@ final class SharedStateDatabase: Sendable {
             // The database works; this instance's key does not match the one that sealed it.
             self.logger.error("shared_state.decrypt_failed", metadata: ["shared_state.error": "\(failure.reason)"])
             return
-        case .listen, .sweep:
+        case .listen, .sweep, .rateLimitSync:
+            // A rate-limit sync failing alone (its table missing for a role without CREATE, a
+            // slow batch) must not turn refresh sharing off; a database that is down is found
+            // by the probe the LISTEN loop and the refreshes run.
             self.logger.warning(
                 "shared_state.\(failure.operation.rawValue)_failed", metadata: ["shared_state.error": "\(failure.reason)"]
             )
@@ -166,7 +169,7 @@ final class SharedStateDatabase: Sendable {
 
     /// Runs `body` bounded by the configured timeout; on a timeout the statement's task is
     /// cancelled and left to finish on its own (the pool closes or reuses its connection).
-    private func run<Result: Sendable>(
+    func run<Result: Sendable>(
         _ operation: SharedStateOperation, countsAsSuccess: Bool = true, _ body: @escaping @Sendable (PostgresClient) async throws -> Result
     ) async throws(SharedStateFailure) -> Result {
         let client = self.client

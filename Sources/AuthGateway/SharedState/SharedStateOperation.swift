@@ -18,6 +18,8 @@ enum SharedStateOperation: String, Sendable, CaseIterable {
     case listen
     /// A stored outcome that does not open with this instance's key.
     case decrypt
+    /// The rate-limit sync across instances (SPEC §4.12): its table and its statement.
+    case rateLimitSync = "rate_limit_sync"
 }
 
 /// One failed database operation, described without secrets: PostgresNIO's errors print
