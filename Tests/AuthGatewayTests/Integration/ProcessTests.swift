@@ -6,7 +6,7 @@ import AuthGatewayDemo
 @testable import AuthGateway
 
 /// The `auth-gateway` executable itself: `check`, and `serve` with its signals (SPEC §2).
-@Suite("auth-gateway executable", .serialized)
+@Suite("auth-gateway executable", .serialized, .timeLimit(.minutes(5)))
 struct ProcessTests {
     static let packageRoot = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
@@ -14,7 +14,7 @@ struct ProcessTests {
     /// Runs the executable to completion.
     static func run(_ arguments: [String], environment: [String: String] = [:]) async throws -> (status: Int32, output: String) {
         let child = try ChildProcess([try RunningGateway.executable().path] + arguments, environment: environment)
-        await child.exited()
+        try await child.exited(timeout: .seconds(60))
         return (child.terminationStatus, child.standardOutput + child.standardError)
     }
 
