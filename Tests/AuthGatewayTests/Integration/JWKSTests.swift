@@ -14,6 +14,8 @@ struct JWKSTests {
     final class KeyEndpoint: Sendable {
         let service: ScriptedAuthService
         private let state = NIOLockedValueBox<(signers: [JWTSigner], status: Int)>(([], 200))
+        /// When each request for the key set arrived.
+        private let arrivals = NIOLockedValueBox<[ContinuousClock.Instant]>([])
 
         private init(service: ScriptedAuthService) { self.service = service }
 
@@ -21,6 +23,7 @@ struct JWKSTests {
             let holder = NIOLockedValueBox<KeyEndpoint?>(nil)
             let service = try await ScriptedAuthService.start { _ in
                 guard let endpoint = holder.withLockedValue({ $0 }) else { return SimpleResponse(status: .internalServerError) }
+                endpoint.arrivals.withLockedValue { $0.append(.now) }
                 let (signers, status) = endpoint.state.withLockedValue { ($0.signers, $0.status) }
                 guard status == 200 else { return SimpleResponse(status: HTTPResponseStatus(statusCode: status)) }
                 return .json(.ok, ["keys": .array(signers.map { try! $0.publicJWK() })])
@@ -34,6 +37,7 @@ struct JWKSTests {
         func serve(_ signers: [JWTSigner]) { self.state.withLockedValue { $0.signers = signers } }
         func fail(with status: Int) { self.state.withLockedValue { $0.status = status } }
         var fetches: Int { self.service.calls("/jwks.json") }
+        var fetchTimes: [ContinuousClock.Instant] { self.arrivals.withLockedValue { $0 } }
         var url: String { self.service.baseURL + "/jwks.json" }
     }
 
@@ -66,11 +70,13 @@ struct JWKSTests {
         let refresher = Task { try await KeyRefreshService(application: gateway.application).run() }
         defer { refresher.cancel() }
         try await poll { gateway.application.isReady }
-        // The refresh period is 2 s; the old race fetched again 1 s after start-up.
-        try await Task.sleep(for: .milliseconds(1500))
-        #expect(endpoint.fetches == 1)
-        // The periodic refresh still happens.
-        try await poll { endpoint.fetches == 2 }
+        // The periodic refresh happens; the second fetch is that refresh, a whole period
+        // (2 s) after the start-up fetch — the old race fetched again 1 s after start-up.
+        // Measured between the fetches' arrivals, so a late-resuming test cannot miss it.
+        try await poll(timeout: .seconds(20)) { endpoint.fetches >= 2 }
+        let times = endpoint.fetchTimes
+        try #require(times.count >= 2)
+        #expect(times[1] - times[0] >= .milliseconds(1990), "fetched again \(times[1] - times[0]) after start-up")
     }
 
     @Test func keysAreFetchedBeforeReadinessAndRotationIsPickedUp() async throws {

@@ -11,7 +11,7 @@ import AuthGatewayDemo
 /// intact while the gateway's memory grows by far less than the body (SPEC §4.5). The memory
 /// is that of a `serve` subprocess (its `/proc/<pid>/status` VmRSS), so the test's own client,
 /// backend and other tests running beside it do not count.
-@Suite("Streaming bodies (real sockets)", .serialized)
+@Suite("Streaming bodies (real sockets)", .serialized, .timeLimit(.minutes(5)))
 struct StreamingTests {
     static let size = 64 * 1024 * 1024
     /// Allowed growth of the gateway process's resident memory while 64 MiB pass through it.

@@ -40,16 +40,26 @@ extension PostgreSQLTests {
             defer { Task { await state.stop() } }
             let first = UUID()
             #expect(try await state.database.claim(Self.digest, claimant: first, leaseMilliseconds: 5000)?.claimant == first)
-            #expect(try await state.database.settle(Self.digest, claimant: first, sealedOutcome: [1, 9], keepMilliseconds: 400))
+            // Kept 3 s: ample for the next statement on a loaded machine.
+            let settled = ContinuousClock.now
+            #expect(try await state.database.settle(Self.digest, claimant: first, sealedOutcome: [1, 9], keepMilliseconds: 3000))
             let seen = try #require(try await state.database.claim(Self.digest, claimant: UUID(), leaseMilliseconds: 5000))
             #expect(seen.claimant == first)
             #expect(seen.sealedOutcome == [1, 9])
-            #expect(seen.remainingMilliseconds > 0 && seen.remainingMilliseconds <= 400)
-            try await Task.sleep(for: .milliseconds(450))
+            #expect(seen.remainingMilliseconds > 0 && seen.remainingMilliseconds <= 3000)
+            // Claimable again once the outcome expires (polled: each claim before then still
+            // returns the stored outcome), and not before.
             let next = UUID()
-            let claimed = try #require(try await state.database.claim(Self.digest, claimant: next, leaseMilliseconds: 5000))
-            #expect(claimed.claimant == next)
-            #expect(claimed.sealedOutcome == nil)
+            var claimed: SharedRefreshRow?
+            try await SharedStateTesting.eventually("the outcome expires") {
+                claimed = try await state.database.claim(Self.digest, claimant: next, leaseMilliseconds: 5000)
+                if let claimed, claimed.claimant != next {
+                    #expect(claimed.claimant == first && claimed.sealedOutcome == [1, 9], "\(claimed)")
+                }
+                return claimed?.claimant == next
+            }
+            #expect(ContinuousClock.now - settled >= .milliseconds(2990), "claimable before the outcome expired")
+            #expect(claimed?.sealedOutcome == nil)
         }
 
         @Test func anEndedLeaseIsTakenOverAndTheFirstOutcomeStoredWins() async throws {
@@ -57,10 +67,16 @@ extension PostgreSQLTests {
             defer { Task { await state.stop() } }
             let crashed = UUID()
             let takeover = UUID()
-            #expect(try await state.database.claim(Self.digest, claimant: crashed, leaseMilliseconds: 100)?.claimant == crashed)
+            // A 2 s lease: ample for the next statement on a loaded machine.
+            let claimed = ContinuousClock.now
+            #expect(try await state.database.claim(Self.digest, claimant: crashed, leaseMilliseconds: 2000)?.claimant == crashed)
             #expect(try await state.database.claim(Self.digest, claimant: takeover, leaseMilliseconds: 5000)?.claimant == crashed, "lease running")
-            try await Task.sleep(for: .milliseconds(150))
-            #expect(try await state.database.claim(Self.digest, claimant: takeover, leaseMilliseconds: 5000)?.claimant == takeover)
+            // Taken over once the lease has ended (polled: each claim before then still sees
+            // the running lease), and not before.
+            try await SharedStateTesting.eventually("the lease is taken over") {
+                try await state.database.claim(Self.digest, claimant: takeover, leaseMilliseconds: 5000)?.claimant == takeover
+            }
+            #expect(ContinuousClock.now - claimed >= .milliseconds(1990), "taken over before the lease ended")
             #expect(try await state.database.settle(Self.digest, claimant: takeover, sealedOutcome: [1, 1], keepMilliseconds: 5000))
             // The first claimant was only slow: its late outcome does not replace the stored one.
             #expect(try await state.database.settle(Self.digest, claimant: crashed, sealedOutcome: [1, 2], keepMilliseconds: 5000) == false)

@@ -176,9 +176,16 @@ struct HTTP2AbuseTests {
 
     /// Sends `batches` of frames until the gateway closes the connection; true when it sent
     /// GOAWAY and closed.
-    static func flood(_ gateway: GatewayFixture, batches: Int, batch: (Int) -> [UInt8]) async throws -> (goAway: Bool, closed: Bool) {
+    /// `acknowledgeSettings`: first acknowledge the gateway's SETTINGS, as a conforming client
+    /// does (its limits, such as the header list size, apply once acknowledged).
+    static func flood(_ gateway: GatewayFixture, batches: Int, acknowledgeSettings: Bool = false, batch: (Int) -> [UInt8]) async throws -> (goAway: Bool, closed: Bool) {
         let raw = try await gateway.raw()
         try await raw.send(bytes: Self.preface)
+        if acknowledgeSettings {
+            let settings = try await pollValue(timeout: .seconds(10)) { Self.frames(in: raw.receivedBytes).first { $0.type == 0x4 && $0.flags & 0x1 == 0 } }
+            try #require(settings != nil, "the gateway sent no SETTINGS")
+            try await raw.send(bytes: Self.frame(type: 0x4, flags: 0x1, stream: 0, payload: []))
+        }
         for index in 0..<batches {
             if raw.isClosed { break }
             do { try await raw.send(bytes: batch(index)) } catch { break }
@@ -269,7 +276,7 @@ struct HTTP2AbuseTests {
         let gateway = try await GatewayFixture.start { config in config.set("limits.maxHeaderBytes", 4096) }
         defer { Task { await gateway.stop() } }
         let served = try await Self.othersUnaffected(gateway) {
-            let outcome = try await Self.flood(gateway, batches: 1) { _ in
+            let outcome = try await Self.flood(gateway, batches: 1, acknowledgeSettings: true) { _ in
                 // HEADERS then CONTINUATIONs of literal fields, 16 KiB in all.
                 var block = Self.getBlock
                 for index in 0..<16 {
@@ -285,9 +292,14 @@ struct HTTP2AbuseTests {
                 }
                 return bytes
             }
-            #expect(outcome.goAway || outcome.closed)
+            // A connection error (GOAWAY: SETTINGS_MAX_HEADER_LIST_SIZE exceeded), not just any
+            // close.
+            #expect(outcome.goAway)
+            #expect(outcome.closed)
         }
         #expect(gateway.backend.requestCount == served)
+        // Counted as what it is: a header block over the advertised (and acknowledged) size.
+        #expect(try await Self.abuseCount(gateway, "header_block_too_large") == 1)
     }
 
     /// PING and SETTINGS floods.

@@ -9,7 +9,7 @@ import AuthGatewayDemo
 
 /// Backends spoken to over HTTP/2 (`protocol: "h2c"` and `"h2"`, SPEC §4.9): streams multiplexed
 /// over pooled connections, reached by HTTP/1.1 and HTTP/2 clients alike.
-@Suite("HTTP/2 backends (real sockets)")
+@Suite("HTTP/2 backends (real sockets)", .timeLimit(.minutes(3)))
 struct HTTP2BackendTests {
     static func gateway(backend: EchoBackend, protocolName: String = "h2c", url: String? = nil, configure: (inout JSONObject) -> Void = { _ in }) async throws -> GatewayFixture {
         try await GatewayFixture.start(backend: backend) { config in
@@ -88,13 +88,34 @@ struct HTTP2BackendTests {
         #expect(echoed["trailers"]?["x-checksum"]?.stringValue == (http2Backend ? "c0ffee" : nil))
     }
 
+    /// The h2c backend's port refuses connections (502), then an h2c backend comes up on that
+    /// very port: the next request, on the same client connection, reaches it (the failed
+    /// connect left nothing stuck in the HTTP/2 pool).
     @Test func aDeadH2BackendIs502AndTheNextRequestStillWorks() async throws {
-        let backend = try await EchoBackend.start(group: TestGroup.shared, http2: true)
-        let gateway = try await Self.gateway(backend: backend, url: "http://127.0.0.1:1")
+        // Reserved (bound, not listening) for the test: no other test can take the port.
+        let refusing = try RefusingPort(shareable: true)
+        defer { refusing.close() }
+        let gateway = try await GatewayFixture.start { config in
+            config["backends"] = ["api": ["urls": [.string(refusing.url)], "protocol": "h2c"]]
+        }
         defer { Task { await gateway.stop() } }
-        let response = try await gateway.send(.get("/down", token: TestKeys.token()))
+        let token = TestKeys.token()
+        let client = try await gateway.connect()
+        defer { Task { await client.close() } }
+        let response = try await client.send(.get("/down", token: token))
         #expect(response.status == 502)
         #expect(response.json?["type"]?.stringValue == "urn:auth-gateway:problem:upstream.unreachable")
+
+        // The backend comes up on the same port (bound beside the refusing socket, which then
+        // goes: the port is never free in between).
+        let backend = try await EchoBackend.start(group: TestGroup.shared, port: refusing.port, http2: true)
+        defer { Task { await backend.close() } }
+        refusing.close()
+        let next = try await client.send(.get("/up", token: token))
+        #expect(next.status == 200, "\(next.text)")
+        #expect(next.json?["uri"]?.stringValue == "/up")
+        #expect(backend.requestCount == 1)
+        #expect(gateway.backend.requestCount == 0)
     }
 
     @Test func checkRefusesAProtocolThatDoesNotFitTheURLScheme() throws {
