@@ -8,7 +8,7 @@ import Testing
 import AuthGatewayDemo
 @testable import AuthGateway
 
-@Suite("Remote JWKS (real sockets)")
+@Suite("Remote JWKS (real sockets)", .awaitsCleanups)
 struct JWKSTests {
     /// A JWKS endpoint serving the public keys of `signers`, or failing with `status`.
     final class KeyEndpoint: Sendable {
@@ -64,9 +64,9 @@ struct JWKSTests {
     /// start-up fetch with a fetch of its own.
     @Test func startUpFetchesEachKeySetOnce() async throws {
         let endpoint = try await KeyEndpoint.start([Self.first])
-        defer { Task { await endpoint.service.stop() } }
+        atTestEnd { await endpoint.service.stop() }
         let gateway = try await Self.gateway(endpoint: endpoint, refresh: 2, waitUntilReady: false)
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         let refresher = Task { try await KeyRefreshService(application: gateway.application).run() }
         defer { refresher.cancel() }
         try await poll { gateway.application.isReady }
@@ -81,9 +81,9 @@ struct JWKSTests {
 
     @Test func keysAreFetchedBeforeReadinessAndRotationIsPickedUp() async throws {
         let endpoint = try await KeyEndpoint.start([Self.first])
-        defer { Task { await endpoint.service.stop() } }
+        atTestEnd { await endpoint.service.stop() }
         let gateway = try await Self.gateway(endpoint: endpoint, minRefetch: 1)
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         #expect(gateway.application.isReady)
         #expect(endpoint.fetches == 1)
         #expect(try await gateway.send(.get("/a", token: TestKeys.token(signer: Self.first))).status == 200)
@@ -102,10 +102,10 @@ struct JWKSTests {
 
     @Test func theKeySetIsRefreshedPeriodically() async throws {
         let endpoint = try await KeyEndpoint.start([Self.first])
-        defer { Task { await endpoint.service.stop() } }
+        atTestEnd { await endpoint.service.stop() }
         // A long refetch cooldown: only the periodic refresh can bring the new key in.
         let gateway = try await Self.gateway(endpoint: endpoint, minRefetch: 3600, refresh: 1)
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         let refresher = Task { try await KeyRefreshService(application: gateway.application).run() }
         defer { refresher.cancel() }
         #expect(endpoint.fetches == 1)
@@ -123,9 +123,9 @@ struct JWKSTests {
 
     @Test func aFloodOfUnknownKidsCostsTheKeyEndpointAtMostOneFetch() async throws {
         let endpoint = try await KeyEndpoint.start([Self.first])
-        defer { Task { await endpoint.service.stop() } }
+        atTestEnd { await endpoint.service.stop() }
         let gateway = try await Self.gateway(endpoint: endpoint, minRefetch: 60)
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         #expect(endpoint.fetches == 1)
         let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
             for index in 0..<60 {
@@ -145,9 +145,9 @@ struct JWKSTests {
 
     @Test func lastGoodKeysSurviveAnEndpointOutage() async throws {
         let endpoint = try await KeyEndpoint.start([Self.first])
-        defer { Task { await endpoint.service.stop() } }
+        atTestEnd { await endpoint.service.stop() }
         let gateway = try await Self.gateway(endpoint: endpoint, minRefetch: 1)
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         endpoint.fail(with: 503)
         try await Task.sleep(for: .milliseconds(1100))
         // An unknown kid makes the gateway try the endpoint, which fails: the gateway could not
@@ -163,10 +163,10 @@ struct JWKSTests {
 
     @Test func notReadyUntilTheFirstFetchSucceeds() async throws {
         let endpoint = try await KeyEndpoint.start([Self.first])
-        defer { Task { await endpoint.service.stop() } }
+        atTestEnd { await endpoint.service.stop() }
         endpoint.fail(with: 500)
         let gateway = try await Self.gateway(endpoint: endpoint, minRefetch: 1, waitUntilReady: false)
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         try await Task.sleep(for: .milliseconds(200))
         #expect(!gateway.application.isReady)
         let admin = try await TestConnection.connect(port: gateway.adminPort)

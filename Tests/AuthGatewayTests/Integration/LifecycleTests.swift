@@ -6,11 +6,11 @@ import Testing
 import AuthGatewayDemo
 @testable import AuthGateway
 
-@Suite("Health, metrics and drain (real sockets)")
+@Suite("Health, metrics and drain (real sockets)", .awaitsCleanups)
 struct LifecycleTests {
     @Test func healthEndpointsOnBothListeners() async throws {
         let gateway = try await GatewayFixture.start()
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         for port in [gateway.port, gateway.adminPort] {
             let client = try await TestConnection.connect(port: port)
             let live = try await client.send(.get("/livez"))
@@ -29,7 +29,7 @@ struct LifecycleTests {
 
     @Test func metricsCountRequestsByRouteStatusClassAndFailureReason() async throws {
         let gateway = try await GatewayFixture.start()
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         let client = try await gateway.connect()
         let token = TestKeys.token()
         for _ in 0..<3 { _ = try await client.send(.get("/ok", token: token)) }
@@ -62,12 +62,12 @@ struct LifecycleTests {
             let response = SimpleResponse.json(.ok, ["path": .string(request.path)])
             return request.path == "/held" ? gate.pass(response, on: eventLoop) : eventLoop.makeSucceededFuture(response)
         }
-        defer { Task { await backend.stop() } }
+        atTestEnd { await backend.stop() }
         let gateway = try await GatewayFixture.start { config in
             config.set("timeouts.drainSeconds", 60)
             config["backends"] = ["api": ["urls": [.string(backend.baseURL)]]]
         }
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         let token = TestKeys.token()
         let idle = try await gateway.connect()
         #expect(try await idle.send(.get("/warm", token: token)).status == 200)

@@ -7,11 +7,11 @@ import Testing
 import AuthGatewayDemo
 @testable import AuthGateway
 
-@Suite("Timeouts and slow clients (real sockets)")
+@Suite("Timeouts and slow clients (real sockets)", .awaitsCleanups)
 struct TimeoutTests {
     @Test func slowHeadersAreCutOffWithoutDisturbingOthers() async throws {
         let gateway = try await GatewayFixture.start { config in config.set("timeouts.requestHeaderSeconds", 1) }
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         let token = TestKeys.token()
         // A well-behaved client, connected and served before the slow one starts (so that a
         // busy start of the test run cannot eat the slow client's second).
@@ -43,7 +43,7 @@ struct TimeoutTests {
 
     @Test func idleConnectionsAreClosed() async throws {
         let gateway = try await GatewayFixture.start { config in config.set("timeouts.idleSeconds", 1) }
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         // Taken before connecting, for the same reason as above.
         let started = ContinuousClock.now
         // The request goes out the moment the connection is up (written by the event loop,
@@ -73,7 +73,7 @@ struct TimeoutTests {
                 ["name": "default", "pathPrefix": "/", "backend": "api"],
             ]
         }
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         let token = TestKeys.token()
         let started = ContinuousClock.now
         let slow = try await gateway.send(.get("/delay/10000", token: token))
@@ -86,7 +86,7 @@ struct TimeoutTests {
     }
 }
 
-@Suite("Backend failures (real sockets)")
+@Suite("Backend failures (real sockets)", .awaitsCleanups)
 struct BackendFailureTests {
     /// A port that refuses connections, reserved for the test (see `RefusingPort`).
     static func deadPort() throws -> RefusingPort { try RefusingPort() }
@@ -97,7 +97,7 @@ struct BackendFailureTests {
         let gateway = try await GatewayFixture.start { config in
             config["backends"] = ["api": ["urls": [.string(dead.url)], "connectTimeoutMilliseconds": 500]]
         }
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         let client = try await gateway.connect()
         let response = try await client.send(.get("/x", token: TestKeys.token()))
         #expect(response.status == 502)
@@ -115,11 +115,11 @@ struct BackendFailureTests {
         let dead = try Self.deadPort()
         defer { withExtendedLifetime(dead) {} }
         let second = try await EchoBackend.start(group: TestGroup.shared)
-        defer { Task { await second.close() } }
+        atTestEnd { await second.close() }
         let gateway = try await GatewayFixture.start { config in
             config["backends"] = ["api": ["urls": [.string(dead.url), .string(config.backendURL), .string(second.baseURL)]]]
         }
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         let token = TestKeys.token()
         // Separate client connections at once, so the pool opens several upstream connections.
         let responses = try await withThrowingTaskGroup(of: Int.self) { group in
@@ -136,11 +136,11 @@ struct BackendFailureTests {
 
     @Test func replayableRequestIsRetriedWhenAReusedConnectionDies() async throws {
         let flaky = try await OneRequestPerConnectionBackend.start()
-        defer { Task { await flaky.close() } }
+        atTestEnd { await flaky.close() }
         let gateway = try await GatewayFixture.start { config in
             config["backends"] = ["api": ["urls": [.string(flaky.baseURL)]]]
         }
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         let client = try await gateway.connect()
         let token = TestKeys.token()
         #expect(try await client.send(.get("/first", token: token)).status == 200)

@@ -7,7 +7,7 @@ import AuthGatewayDemo
 
 /// OpenTelemetry tracing (SPEC §4.10) against a scripted OTLP/HTTP collector on loopback
 /// (OTLP/JSON, so the test reads the spans it receives).
-@Suite("Tracing: OTLP/HTTP export and W3C trace context (real sockets)")
+@Suite("Tracing: OTLP/HTTP export and W3C trace context (real sockets)", .awaitsCleanups)
 struct TracingTests {
     struct Span: Equatable {
         var traceID: String
@@ -81,9 +81,9 @@ struct TracingTests {
 
     @Test func aClientTraceIsContinuedWithChildSpansAndPropagatedToTheBackend() async throws {
         let collector = try await Self.collector()
-        defer { Task { await collector.stop() } }
+        atTestEnd { await collector.stop() }
         let gateway = try await Self.gateway(collector: collector.baseURL)
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         let traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
         let parentID = "00f067aa0ba902b7"
         let response = try await gateway.send(.get("/traced", token: TestKeys.token(subject: "tracy"), headers: [("traceparent", "00-\(traceID)-\(parentID)-01")]))
@@ -118,7 +118,7 @@ struct TracingTests {
 
     @Test func withoutTracingATraceparentIsForwardedUnchanged() async throws {
         let gateway = try await GatewayFixture.start()
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         let traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
         let response = try await gateway.send(.get("/plain", token: TestKeys.token(), headers: [("traceparent", traceparent), ("tracestate", "vendor=1")]))
         #expect(response.echoedHeader("traceparent") == [traceparent])
@@ -127,9 +127,9 @@ struct TracingTests {
 
     @Test func aRatioOfZeroRecordsNothingAndADeadCollectorChangesNoResponse() async throws {
         let collector = try await Self.collector()
-        defer { Task { await collector.stop() } }
+        atTestEnd { await collector.stop() }
         let unsampled = try await Self.gateway(collector: collector.baseURL, ratio: 0)
-        defer { Task { await unsampled.stop() } }
+        atTestEnd { await unsampled.stop() }
         for index in 0..<20 {
             let response = try await unsampled.send(.get("/unsampled/\(index)", token: TestKeys.token()))
             #expect(response.status == 200)
@@ -142,7 +142,7 @@ struct TracingTests {
         #expect(Set(Self.spans(collector).map(\.traceID)) == ["11111111111111111111111111111111"])
 
         let dead = try await Self.gateway(collector: "http://127.0.0.1:1")
-        defer { Task { await dead.stop() } }
+        atTestEnd { await dead.stop() }
         let client = try await dead.connect()
         for index in 0..<50 {
             #expect(try await client.send(.get("/dead-collector/\(index)", token: TestKeys.token())).status == 200)

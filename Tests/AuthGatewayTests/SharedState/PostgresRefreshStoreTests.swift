@@ -7,7 +7,7 @@ import Testing
 extension PostgreSQLTests {
     /// Two shared states on one database stand for two gateway instances, in this process: the
     /// store's single flight, grace, fallback and takeover against a real PostgreSQL.
-    @Suite("PostgresRefreshStore (PostgreSQL)", .timeLimit(.minutes(1)))
+    @Suite("PostgresRefreshStore (PostgreSQL)", .timeLimit(.minutes(1)), .awaitsCleanups)
     struct PostgresRefreshStoreTests {
         static let refreshed = RefreshOutcome.refreshed(accessToken: "eyJ.new-access", refreshToken: "rt-new")
 
@@ -19,7 +19,7 @@ extension PostgreSQLTests {
 
         @Test func concurrentRefreshesOnTwoInstancesMakeOneCallAndShareItsOutcome() async throws {
             let (a, b) = try await self.twoInstances()
-            defer { Task { await a.stop(); await b.stop() } }
+            atTestEnd { await a.stop(); await b.stop() }
             let digest = TokenDigest(of: "rt-concurrent"[...])
             let call = CountingCall(answer: Self.refreshed, delay: .milliseconds(200))
             let results = try await withThrowingTaskGroup(of: (RefreshOutcome, SingleFlightRole).self) { group in
@@ -44,7 +44,7 @@ extension PostgreSQLTests {
             // The safety-net poll is 10 s here: only the NOTIFY can wake the waiter in time.
             let a = try await SharedStateTesting.start(configuration, pollMillisecondsWhileListening: 10_000)
             let b = try await SharedStateTesting.start(configuration, pollMillisecondsWhileListening: 10_000)
-            defer { Task { await a.stop(); await b.stop() } }
+            atTestEnd { await a.stop(); await b.stop() }
             let digest = TokenDigest(of: "rt-notified"[...])
             // A's call takes 800 ms under a 6 s lease (5 s timeout + 1 s).
             let call = CountingCall(answer: Self.refreshed, delay: .milliseconds(800))
@@ -60,7 +60,7 @@ extension PostgreSQLTests {
 
         @Test func anOutcomeStoredByOneInstanceIsAnsweredByAnotherWithoutACall() async throws {
             let (a, b) = try await self.twoInstances()
-            defer { Task { await a.stop(); await b.stop() } }
+            atTestEnd { await a.stop(); await b.stop() }
             let digest = TokenDigest(of: "rt-rejected"[...])
             let call = CountingCall(answer: .rejected)
             #expect(try await a.refresh(digest, on: TestGroup.shared.any(), call: call) == (.rejected, .led))
@@ -70,7 +70,7 @@ extension PostgreSQLTests {
 
         @Test func unavailableReachesTheFlightsWaitersButIsNotRemembered() async throws {
             let (a, b) = try await self.twoInstances()
-            defer { Task { await a.stop(); await b.stop() } }
+            atTestEnd { await a.stop(); await b.stop() }
             let digest = TokenDigest(of: "rt-unavailable"[...])
             let slow = CountingCall(answer: .unavailable, delay: .milliseconds(800))
             async let led = a.refresh(digest, on: TestGroup.shared.any(), call: slow)
@@ -86,7 +86,7 @@ extension PostgreSQLTests {
 
         @Test func anAbandonedLeaseIsTakenOverWhenItEnds() async throws {
             let (a, b) = try await self.twoInstances()
-            defer { Task { await a.stop(); await b.stop() } }
+            atTestEnd { await a.stop(); await b.stop() }
             let digest = TokenDigest(of: "rt-abandoned"[...])
             // An instance claimed and died before settling: its 1 s lease blocks the token.
             // Taken before the claim: the lease (the database's clock) ends no earlier than 1 s
@@ -115,7 +115,7 @@ extension PostgreSQLTests {
                 ), logs: logs,
                 waitUntilUp: false
             )
-            defer { Task { await state.stop() } }
+            atTestEnd { await state.stop() }
             try await SharedStateTesting.eventually("the connection failed") { state.database.availabilitySnapshot.lastFailure != nil }
             let digest = TokenDigest(of: "rt-local"[...])
             // The failure is recorded; refreshes no longer try the database until a probe
@@ -148,7 +148,7 @@ extension PostgreSQLTests {
             let configuration = try SharedStateTesting.configuration(cluster: cluster, database: name, timeoutMilliseconds: 1500)
             let metrics = ProcessMetrics()
             let state = try await SharedStateTesting.start(configuration, metrics: metrics)
-            defer { Task { await state.stop() } }
+            atTestEnd { await state.stop() }
             // Another session holds the table locked (every claim waits) and the advisory lock
             // the probe's schema check takes (so no probe can put the database back in use
             // while the table is locked), until the test ends it.

@@ -6,7 +6,7 @@ import Testing
 extension PostgreSQLTests {
     /// The shared table's statements against a real PostgreSQL (SPEC §4.8): the contract the
     /// flight logic relies on.
-    @Suite("SharedRefreshTable (PostgreSQL)", .timeLimit(.minutes(1)))
+    @Suite("SharedRefreshTable (PostgreSQL)", .timeLimit(.minutes(1)), .awaitsCleanups)
     struct SharedRefreshTableTests {
         static let digest = TokenDigest(of: "rt-table-test"[...])
 
@@ -19,7 +19,7 @@ extension PostgreSQLTests {
 
         @Test func exactlyOneOfManyConcurrentClaimsWins() async throws {
             let (state, _, _) = try await self.database()
-            defer { Task { await state.stop() } }
+            atTestEnd { await state.stop() }
             let claimants = (0..<20).map { _ in UUID() }
             let rows = try await withThrowingTaskGroup(of: (UUID, SharedRefreshRow?).self) { group in
                 for claimant in claimants {
@@ -37,7 +37,7 @@ extension PostgreSQLTests {
 
         @Test func aSettledOutcomeIsReturnedUntilItExpiresThenClaimableAgain() async throws {
             let (state, _, _) = try await self.database()
-            defer { Task { await state.stop() } }
+            atTestEnd { await state.stop() }
             let first = UUID()
             #expect(try await state.database.claim(Self.digest, claimant: first, leaseMilliseconds: 5000)?.claimant == first)
             // Kept 3 s: ample for the next statement on a loaded machine.
@@ -64,7 +64,7 @@ extension PostgreSQLTests {
 
         @Test func anEndedLeaseIsTakenOverAndTheFirstOutcomeStoredWins() async throws {
             let (state, _, _) = try await self.database()
-            defer { Task { await state.stop() } }
+            atTestEnd { await state.stop() }
             let crashed = UUID()
             let takeover = UUID()
             // A 2 s lease: ample for the next statement on a loaded machine.
@@ -85,7 +85,7 @@ extension PostgreSQLTests {
 
         @Test func anUnavailableOutcomeReachesReadersButIsClaimableAtOnce() async throws {
             let (state, _, _) = try await self.database()
-            defer { Task { await state.stop() } }
+            atTestEnd { await state.stop() }
             let leader = UUID()
             _ = try await state.database.claim(Self.digest, claimant: leader, leaseMilliseconds: 5000)
             #expect(try await state.database.settle(Self.digest, claimant: leader, sealedOutcome: [1, 0], keepMilliseconds: 0))
@@ -96,7 +96,7 @@ extension PostgreSQLTests {
 
         @Test func theSweepDeletesOnlyExpiredRows() async throws {
             let (state, cluster, name) = try await self.database()
-            defer { Task { await state.stop() } }
+            atTestEnd { await state.stop() }
             let expired = TokenDigest(of: "rt-expired"[...])
             let fresh = TokenDigest(of: "rt-fresh"[...])
             let claimants = (expired: UUID(), fresh: UUID())
@@ -114,7 +114,7 @@ extension PostgreSQLTests {
 
         @Test func theTableIsKeyedBySHA256OfTheRefreshToken() async throws {
             let (state, cluster, name) = try await self.database()
-            defer { Task { await state.stop() } }
+            atTestEnd { await state.stop() }
             _ = try await state.database.claim(TokenDigest(of: "abc"[...]), claimant: UUID(), leaseMilliseconds: 1000)
             let stored = try await cluster.psql("SELECT encode(token_digest, 'hex') = encode(sha256('abc'), 'hex') FROM auth_gateway_refresh_outcomes", database: name)
             #expect(stored.trimmingCharacters(in: .whitespacesAndNewlines) == "t")
@@ -141,7 +141,7 @@ extension PostgreSQLTests {
                 database: database
             )
             let state = try await SharedStateTesting.start(configuration)
-            defer { Task { await state.stop() } }
+            atTestEnd { await state.stop() }
             let call = CountingCall(answer: .rejected)
             #expect(try await state.refresh(Self.digest, on: TestGroup.shared.any(), call: call) == (.rejected, .led))
             #expect(try await cluster.rowCount(database) == 1)

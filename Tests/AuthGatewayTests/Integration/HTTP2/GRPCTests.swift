@@ -8,7 +8,7 @@ import AuthGatewayDemo
 /// gRPC through the gateway with a real gRPC implementation on both sides (Python grpcio, the
 /// C core: `Fixtures/grpc/grpc_peer.py`): every call is authenticated per stream, answers the
 /// gateway makes itself are Trailers-Only with the status SPEC §4.9 maps them to.
-@Suite("gRPC (grpcio client and server, real sockets)", .serialized, .timeLimit(.minutes(5)))
+@Suite("gRPC (grpcio client and server, real sockets)", .serialized, .timeLimit(.minutes(5)), .awaitsCleanups)
 struct GRPCTests {
     static let peer = ProcessTests.packageRoot.appendingPathComponent("Tests/AuthGatewayTests/Fixtures/grpc/grpc_peer.py").path
 
@@ -58,8 +58,9 @@ struct GRPCTests {
             ]
             configure(&config)
         }
-        defer { Task { await gateway.stop() } }
-        try await body(gateway)
+        try await withCleanup({ await gateway.stop() }) { () async throws in
+            try await body(gateway)
+        }
     }
 
     @Test func theFourKindsOfCallsLargeMessagesAndManyConcurrentCalls() async throws {
@@ -130,7 +131,7 @@ struct GRPCTests {
             config["routes"] = [["name": "grpc", "pathPrefix": "/test.Echo/", "backend": "grpc"]]
         }) { gateway in
             let client = try await H2TestClient.connect(port: gateway.port)
-            defer { Task { await client.close() } }
+            atTestEnd { await client.close() }
             let started = ContinuousClock.now
             var message = ByteBuffer(bytes: [0, 0, 0, 0, 4])
             message.writeString("late")
@@ -153,7 +154,7 @@ struct GRPCTests {
 
     @Test func anExpiredTokenIsRefreshedAndTheNewOneComesBackInInitialMetadata() async throws {
         let rainmaker = try await RotatingRainMaker.start()
-        defer { Task { await rainmaker.service.stop() } }
+        atTestEnd { await rainmaker.service.stop() }
         try await Self.withGateway(configure: { config in
             config["authService"] = ["url": .string(rainmaker.service.baseURL), "refresh": ["maxExpiredSeconds": 3600]]
         }) { gateway in

@@ -12,7 +12,7 @@ import AuthGatewayDemo
 /// Malformed requests are refused — stream reset or 400 — and never forwarded: an HTTP/2
 /// request bound for an HTTP/1.1 backend must never become two requests (the downgrade desync
 /// class). Abusive connections are closed with GOAWAY while other clients keep being served.
-@Suite("HTTP/2 abuse and downgrade safety (frame level)")
+@Suite("HTTP/2 abuse and downgrade safety (frame level)", .awaitsCleanups)
 struct HTTP2AbuseTests {
     struct Malformed: Sendable, CustomTestStringConvertible {
         let name: String
@@ -45,9 +45,9 @@ struct HTTP2AbuseTests {
     @Test(arguments: Self.malformed)
     func malformedRequestsAreRefusedAndNeverForwarded(_ request: Malformed) async throws {
         let gateway = try await GatewayFixture.start()
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         let client = try await H2TestClient.connect(port: gateway.port, validateHeaders: false)
-        defer { Task { await client.close() } }
+        atTestEnd { await client.close() }
         var fields = request.fields
         fields.append(("authorization", "Bearer \(TestKeys.token())"))
         var frames: [HTTP2Frame.FramePayload] = [
@@ -61,9 +61,9 @@ struct HTTP2AbuseTests {
 
     @Test func theConnectionOfARefusedStreamStillServesOthers() async throws {
         let gateway = try await GatewayFixture.start()
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         let client = try await H2TestClient.connect(port: gateway.port, validateHeaders: false)
-        defer { Task { await client.close() } }
+        atTestEnd { await client.close() }
         let token = TestKeys.token()
         let bad = try await client.exchange([.headers(.init(headers: H2TestClient.request(path: "/x", fields: [("X-Upper", "1"), ("authorization", "Bearer \(token)")]), endStream: true))])
         #expect(bad.resetCode != nil)
@@ -76,9 +76,9 @@ struct HTTP2AbuseTests {
     /// NO_ERROR (RFC 9113 §8.1) instead of staying half-open, holding a stream slot.
     @Test func aStreamAnsweredBeforeItsUploadEndedIsClosed() async throws {
         let gateway = try await GatewayFixture.start()
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         let client = try await H2TestClient.connect(port: gateway.port)
-        defer { Task { await client.close() } }
+        atTestEnd { await client.close() }
         let started = ContinuousClock.now
         let result = try await client.exchange(
             [
@@ -98,7 +98,7 @@ struct HTTP2AbuseTests {
     /// gets GOAWAY, counted; a client on another connection is served throughout.
     @Test func streamsBeyondTheAdvertisedLimitEndTheConnection() async throws {
         let gateway = try await GatewayFixture.start { config in config.set("limits.maxConcurrentStreams", 2) }
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         let token = TestKeys.token()
         let raw = try await gateway.raw()
         try await raw.send(bytes: Self.preface)
@@ -120,7 +120,7 @@ struct HTTP2AbuseTests {
         #expect(Self.containsGoAway(raw.receivedBytes))
         #expect(try await Self.abuseCount(gateway, "too_many_streams") == 1)
         let bystander = try await H2TestClient.connect(port: gateway.port)
-        defer { Task { await bystander.close() } }
+        atTestEnd { await bystander.close() }
         let result = try await bystander.exchange([.headers(.init(headers: H2TestClient.request(path: "/bystander", fields: [("authorization", "Bearer \(token)")]), endStream: true))])
         #expect(result.status == 200)
     }
@@ -200,7 +200,7 @@ struct HTTP2AbuseTests {
     static func othersUnaffected(_ gateway: GatewayFixture, during attack: () async throws -> Void) async throws -> Int {
         let token = TestKeys.token()
         let bystander = try await H2TestClient.connect(port: gateway.port)
-        defer { Task { await bystander.close() } }
+        atTestEnd { await bystander.close() }
         let request: [HTTP2Frame.FramePayload] = [.headers(.init(headers: H2TestClient.request(path: "/bystander", fields: [("authorization", "Bearer \(token)")]), endStream: true))]
         // Served once before the attack, as a client of a running gateway would be: the
         // upstream connection exists. (A first connect started while the debug build's single
@@ -237,7 +237,7 @@ struct HTTP2AbuseTests {
     /// CVE-2023-44487: streams opened and reset at once, 20 000 of them.
     @Test func rapidResetIsStoppedWithGoAway() async throws {
         let gateway = try await GatewayFixture.start()
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         try await Self.othersUnaffected(gateway) {
             let outcome = try await Self.flood(gateway, batches: 200) { batch in
                 var bytes: [UInt8] = []
@@ -257,7 +257,7 @@ struct HTTP2AbuseTests {
     /// A header block that never ends: CONTINUATION frames without END_HEADERS (CVE-2024-27316).
     @Test func continuationFloodIsStoppedWithGoAway() async throws {
         let gateway = try await GatewayFixture.start()
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         try await Self.othersUnaffected(gateway) {
             let outcome = try await Self.flood(gateway, batches: 100) { batch in
                 var bytes: [UInt8] = []
@@ -274,7 +274,7 @@ struct HTTP2AbuseTests {
     /// A header block larger than `limits.maxHeaderBytes` (the advertised header list size).
     @Test func anOversizedHeaderListClosesTheConnection() async throws {
         let gateway = try await GatewayFixture.start { config in config.set("limits.maxHeaderBytes", 4096) }
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         let served = try await Self.othersUnaffected(gateway) {
             let outcome = try await Self.flood(gateway, batches: 1, acknowledgeSettings: true) { _ in
                 // HEADERS then CONTINUATIONs of literal fields, 16 KiB in all.
@@ -306,7 +306,7 @@ struct HTTP2AbuseTests {
     @Test(arguments: ["ping", "settings"])
     func controlFrameFloodsAreStoppedWithGoAway(_ kind: String) async throws {
         let gateway = try await GatewayFixture.start()
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         try await Self.othersUnaffected(gateway) {
             let outcome = try await Self.flood(gateway, batches: 50) { _ in
                 var bytes: [UInt8] = []

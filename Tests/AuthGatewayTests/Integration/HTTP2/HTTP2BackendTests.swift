@@ -9,7 +9,7 @@ import AuthGatewayDemo
 
 /// Backends spoken to over HTTP/2 (`protocol: "h2c"` and `"h2"`, SPEC §4.9): streams multiplexed
 /// over pooled connections, reached by HTTP/1.1 and HTTP/2 clients alike.
-@Suite("HTTP/2 backends (real sockets)", .timeLimit(.minutes(3)))
+@Suite("HTTP/2 backends (real sockets)", .timeLimit(.minutes(3)), .awaitsCleanups)
 struct HTTP2BackendTests {
     static func gateway(backend: EchoBackend, protocolName: String = "h2c", url: String? = nil, configure: (inout JSONObject) -> Void = { _ in }) async throws -> GatewayFixture {
         try await GatewayFixture.start(backend: backend) { config in
@@ -21,7 +21,7 @@ struct HTTP2BackendTests {
     @Test func anHTTP11ClientReachesAnH2cBackend() async throws {
         let backend = try await EchoBackend.start(group: TestGroup.shared, http2: true)
         let gateway = try await Self.gateway(backend: backend)
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         let client = try await gateway.connect()
         for index in 0..<5 {
             let response = try await client.send(TestRequest(.POST, "/h2c/\(index)?q=1", headers: [("Authorization", "Bearer \(TestKeys.token())")], body: "payload-\(index)"))
@@ -40,7 +40,7 @@ struct HTTP2BackendTests {
     @Test func concurrentStreamsShareOneUpstreamConnection() async throws {
         let backend = try await EchoBackend.start(group: TestGroup.shared, http2: true)
         let gateway = try await Self.gateway(backend: backend)
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         let h2load = try ExternalTool.require("h2load", package: "nghttp2-client")
         let load = try await ExternalTool.run(h2load, ["-n", "500", "-c", "2", "-m", "40", "-H", "authorization: Bearer \(TestKeys.token())", "http://127.0.0.1:\(gateway.port)/multiplexed"])
         #expect(load.stdout.contains("500 succeeded, 0 failed, 0 errored"), "\(load.stdout)")
@@ -60,7 +60,7 @@ struct HTTP2BackendTests {
             // The backend's certificate is trusted through the configured CA file.
             config["authService"] = ["url": "http://127.0.0.1:1", "caCertificatePEMFile": .string(TLSTests.certificatePath)]
         }
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         let result = try await HTTP2ClientTests.curl(["--http2-prior-knowledge", "--include", "-H", "Authorization: Bearer \(TestKeys.token())", "http://127.0.0.1:\(gateway.port)/tls-h2"])
         let response = HTTP2ClientTests.parse(result.stdout)
         #expect(response.status == 200, "\(result.stdout) \(result.stderr)")
@@ -74,9 +74,9 @@ struct HTTP2BackendTests {
     func requestTrailersReachAnHTTP2Backend(http2Backend: Bool) async throws {
         let backend = try await EchoBackend.start(group: TestGroup.shared, http2: http2Backend)
         let gateway = try await Self.gateway(backend: backend, protocolName: http2Backend ? "h2c" : "http1")
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         let client = try await H2TestClient.connect(port: gateway.port)
-        defer { Task { await client.close() } }
+        atTestEnd { await client.close() }
         let result = try await client.exchange([
             .headers(.init(headers: H2TestClient.request("POST", path: "/with-trailers", fields: [("authorization", "Bearer \(TestKeys.token())")]), endStream: false)),
             .data(.init(data: .byteBuffer(ByteBuffer(string: "body")), endStream: false)),
@@ -98,10 +98,10 @@ struct HTTP2BackendTests {
         let gateway = try await GatewayFixture.start { config in
             config["backends"] = ["api": ["urls": [.string(refusing.url)], "protocol": "h2c"]]
         }
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         let token = TestKeys.token()
         let client = try await gateway.connect()
-        defer { Task { await client.close() } }
+        atTestEnd { await client.close() }
         let response = try await client.send(.get("/down", token: token))
         #expect(response.status == 502)
         #expect(response.json?["type"]?.stringValue == "urn:auth-gateway:problem:upstream.unreachable")
@@ -109,7 +109,7 @@ struct HTTP2BackendTests {
         // The backend comes up on the same port (bound beside the refusing socket, which then
         // goes: the port is never free in between).
         let backend = try await EchoBackend.start(group: TestGroup.shared, port: refusing.port, http2: true)
-        defer { Task { await backend.close() } }
+        atTestEnd { await backend.close() }
         refusing.close()
         let next = try await client.send(.get("/up", token: token))
         #expect(next.status == 200, "\(next.text)")
