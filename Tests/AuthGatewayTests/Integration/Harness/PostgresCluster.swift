@@ -367,7 +367,7 @@ final class PostgresCluster: Sendable {
         )
     }
 
-    private static func unprivilegedUser() -> (uid: UInt32, gid: UInt32) {
+    static func unprivilegedUser() -> (uid: UInt32, gid: UInt32) {
         for name in ["postgres", "nobody"] {
             if let entry = getpwnam(name) { return (entry.pointee.pw_uid, entry.pointee.pw_gid) }
         }
