@@ -53,7 +53,7 @@ final class ScriptedURL: Sendable {
 
 /// Passive outlier detection and active health checks over real sockets (SPEC §4.11), and
 /// what operators see of them: `/healthz`, metrics.
-@Suite("Backend health (real sockets)")
+@Suite("Backend health (real sockets)", .awaitsCleanups)
 struct BackendHealthTests {
     static func gateway(_ urls: [ScriptedURL], extra: JSONObject) async throws -> GatewayFixture {
         try await GatewayFixture.start { config in
@@ -83,8 +83,7 @@ struct BackendHealthTests {
 
     static func metrics(_ gateway: GatewayFixture) async throws -> String {
         let connection = try await TestConnection.connect(port: gateway.adminPort)
-        defer { Task { await connection.close() } }
-        return try await connection.send(.get("/metrics")).text
+        return try await withCleanup({ await connection.close() }) { try await connection.send(.get("/metrics")).text }
     }
 
     // MARK: Outlier detection
@@ -92,9 +91,9 @@ struct BackendHealthTests {
     @Test func aURLAnswering502IsEjectedAfterConsecutiveFailuresAndComesBack() async throws {
         let good = try await ScriptedURL.start()
         let bad = try await ScriptedURL.start(status: 502)
-        defer { Task { await good.close(); await bad.close() } }
+        atTestEnd { await good.close(); await bad.close() }
         let gateway = try await Self.gateway([good, bad], extra: ["outlierDetection": ["consecutiveFailures": 3, "baseEjectionSeconds": 2, "maxEjectionPercent": 50]])
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
 
         // Round robin: the bad URL sees every other request until its third 502 ejects it.
         var statuses: [Int] = []
@@ -127,10 +126,10 @@ struct BackendHealthTests {
 
     @Test func atMostMaxEjectionPercentOfTheURLsAreEjected() async throws {
         let urls = [try await ScriptedURL.start(status: 503), try await ScriptedURL.start(status: 503), try await ScriptedURL.start(status: 503)]
-        defer { Task { for url in urls { await url.close() } } }
+        atTestEnd { for url in urls { await url.close() } }
         // 50 % of 3 rounds down to 1.
         let gateway = try await Self.gateway(urls, extra: ["outlierDetection": ["consecutiveFailures": 1, "baseEjectionSeconds": 60, "maxEjectionPercent": 50]])
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         for index in 0..<12 { #expect(try await Self.get(gateway, "/fail/\(index)").status == 503) }
         var ejected = 0
         for url in urls where try await Self.state(gateway, url) == "ejected" { ejected += 1 }
@@ -149,7 +148,7 @@ struct BackendHealthTests {
                 "outlierDetection": ["consecutiveFailures": 2, "baseEjectionSeconds": 30],
             ]]
         }
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         #expect(try await Self.get(gateway, "/delay/2000").status == 504)
         #expect(try await Self.state(gateway, backend.baseURL) == "healthy")
         #expect(try await Self.get(gateway, "/delay/2000").status == 504)
@@ -166,11 +165,11 @@ struct BackendHealthTests {
         let refusing = try RefusingPort()
         defer { withExtendedLifetime(refusing) {} }
         let good = try await ScriptedURL.start()
-        defer { Task { await good.close() } }
+        atTestEnd { await good.close() }
         let gateway = try await GatewayFixture.start { config in
             config["backends"] = ["api": ["urls": [.string(refusing.url), .string(good.url)]]]
         }
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         for index in 0..<3 { #expect(try await Self.get(gateway, "/r/\(index)").status == 200) }
         let health = try await Self.health(gateway)
         #expect(health.status == "ok")
@@ -184,11 +183,11 @@ struct BackendHealthTests {
         let refusing = try RefusingPort()
         defer { withExtendedLifetime(refusing) {} }
         let good = try await ScriptedURL.start()
-        defer { Task { await good.close() } }
+        atTestEnd { await good.close() }
         let gateway = try await GatewayFixture.start { config in
             config["backends"] = ["api": ["urls": [.string(refusing.url), .string(good.url)], "outlierDetection": ["consecutiveFailures": 1, "baseEjectionSeconds": 60]]]
         }
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         // The first request tries the refusing URL first, then the good one.
         #expect(try await Self.get(gateway, "/first").status == 200)
         #expect(try await Self.state(gateway, refusing.url) == "ejected")
@@ -204,13 +203,13 @@ struct BackendHealthTests {
                 channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(CloseOnRead()) }
             }
             .bind(host: "127.0.0.1", port: 0).get()
-        defer { Task { try? await resetting.close() } }
+        atTestEnd { try? await resetting.close() }
         let url = "http://127.0.0.1:\(resetting.localAddress?.port ?? 0)"
         let gateway = try await GatewayFixture.start { config in
             // POST: not retried on another connection, so each request is one reset.
             config["backends"] = ["api": ["urls": [.string(url)], "outlierDetection": ["consecutiveFailures": 2, "baseEjectionSeconds": 30]]]
         }
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         for index in 0..<2 {
             let response = try await gateway.send(TestRequest(.POST, "/reset/\(index)", headers: [("Authorization", "Bearer \(TestKeys.token())")], body: "x"))
             #expect(response.status == 502)
@@ -224,7 +223,7 @@ struct BackendHealthTests {
         let gateway = try await GatewayFixture.start(backend: backend) { config in
             config["backends"] = ["api": ["urls": [.string(backend.baseURL)], "protocol": "h2c", "outlierDetection": ["consecutiveFailures": 2]]]
         }
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         #expect(try await Self.get(gateway, "/status/503").status == 503)
         #expect(try await Self.get(gateway, "/status/200").status == 200)
         #expect(try await Self.get(gateway, "/status/503").status == 503)
@@ -251,7 +250,7 @@ struct BackendHealthTests {
                 "healthCheck": ["path": "/health", "intervalSeconds": 1, "timeoutMilliseconds": 5000, "unhealthyThreshold": 1, "healthyThreshold": 1],
             ]]
         }
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         // Two probe rounds reached the backend (no traffic was sent), and it is still healthy.
         #expect(await eventually(timeout: .seconds(8)) { backend.requestCount >= 2 })
         #expect(try await Self.state(gateway, "https://localhost:\(backend.port)") == "healthy")
@@ -261,14 +260,14 @@ struct BackendHealthTests {
     @Test func aURLFailingItsHealthCheckGetsNoTrafficAndGetsItBackAfterRecovering() async throws {
         let steady = try await ScriptedURL.start()
         let flaky = try await ScriptedURL.start()
-        defer { Task { await steady.close(); await flaky.close() } }
+        atTestEnd { await steady.close(); await flaky.close() }
         let gateway = try await Self.gateway(
             [steady, flaky],
             // A generous timeout: on a loaded machine a slow probe of the steady URL must not
             // make it unhealthy too (that would be panic routing, and the flaky URL served).
             extra: ["healthCheck": ["path": "/health", "intervalSeconds": 1, "timeoutMilliseconds": 3000, "unhealthyThreshold": 1, "healthyThreshold": 1]]
         )
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         #expect(try await Self.state(gateway, flaky) == "healthy")
         #expect(await eventually { flaky.probes > 0 && steady.probes > 0 })
 
@@ -292,12 +291,12 @@ struct BackendHealthTests {
 
     @Test func whenEveryURLIsUnhealthyTrafficStillFlowsAndHealthzSaysDegraded() async throws {
         let urls = [try await ScriptedURL.start(), try await ScriptedURL.start()]
-        defer { Task { for url in urls { await url.close() } } }
+        atTestEnd { for url in urls { await url.close() } }
         for url in urls { url.answerHealth(500) }
         let gateway = try await Self.gateway(
             urls, extra: ["healthCheck": ["path": "/health", "intervalSeconds": 1, "timeoutMilliseconds": 500, "unhealthyThreshold": 1, "healthyThreshold": 1]]
         )
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         #expect(await eventually(timeout: .seconds(3)) { (try? await Self.health(gateway).status) == "degraded" })
         let health = try await Self.health(gateway)
         #expect(health.backend?["panicRouting"] == .bool(true))

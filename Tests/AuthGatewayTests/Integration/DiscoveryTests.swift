@@ -7,7 +7,7 @@ import AuthGatewayDemo
 
 /// OpenID Connect discovery end to end (SPEC §4.10) against `ScriptedOIDCProvider`: keys,
 /// refresh and userinfo all through the endpoints its document names.
-@Suite("OpenID Connect discovery (real sockets)")
+@Suite("OpenID Connect discovery (real sockets)", .awaitsCleanups)
 struct DiscoveryTests {
     /// A gateway whose only knowledge of the provider is its issuer: `discovery: true`, the
     /// client id and secret (SPEC §4.10's minimal configuration), plus test timings.
@@ -38,8 +38,9 @@ struct DiscoveryTests {
 
     static func admin(_ gateway: GatewayFixture, _ path: String) async throws -> TestResponse {
         let connection = try await TestConnection.connect(port: gateway.adminPort)
-        defer { Task { await connection.close() } }
-        return try await connection.send(.get(path))
+        return try await withCleanup({ await connection.close() }) { () async throws in
+            return try await connection.send(.get(path))
+        }
     }
 
     /// The `/healthz` entry of the provider's issuer.
@@ -52,9 +53,9 @@ struct DiscoveryTests {
     /// profile comes from the discovered userinfo endpoint, on another port.
     @Test func keysAndProfilesComeFromTheDiscoveredEndpoints() async throws {
         let provider = try await ScriptedOIDCProvider.start()
-        defer { Task { await provider.stop() } }
+        atTestEnd { await provider.stop() }
         let gateway = try await Self.gateway(provider: provider, refresh: 2, waitUntilReady: false)
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         let refresher = Task { try await KeyRefreshService(application: gateway.application).run() }
         defer { refresher.cancel() }
         try await poll { gateway.application.isReady }
@@ -98,10 +99,10 @@ struct DiscoveryTests {
     @Test(arguments: [false, true])
     func aSessionIsRefreshedAndProfiledThroughDiscoveredEndpoints(withUnusedAuthServiceURL: Bool) async throws {
         let provider = try await ScriptedOIDCProvider.start()
-        defer { Task { await provider.stop() } }
+        atTestEnd { await provider.stop() }
         let unused = try RefusingPort()
         let gateway = try await Self.gateway(provider: provider, authServiceURL: withUnusedAuthServiceURL ? unused.url : nil)
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         #expect(gateway.application.isReady)
 
         let expired = provider.token(subject: "grace", expiresIn: -60)
@@ -138,10 +139,10 @@ struct DiscoveryTests {
     /// the `jwks_uri` it names, and tokens of that issuer get 503 (nothing could be checked).
     @Test func aMismatchedIssuerKeepsTheIssuerUnreadyWithTheReason() async throws {
         let provider = try await ScriptedOIDCProvider.start()
-        defer { Task { await provider.stop() } }
+        atTestEnd { await provider.stop() }
         provider.update { $0.claimedIssuer = "https://attacker.test" }
         let gateway = try await Self.gateway(provider: provider, waitUntilReady: false)
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         try await poll { provider.documentFetches >= 1 && gateway.application.shared.keyStore.unreadyReason?.contains("attacker") == true }
         #expect(!gateway.application.isReady)
         #expect(provider.jwksFetches == 0)
@@ -172,10 +173,10 @@ struct DiscoveryTests {
     /// by the refresh service's backoff — no request needed.
     @Test func discoveryDownAtStartThenReadyWhenItComesBack() async throws {
         let provider = try await ScriptedOIDCProvider.start()
-        defer { Task { await provider.stop() } }
+        atTestEnd { await provider.stop() }
         provider.update { $0.documentStatus = 503 }
         let gateway = try await Self.gateway(provider: provider, waitUntilReady: false)
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         let refresher = Task { try await KeyRefreshService(application: gateway.application).run() }
         defer { refresher.cancel() }
         try await poll { provider.documentFetches >= 1 && gateway.application.shared.keyStore.unreadyReason?.contains("HTTP 503") == true }
@@ -200,9 +201,9 @@ struct DiscoveryTests {
     /// `userinfo_endpoint` still serves profiles, and `/healthz` reports `degraded` with why.
     @Test func theLastGoodDocumentIsKeptWhenDiscoveryFails() async throws {
         let provider = try await ScriptedOIDCProvider.start()
-        defer { Task { await provider.stop() } }
+        atTestEnd { await provider.stop() }
         let gateway = try await Self.gateway(provider: provider, minRefetch: 1)
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         #expect(gateway.application.isReady)
         #expect(try await gateway.send(.get("/a", token: provider.token(subject: "cy"))).status == 200)
 
@@ -232,9 +233,9 @@ struct DiscoveryTests {
     /// when the profile relies on it.
     @Test func aReloadKeepsTheDocumentAndMissingEndpointsAreRefused() async throws {
         let provider = try await ScriptedOIDCProvider.start()
-        defer { Task { await provider.stop() } }
+        atTestEnd { await provider.stop() }
         let gateway = try await Self.gateway(provider: provider)
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         #expect(gateway.application.isReady)
         try gateway.reload { config in config["logging"] = ["accessLog": false, "level": "error"] }
         #expect(gateway.application.isReady)
@@ -242,10 +243,10 @@ struct DiscoveryTests {
         #expect(provider.documentFetches == 1)
 
         let other = try await ScriptedOIDCProvider.start()
-        defer { Task { await other.stop() } }
+        atTestEnd { await other.stop() }
         other.update { $0.servesUserinfo = false }
         let second = try await Self.gateway(provider: other, waitUntilReady: false)
-        defer { Task { await second.stop() } }
+        atTestEnd { await second.stop() }
         try await poll { other.documentFetches >= 1 && second.application.shared.keyStore.unreadyReason?.contains("userinfo_endpoint") == true }
         #expect(!second.application.isReady)
         #expect(try await Self.issuerHealth(second, other)?["lastError"]?.stringValue == "the discovery document has no userinfo_endpoint")

@@ -6,14 +6,14 @@ import Testing
 import AuthGatewayDemo
 @testable import AuthGateway
 
-@Suite("Forwarding (real sockets)")
+@Suite("Forwarding (real sockets)", .awaitsCleanups)
 struct ForwardingTests {
     @Test func authorizedRequestIsForwardedWithRewrittenHeaders() async throws {
         let gateway = try await GatewayFixture.start { config in
             config["identityHeaders"] = ["X-User-Subject": "claims.sub", "X-User-Email": "claims.email"]
             config["stripInboundHeaderPrefixes"] = ["X-Auth-"]
         }
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         let token = TestKeys.token(subject: "alice")
         let response = try await gateway.send(
             .get(
@@ -44,7 +44,7 @@ struct ForwardingTests {
     /// gets that authority as Host — never the client's other Host, which routes elsewhere.
     @Test func anAbsoluteFormTargetsAuthorityReplacesHost() async throws {
         let open = try await EchoBackend.start(group: TestGroup.shared)
-        defer { Task { await open.close() } }
+        atTestEnd { await open.close() }
         let gateway = try await GatewayFixture.start { config in
             config["backends"] = ["api": ["urls": [.string(config.backendURL)]], "open": ["urls": [.string(open.baseURL)]]]
             config["routes"] = [
@@ -52,7 +52,7 @@ struct ForwardingTests {
                 ["name": "api", "pathPrefix": "/", "backend": "api"],
             ]
         }
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         let response = try await gateway.send(TestRequest(.GET, "http://public.example/x", headers: [("Host", "api.example")]))
         #expect(response.status == 200)
         #expect(response.echoedHeader("host") == ["public.example"])
@@ -61,7 +61,7 @@ struct ForwardingTests {
 
     @Test func malformedRequestIdIsReplaced() async throws {
         let gateway = try await GatewayFixture.start()
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         let response = try await gateway.send(.get("/", token: TestKeys.token(), headers: [("X-Request-Id", "bad id with spaces")]))
         let generated = try #require(response.header("x-request-id"))
         #expect(generated != "bad id with spaces")
@@ -71,7 +71,7 @@ struct ForwardingTests {
 
     @Test func keepAliveReusesOneUpstreamConnection() async throws {
         let gateway = try await GatewayFixture.start()
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         let client = try await gateway.connect()
         let token = TestKeys.token()
         for index in 0..<20 {
@@ -95,7 +95,7 @@ struct ForwardingTests {
         let gateway = try await GatewayFixture.start { config in
             config["backends"] = ["api": ["urls": [.string(config.backendURL), .string(second.baseURL)]]]
         }
-        defer { Task { await gateway.stop(); await second.close() } }
+        atTestEnd { await gateway.stop(); await second.close() }
         let client = try await gateway.connect()
         let token = TestKeys.token()
         for index in 0..<10 {
@@ -111,7 +111,7 @@ struct ForwardingTests {
 
     @Test func pipelinedRequestsAreAnsweredInOrder() async throws {
         let gateway = try await GatewayFixture.start()
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         let client = try await gateway.connect()
         let token = TestKeys.token()
         let requests = (0..<8).map { TestRequest.get($0 == 3 ? "/delay/100" : "/p/\($0)", token: $0 == 5 ? nil : token) }
@@ -125,7 +125,7 @@ struct ForwardingTests {
 
     @Test func chunkedRequestAndChunkedResponseAreRelayed() async throws {
         let gateway = try await GatewayFixture.start()
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         let raw = try await gateway.raw()
         let token = TestKeys.token()
         try await raw.send(
@@ -147,7 +147,7 @@ struct ForwardingTests {
 
     @Test func headAndBodylessStatusesCarryNoBody() async throws {
         let gateway = try await GatewayFixture.start()
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         let client = try await gateway.connect()
         let token = TestKeys.token()
         let head = try await client.send(TestRequest(.HEAD, "/thing", headers: [("Authorization", "Bearer \(token)")]))
@@ -165,7 +165,7 @@ struct ForwardingTests {
 
     @Test func expectContinueGetsContinueAfterAuthorization() async throws {
         let gateway = try await GatewayFixture.start()
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         let raw = try await gateway.raw()
         try await raw.send("POST /form HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(TestKeys.token())\r\nContent-Length: 4\r\nExpect: 100-continue\r\n\r\n")
         #expect(await raw.waitFor { $0.hasPrefix("HTTP/1.1 100 Continue\r\n") })
@@ -186,7 +186,7 @@ struct ForwardingTests {
 
     @Test func routingByHostPathAndMethodWithFirstMatchWinning() async throws {
         let second = try await EchoBackend.start(group: TestGroup.shared)
-        defer { Task { await second.close() } }
+        atTestEnd { await second.close() }
         let gateway = try await GatewayFixture.start { config in
             config["backends"] = ["api": ["urls": [.string(config.backendURL)]], "other": ["urls": [.string(second.baseURL)]]]
             config["routes"] = [
@@ -196,7 +196,7 @@ struct ForwardingTests {
                 ["name": "api", "pathPrefix": "/api/", "backend": "api", "auth": "none"],
             ]
         }
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         let client = try await gateway.connect()
         #expect(try await client.send(.get("/exact")).status == 200)
         #expect(try await client.send(.get("/exact/more")).status == 404)

@@ -7,7 +7,7 @@ import AuthGatewayDemo
 
 /// Ambiguous or malformed framing gets 400 and a closed connection, and reaches no backend
 /// (SPEC §4.5) — the request-smuggling surface.
-@Suite("Malformed framing (raw sockets)")
+@Suite("Malformed framing (raw sockets)", .awaitsCleanups)
 struct FramingTests {
     struct Case: CustomTestStringConvertible, Sendable {
         let name: String
@@ -37,7 +37,7 @@ struct FramingTests {
     @Test(arguments: Self.cases)
     func refusedWith400AndClosed(_ testCase: Case) async throws {
         let gateway = try await GatewayFixture.start()
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         let raw = try await gateway.raw()
         // Authorized, so the framing alone decides.
         let request = testCase.request.replacingOccurrences(of: "Host: x\r\n", with: "Host: x\r\nAuthorization: Bearer \(Self.token)\r\n")
@@ -50,7 +50,7 @@ struct FramingTests {
 
     @Test func oversizedHeadersGet431() async throws {
         let gateway = try await GatewayFixture.start { config in config.set("limits.maxHeaderBytes", 4096) }
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         let raw = try await gateway.raw()
         try await raw.send("GET /a HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(TestKeys.token())\r\nX-Big: \(String(repeating: "a", count: 5000))\r\n\r\n")
         #expect(await raw.waitForClose())
@@ -63,7 +63,7 @@ struct FramingTests {
 
     @Test func oversizedBodiesGet413() async throws {
         let gateway = try await GatewayFixture.start { config in config.set("limits.maxRequestBodyBytes", 1000) }
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         let token = TestKeys.token()
         // Declared too large: refused before any byte of body is read.
         let declared = try await gateway.raw()
@@ -84,7 +84,7 @@ struct FramingTests {
 
     @Test func connectionsOverTheLimitAreTurnedAway() async throws {
         let gateway = try await GatewayFixture.start { config in config.set("limits.maxConnections", 2) }
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         let first = try await gateway.connect()
         let second = try await gateway.connect()
         #expect(try await first.send(.get("/1", token: TestKeys.token())).status == 200)

@@ -8,12 +8,14 @@ import Testing
 import AuthGatewayDemo
 @testable import AuthGateway
 
-@Suite("Remote JWKS (real sockets)")
+@Suite("Remote JWKS (real sockets)", .awaitsCleanups)
 struct JWKSTests {
     /// A JWKS endpoint serving the public keys of `signers`, or failing with `status`.
     final class KeyEndpoint: Sendable {
         let service: ScriptedAuthService
         private let state = NIOLockedValueBox<(signers: [JWTSigner], status: Int)>(([], 200))
+        /// When each request for the key set arrived.
+        private let arrivals = NIOLockedValueBox<[ContinuousClock.Instant]>([])
 
         private init(service: ScriptedAuthService) { self.service = service }
 
@@ -21,6 +23,7 @@ struct JWKSTests {
             let holder = NIOLockedValueBox<KeyEndpoint?>(nil)
             let service = try await ScriptedAuthService.start { _ in
                 guard let endpoint = holder.withLockedValue({ $0 }) else { return SimpleResponse(status: .internalServerError) }
+                endpoint.arrivals.withLockedValue { $0.append(.now) }
                 let (signers, status) = endpoint.state.withLockedValue { ($0.signers, $0.status) }
                 guard status == 200 else { return SimpleResponse(status: HTTPResponseStatus(statusCode: status)) }
                 return .json(.ok, ["keys": .array(signers.map { try! $0.publicJWK() })])
@@ -34,6 +37,7 @@ struct JWKSTests {
         func serve(_ signers: [JWTSigner]) { self.state.withLockedValue { $0.signers = signers } }
         func fail(with status: Int) { self.state.withLockedValue { $0.status = status } }
         var fetches: Int { self.service.calls("/jwks.json") }
+        var fetchTimes: [ContinuousClock.Instant] { self.arrivals.withLockedValue { $0 } }
         var url: String { self.service.baseURL + "/jwks.json" }
     }
 
@@ -60,24 +64,26 @@ struct JWKSTests {
     /// start-up fetch with a fetch of its own.
     @Test func startUpFetchesEachKeySetOnce() async throws {
         let endpoint = try await KeyEndpoint.start([Self.first])
-        defer { Task { await endpoint.service.stop() } }
+        atTestEnd { await endpoint.service.stop() }
         let gateway = try await Self.gateway(endpoint: endpoint, refresh: 2, waitUntilReady: false)
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         let refresher = Task { try await KeyRefreshService(application: gateway.application).run() }
         defer { refresher.cancel() }
         try await poll { gateway.application.isReady }
-        // The refresh period is 2 s; the old race fetched again 1 s after start-up.
-        try await Task.sleep(for: .milliseconds(1500))
-        #expect(endpoint.fetches == 1)
-        // The periodic refresh still happens.
-        try await poll { endpoint.fetches == 2 }
+        // The periodic refresh happens; the second fetch is that refresh, a whole period
+        // (2 s) after the start-up fetch — the old race fetched again 1 s after start-up.
+        // Measured between the fetches' arrivals, so a late-resuming test cannot miss it.
+        try await poll(timeout: .seconds(20)) { endpoint.fetches >= 2 }
+        let times = endpoint.fetchTimes
+        try #require(times.count >= 2)
+        #expect(times[1] - times[0] >= .milliseconds(1990), "fetched again \(times[1] - times[0]) after start-up")
     }
 
     @Test func keysAreFetchedBeforeReadinessAndRotationIsPickedUp() async throws {
         let endpoint = try await KeyEndpoint.start([Self.first])
-        defer { Task { await endpoint.service.stop() } }
+        atTestEnd { await endpoint.service.stop() }
         let gateway = try await Self.gateway(endpoint: endpoint, minRefetch: 1)
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         #expect(gateway.application.isReady)
         #expect(endpoint.fetches == 1)
         #expect(try await gateway.send(.get("/a", token: TestKeys.token(signer: Self.first))).status == 200)
@@ -96,10 +102,10 @@ struct JWKSTests {
 
     @Test func theKeySetIsRefreshedPeriodically() async throws {
         let endpoint = try await KeyEndpoint.start([Self.first])
-        defer { Task { await endpoint.service.stop() } }
+        atTestEnd { await endpoint.service.stop() }
         // A long refetch cooldown: only the periodic refresh can bring the new key in.
         let gateway = try await Self.gateway(endpoint: endpoint, minRefetch: 3600, refresh: 1)
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         let refresher = Task { try await KeyRefreshService(application: gateway.application).run() }
         defer { refresher.cancel() }
         #expect(endpoint.fetches == 1)
@@ -117,9 +123,9 @@ struct JWKSTests {
 
     @Test func aFloodOfUnknownKidsCostsTheKeyEndpointAtMostOneFetch() async throws {
         let endpoint = try await KeyEndpoint.start([Self.first])
-        defer { Task { await endpoint.service.stop() } }
+        atTestEnd { await endpoint.service.stop() }
         let gateway = try await Self.gateway(endpoint: endpoint, minRefetch: 60)
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         #expect(endpoint.fetches == 1)
         let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
             for index in 0..<60 {
@@ -139,9 +145,9 @@ struct JWKSTests {
 
     @Test func lastGoodKeysSurviveAnEndpointOutage() async throws {
         let endpoint = try await KeyEndpoint.start([Self.first])
-        defer { Task { await endpoint.service.stop() } }
+        atTestEnd { await endpoint.service.stop() }
         let gateway = try await Self.gateway(endpoint: endpoint, minRefetch: 1)
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         endpoint.fail(with: 503)
         try await Task.sleep(for: .milliseconds(1100))
         // An unknown kid makes the gateway try the endpoint, which fails: the gateway could not
@@ -157,10 +163,10 @@ struct JWKSTests {
 
     @Test func notReadyUntilTheFirstFetchSucceeds() async throws {
         let endpoint = try await KeyEndpoint.start([Self.first])
-        defer { Task { await endpoint.service.stop() } }
+        atTestEnd { await endpoint.service.stop() }
         endpoint.fail(with: 500)
         let gateway = try await Self.gateway(endpoint: endpoint, minRefetch: 1, waitUntilReady: false)
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         try await Task.sleep(for: .milliseconds(200))
         #expect(!gateway.application.isReady)
         let admin = try await TestConnection.connect(port: gateway.adminPort)

@@ -6,11 +6,11 @@ import Testing
 import AuthGatewayDemo
 @testable import AuthGateway
 
-@Suite("Health, metrics and drain (real sockets)")
+@Suite("Health, metrics and drain (real sockets)", .awaitsCleanups)
 struct LifecycleTests {
     @Test func healthEndpointsOnBothListeners() async throws {
         let gateway = try await GatewayFixture.start()
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         for port in [gateway.port, gateway.adminPort] {
             let client = try await TestConnection.connect(port: port)
             let live = try await client.send(.get("/livez"))
@@ -29,7 +29,7 @@ struct LifecycleTests {
 
     @Test func metricsCountRequestsByRouteStatusClassAndFailureReason() async throws {
         let gateway = try await GatewayFixture.start()
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         let client = try await gateway.connect()
         let token = TestKeys.token()
         for _ in 0..<3 { _ = try await client.send(.get("/ok", token: token)) }
@@ -53,28 +53,45 @@ struct LifecycleTests {
     }
 
     @Test func drainFinishesInFlightRequestsAndStopsAccepting() async throws {
-        // The in-flight request outlasts the checks below even on a loaded machine (they poll
-        // for the draining state); the drain timeout is far longer, so the drain ending well
-        // before it shows that it waited for the request, not for the timeout.
-        let gateway = try await GatewayFixture.start { config in config.set("timeouts.drainSeconds", 20) }
-        defer { Task { await gateway.stop() } }
+        // The in-flight request is held by the backend until the checks below are done (they
+        // poll for the draining state, however slowly a loaded machine gets there); the drain
+        // timeout is far longer, so the drain ending soon after the release shows that it
+        // waited for the request, not for the timeout.
+        let gate = ReplyGate()
+        let backend = try await ScriptedAuthService.start { request, eventLoop in
+            let response = SimpleResponse.json(.ok, ["path": .string(request.path)])
+            return request.path == "/held" ? gate.pass(response, on: eventLoop) : eventLoop.makeSucceededFuture(response)
+        }
+        atTestEnd { await backend.stop() }
+        let gateway = try await GatewayFixture.start { config in
+            config.set("timeouts.drainSeconds", 60)
+            config["backends"] = ["api": ["urls": [.string(backend.baseURL)]]]
+        }
+        atTestEnd { await gateway.stop() }
         let token = TestKeys.token()
         let idle = try await gateway.connect()
         #expect(try await idle.send(.get("/warm", token: token)).status == 200)
+        gate.hold()
         let busy = try await gateway.connect()
-        let inFlight = Task { try await busy.send(.get("/delay/2500", token: token)) }
-        #expect(await eventually { gateway.backend.requestCount == 2 })
-        let started = ContinuousClock.now
+        let inFlight = Task { try await busy.send(.get("/held", token: token)) }
+        #expect(await eventually(timeout: .seconds(10)) { gate.heldCount == 1 })
         let drain = Task { await gateway.application.drain() }
         // Readiness turns 503 on the admin listener; the main listener accepts no more.
-        #expect(await eventually { (try? await TestConnection.connect(port: gateway.adminPort).send(.get("/readyz")).status) == 503 })
-        #expect(await eventually { !(await acceptsConnections(port: gateway.port)) })
-        // The idle keep-alive connection is closed at once; the busy one finishes its request.
-        #expect(await idle.waitForClose(timeout: .seconds(1)))
+        #expect(await eventually(timeout: .seconds(10)) { (try? await TestConnection.connect(port: gateway.adminPort).send(.get("/readyz")).status) == 503 })
+        #expect(await eventually(timeout: .seconds(10)) { !(await acceptsConnections(port: gateway.port)) })
+        // The idle keep-alive connection is closed while the busy one's request is still in
+        // flight (held: it cannot have finished).
+        #expect(await idle.waitForClose(timeout: .seconds(10)))
+        #expect(gate.heldCount == 1)
+        // The busy one finishes its request, told to close.
+        let released = ContinuousClock.now
+        gate.release()
         let response = try await inFlight.value
         #expect(response.status == 200)
+        #expect(response.json?["path"]?.stringValue == "/held")
         #expect(response.header("connection") == "close")
         await drain.value
-        #expect(ContinuousClock.now - started < .seconds(10))
+        #expect(ContinuousClock.now - released < .seconds(20), "the drain waited for its 60 s timeout")
+        #expect(backend.calls("/held") == 1)
     }
 }

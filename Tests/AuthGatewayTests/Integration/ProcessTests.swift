@@ -6,7 +6,7 @@ import AuthGatewayDemo
 @testable import AuthGateway
 
 /// The `auth-gateway` executable itself: `check`, and `serve` with its signals (SPEC §2).
-@Suite("auth-gateway executable", .serialized)
+@Suite("auth-gateway executable", .serialized, .timeLimit(.minutes(5)), .awaitsCleanups)
 struct ProcessTests {
     static let packageRoot = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
@@ -14,7 +14,7 @@ struct ProcessTests {
     /// Runs the executable to completion.
     static func run(_ arguments: [String], environment: [String: String] = [:]) async throws -> (status: Int32, output: String) {
         let child = try ChildProcess([try RunningGateway.executable().path] + arguments, environment: environment)
-        await child.exited()
+        try await child.exited(timeout: .seconds(60))
         return (child.terminationStatus, child.standardOutput + child.standardError)
     }
 
@@ -113,7 +113,7 @@ struct ProcessTests {
 
     @Test func sigtermDrainsInFlightRequestsAndExitsZero() async throws {
         let backend = try await EchoBackend.start(group: TestGroup.shared)
-        defer { Task { await backend.close() } }
+        atTestEnd { await backend.close() }
         let gateway = try RunningGateway(configuration: RunningGateway.configuration(backendURL: backend.baseURL, drainSeconds: 5))
         defer { gateway.kill() }
         let port = try await gateway.waitForPort()
@@ -137,7 +137,7 @@ struct ProcessTests {
     @Test(arguments: [SIGTERM, SIGINT])
     func aSignalDrainsCutsOffWhatOutlastsTheDrainAndExitsZero(_ signal: Int32) async throws {
         let backend = try await EchoBackend.start(group: TestGroup.shared)
-        defer { Task { await backend.close() } }
+        atTestEnd { await backend.close() }
         // 2 s of drain: room to observe the draining state on a busy machine.
         let gateway = try RunningGateway(configuration: RunningGateway.configuration(backendURL: backend.baseURL, drainSeconds: 2, admin: true))
         defer { gateway.kill() }
@@ -162,8 +162,9 @@ struct ProcessTests {
         gateway.signal(signal)
         func readiness() async -> Int? {
             guard let admin = try? await TestConnection.connect(port: adminPort) else { return nil }
-            defer { Task { await admin.close() } }
-            return try? await admin.send(.get("/readyz"), timeout: .seconds(2)).status
+            return await withCleanup({ await admin.close() }) {
+                return try? await admin.send(.get("/readyz"), timeout: .seconds(2)).status
+            }
         }
         #expect(await eventually { await readiness() == 503 }, "readiness never turned 503")
         #expect(await eventually { !(await acceptsConnections(port: port)) }, "the main listener still accepts connections while draining")
@@ -194,7 +195,7 @@ struct ProcessTests {
     /// that way): every socket option the gateway sets must be allowed unprivileged.
     @Test func servesAsAnUnprivilegedUser() async throws {
         let backend = try await EchoBackend.start(group: TestGroup.shared)
-        defer { Task { await backend.close() } }
+        atTestEnd { await backend.close() }
         let gateway = try RunningGateway(
             configuration: RunningGateway.configuration(backendURL: backend.baseURL, drainSeconds: 1),
             prefix: ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", "--bounding-set=-all"]
@@ -210,7 +211,7 @@ struct ProcessTests {
 
     @Test func sighupReloadsAValidConfigurationAndKeepsTheOldOneOtherwise() async throws {
         let backend = try await EchoBackend.start(group: TestGroup.shared)
-        defer { Task { await backend.close() } }
+        atTestEnd { await backend.close() }
         let configuration = RunningGateway.configuration(backendURL: backend.baseURL, drainSeconds: 1, admin: true)
         let gateway = try RunningGateway(configuration: configuration)
         defer { gateway.kill() }

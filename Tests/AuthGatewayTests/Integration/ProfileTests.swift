@@ -7,7 +7,7 @@ import Testing
 import AuthGatewayDemo
 @testable import AuthGateway
 
-@Suite("Profile cache (real sockets)")
+@Suite("Profile cache (real sockets)", .awaitsCleanups)
 struct ProfileTests {
     /// A RainMaker `GET /v1/user`: `super_admin` for subjects starting with "admin".
     static func userService(delayMilliseconds: Int64 = 0, status: NIOLockedValueBox<Int>? = nil, gate: ReplyGate = ReplyGate()) async throws -> ScriptedAuthService {
@@ -50,9 +50,9 @@ struct ProfileTests {
 
     @Test func oneFetchServesManySequentialRequests() async throws {
         let service = try await Self.userService()
-        defer { Task { await service.stop() } }
+        atTestEnd { await service.stop() }
         let gateway = try await Self.gateway(service: service)
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         let token = TestKeys.token(subject: "erin")
         let client = try await gateway.connect()
         for index in 0..<100 {
@@ -74,17 +74,18 @@ struct ProfileTests {
     @Test func concurrentFirstRequestsShareOneFetch() async throws {
         let gate = ReplyGate(holding: true)
         let service = try await Self.userService(gate: gate)
-        defer { Task { await service.stop() } }
+        atTestEnd { await service.stop() }
         let gateway = try await Self.gateway(service: service, timeout: 30_000)
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         let token = TestKeys.token(subject: "frank")
         let requests = Task {
             try await withThrowingTaskGroup(of: Int.self) { group in
                 for index in 0..<50 {
                     group.addTask {
                         let client = try await gateway.connect()
-                        defer { Task { await client.close() } }
-                        return try await client.send(.get("/c/\(index)", token: token), timeout: .seconds(60)).status
+                        return try await withCleanup({ await client.close() }) { () async throws in
+                            return try await client.send(.get("/c/\(index)", token: token), timeout: .seconds(60)).status
+                        }
                     }
                 }
                 return try await group.reduce(into: [Int]()) { $0.append($1) }
@@ -104,9 +105,9 @@ struct ProfileTests {
 
     @Test func requirementsOnProfileValues() async throws {
         let service = try await Self.userService()
-        defer { Task { await service.stop() } }
+        atTestEnd { await service.stop() }
         let gateway = try await Self.gateway(service: service)
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         let refused = try await gateway.send(.get("/admin/users", token: TestKeys.token(subject: "erin")))
         #expect(refused.status == 403)
         #expect(refused.header("www-authenticate")?.contains("insufficient_scope") == true)
@@ -119,10 +120,10 @@ struct ProfileTests {
     @Test func expiryStaleServingAndOutages() async throws {
         let status = NIOLockedValueBox(200)
         let service = try await Self.userService(status: status)
-        defer { Task { await service.stop() } }
+        atTestEnd { await service.stop() }
         let clock = TestClock()
         let gateway = try await Self.gateway(service: service, clock: clock, ttl: 10, stale: 20)
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         let token = TestKeys.token(subject: "hank", expiresIn: 3600)
         let client = try await gateway.connect()
         #expect(try await client.send(.get("/1", token: token)).status == 200)
@@ -148,9 +149,9 @@ struct ProfileTests {
     @Test func profileEndpoint401RefusesTheRequest() async throws {
         let status = NIOLockedValueBox(401)
         let service = try await Self.userService(status: status)
-        defer { Task { await service.stop() } }
+        atTestEnd { await service.stop() }
         let gateway = try await Self.gateway(service: service)
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         let response = try await gateway.send(.get("/x", token: TestKeys.token(subject: "ivan")))
         #expect(response.status == 401)
         #expect(response.header("www-authenticate")?.contains("invalid_token") == true)
@@ -159,12 +160,12 @@ struct ProfileTests {
 
     @Test func routesThatNeedNoProfileNeverFetchOne() async throws {
         let service = try await Self.userService()
-        defer { Task { await service.stop() } }
+        atTestEnd { await service.stop() }
         let gateway = try await GatewayFixture.start { config in
             config["authService"] = ["url": .string(service.baseURL), "profile": ["path": "/v1/user"]]
             config["identityHeaders"] = ["X-User-Subject": "claims.sub"]
         }
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         #expect(try await gateway.send(.get("/x", token: TestKeys.token())).status == 200)
         #expect(service.calls("/v1/user") == 0)
     }

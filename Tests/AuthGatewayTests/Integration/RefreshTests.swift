@@ -77,7 +77,7 @@ final class RotatingRainMaker: Sendable {
     }
 }
 
-@Suite("Transparent session refresh (real sockets)")
+@Suite("Transparent session refresh (real sockets)", .awaitsCleanups)
 struct RefreshTests {
     static func gateway(authService: String, clock: TestClock = TestClock(), threads: Int = 2, grace: Int = 2, timeout: Int = 10_000) async throws -> GatewayFixture {
         try await GatewayFixture.start(clock: clock) { config in
@@ -103,13 +103,13 @@ struct RefreshTests {
     /// arrive after the outcome and pass as a grace hit or a second call.
     @Test func concurrentRequestsWithOneExpiredPairCauseExactlyOneRefresh() async throws {
         let rainmaker = try await RotatingRainMaker.start()
-        defer { Task { await rainmaker.service.stop() } }
+        atTestEnd { await rainmaker.service.stop() }
         let clock = TestClock()
         // A generous auth-service timeout: the answer is held while 100 clients connect. A grace
         // period longer than a loaded machine takes to collect the 100 responses (the clock
         // runs in real time; the test moves it past the grace period below).
         let gateway = try await Self.gateway(authService: rainmaker.service.baseURL, clock: clock, grace: 30, timeout: 30_000)
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         let expired = TestKeys.token(subject: "alice", expiresIn: -60)
         let refreshToken = rainmaker.issueRefreshToken()
         let headers = [("Authorization", "Bearer \(expired)"), ("X-Refresh-Token", refreshToken)]
@@ -120,8 +120,9 @@ struct RefreshTests {
                 for index in 0..<100 {
                     group.addTask {
                         let client = try await gateway.connect()
-                        defer { Task { await client.close() } }
-                        return try await client.send(TestRequest(.GET, "/r/\(index)", headers: headers), timeout: .seconds(60))
+                        return try await withCleanup({ await client.close() }) { () async throws in
+                            return try await client.send(TestRequest(.GET, "/r/\(index)", headers: headers), timeout: .seconds(60))
+                        }
                     }
                 }
                 return try await group.reduce(into: [TestResponse]()) { $0.append($1) }
@@ -177,9 +178,9 @@ struct RefreshTests {
     /// user out for its own stale key set.
     @Test func aRefreshedTokenSignedWithARotatedKeyIsAcceptedAfterARefetch() async throws {
         let endpoint = try await JWKSTests.KeyEndpoint.start([JWKSTests.first])
-        defer { Task { await endpoint.service.stop() } }
+        atTestEnd { await endpoint.service.stop() }
         let rainmaker = try await RotatingRainMaker.start()
-        defer { Task { await rainmaker.service.stop() } }
+        atTestEnd { await rainmaker.service.stop() }
         let clock = TestClock()
         let gateway = try await GatewayFixture.start(clock: clock) { config in
             config["tokens"] = [
@@ -192,7 +193,7 @@ struct RefreshTests {
             ]
             config["authService"] = ["url": .string(rainmaker.service.baseURL), "refresh": ["maxExpiredSeconds": 3600]]
         }
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         #expect(endpoint.fetches == 1)
         endpoint.serve([JWKSTests.first, JWKSTests.second])
         rainmaker.sign(with: JWKSTests.second)
@@ -211,9 +212,9 @@ struct RefreshTests {
 
     @Test func cookieSessionsAreRefreshedAndSignedOutWithCookies() async throws {
         let rainmaker = try await RotatingRainMaker.start()
-        defer { Task { await rainmaker.service.stop() } }
+        atTestEnd { await rainmaker.service.stop() }
         let gateway = try await Self.gateway(authService: rainmaker.service.baseURL)
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         let expired = TestKeys.token(subject: "carol", expiresIn: -60)
         let refreshToken = rainmaker.issueRefreshToken()
         let response = try await gateway.send(TestRequest(.GET, "/c", headers: [("Cookie", "theme=dark; access_token=\(expired); refresh_token=\(refreshToken)")]))
@@ -244,7 +245,7 @@ struct RefreshTests {
         let dead = try RefusingPort()
         defer { withExtendedLifetime(dead) {} }
         let gateway = try await Self.gateway(authService: failure == "down" ? dead.url : rainmaker.service.baseURL, timeout: 300)
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         switch failure {
         case "down": break
         case "503": rainmaker.set(.status(503))
@@ -263,9 +264,9 @@ struct RefreshTests {
 
     @Test func noRefreshForForgedExpiredOrTooOldTokens() async throws {
         let rainmaker = try await RotatingRainMaker.start()
-        defer { Task { await rainmaker.service.stop() } }
+        atTestEnd { await rainmaker.service.stop() }
         let gateway = try await Self.gateway(authService: rainmaker.service.baseURL)
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         let refreshToken = rainmaker.issueRefreshToken()
         // Expired and signed by a key the gateway does not trust.
         let forged = TestKeys.token(signer: TestKeys.otherRSA, expiresIn: -60)
@@ -285,10 +286,10 @@ struct RefreshTests {
 
     @Test func aSuccessWithoutAnAccessTokenIsARejection() async throws {
         let rainmaker = try await RotatingRainMaker.start()
-        defer { Task { await rainmaker.service.stop() } }
+        atTestEnd { await rainmaker.service.stop() }
         rainmaker.set(.withoutAccessToken)
         let gateway = try await Self.gateway(authService: rainmaker.service.baseURL)
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         let response = try await gateway.send(TestRequest(.GET, "/w", headers: [("Authorization", "Bearer \(TestKeys.token(expiresIn: -60))"), ("X-Refresh-Token", rainmaker.issueRefreshToken())]))
         #expect(response.status == 401)
         #expect(rainmaker.refreshCalls == 1)
@@ -309,14 +310,14 @@ struct RefreshTests {
             }
             return .json(.ok, ["access_token": .string(TestKeys.token(subject: "dave")), "token_type": "Bearer", "expires_in": 300])
         }
-        defer { Task { await service.stop() } }
+        atTestEnd { await service.stop() }
         let gateway = try await GatewayFixture.start { config in
             config["authService"] = [
                 "url": .string(service.baseURL),
                 "refresh": ["protocol": "oauth2", "clientId": "gateway:1", "clientSecret": "sécret+", "refreshTokenSources": [["header": "X-Refresh-Token"]]],
             ]
         }
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         let response = try await gateway.send(TestRequest(.GET, "/o", headers: [("Authorization", "Bearer \(TestKeys.token(expiresIn: -60))"), ("X-Refresh-Token", "rt/with+special")]))
         #expect(response.status == 200)
         #expect(response.header("x-access-token") != nil)
@@ -334,7 +335,7 @@ struct RefreshTests {
     @Test(arguments: [3600, Int(Int32.max)])
     func extremeExpiryValuesAreHandledAndBoundTheRefreshWindow(_ maxExpiredSeconds: Int) async throws {
         let rainmaker = try await RotatingRainMaker.start()
-        defer { Task { await rainmaker.service.stop() } }
+        atTestEnd { await rainmaker.service.stop() }
         let gateway = try await GatewayFixture.start { config in
             config["identityHeaders"] = ["X-User-Subject": "claims.sub"]
             config["authService"] = [
@@ -343,7 +344,7 @@ struct RefreshTests {
                 "refresh": ["maxExpiredSeconds": .number(JSONNumber(maxExpiredSeconds))],
             ]
         }
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         func token(exp literal: String, subject: String) -> String {
             TestKeys.token(subject: subject, extra: ["exp": .number(JSONNumber(text: literal, double: Double(literal)!))])
         }

@@ -6,7 +6,7 @@ import AuthGatewayDemo
 @testable import AuthGateway
 
 /// Every refused request gets the SPEC status with a problem document, and reaches no backend.
-@Suite("Rejections (real sockets)")
+@Suite("Rejections (real sockets)", .awaitsCleanups)
 struct RejectionTests {
     struct Case: CustomTestStringConvertible, Sendable {
         let name: String
@@ -43,7 +43,7 @@ struct RejectionTests {
     @Test(arguments: Self.cases)
     func refusedAndNeverForwarded(_ testCase: Case) async throws {
         let gateway = try await GatewayFixture.start()
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         let response = try await gateway.send(TestRequest(.GET, "/secret", headers: testCase.headers))
         #expect(response.status == testCase.status)
         #expect(response.header("content-type") == "application/problem+json")
@@ -73,7 +73,7 @@ struct RejectionTests {
         let gateway = try await GatewayFixture.start { config in
             config["routes"] = [["name": "admin", "pathPrefix": "/", "backend": "api", "require": ["claims.roles": "admin"]]]
         }
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         let reader = TestKeys.token(extra: ["roles": ["reader"]])
         let refused = try await gateway.send(.get("/admin", token: reader))
         #expect(refused.status == 403)
@@ -92,7 +92,7 @@ struct RejectionTests {
                 ["name": "default", "path": "/only", "backend": "api"],
             ]
         }
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         #expect(try await gateway.send(.get("/only")).status == 401)
         #expect(try await gateway.send(.get("/only", token: TestKeys.token(expiresIn: -10))).status == 401)
         #expect(try await gateway.send(.get("/admin/x", token: TestKeys.token())).status == 403)
@@ -111,7 +111,7 @@ struct RejectionTests {
                 ["name": "maybe", "pathPrefix": "/", "backend": "api", "auth": "optional"],
             ]
         }
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         let client = try await gateway.connect()
         // optional without a token: forwarded without identity; client-sent identity stripped.
         let anonymous = try await client.send(.get("/feed", headers: [("X-User-Subject", "forged")]))
@@ -132,7 +132,7 @@ struct RejectionTests {
         let gateway = try await GatewayFixture.start { config in
             config["routes"] = [["name": "private", "pathPrefix": "/", "backend": "api", "forwardAccessToken": false]]
         }
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         let token = TestKeys.token()
         let viaHeader = try await gateway.send(.get("/x", token: token))
         #expect(viaHeader.status == 200)
@@ -144,7 +144,7 @@ struct RejectionTests {
 
     @Test func aWebSocketUpgradeToABackendThatDoesNotSwitchGetsItsAnswerNotAHang() async throws {
         let gateway = try await GatewayFixture.start()
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         let raw = try await gateway.raw()
         try await raw.send("GET /ws HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(TestKeys.token())\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n")
         #expect(await raw.waitFor { $0.contains("\"uri\"") })
@@ -154,7 +154,7 @@ struct RejectionTests {
 
     @Test func aWebSocketUpgradeMustBeABodilessHTTP11Get() async throws {
         let gateway = try await GatewayFixture.start()
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         let raw = try await gateway.raw()
         try await raw.send("POST /ws HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(TestKeys.token())\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nContent-Length: 2\r\n\r\nhi")
         #expect(await raw.waitForClose())
@@ -184,7 +184,7 @@ struct RejectionTests {
                 ]
             ]
         }
-        defer { Task { await good.stop() } }
+        atTestEnd { await good.stop() }
         let client = try await good.connect()
         for name in ["valid-rs256", "valid-es256", "valid-eddsa"] {
             #expect(try await client.send(.get("/v", token: token(name))).status == 200, "\(name)")

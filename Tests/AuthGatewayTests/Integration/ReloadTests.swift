@@ -7,15 +7,15 @@ import AuthGatewayDemo
 
 /// SPEC §2: a reload keeps what the gateway has learned — refreshes in flight and their grace
 /// outcomes, cached profiles while the profile section is unchanged.
-@Suite("Configuration reload keeps learned state (real sockets)")
+@Suite("Configuration reload keeps learned state (real sockets)", .awaitsCleanups)
 struct ReloadTests {
     /// The sign-out this prevents: with a rotating auth service, a second refresh of the old
     /// pair after a reload would be refused as reuse (401, cookies cleared).
     @Test func aReloadKeepsRefreshesInFlightAndTheirGraceOutcomes() async throws {
         let rainmaker = try await RotatingRainMaker.start(delayMilliseconds: 300)
-        defer { Task { await rainmaker.service.stop() } }
+        atTestEnd { await rainmaker.service.stop() }
         let gateway = try await RefreshTests.gateway(authService: rainmaker.service.baseURL, grace: 30)
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         let headers = [("Authorization", "Bearer \(TestKeys.token(subject: "frank", expiresIn: -60))"), ("X-Refresh-Token", rainmaker.issueRefreshToken())]
 
         // A refresh is in flight when the configuration is reloaded…
@@ -41,9 +41,9 @@ struct ReloadTests {
 
     @Test func aReloadKeepsCachedProfilesWhileTheProfileSectionIsUnchanged() async throws {
         let service = try await ProfileTests.userService()
-        defer { Task { await service.stop() } }
+        atTestEnd { await service.stop() }
         let gateway = try await ProfileTests.gateway(service: service)
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         let token = TestKeys.token(subject: "gina")
         #expect(try await gateway.send(.get("/p", token: token)).echoedHeader("x-user-id") == ["id-gina"])
         #expect(service.calls("/v1/user") == 1)

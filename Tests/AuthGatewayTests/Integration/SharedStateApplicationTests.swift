@@ -8,7 +8,7 @@ extension PostgreSQLTests {
     /// The shared state as `GatewayApplication` owns it (what `serve`, the demo and the
     /// in-process fixture all build): started with the application, used by its requests,
     /// reported by `/healthz`, and gone — connections included — after `shutdown()`.
-    @Suite("Shared state in the application (PostgreSQL)", .timeLimit(.minutes(1)))
+    @Suite("Shared state in the application (PostgreSQL)", .timeLimit(.minutes(1)), .awaitsCleanups)
     struct SharedStateApplicationTests {
         func gatewayConnections(_ cluster: PostgresCluster, _ database: String) async throws -> Int {
             Int(
@@ -22,7 +22,7 @@ extension PostgreSQLTests {
             let cluster = try await PostgresCluster.shared()
             let database = try await cluster.createDatabase()
             let rainmaker = try await RotatingRainMaker.start()
-            defer { Task { await rainmaker.service.stop() } }
+            atTestEnd { await rainmaker.service.stop() }
             let gateway = try await GatewayFixture.start(environment: cluster.environment.merging(["STATE_KEY": SharedStateTesting.keyBase64]) { $1 }) { config in
                 config["authService"] = ["url": .string(rainmaker.service.baseURL), "refresh": ["graceSeconds": 30]]
                 config["sharedState"] = [

@@ -11,7 +11,7 @@ extension PostgreSQLTests {
     /// database, a RainMaker-style auth service that rotates refresh tokens and refuses reuse.
     /// One test at a time: each runs two debug-build gateways, and the rest of the suite has
     /// timing-sensitive tests on the same two cores.
-    @Suite("Shared state across instances (processes, PostgreSQL)", .serialized, .timeLimit(.minutes(2)))
+    @Suite("Shared state across instances (processes, PostgreSQL)", .serialized, .timeLimit(.minutes(2)), .awaitsCleanups)
     struct SharedStateTests {
         static let stateKey = Data((0..<32).map { UInt8(255 - $0) }).base64EncodedString()
 
@@ -56,7 +56,7 @@ extension PostgreSQLTests {
             let database = try await cluster.createDatabase()
             let rainmaker = try await RotatingRainMaker.start(delayMilliseconds: 300)
             let backend = try await EchoBackend.start(group: TestGroup.shared)
-            defer { Task { await rainmaker.service.stop(); await backend.close() } }
+            atTestEnd { await rainmaker.service.stop(); await backend.close() }
             // A grace period of 5 s: long enough for a loaded machine to send the 40 requests and
             // the late ones inside it (the processes' clocks are real).
             let a = try await Self.instance(cluster: cluster, database: database, backend: backend, authService: rainmaker.service.baseURL, grace: 5)
@@ -113,7 +113,7 @@ extension PostgreSQLTests {
                 return index == 1 ? eventLoop.scheduleTask(in: .seconds(10)) { response }.futureResult : eventLoop.makeSucceededFuture(response)
             }
             let backend = try await EchoBackend.start(group: TestGroup.shared)
-            defer { Task { await service.stop(); await backend.close() } }
+            atTestEnd { await service.stop(); await backend.close() }
             // Lease: 1000 ms + 1 s.
             let a = try await Self.instance(cluster: cluster, database: database, backend: backend, authService: service.baseURL, authTimeout: 1000)
             defer { a.stop() }
@@ -143,7 +143,7 @@ extension PostgreSQLTests {
             let database = try await cluster.createDatabase()
             let rainmaker = try await RotatingRainMaker.start(delayMilliseconds: 20)
             let backend = try await EchoBackend.start(group: TestGroup.shared)
-            defer { Task { await rainmaker.service.stop(); await backend.close() } }
+            atTestEnd { await rainmaker.service.stop(); await backend.close() }
             let a = try await Self.instance(cluster: cluster, database: database, backend: backend, authService: rainmaker.service.baseURL)
             defer { a.stop() }
             let b = try await Self.instance(cluster: cluster, database: database, backend: backend, authService: rainmaker.service.baseURL)
@@ -206,7 +206,7 @@ extension PostgreSQLTests {
             let database = try await cluster.createDatabase()
             let rainmaker = try await RotatingRainMaker.start()
             let backend = try await EchoBackend.start(group: TestGroup.shared)
-            defer { Task { await rainmaker.service.stop(); await backend.close() } }
+            atTestEnd { await rainmaker.service.stop(); await backend.close() }
             let a = try await Self.instance(cluster: cluster, database: database, backend: backend, authService: rainmaker.service.baseURL, grace: 30)
             defer { a.stop() }
 
@@ -242,7 +242,7 @@ extension PostgreSQLTests {
             let database = try await cluster.createDatabase()
             let rainmaker = try await RotatingRainMaker.start()
             let backend = try await EchoBackend.start(group: TestGroup.shared)
-            defer { Task { await rainmaker.service.stop(); await backend.close() } }
+            atTestEnd { await rainmaker.service.stop(); await backend.close() }
             let a = try await Self.instance(cluster: cluster, database: database, backend: backend, authService: rainmaker.service.baseURL, grace: 30)
             defer { a.stop() }
 
@@ -283,8 +283,9 @@ struct SharedInstance: Sendable {
 
     func send(_ request: TestRequest) async throws -> TestResponse {
         let connection = try await TestConnection.connect(port: self.port)
-        defer { Task { await connection.close() } }
-        return try await connection.send(request)
+        return try await withCleanup({ await connection.close() }) { () async throws in
+            return try await connection.send(request)
+        }
     }
 
     func health() async throws -> JSONValue {

@@ -11,7 +11,7 @@ import AuthGatewayDemo
 /// intact while the gateway's memory grows by far less than the body (SPEC §4.5). The memory
 /// is that of a `serve` subprocess (its `/proc/<pid>/status` VmRSS), so the test's own client,
 /// backend and other tests running beside it do not count.
-@Suite("Streaming bodies (real sockets)", .serialized)
+@Suite("Streaming bodies (real sockets)", .serialized, .timeLimit(.minutes(5)), .awaitsCleanups)
 struct StreamingTests {
     static let size = 64 * 1024 * 1024
     /// Allowed growth of the gateway process's resident memory while 64 MiB pass through it.
@@ -110,7 +110,7 @@ struct StreamingTests {
     /// usable (HAProxy's behaviour; resetting the client would break its upload).
     @Test func earlyResponseToAnUploadKeepsBothConnections() async throws {
         let gateway = try await GatewayFixture.start()
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         let client = try await gateway.connect()
         let headers = [("Authorization", "Bearer \(TestKeys.token())")]
         for _ in 0..<3 {

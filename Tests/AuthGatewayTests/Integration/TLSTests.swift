@@ -7,7 +7,7 @@ import AuthGatewayDemo
 @testable import AuthGateway
 
 /// TLS on the listener, and HTTPS to the auth service with a configured CA file.
-@Suite("TLS (real sockets)")
+@Suite("TLS (real sockets)", .awaitsCleanups)
 struct TLSTests {
     /// The example certificate (CN/SAN localhost, 127.0.0.1) shipped with config/examples.
     static let certificatePath = ProcessTests.packageRoot.appendingPathComponent("config/examples/tls/example-cert.pem").path
@@ -29,12 +29,12 @@ struct TLSTests {
 
     @Test func tlsListenerSetsForwardedProtoAndSecureCookies() async throws {
         let rainmaker = try await RotatingRainMaker.start()
-        defer { Task { await rainmaker.service.stop() } }
+        atTestEnd { await rainmaker.service.stop() }
         let gateway = try await GatewayFixture.start { config in
             config["listener"] = ["host": "127.0.0.1", "port": 0, "tls": ["certificatePEMFile": .string(Self.certificatePath), "privateKeyPEMFile": .string(Self.keyPath)]]
             config["authService"] = ["url": .string(rainmaker.service.baseURL), "refresh": [:]]
         }
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         let client = try await TestConnection.connect(port: gateway.port, tls: try Self.clientContext())
         let plain = try await client.send(.get("/x", token: TestKeys.token()))
         #expect(plain.status == 200)
@@ -54,7 +54,7 @@ struct TLSTests {
             config["listener"] = ["host": "127.0.0.1", "port": 0, "tls": ["certificatePEMFile": .string(Self.certificatePath), "privateKeyPEMFile": .string(Self.keyPath)]]
             config.set("timeouts.requestHeaderSeconds", 1)
         }
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         let started = ContinuousClock.now
         let silent = try await gateway.raw()
         let client = try await TestConnection.connect(port: gateway.port, tls: try Self.clientContext())
@@ -68,7 +68,7 @@ struct TLSTests {
         let service = try await SimpleHTTPServer.start(group: TestGroup.shared, tls: try Self.serverContext()) { request, eventLoop in
             eventLoop.makeSucceededFuture(.json(.ok, ["user_id": "tls-user"]))
         }
-        defer { Task { await service.close() } }
+        atTestEnd { await service.close() }
         func gateway(caFile: String?) async throws -> GatewayFixture {
             try await GatewayFixture.start { config in
                 var authService: JSONObject = ["url": .string("https://localhost:\(service.port)"), "timeoutMilliseconds": 5000, "profile": ["path": "/v1/user"]]
@@ -78,7 +78,7 @@ struct TLSTests {
             }
         }
         let trusting = try await gateway(caFile: Self.certificatePath)
-        defer { Task { await trusting.stop() } }
+        atTestEnd { await trusting.stop() }
         let response = try await trusting.send(.get("/p", token: TestKeys.token()))
         #expect(response.status == 200)
         #expect(response.echoedHeader("x-user-id") == ["tls-user"])
@@ -86,7 +86,7 @@ struct TLSTests {
         // Without the CA the certificate is not trusted: the auth service counts as
         // unavailable (503), never as "no profile needed".
         let untrusting = try await gateway(caFile: nil)
-        defer { Task { await untrusting.stop() } }
+        atTestEnd { await untrusting.stop() }
         let refused = try await untrusting.send(.get("/p", token: TestKeys.token()))
         #expect(refused.status == 503)
         #expect(untrusting.backend.requestCount == 0)

@@ -7,11 +7,11 @@ import Testing
 import AuthGatewayDemo
 @testable import AuthGateway
 
-@Suite("Timeouts and slow clients (real sockets)")
+@Suite("Timeouts and slow clients (real sockets)", .awaitsCleanups)
 struct TimeoutTests {
     @Test func slowHeadersAreCutOffWithoutDisturbingOthers() async throws {
         let gateway = try await GatewayFixture.start { config in config.set("timeouts.requestHeaderSeconds", 1) }
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         let token = TestKeys.token()
         // A well-behaved client, connected and served before the slow one starts (so that a
         // busy start of the test run cannot eat the slow client's second).
@@ -43,19 +43,21 @@ struct TimeoutTests {
 
     @Test func idleConnectionsAreClosed() async throws {
         let gateway = try await GatewayFixture.start { config in config.set("timeouts.idleSeconds", 1) }
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         // Taken before connecting, for the same reason as above.
         let started = ContinuousClock.now
-        let client = try await gateway.connect()
-        do {
-            #expect(try await client.send(.get("/x", token: TestKeys.token())).status == 200)
-        } catch TestClientError.connectionClosed {
-            // This task resumed more than a second after connecting (a loaded machine): the
-            // gateway closed the connection as idle before the request came — the behaviour
-            // under test, checked below like the usual case.
-        }
+        // The request goes out the moment the connection is up (written by the event loop,
+        // not by this task, which may resume late on a loaded machine), so it is served
+        // before the 1 s idle deadline; then the connection idles and is closed.
+        let client = try await RawConnection.connect(
+            port: gateway.port, firstBytes: "GET /x HTTP/1.1\r\nHost: gateway.test\r\nAuthorization: Bearer \(TestKeys.token())\r\n\r\n"
+        )
         #expect(await client.waitForClose(timeout: .seconds(10)))
         #expect(ContinuousClock.now - started >= .milliseconds(1000))
+        // Served (a kept-alive 200), then closed as idle: not closed before the request.
+        #expect(client.firstStatus == 200, "\(client.received)")
+        #expect(!client.received.lowercased().contains("connection: close"), "\(client.received)")
+        #expect(gateway.backend.requestCount == 1)
     }
 
     @Test func slowBackendGets504AndTheGatewayStaysUp() async throws {
@@ -71,7 +73,7 @@ struct TimeoutTests {
                 ["name": "default", "pathPrefix": "/", "backend": "api"],
             ]
         }
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         let token = TestKeys.token()
         let started = ContinuousClock.now
         let slow = try await gateway.send(.get("/delay/10000", token: token))
@@ -84,7 +86,7 @@ struct TimeoutTests {
     }
 }
 
-@Suite("Backend failures (real sockets)")
+@Suite("Backend failures (real sockets)", .awaitsCleanups)
 struct BackendFailureTests {
     /// A port that refuses connections, reserved for the test (see `RefusingPort`).
     static func deadPort() throws -> RefusingPort { try RefusingPort() }
@@ -95,7 +97,7 @@ struct BackendFailureTests {
         let gateway = try await GatewayFixture.start { config in
             config["backends"] = ["api": ["urls": [.string(dead.url)], "connectTimeoutMilliseconds": 500]]
         }
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         let client = try await gateway.connect()
         let response = try await client.send(.get("/x", token: TestKeys.token()))
         #expect(response.status == 502)
@@ -113,11 +115,11 @@ struct BackendFailureTests {
         let dead = try Self.deadPort()
         defer { withExtendedLifetime(dead) {} }
         let second = try await EchoBackend.start(group: TestGroup.shared)
-        defer { Task { await second.close() } }
+        atTestEnd { await second.close() }
         let gateway = try await GatewayFixture.start { config in
             config["backends"] = ["api": ["urls": [.string(dead.url), .string(config.backendURL), .string(second.baseURL)]]]
         }
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         let token = TestKeys.token()
         // Separate client connections at once, so the pool opens several upstream connections.
         let responses = try await withThrowingTaskGroup(of: Int.self) { group in
@@ -134,11 +136,11 @@ struct BackendFailureTests {
 
     @Test func replayableRequestIsRetriedWhenAReusedConnectionDies() async throws {
         let flaky = try await OneRequestPerConnectionBackend.start()
-        defer { Task { await flaky.close() } }
+        atTestEnd { await flaky.close() }
         let gateway = try await GatewayFixture.start { config in
             config["backends"] = ["api": ["urls": [.string(flaky.baseURL)]]]
         }
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         let client = try await gateway.connect()
         let token = TestKeys.token()
         #expect(try await client.send(.get("/first", token: token)).status == 200)

@@ -12,7 +12,7 @@ import AuthGatewayDemo
 /// token the auth service issues passes through it — valid, expired, refreshed, refused,
 /// in headers, cookies and the query string — and none of them, nor a distinctive part of
 /// one, appears on standard output or standard error.
-@Suite("Tokens are never logged (auth-gateway serve)", .serialized)
+@Suite("Tokens are never logged (auth-gateway serve)", .serialized, .timeLimit(.minutes(5)))
 struct TokenLoggingTests {
     /// A RainMaker-style auth service (json refresh protocol, profile endpoint) that records
     /// every token it hands out.

@@ -9,7 +9,7 @@ import AuthGatewayDemo
 
 /// Backend responses the echo backend does not produce: written byte for byte by a scripted
 /// backend, read byte for byte by a raw client.
-@Suite("Backend responses on the wire (raw sockets)")
+@Suite("Backend responses on the wire (raw sockets)", .awaitsCleanups)
 struct UpstreamResponseTests {
     private func exchange(
         _ script: [ScriptedBackend.Step],
@@ -32,7 +32,7 @@ struct UpstreamResponseTests {
             .until(body),
             .send("5\r\nhello\r\n0\r\n\r\n"),
         ])
-        defer { Task { await gateway.stop(); await backend.close() } }
+        atTestEnd { await gateway.stop(); await backend.close() }
         #expect(await raw.waitFor { $0.contains("X-Stream: 1") }, "head not forwarded before the body")
         #expect(!raw.received.contains("hello"))
         body.open()
@@ -45,7 +45,7 @@ struct UpstreamResponseTests {
             .send("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n"),
             .send("HTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\nok"),
         ])
-        defer { Task { await gateway.stop(); await backend.close() } }
+        atTestEnd { await gateway.stop(); await backend.close() }
         #expect(await raw.waitFor { $0.hasSuffix("\r\n\r\nok") })
         #expect(raw.firstStatus == 201)
         #expect(!raw.received.contains("Continue") && !raw.received.contains("Early"))
@@ -54,14 +54,14 @@ struct UpstreamResponseTests {
     @Test func aCloseDelimitedBodyIsChunkedForHTTP11AndCloseDelimitedForHTTP10() async throws {
         let script: [ScriptedBackend.Step] = [.send("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nuntil the end"), .close]
         let (raw, gateway, backend) = try await exchange(script)
-        defer { Task { await gateway.stop(); await backend.close() } }
+        atTestEnd { await gateway.stop(); await backend.close() }
         #expect(await raw.waitFor { $0.hasSuffix("0\r\n\r\n") })
         #expect(raw.received.contains("Transfer-Encoding: chunked\r\n"))
         #expect(raw.received.contains("d\r\nuntil the end\r\n"))
         #expect(!raw.isClosed, "an HTTP/1.1 client keeps its connection")
 
         let (old, gateway10, backend10) = try await exchange(script) { "GET /x HTTP/1.0\r\nAuthorization: Bearer \($0)\r\n\r\n" }
-        defer { Task { await gateway10.stop(); await backend10.close() } }
+        atTestEnd { await gateway10.stop(); await backend10.close() }
         #expect(await old.waitForClose())
         #expect(old.received.hasPrefix("HTTP/1.0 200 OK\r\n"))
         #expect(old.received.hasSuffix("\r\n\r\nuntil the end"))
@@ -76,7 +76,7 @@ struct UpstreamResponseTests {
     ])
     func anInvalidResponseIs502(_ response: String) async throws {
         let (raw, gateway, backend) = try await exchange([.send(response)])
-        defer { Task { await gateway.stop(); await backend.close() } }
+        atTestEnd { await gateway.stop(); await backend.close() }
         #expect(await raw.waitFor { $0.contains("\r\n\r\n{") })
         #expect(raw.firstStatus == 502)
         #expect(raw.received.contains("upstream.protocol_error"))
@@ -84,7 +84,7 @@ struct UpstreamResponseTests {
 
     @Test func aCutShortBodyClosesTheClientConnection() async throws {
         let (raw, gateway, backend) = try await exchange([.send("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc"), .close])
-        defer { Task { await gateway.stop(); await backend.close() } }
+        atTestEnd { await gateway.stop(); await backend.close() }
         #expect(await raw.waitForClose())
         #expect(raw.firstStatus == 200)
         #expect(raw.received.hasSuffix("\r\n\r\nabc"), "no more than the backend sent")
@@ -177,7 +177,7 @@ final class ScriptedBackend: Sendable {
     }
 }
 
-@Suite("WebSocket upgrades (raw sockets)")
+@Suite("WebSocket upgrades (raw sockets)", .awaitsCleanups)
 struct WebSocketTests {
     static let switching =
         "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n"
@@ -202,7 +202,7 @@ struct WebSocketTests {
 
     @Test func anAuthorizedUpgradeBecomesATunnelBothWays() async throws {
         let (gateway, backend) = try await start([.send(Self.switching), .echo])
-        defer { Task { await gateway.stop(); await backend.close() } }
+        atTestEnd { await gateway.stop(); await backend.close() }
         let raw = try await gateway.raw()
         try await raw.send(Self.upgrade(token: TestKeys.token()))
         #expect(await raw.waitFor { $0.contains("\r\n\r\n") })
@@ -224,7 +224,7 @@ struct WebSocketTests {
 
     @Test func theBackendClosingTheTunnelClosesTheClientAfterItsLastBytes() async throws {
         let (gateway, backend) = try await start([.send(Self.switching + "last words"), .close])
-        defer { Task { await gateway.stop(); await backend.close() } }
+        atTestEnd { await gateway.stop(); await backend.close() }
         let raw = try await gateway.raw()
         try await raw.send(Self.upgrade(token: TestKeys.token()))
         #expect(await raw.waitForClose())
@@ -234,7 +234,7 @@ struct WebSocketTests {
 
     @Test func anUpgradeWithoutAValidTokenIs401AndNeverReachesTheBackend() async throws {
         let (gateway, backend) = try await start([.send(Self.switching), .echo])
-        defer { Task { await gateway.stop(); await backend.close() } }
+        atTestEnd { await gateway.stop(); await backend.close() }
         let raw = try await gateway.raw()
         try await raw.send(Self.upgrade(token: nil))
         #expect(await raw.waitFor { $0.contains("\r\n\r\n{") })
@@ -246,7 +246,7 @@ struct WebSocketTests {
     /// never forwarded, the connection kept.
     @Test func otherUpgradesAreIgnoredAndNotForwarded() async throws {
         let (gateway, backend) = try await start([.send("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")])
-        defer { Task { await gateway.stop(); await backend.close() } }
+        atTestEnd { await gateway.stop(); await backend.close() }
         let raw = try await gateway.raw()
         try await raw.send(Self.upgrade(token: TestKeys.token(), protocolName: "h2c"))
         #expect(await raw.waitFor { $0.hasSuffix("\r\n\r\nok") })
@@ -259,7 +259,7 @@ struct WebSocketTests {
 
     @Test func aRefusedUpgradeIsAnOrdinaryResponse() async throws {
         let (gateway, backend) = try await start([.send("HTTP/1.1 403 Forbidden\r\nContent-Length: 2\r\n\r\nno")])
-        defer { Task { await gateway.stop(); await backend.close() } }
+        atTestEnd { await gateway.stop(); await backend.close() }
         let raw = try await gateway.raw()
         try await raw.send(Self.upgrade(token: TestKeys.token()))
         #expect(await raw.waitFor { $0.hasSuffix("\r\n\r\nno") })
@@ -270,7 +270,7 @@ struct WebSocketTests {
 
     @Test func aBackendThatSwitchesProtocolsUnaskedIs502() async throws {
         let (gateway, backend) = try await start([.send(Self.switching)])
-        defer { Task { await gateway.stop(); await backend.close() } }
+        atTestEnd { await gateway.stop(); await backend.close() }
         let raw = try await gateway.raw()
         try await raw.send("GET /plain HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(TestKeys.token())\r\n\r\n")
         #expect(await raw.waitFor { $0.contains("\r\n\r\n{") })

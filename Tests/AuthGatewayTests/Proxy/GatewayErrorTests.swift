@@ -31,13 +31,38 @@ struct GatewayErrorTests {
         #expect(GatewayError.tokenMissing.oauthError == nil)
     }
 
-    @Test("a presented but refused token gets invalid_token with a description", arguments: TokenFailure.allCases)
-    func invalidTokenChallenge(_ failure: TokenFailure) {
+    /// Each refusal's metric reason and `error_description`, written out (not built from the
+    /// product's own strings, which would make the test agree with any change of them).
+    static let refusals: [(failure: TokenFailure, reason: String, description: String)] = [
+        (.malformed, "malformed", "The access token is malformed"),
+        (.unsupportedAlgorithm, "unsupported_algorithm", "The access token uses an unsupported algorithm"),
+        (.unknownKey, "unknown_key", "The access token is signed with an unknown key"),
+        (.algorithmMismatch, "algorithm_mismatch", "The access token algorithm does not match its key"),
+        (.badSignature, "bad_signature", "The access token signature is invalid"),
+        (.criticalHeader, "critical_header", "The access token has an unsupported critical header"),
+        (.expired, "expired", "The access token expired"),
+        (.notYetValid, "not_yet_valid", "The access token is not valid yet"),
+        (.issuedInFuture, "issued_in_future", "The access token was issued in the future"),
+        (.wrongIssuer, "wrong_issuer", "The access token issuer is not trusted"),
+        (.wrongAudience, "wrong_audience", "The access token is not meant for this audience"),
+        (.missingClaim, "missing_claim", "The access token lacks a required claim"),
+        (.invalidClaim, "invalid_claim", "The access token has an invalid claim"),
+    ]
+
+    @Test("every token failure has its written-out row")
+    func refusalsCoverEveryFailure() {
+        #expect(Set(Self.refusals.map(\.failure)) == Set(TokenFailure.allCases))
+        #expect(Self.refusals.count == TokenFailure.allCases.count)
+    }
+
+    @Test("a presented but refused token gets invalid_token with a description", arguments: Self.refusals.indices)
+    func invalidTokenChallenge(_ index: Int) {
+        let (failure, reason, description) = Self.refusals[index]
         let error = GatewayError.tokenRejected(failure)
-        #expect(error.wwwAuthenticate == #"Bearer realm="auth-gateway", error="invalid_token", error_description="\#(failure.description)""#)
+        #expect(error.wwwAuthenticate == #"Bearer realm="auth-gateway", error="invalid_token", error_description="\#(description)""#)
         #expect(error.oauthError == "invalid_token")
-        #expect(error.errorType == "token.\(failure.rawValue)")
-        #expect(error.authFailureReason == failure.rawValue)
+        #expect(error.errorType == "token.\(reason)")
+        #expect(error.authFailureReason == reason)
     }
 
     @Test("refused refreshes and profiles are invalid_token too")

@@ -14,7 +14,7 @@ import AuthGatewayDemo
 /// Rates are slow (one request per 100 s) so no refill happens while a test runs: the counts
 /// are exact without sleeping. Seconds in the headers count down while a loaded machine runs
 /// the test, so they are checked as ranges.
-@Suite("Rate limits (real sockets)")
+@Suite("Rate limits (real sockets)", .awaitsCleanups)
 struct RateLimitIntegrationTests {
     /// A `RateLimit` value, `"name";r=<n>;t=<n>`, parsed.
     struct Field: Equatable {
@@ -64,13 +64,12 @@ struct RateLimitIntegrationTests {
 
     static func metrics(_ gateway: GatewayFixture) async throws -> String {
         let connection = try await TestConnection.connect(port: gateway.adminPort)
-        defer { Task { await connection.close() } }
-        return try await connection.send(.get("/metrics")).text
+        return try await withCleanup({ await connection.close() }) { try await connection.send(.get("/metrics")).text }
     }
 
     @Test func theRefusalItsHeadersAndNoBackendCallOverHTTP1() async throws {
         let gateway = try await Self.start([Self.limit("per-user", key: "claims.sub", burst: 2)])
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         let alice = TestKeys.token(subject: "alice")
         let first = try await gateway.send(.get("/a", token: alice))
         #expect(first.status == 200)
@@ -105,7 +104,7 @@ struct RateLimitIntegrationTests {
 
     @Test func anonymousRequestsFallBackToTheClientAddress() async throws {
         let gateway = try await Self.start(auth: "optional", [Self.limit("per-user", key: "claims.sub", burst: 2)])
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         #expect(try await gateway.send(.get("/")).status == 200)
         #expect(try await gateway.send(.get("/")).status == 200)
         let refused = try await gateway.send(.get("/"))
@@ -122,7 +121,7 @@ struct RateLimitIntegrationTests {
             Self.limit("per-ip", key: "client.ip", burst: 5, routes: ["default"]),
             Self.limit("per-user", key: "claims.sub", burst: 3),
         ])
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         let alice = TestKeys.token(subject: "alice")
         for _ in 0..<3 { #expect(try await gateway.send(.get("/", token: alice)).status == 200) }
         let aliceRefused = try await gateway.send(.get("/", token: alice))
@@ -147,9 +146,9 @@ struct RateLimitIntegrationTests {
 
     @Test func theRefusalOverHTTP2() async throws {
         let gateway = try await Self.start([Self.limit("per-user", key: "claims.sub", burst: 1)])
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         let client = try await H2TestClient.connect(port: gateway.port)
-        defer { Task { await client.close() } }
+        atTestEnd { await client.close() }
         let token = TestKeys.token(subject: "h2-user")
         let request = H2TestClient.request(path: "/h2", fields: [("authorization", "Bearer \(token)")])
         let admitted = try await client.exchange([.headers(.init(headers: request, endStream: true))])
@@ -172,11 +171,11 @@ struct RateLimitIntegrationTests {
 
     @Test func gRPCGetsResourceExhaustedTrailersOnly() async throws {
         let gateway = try await Self.start([Self.limit("per-route", key: "route", burst: 1)])
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         // The route's one request, over HTTP/1.1.
         #expect(try await gateway.send(.get("/", token: TestKeys.token())).status == 200)
         let client = try await H2TestClient.connect(port: gateway.port)
-        defer { Task { await client.close() } }
+        atTestEnd { await client.close() }
         var message = ByteBuffer(bytes: [0, 0, 0, 0, 2])
         message.writeString("hi")
         let result = try await client.exchange([
@@ -195,7 +194,7 @@ struct RateLimitIntegrationTests {
 
     @Test func aReloadKeepsTheBucketsOfUnchangedLimits() async throws {
         let gateway = try await Self.start([Self.limit("per-user", key: "claims.sub", burst: 1), Self.limit("per-ip", key: "client.ip", burst: 100)])
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         let alice = TestKeys.token(subject: "alice")
         #expect(try await gateway.send(.get("/", token: alice)).status == 200)
         #expect(try await gateway.send(.get("/", token: alice)).status == 429)
@@ -218,7 +217,7 @@ struct RateLimitIntegrationTests {
             config["eventLoopThreads"] = 4
             config["rateLimits"] = [Self.limit("per-user", key: "claims.sub", burst: 5)]
         }
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         let token = TestKeys.token(subject: "many-loops")
         // 24 connections at once: accepted round robin over the 4 loops.
         let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
@@ -234,13 +233,13 @@ struct RateLimitIntegrationTests {
 
     @Test func aProfileKeyFetchesTheProfileAndGroupsItsUsers() async throws {
         let service = try await ProfileTests.userService()
-        defer { Task { await service.stop() } }
+        atTestEnd { await service.stop() }
         // Nothing else on the route reads the profile: the limit alone makes it fetched.
         let gateway = try await GatewayFixture.start { config in
             config["authService"] = ["url": .string(service.baseURL), "profile": ["path": "/v1/user", "authorization": "raw"]]
             config["rateLimits"] = [Self.limit("per-role", key: "profile.super_admin", burst: 1)]
         }
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         #expect(try await gateway.send(.get("/", token: TestKeys.token(subject: "admin-1"))).status == 200)
         // Another admin shares the bucket of super_admin = true; a non-admin has its own.
         let refused = try await gateway.send(.get("/", token: TestKeys.token(subject: "admin-2")))

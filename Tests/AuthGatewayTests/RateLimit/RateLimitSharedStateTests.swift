@@ -8,7 +8,7 @@ extension PostgreSQLTests {
     /// SPEC §4.12 across instances: two `auth-gateway serve` processes on one PostgreSQL
     /// database hold one limit together, the database holds no claim value, and with the
     /// database killed both keep limiting and serving.
-    @Suite("Rate limits across instances (processes, PostgreSQL)", .serialized, .timeLimit(.minutes(2)))
+    @Suite("Rate limits across instances (processes, PostgreSQL)", .serialized, .timeLimit(.minutes(2)), .awaitsCleanups)
     struct RateLimitSharedStateTests {
         static let stateKey = Data((0..<32).map { UInt8(7 * $0 & 0xFF) }).base64EncodedString()
         static let rate = 2.0
@@ -40,7 +40,7 @@ extension PostgreSQLTests {
             defer { cluster.stop() }
             let database = try await cluster.createDatabase()
             let backend = try await EchoBackend.start(group: TestGroup.shared)
-            defer { Task { await backend.close() } }
+            atTestEnd { await backend.close() }
             let a = try await Self.instance(cluster: cluster, database: database, backend: backend)
             defer { a.stop() }
             let b = try await Self.instance(cluster: cluster, database: database, backend: backend)

@@ -7,7 +7,7 @@ import Testing
 extension PostgreSQLTests {
     /// Two shared states on one database stand for two gateway instances, in this process: the
     /// store's single flight, grace, fallback and takeover against a real PostgreSQL.
-    @Suite("PostgresRefreshStore (PostgreSQL)", .timeLimit(.minutes(1)))
+    @Suite("PostgresRefreshStore (PostgreSQL)", .timeLimit(.minutes(1)), .awaitsCleanups)
     struct PostgresRefreshStoreTests {
         static let refreshed = RefreshOutcome.refreshed(accessToken: "eyJ.new-access", refreshToken: "rt-new")
 
@@ -19,7 +19,7 @@ extension PostgreSQLTests {
 
         @Test func concurrentRefreshesOnTwoInstancesMakeOneCallAndShareItsOutcome() async throws {
             let (a, b) = try await self.twoInstances()
-            defer { Task { await a.stop(); await b.stop() } }
+            atTestEnd { await a.stop(); await b.stop() }
             let digest = TokenDigest(of: "rt-concurrent"[...])
             let call = CountingCall(answer: Self.refreshed, delay: .milliseconds(200))
             let results = try await withThrowingTaskGroup(of: (RefreshOutcome, SingleFlightRole).self) { group in
@@ -44,7 +44,7 @@ extension PostgreSQLTests {
             // The safety-net poll is 10 s here: only the NOTIFY can wake the waiter in time.
             let a = try await SharedStateTesting.start(configuration, pollMillisecondsWhileListening: 10_000)
             let b = try await SharedStateTesting.start(configuration, pollMillisecondsWhileListening: 10_000)
-            defer { Task { await a.stop(); await b.stop() } }
+            atTestEnd { await a.stop(); await b.stop() }
             let digest = TokenDigest(of: "rt-notified"[...])
             // A's call takes 800 ms under a 6 s lease (5 s timeout + 1 s).
             let call = CountingCall(answer: Self.refreshed, delay: .milliseconds(800))
@@ -60,7 +60,7 @@ extension PostgreSQLTests {
 
         @Test func anOutcomeStoredByOneInstanceIsAnsweredByAnotherWithoutACall() async throws {
             let (a, b) = try await self.twoInstances()
-            defer { Task { await a.stop(); await b.stop() } }
+            atTestEnd { await a.stop(); await b.stop() }
             let digest = TokenDigest(of: "rt-rejected"[...])
             let call = CountingCall(answer: .rejected)
             #expect(try await a.refresh(digest, on: TestGroup.shared.any(), call: call) == (.rejected, .led))
@@ -70,7 +70,7 @@ extension PostgreSQLTests {
 
         @Test func unavailableReachesTheFlightsWaitersButIsNotRemembered() async throws {
             let (a, b) = try await self.twoInstances()
-            defer { Task { await a.stop(); await b.stop() } }
+            atTestEnd { await a.stop(); await b.stop() }
             let digest = TokenDigest(of: "rt-unavailable"[...])
             let slow = CountingCall(answer: .unavailable, delay: .milliseconds(800))
             async let led = a.refresh(digest, on: TestGroup.shared.any(), call: slow)
@@ -86,35 +86,49 @@ extension PostgreSQLTests {
 
         @Test func anAbandonedLeaseIsTakenOverWhenItEnds() async throws {
             let (a, b) = try await self.twoInstances()
-            defer { Task { await a.stop(); await b.stop() } }
+            atTestEnd { await a.stop(); await b.stop() }
             let digest = TokenDigest(of: "rt-abandoned"[...])
-            // An instance claimed and died before settling: its 600 ms lease blocks the token.
-            _ = try await a.database.claim(digest, claimant: UUID(), leaseMilliseconds: 600)
+            // An instance claimed and died before settling: its 1 s lease blocks the token.
+            // Taken before the claim: the lease (the database's clock) ends no earlier than 1 s
+            // after this, however late this task resumes on a loaded machine.
+            let claimed = ContinuousClock.now
+            _ = try await a.database.claim(digest, claimant: UUID(), leaseMilliseconds: 1000)
             let call = CountingCall(answer: Self.refreshed)
-            let started = ContinuousClock.now
-            #expect(try await b.refresh(digest, on: TestGroup.shared.any(), call: call) == (Self.refreshed, .led))
-            let waited = ContinuousClock.now - started
+            #expect(try await b.refresh(digest, callTimeoutMilliseconds: 1000, on: TestGroup.shared.any(), call: call) == (Self.refreshed, .led))
+            let waited = ContinuousClock.now - claimed
             #expect(call.calls == 1)
-            #expect(waited >= .milliseconds(500), "took over before the lease ended: \(waited)")
-            #expect(waited < .milliseconds(1500), "waited past the lease: \(waited)")
+            #expect(waited >= .milliseconds(990), "took over before the lease ended: \(waited)")
+            // Taken over when the lease ended (plus at most one 250 ms poll and a statement or
+            // two): 2 s of margin for a loaded machine, less than a second lease.
+            #expect(waited < .seconds(3), "waited past the lease: \(waited)")
         }
 
         @Test func anUnreachableDatabaseFallsBackToTheLocalTableAtOnce() async throws {
             let cluster = try await PostgresCluster.shared()
-            let nobodyListens = try PostgresCluster.freePort()
+            // Reserved for the test, so that nothing can start listening on it meanwhile.
+            let nobodyListens = try RefusingPort()
+            defer { withExtendedLifetime(nobodyListens) {} }
             let logs = LogCapture()
             let state = try await SharedStateTesting.start(
-                try SharedStateTesting.configuration(cluster: cluster, database: "unused", port: nobodyListens, password: "s3cret-pw"), logs: logs, waitUntilUp: false
+                try SharedStateTesting.configuration(
+                    cluster: cluster, database: "unused", port: nobodyListens.port, password: "s3cret-pw", timeoutMilliseconds: 10_000
+                ), logs: logs,
+                waitUntilUp: false
             )
-            defer { Task { await state.stop() } }
+            atTestEnd { await state.stop() }
             try await SharedStateTesting.eventually("the connection failed") { state.database.availabilitySnapshot.lastFailure != nil }
             let digest = TokenDigest(of: "rt-local"[...])
+            // The failure is recorded; refreshes no longer try the database until a probe
+            // succeeds (none can: nothing listens).
+            #expect(!state.database.usesDatabase)
             let call = CountingCall(answer: Self.refreshed, delay: .milliseconds(100))
             let started = ContinuousClock.now
             async let first = state.refresh(digest, on: TestGroup.shared.any(), call: call)
             async let second = state.refresh(digest, on: TestGroup.shared.any(), call: call)
             let results = try await [first, second]
-            #expect(ContinuousClock.now - started < .milliseconds(600), "waited for the database")
+            // Waiting for the database would take its 10 s timeout (the configuration's):
+            // seconds of margin for a loaded machine either way.
+            #expect(ContinuousClock.now - started < .seconds(5), "waited for the database")
             #expect(call.calls == 1, "the local single flight still holds")
             #expect(results.map(\.0) == [Self.refreshed, Self.refreshed])
             #expect(try await state.refresh(digest, on: TestGroup.shared.any(), call: call) == (Self.refreshed, .remembered))
@@ -131,30 +145,63 @@ extension PostgreSQLTests {
         @Test func aDatabaseSlowerThanTheTimeoutFallsBackForThatRequest() async throws {
             let cluster = try await PostgresCluster.shared()
             let name = try await cluster.createDatabase()
-            let configuration = try SharedStateTesting.configuration(cluster: cluster, database: name, timeoutMilliseconds: 300)
-            let state = try await SharedStateTesting.start(configuration)
-            defer { Task { await state.stop() } }
-            // Another session holds the table locked: every claim waits.
+            let configuration = try SharedStateTesting.configuration(cluster: cluster, database: name, timeoutMilliseconds: 1500)
+            let metrics = ProcessMetrics()
+            let state = try await SharedStateTesting.start(configuration, metrics: metrics)
+            atTestEnd { await state.stop() }
+            // Another session holds the table locked (every claim waits) and the advisory lock
+            // the probe's schema check takes (so no probe can put the database back in use
+            // while the table is locked), until the test ends it.
+            let marker = "locker_\(UUID().uuidString.prefix(8).lowercased())"
             let locker = Task.detached {
-                try await cluster.psql("BEGIN; LOCK TABLE auth_gateway_refresh_outcomes IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(2); COMMIT;", database: name)
+                try await cluster.psql(
+                    "BEGIN; LOCK TABLE auth_gateway_refresh_outcomes IN ACCESS EXCLUSIVE MODE; SELECT pg_advisory_xact_lock(7245017781536447317); SELECT pg_sleep(50) AS \(marker); COMMIT;",
+                    database: name
+                )
             }
-            defer { locker.cancel() }
-            try await SharedStateTesting.eventually("the lock is held") {
-                try await cluster.psql("SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation WHERE c.relname = 'auth_gateway_refresh_outcomes' AND l.mode = 'AccessExclusiveLock' AND l.granted", database: name)
-                    .trimmingCharacters(in: .whitespacesAndNewlines) == "1"
+            func endTheLocker() async throws {
+                try await cluster.psql(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(50) AS \(marker)%' AND pid <> pg_backend_pid()", database: name
+                )
+                _ = await locker.result
             }
-            let call = CountingCall(answer: Self.refreshed)
-            let started = ContinuousClock.now
-            #expect(try await state.refresh(TokenDigest(of: "rt-slow"[...]), on: TestGroup.shared.any(), call: call) == (Self.refreshed, .led))
-            let took = ContinuousClock.now - started
-            #expect(took >= .milliseconds(250) && took < .milliseconds(900), "\(took)")
-            #expect(state.database.availabilitySnapshot.lastFailure?.operation == .claim)
-            #expect(state.database.availabilitySnapshot.lastFailure?.reason == "no answer within 300 ms")
-            // Until a probe succeeds, refreshes do not wait for the database at all.
-            let during = ContinuousClock.now
-            #expect(try await state.refresh(TokenDigest(of: "rt-slow-2"[...]), on: TestGroup.shared.any(), call: call).1 == .led)
-            #expect(ContinuousClock.now - during < .milliseconds(200))
-            _ = try await locker.value
+            do {
+                try await SharedStateTesting.eventually("the locks are held") {
+                    try await cluster.psql(
+                        """
+                        SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+                        WHERE a.query LIKE '%pg_sleep(50) AS \(marker)%' AND l.granted AND (l.locktype = 'advisory'
+                            OR (l.locktype = 'relation' AND l.relation = 'auth_gateway_refresh_outcomes'::regclass AND l.mode = 'AccessExclusiveLock'))
+                        """,
+                        database: name
+                    ).trimmingCharacters(in: .whitespacesAndNewlines) == "2"
+                }
+                let call = CountingCall(answer: Self.refreshed)
+                let started = ContinuousClock.now
+                #expect(try await state.refresh(TokenDigest(of: "rt-slow"[...]), on: TestGroup.shared.any(), call: call) == (Self.refreshed, .led))
+                let took = ContinuousClock.now - started
+                // Cut off at the 1.5 s timeout, not when the lock goes (50 s).
+                #expect(took >= .milliseconds(1450) && took < .seconds(10), "\(took)")
+                #expect(metrics.sharedStateErrors(.claim) == 1)
+                let failure = try #require(state.database.availabilitySnapshot.lastFailure)
+                // The claim's failure, or a later probe's (its schema check waits for the
+                // advisory lock: 1.5 s and more after the claim's).
+                #expect(failure.reason == "no answer within 1500 ms")
+                #expect(failure.operation == .claim || failure.operation == .schema, "\(failure)")
+                // Until a probe succeeds (none can while the locks are held), refreshes do not
+                // wait for the database at all: no claim (so no claim failure) and an answer
+                // well within the timeout.
+                #expect(!state.database.usesDatabase)
+                let during = ContinuousClock.now
+                #expect(try await state.refresh(TokenDigest(of: "rt-slow-2"[...]), on: TestGroup.shared.any(), call: call).1 == .led)
+                #expect(ContinuousClock.now - during < .milliseconds(1400))
+                #expect(metrics.sharedStateErrors(.claim) == 1, "the second refresh tried the database")
+                #expect(call.calls == 2)
+            } catch {
+                try? await endTheLocker()
+                throw error
+            }
+            try await endTheLocker()
             try await SharedStateTesting.eventually("the database is used again") { state.database.usesDatabase }
         }
     }

@@ -6,7 +6,7 @@ import Testing
 extension PostgreSQLTests {
     /// The shared table's statements against a real PostgreSQL (SPEC §4.8): the contract the
     /// flight logic relies on.
-    @Suite("SharedRefreshTable (PostgreSQL)", .timeLimit(.minutes(1)))
+    @Suite("SharedRefreshTable (PostgreSQL)", .timeLimit(.minutes(1)), .awaitsCleanups)
     struct SharedRefreshTableTests {
         static let digest = TokenDigest(of: "rt-table-test"[...])
 
@@ -19,7 +19,7 @@ extension PostgreSQLTests {
 
         @Test func exactlyOneOfManyConcurrentClaimsWins() async throws {
             let (state, _, _) = try await self.database()
-            defer { Task { await state.stop() } }
+            atTestEnd { await state.stop() }
             let claimants = (0..<20).map { _ in UUID() }
             let rows = try await withThrowingTaskGroup(of: (UUID, SharedRefreshRow?).self) { group in
                 for claimant in claimants {
@@ -37,30 +37,46 @@ extension PostgreSQLTests {
 
         @Test func aSettledOutcomeIsReturnedUntilItExpiresThenClaimableAgain() async throws {
             let (state, _, _) = try await self.database()
-            defer { Task { await state.stop() } }
+            atTestEnd { await state.stop() }
             let first = UUID()
             #expect(try await state.database.claim(Self.digest, claimant: first, leaseMilliseconds: 5000)?.claimant == first)
-            #expect(try await state.database.settle(Self.digest, claimant: first, sealedOutcome: [1, 9], keepMilliseconds: 400))
+            // Kept 3 s: ample for the next statement on a loaded machine.
+            let settled = ContinuousClock.now
+            #expect(try await state.database.settle(Self.digest, claimant: first, sealedOutcome: [1, 9], keepMilliseconds: 3000))
             let seen = try #require(try await state.database.claim(Self.digest, claimant: UUID(), leaseMilliseconds: 5000))
             #expect(seen.claimant == first)
             #expect(seen.sealedOutcome == [1, 9])
-            #expect(seen.remainingMilliseconds > 0 && seen.remainingMilliseconds <= 400)
-            try await Task.sleep(for: .milliseconds(450))
+            #expect(seen.remainingMilliseconds > 0 && seen.remainingMilliseconds <= 3000)
+            // Claimable again once the outcome expires (polled: each claim before then still
+            // returns the stored outcome), and not before.
             let next = UUID()
-            let claimed = try #require(try await state.database.claim(Self.digest, claimant: next, leaseMilliseconds: 5000))
-            #expect(claimed.claimant == next)
-            #expect(claimed.sealedOutcome == nil)
+            var claimed: SharedRefreshRow?
+            try await SharedStateTesting.eventually("the outcome expires") {
+                claimed = try await state.database.claim(Self.digest, claimant: next, leaseMilliseconds: 5000)
+                if let claimed, claimed.claimant != next {
+                    #expect(claimed.claimant == first && claimed.sealedOutcome == [1, 9], "\(claimed)")
+                }
+                return claimed?.claimant == next
+            }
+            #expect(ContinuousClock.now - settled >= .milliseconds(2990), "claimable before the outcome expired")
+            #expect(claimed?.sealedOutcome == nil)
         }
 
         @Test func anEndedLeaseIsTakenOverAndTheFirstOutcomeStoredWins() async throws {
             let (state, _, _) = try await self.database()
-            defer { Task { await state.stop() } }
+            atTestEnd { await state.stop() }
             let crashed = UUID()
             let takeover = UUID()
-            #expect(try await state.database.claim(Self.digest, claimant: crashed, leaseMilliseconds: 100)?.claimant == crashed)
+            // A 2 s lease: ample for the next statement on a loaded machine.
+            let claimed = ContinuousClock.now
+            #expect(try await state.database.claim(Self.digest, claimant: crashed, leaseMilliseconds: 2000)?.claimant == crashed)
             #expect(try await state.database.claim(Self.digest, claimant: takeover, leaseMilliseconds: 5000)?.claimant == crashed, "lease running")
-            try await Task.sleep(for: .milliseconds(150))
-            #expect(try await state.database.claim(Self.digest, claimant: takeover, leaseMilliseconds: 5000)?.claimant == takeover)
+            // Taken over once the lease has ended (polled: each claim before then still sees
+            // the running lease), and not before.
+            try await SharedStateTesting.eventually("the lease is taken over") {
+                try await state.database.claim(Self.digest, claimant: takeover, leaseMilliseconds: 5000)?.claimant == takeover
+            }
+            #expect(ContinuousClock.now - claimed >= .milliseconds(1990), "taken over before the lease ended")
             #expect(try await state.database.settle(Self.digest, claimant: takeover, sealedOutcome: [1, 1], keepMilliseconds: 5000))
             // The first claimant was only slow: its late outcome does not replace the stored one.
             #expect(try await state.database.settle(Self.digest, claimant: crashed, sealedOutcome: [1, 2], keepMilliseconds: 5000) == false)
@@ -69,7 +85,7 @@ extension PostgreSQLTests {
 
         @Test func anUnavailableOutcomeReachesReadersButIsClaimableAtOnce() async throws {
             let (state, _, _) = try await self.database()
-            defer { Task { await state.stop() } }
+            atTestEnd { await state.stop() }
             let leader = UUID()
             _ = try await state.database.claim(Self.digest, claimant: leader, leaseMilliseconds: 5000)
             #expect(try await state.database.settle(Self.digest, claimant: leader, sealedOutcome: [1, 0], keepMilliseconds: 0))
@@ -80,7 +96,7 @@ extension PostgreSQLTests {
 
         @Test func theSweepDeletesOnlyExpiredRows() async throws {
             let (state, cluster, name) = try await self.database()
-            defer { Task { await state.stop() } }
+            atTestEnd { await state.stop() }
             let expired = TokenDigest(of: "rt-expired"[...])
             let fresh = TokenDigest(of: "rt-fresh"[...])
             let claimants = (expired: UUID(), fresh: UUID())
@@ -98,7 +114,7 @@ extension PostgreSQLTests {
 
         @Test func theTableIsKeyedBySHA256OfTheRefreshToken() async throws {
             let (state, cluster, name) = try await self.database()
-            defer { Task { await state.stop() } }
+            atTestEnd { await state.stop() }
             _ = try await state.database.claim(TokenDigest(of: "abc"[...]), claimant: UUID(), leaseMilliseconds: 1000)
             let stored = try await cluster.psql("SELECT encode(token_digest, 'hex') = encode(sha256('abc'), 'hex') FROM auth_gateway_refresh_outcomes", database: name)
             #expect(stored.trimmingCharacters(in: .whitespacesAndNewlines) == "t")
@@ -125,7 +141,7 @@ extension PostgreSQLTests {
                 database: database
             )
             let state = try await SharedStateTesting.start(configuration)
-            defer { Task { await state.stop() } }
+            atTestEnd { await state.stop() }
             let call = CountingCall(answer: .rejected)
             #expect(try await state.refresh(Self.digest, on: TestGroup.shared.any(), call: call) == (.rejected, .led))
             #expect(try await cluster.rowCount(database) == 1)

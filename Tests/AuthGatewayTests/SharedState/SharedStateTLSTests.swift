@@ -7,7 +7,7 @@ extension PostgreSQLTests {
     /// `sharedState.postgres.tls` against a server whose certificate a test CA signed for
     /// `localhost` and 127.0.0.1 (made with openssl by the cluster harness); the server also
     /// listens on 127.0.0.2, a name its certificate does not carry.
-    @Suite("Shared state over TLS (PostgreSQL)", .timeLimit(.minutes(1)))
+    @Suite("Shared state over TLS (PostgreSQL)", .timeLimit(.minutes(1)), .awaitsCleanups)
     struct SharedStateTLSTests {
         /// Whether every connection of the gateway to `database` is encrypted (nil: none open).
         func encrypted(_ cluster: PostgresCluster, _ database: String) async throws -> Bool? {
@@ -30,7 +30,7 @@ extension PostgreSQLTests {
             let state = try await SharedStateTesting.start(
                 try SharedStateTesting.configuration(cluster: cluster, database: database, host: host, tls: mode, caFile: withCA ? cluster.caCertificate.path : nil)
             )
-            defer { Task { await state.stop() } }
+            atTestEnd { await state.stop() }
             let call = CountingCall(answer: .rejected)
             #expect(try await state.refresh(TokenDigest(of: "rt-tls"[...]), on: TestGroup.shared.any(), call: call) == (.rejected, .led))
             #expect(try await cluster.rowCount(database) == 1, "the outcome went through the database")
@@ -41,7 +41,7 @@ extension PostgreSQLTests {
             let cluster = try await PostgresCluster.shared()
             let database = try await cluster.createDatabase()
             let state = try await SharedStateTesting.start(try SharedStateTesting.configuration(cluster: cluster, database: database, tls: .disable))
-            defer { Task { await state.stop() } }
+            atTestEnd { await state.stop() }
             #expect(try await self.encrypted(cluster, database) == false)
         }
 
@@ -58,7 +58,7 @@ extension PostgreSQLTests {
             let state = try await SharedStateTesting.start(
                 try SharedStateTesting.configuration(cluster: cluster, database: database, host: host, tls: .verifyFull, caFile: ca.path), waitUntilUp: false
             )
-            defer { Task { await state.stop() } }
+            atTestEnd { await state.stop() }
             try await SharedStateTesting.eventually("the certificate was refused") {
                 state.health.detail["lastError"]?.stringValue?.lowercased().contains("certificate") == true
             }
@@ -76,7 +76,7 @@ extension PostgreSQLTests {
             let state = try await SharedStateTesting.start(
                 try SharedStateTesting.configuration(cluster: cluster, database: database, password: "not-the-password-42"), logs: logs, waitUntilUp: false
             )
-            defer { Task { await state.stop() } }
+            atTestEnd { await state.stop() }
             try await SharedStateTesting.eventually("authentication failed") {
                 state.health.detail["lastError"]?.stringValue?.contains("password authentication failed for user \"gateway\"") == true
             }

@@ -26,12 +26,13 @@ enum SharedStateTesting {
     /// A started shared state; waits (bounded) until refreshes use the database, unless
     /// `waitUntilUp` is false.
     static func start(
-        _ configuration: SharedStateConfiguration, logs: LogCapture? = nil, waitUntilUp: Bool = true, pollMillisecondsWhileListening: Int64 = 250
+        _ configuration: SharedStateConfiguration, logs: LogCapture? = nil, metrics: ProcessMetrics = ProcessMetrics(), waitUntilUp: Bool = true,
+        pollMillisecondsWhileListening: Int64 = 250
     ) async throws -> PostgresSharedState {
         var logger = Logger(label: "shared-state-test") { label in logs ?? LogCapture() }
         logger.logLevel = .info
         let state = try PostgresSharedState(
-            configuration: configuration, eventLoopGroup: TestGroup.shared, metrics: ProcessMetrics(), logger: logger,
+            configuration: configuration, eventLoopGroup: TestGroup.shared, metrics: metrics, logger: logger,
             pollMillisecondsWhileListening: pollMillisecondsWhileListening, clock: { Date().timeIntervalSince1970 }
         )
         state.start()
@@ -50,6 +51,13 @@ enum SharedStateTesting {
         }
         Issue.record("timed out waiting until \(what)", sourceLocation: sourceLocation)
         throw TestClientError.timeout
+    }
+}
+
+extension ProcessMetrics {
+    /// `auth_gateway_shared_state_errors_total{operation}` so far.
+    func sharedStateErrors(_ operation: SharedStateOperation) -> UInt64 {
+        self.snapshot.counters[MetricKey(MetricName.sharedStateErrors, ["operation": operation.rawValue])] ?? 0
     }
 }
 

@@ -17,7 +17,7 @@ Methods of test.Echo:
   ServerStream   request b"<n>" -> n messages b"part-<i>"
   ClientStream   concatenates every request message
   Bidi           answers each message with b"echo:" + message
-  Slow           sleeps 2 s, then echoes
+  Slow           sleeps 30 s, then echoes (the tests expect a deadline to cut it short)
 """
 import json
 import sys
@@ -58,7 +58,7 @@ def bidi(request_iterator, context):
 
 
 def slow(request, context):
-    time.sleep(2)
+    time.sleep(30)
     return request
 
 

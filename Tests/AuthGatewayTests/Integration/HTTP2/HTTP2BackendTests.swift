@@ -9,7 +9,7 @@ import AuthGatewayDemo
 
 /// Backends spoken to over HTTP/2 (`protocol: "h2c"` and `"h2"`, SPEC §4.9): streams multiplexed
 /// over pooled connections, reached by HTTP/1.1 and HTTP/2 clients alike.
-@Suite("HTTP/2 backends (real sockets)")
+@Suite("HTTP/2 backends (real sockets)", .timeLimit(.minutes(3)), .awaitsCleanups)
 struct HTTP2BackendTests {
     static func gateway(backend: EchoBackend, protocolName: String = "h2c", url: String? = nil, configure: (inout JSONObject) -> Void = { _ in }) async throws -> GatewayFixture {
         try await GatewayFixture.start(backend: backend) { config in
@@ -21,7 +21,7 @@ struct HTTP2BackendTests {
     @Test func anHTTP11ClientReachesAnH2cBackend() async throws {
         let backend = try await EchoBackend.start(group: TestGroup.shared, http2: true)
         let gateway = try await Self.gateway(backend: backend)
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         let client = try await gateway.connect()
         for index in 0..<5 {
             let response = try await client.send(TestRequest(.POST, "/h2c/\(index)?q=1", headers: [("Authorization", "Bearer \(TestKeys.token())")], body: "payload-\(index)"))
@@ -40,7 +40,7 @@ struct HTTP2BackendTests {
     @Test func concurrentStreamsShareOneUpstreamConnection() async throws {
         let backend = try await EchoBackend.start(group: TestGroup.shared, http2: true)
         let gateway = try await Self.gateway(backend: backend)
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         let h2load = try ExternalTool.require("h2load", package: "nghttp2-client")
         let load = try await ExternalTool.run(h2load, ["-n", "500", "-c", "2", "-m", "40", "-H", "authorization: Bearer \(TestKeys.token())", "http://127.0.0.1:\(gateway.port)/multiplexed"])
         #expect(load.stdout.contains("500 succeeded, 0 failed, 0 errored"), "\(load.stdout)")
@@ -62,7 +62,7 @@ struct HTTP2BackendTests {
                 "api": ["urls": [.string("https://localhost:\(backend.port)")], "protocol": "h2", "tls": ["caCertificatePEMFile": .string(TLSTests.certificatePath)]]
             ]
         }
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         let result = try await HTTP2ClientTests.curl(["--http2-prior-knowledge", "--include", "-H", "Authorization: Bearer \(TestKeys.token())", "http://127.0.0.1:\(gateway.port)/tls-h2"])
         let response = HTTP2ClientTests.parse(result.stdout)
         #expect(response.status == 200, "\(result.stdout) \(result.stderr)")
@@ -76,9 +76,9 @@ struct HTTP2BackendTests {
     func requestTrailersReachAnHTTP2Backend(http2Backend: Bool) async throws {
         let backend = try await EchoBackend.start(group: TestGroup.shared, http2: http2Backend)
         let gateway = try await Self.gateway(backend: backend, protocolName: http2Backend ? "h2c" : "http1")
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         let client = try await H2TestClient.connect(port: gateway.port)
-        defer { Task { await client.close() } }
+        atTestEnd { await client.close() }
         let result = try await client.exchange([
             .headers(.init(headers: H2TestClient.request("POST", path: "/with-trailers", fields: [("authorization", "Bearer \(TestKeys.token())")]), endStream: false)),
             .data(.init(data: .byteBuffer(ByteBuffer(string: "body")), endStream: false)),
@@ -90,13 +90,34 @@ struct HTTP2BackendTests {
         #expect(echoed["trailers"]?["x-checksum"]?.stringValue == (http2Backend ? "c0ffee" : nil))
     }
 
+    /// The h2c backend's port refuses connections (502), then an h2c backend comes up on that
+    /// very port: the next request, on the same client connection, reaches it (the failed
+    /// connect left nothing stuck in the HTTP/2 pool).
     @Test func aDeadH2BackendIs502AndTheNextRequestStillWorks() async throws {
-        let backend = try await EchoBackend.start(group: TestGroup.shared, http2: true)
-        let gateway = try await Self.gateway(backend: backend, url: "http://127.0.0.1:1")
-        defer { Task { await gateway.stop() } }
-        let response = try await gateway.send(.get("/down", token: TestKeys.token()))
+        // Reserved (bound, not listening) for the test: no other test can take the port.
+        let refusing = try RefusingPort(shareable: true)
+        defer { refusing.close() }
+        let gateway = try await GatewayFixture.start { config in
+            config["backends"] = ["api": ["urls": [.string(refusing.url)], "protocol": "h2c"]]
+        }
+        atTestEnd { await gateway.stop() }
+        let token = TestKeys.token()
+        let client = try await gateway.connect()
+        atTestEnd { await client.close() }
+        let response = try await client.send(.get("/down", token: token))
         #expect(response.status == 502)
         #expect(response.json?["type"]?.stringValue == "urn:auth-gateway:problem:upstream.unreachable")
+
+        // The backend comes up on the same port (bound beside the refusing socket, which then
+        // goes: the port is never free in between).
+        let backend = try await EchoBackend.start(group: TestGroup.shared, port: refusing.port, http2: true)
+        atTestEnd { await backend.close() }
+        refusing.close()
+        let next = try await client.send(.get("/up", token: token))
+        #expect(next.status == 200, "\(next.text)")
+        #expect(next.json?["uri"]?.stringValue == "/up")
+        #expect(backend.requestCount == 1)
+        #expect(gateway.backend.requestCount == 0)
     }
 
     @Test func checkRefusesAProtocolThatDoesNotFitTheURLScheme() throws {

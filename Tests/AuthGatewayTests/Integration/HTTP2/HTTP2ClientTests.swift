@@ -8,7 +8,7 @@ import AuthGatewayDemo
 /// HTTP/2 from real clients (SPEC §4.9): curl (libcurl + nghttp2) with prior knowledge and over
 /// TLS with ALPN, nghttp and h2load. The backend is the HTTP/1.1 echo backend, so every request
 /// is translated h2 → HTTP/1.1 and back.
-@Suite("HTTP/2 clients: curl, nghttp, h2load (real sockets)")
+@Suite("HTTP/2 clients: curl, nghttp, h2load (real sockets)", .timeLimit(.minutes(3)), .awaitsCleanups)
 struct HTTP2ClientTests {
     static func curl(_ arguments: [String]) async throws -> ExternalTool.Result {
         let curl = try ExternalTool.require("curl", package: "curl")
@@ -34,7 +34,7 @@ struct HTTP2ClientTests {
 
     @Test func curlWithPriorKnowledgeIsAuthenticatedAndForwarded() async throws {
         let gateway = try await GatewayFixture.start { config in config["identityHeaders"] = ["X-User-Subject": "claims.sub"] }
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         let token = TestKeys.token(subject: "h2-user")
         let url = "http://127.0.0.1:\(gateway.port)/h2/items?x=1"
         let result = try await Self.curl([
@@ -82,7 +82,7 @@ struct HTTP2ClientTests {
                 "tls": ["certificatePEMFile": .string(TLSTests.certificatePath), "privateKeyPEMFile": .string(TLSTests.keyPath)],
             ]
         }
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         let url = "https://localhost:\(gateway.port)/tls"
         let token = TestKeys.token()
         let h2 = try await Self.curl(["--http2", "--cacert", TLSTests.certificatePath, "--include", "-H", "Authorization: Bearer \(token)", url])
@@ -99,7 +99,7 @@ struct HTTP2ClientTests {
 
     @Test func uploadsAndDownloadsStreamOverHTTP2() async throws {
         let gateway = try await GatewayFixture.start()
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         let token = TestKeys.token()
         // A 3 MiB upload without content-length (curl streams stdin): chunked to the backend.
         let body = Data((0..<(3 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 7) })
@@ -120,7 +120,7 @@ struct HTTP2ClientTests {
 
     @Test func nghttpAndH2loadDriveManyConcurrentStreams() async throws {
         let gateway = try await GatewayFixture.start()
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         let token = TestKeys.token()
         let nghttp = try ExternalTool.require("nghttp", package: "nghttp2-client")
         let single = try await ExternalTool.run(nghttp, ["-v", "-H", "authorization: Bearer \(token)", "http://127.0.0.1:\(gateway.port)/nghttp"])

@@ -7,15 +7,15 @@ import AuthGatewayDemo
 @testable import AuthGateway
 
 /// HTTP/2 connections through drain and under a slow reader.
-@Suite("HTTP/2 drain and backpressure (real sockets)")
+@Suite("HTTP/2 drain and backpressure (real sockets)", .awaitsCleanups)
 struct HTTP2LifecycleTests {
     /// SIGTERM's drain: an HTTP/2 client gets GOAWAY, its stream in flight finishes, then the
     /// connection closes.
     @Test func drainSendsGoAwayAndLetsTheStreamInFlightFinish() async throws {
         let gateway = try await GatewayFixture.start { config in config.set("timeouts.drainSeconds", 5) }
-        defer { Task { await gateway.stop() } }
+        atTestEnd { await gateway.stop() }
         let client = try await H2TestClient.connect(port: gateway.port)
-        defer { Task { await client.close() } }
+        atTestEnd { await client.close() }
         let token = TestKeys.token()
         async let slow = client.exchange([.headers(.init(headers: H2TestClient.request(path: "/delay/600", fields: [("authorization", "Bearer \(token)")]), endStream: true))])
         try await poll { gateway.backend.requestCount == 1 }

@@ -16,18 +16,24 @@ final class ChildProcess: @unchecked Sendable {
     let processIdentifier: pid_t
     let stdoutPath: String
     let stderrPath: String
+    /// The executable and its first arguments, for messages.
+    let command: String
     private let directory: URL
     /// The `waitpid` status once the child has been reaped.
     private let reaped = NIOLockedValueBox<Int32?>(nil)
 
     /// Starts `command` (an absolute path first). `stdin`: a file for its standard input
-    /// (`/dev/null` when nil); `environment`: added to this process's.
-    init(_ command: [String], environment: [String: String] = [:], stdin: String? = nil) throws {
+    /// (`/dev/null` when nil); `environment`: added to this process's; `workingDirectory`: where
+    /// it starts (when nil, the folder of its output files, which any user can enter — never
+    /// the test process's own working directory, the checkout, which may be private to its
+    /// owner).
+    init(_ command: [String], environment: [String: String] = [:], stdin: String? = nil, workingDirectory: String? = nil) throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("child-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         self.directory = directory
         self.stdoutPath = directory.appendingPathComponent("stdout").path
         self.stderrPath = directory.appendingPathComponent("stderr").path
+        self.command = command.prefix(3).joined(separator: " ")
 
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
@@ -35,7 +41,12 @@ final class ChildProcess: @unchecked Sendable {
         posix_spawn_file_actions_addopen(&actions, 0, stdin ?? "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, self.stdoutPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         posix_spawn_file_actions_addopen(&actions, 2, self.stderrPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        Self.closeInheritedDescriptors(&actions)
+        SpawnActions.closeInheritedDescriptors(&actions)
+        var command = command
+        let workingDirectory = workingDirectory ?? directory.path
+        if !SpawnActions.changeDirectory(&actions, to: workingDirectory) {
+            command = SpawnActions.throughShell(command, in: workingDirectory)
+        }
 
         let merged = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         let argv = command.map { strdup($0) } + [nil]
@@ -97,16 +108,30 @@ final class ChildProcess: @unchecked Sendable {
         }
     }
 
-    /// Waits for the exit on a thread of its own (not the cooperative pool).
-    func exited() async {
-        await onOwnThread { self.waitUntilExit() }
+    /// Waits for the exit, for at most `timeout`, on a thread of its own (not the cooperative
+    /// pool). A child still running then is killed (SIGKILL, reaped) and the wait throws
+    /// `ChildProcess.TimedOut`: no test waits on a hung peer without a bound.
+    func exited(timeout: Duration) async throws {
+        let exitedInTime = await onOwnThread { () -> Bool in
+            let deadline = ContinuousClock.now + timeout
+            while self.isRunning {
+                guard ContinuousClock.now < deadline else {
+                    self.signal(SIGKILL)
+                    self.waitUntilExit()
+                    return false
+                }
+                usleep(5_000)
+            }
+            return true
+        }
+        guard exitedInTime else { throw TimedOut(command: self.command, timeout: timeout, standardError: self.standardError) }
     }
 
-    /// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34+), which Swift's Glibc module
-    /// does not export: the child keeps nothing of the test process's descriptors.
-    private static func closeInheritedDescriptors(_ actions: inout posix_spawn_file_actions_t) {
-        typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
-        guard let symbol = dlsym(nil, "posix_spawn_file_actions_addclosefrom_np") else { return }
-        _ = unsafeBitCast(symbol, to: CloseFrom.self)(&actions, 3)
+    /// A child that was still running when its time ran out (it has been killed).
+    struct TimedOut: Error, CustomStringConvertible {
+        let command: String
+        let timeout: Duration
+        let standardError: String
+        var description: String { "\(self.command) did not exit within \(self.timeout) and was killed; its standard error: \(self.standardError)" }
     }
 }

@@ -35,8 +35,11 @@ enum ExternalTool {
     }
 
     /// Runs `executable` with `arguments` to completion (`input`, when given, is its standard
-    /// input), waiting on a thread of its own.
-    static func run(_ executable: String, _ arguments: [String], input: Data? = nil, environment: [String: String] = [:]) async throws -> Result {
+    /// input), waiting on a thread of its own for at most `timeout`: a peer still running then
+    /// is killed and the run throws `ChildProcess.TimedOut`, which fails the test.
+    static func run(
+        _ executable: String, _ arguments: [String], input: Data? = nil, environment: [String: String] = [:], timeout: Duration = .seconds(120)
+    ) async throws -> Result {
         var inputPath: String?
         if let input {
             let path = FileManager.default.temporaryDirectory.appendingPathComponent("input-\(UUID().uuidString)").path
@@ -45,7 +48,7 @@ enum ExternalTool {
         }
         defer { if let inputPath { try? FileManager.default.removeItem(atPath: inputPath) } }
         let child = try ChildProcess([executable] + arguments, environment: environment, stdin: inputPath)
-        await child.exited()
+        try await child.exited(timeout: timeout)
         return Result(status: child.terminationStatus, stdout: child.standardOutput, stderr: child.standardError)
     }
 }

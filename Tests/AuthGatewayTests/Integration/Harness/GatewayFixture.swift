@@ -158,8 +158,9 @@ final class GatewayFixture: Sendable {
     /// One request on a fresh connection.
     func send(_ request: TestRequest) async throws -> TestResponse {
         let connection = try await self.connect()
-        defer { Task { await connection.close() } }
-        return try await connection.send(request)
+        return try await withCleanup({ await connection.close() }) { () async throws in
+            return try await connection.send(request)
+        }
     }
 
     func stop() async {

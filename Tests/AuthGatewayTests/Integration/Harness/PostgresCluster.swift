@@ -19,7 +19,9 @@ final class PostgresCluster: Sendable {
 
     let directory: URL
     let binaries: URL
-    let port: Int
+    /// The server's TCP port (chosen once, when the cluster first starts; kept on restarts).
+    var port: Int { self.chosenPort.withLockedValue { $0 } }
+    private let chosenPort = NIOLockedValueBox(0)
     private let owner: (uid: UInt32, gid: UInt32)?
     private let databases = NIOLockedValueBox(0)
 
@@ -70,15 +72,15 @@ final class PostgresCluster: Sendable {
         try FileManager.default.createDirectory(at: directory.appendingPathComponent("tls"), withIntermediateDirectories: true)
         try "\(getpid())".write(to: directory.appendingPathComponent("test-process.pid"), atomically: true, encoding: .utf8)
         let owner = getuid() == 0 ? Self.unprivilegedUser() : nil
-        let cluster = PostgresCluster(directory: directory, binaries: binaries, port: try Self.freePort(), owner: owner)
+        let cluster = PostgresCluster(directory: directory, binaries: binaries, owner: owner)
         try cluster.makeCertificates()
         try cluster.initialize()
-        try cluster.startServerBlocking()
+        try cluster.startOnAFreePort()
         try Self.execute(
             binaries.appendingPathComponent("psql").path,
             ["-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", cluster.socketDirectory.path, "-p", "\(cluster.port)", "-U", Self.superuser, "-d", "postgres",
                 "-c", "CREATE ROLE \(Self.gatewayRole) LOGIN PASSWORD '\(Self.gatewayPassword)'"],
-            as: owner
+            as: owner, in: directory
         )
         Self.running.withLockedValue { clusters in
             if clusters.isEmpty { atexit { PostgresCluster.stopAll() } }
@@ -101,10 +103,9 @@ final class PostgresCluster: Sendable {
         try? await Task.sleep(until: first + .seconds(3), clock: .continuous)
     }
 
-    private init(directory: URL, binaries: URL, port: Int, owner: (uid: UInt32, gid: UInt32)?) {
+    private init(directory: URL, binaries: URL, owner: (uid: UInt32, gid: UInt32)?) {
         self.directory = directory
         self.binaries = binaries
-        self.port = port
         self.owner = owner
     }
 
@@ -122,7 +123,7 @@ final class PostgresCluster: Sendable {
                 let uid = attributes[.ownerAccountID] as? NSNumber, let gid = attributes[.groupOwnerAccountID] as? NSNumber
             {
                 let owner = getuid() == 0 ? (uid.uint32Value, gid.uint32Value) : nil
-                _ = try? Self.execute(binaries.appendingPathComponent("pg_ctl").path, ["-D", data.path, "-m", "immediate", "-w", "stop"], as: owner)
+                _ = try? Self.execute(binaries.appendingPathComponent("pg_ctl").path, ["-D", data.path, "-m", "immediate", "-w", "stop"], as: owner, in: folder)
             }
             try? FileManager.default.removeItem(at: folder)
         }
@@ -184,6 +185,42 @@ final class PostgresCluster: Sendable {
         try self.runBlocking("pg_ctl", ["-D", self.dataDirectory.path, "-l", self.logFile.path, "-o", options, "-w", "-t", "30", "start"])
     }
 
+    /// Starts the server on a port of its own, without a bind–close race: the server binds the
+    /// port itself (no port is bound, closed and handed over), and when the bind fails
+    /// (another process has that port) the start is retried on another one.
+    ///
+    /// Candidates lie just below the kernel's ephemeral range (`ip_local_port_range`), which
+    /// the kernel never hands out to a socket bound to port 0 or to an outgoing connection —
+    /// every other socket of the test run — so no test running beside it can take the port
+    /// while the server is stopped for a restart either.
+    private func startOnAFreePort() throws {
+        var failures: [String] = []
+        for _ in 0..<10 {
+            let port = Self.candidatePort()
+            self.chosenPort.withLockedValue { $0 = port }
+            let logBefore = (try? Data(contentsOf: self.logFile).count) ?? 0
+            do {
+                try self.startServerBlocking()
+                return
+            } catch {
+                let log = (try? Data(contentsOf: self.logFile)).map { String(decoding: $0.dropFirst(logBefore), as: UTF8.self) } ?? ""
+                guard log.contains("could not bind") || log.contains("Address already in use") else { throw error }
+                failures.append("port \(port): \(log.split(separator: "\n").first { $0.contains("could not bind") } ?? "in use")")
+            }
+        }
+        throw CommandFailed(description: "no free port for the PostgreSQL server after 10 tries: \(failures.joined(separator: "; "))")
+    }
+
+    /// A random port in the 10 000 ports below the ephemeral range (32768–60999 by default:
+    /// 22768–32767).
+    static func candidatePort() -> Int {
+        let range = (try? String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8))?
+            .split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\n" }).compactMap { Int($0) }
+        let ephemeralLow = range?.first ?? 32768
+        let low = max(1024, ephemeralLow - 10_000)
+        return Int.random(in: low..<max(low + 1000, ephemeralLow))
+    }
+
     func stop() {
         _ = try? self.runBlocking("pg_ctl", ["-D", self.dataDirectory.path, "-m", "immediate", "-w", "stop"])
         try? FileManager.default.removeItem(at: self.directory)
@@ -200,7 +237,7 @@ final class PostgresCluster: Sendable {
         guard let openssl = ["/usr/bin/openssl", "/usr/local/bin/openssl"].first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
             throw Missing(description: "The shared-state TLS tests make their certificates with openssl, which was not found: apt-get install -y openssl")
         }
-        func ssl(_ arguments: [String]) throws { _ = try Self.execute(openssl, arguments, as: nil) }
+        func ssl(_ arguments: [String]) throws { _ = try Self.execute(openssl, arguments, as: nil, in: self.directory) }
         for ca in ["ca", "other-ca"] {
             try ssl(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2", "-subj", "/CN=auth-gateway test \(ca)",
                 "-keyout", "\(tls)/\(ca).key", "-out", "\(tls)/\(ca).pem"])
@@ -217,7 +254,7 @@ final class PostgresCluster: Sendable {
 
     private func chown(_ url: URL) throws {
         guard let owner = self.owner else { return }
-        _ = try Self.execute("/bin/chown", ["-R", "\(owner.uid):\(owner.gid)", url.path], as: nil)
+        _ = try Self.execute("/bin/chown", ["-R", "\(owner.uid):\(owner.gid)", url.path], as: nil, in: self.directory)
     }
 
     /// Runs one of the server's binaries (as the unprivileged owner under root) on a thread of
@@ -229,37 +266,57 @@ final class PostgresCluster: Sendable {
 
     @discardableResult
     private func runBlocking(_ binary: String, _ arguments: [String]) throws -> String {
-        try Self.execute(self.binaries.appendingPathComponent(binary).path, arguments, as: self.owner)
+        try Self.execute(self.binaries.appendingPathComponent(binary).path, arguments, as: self.owner, in: self.directory)
     }
 
     struct CommandFailed: Error, CustomStringConvertible {
         let description: String
     }
 
-    /// Runs `path` to completion (through `setpriv` as `owner` when given) and returns what it
-    /// printed. `posix_spawn` and `waitpid`, not `Process`: `pg_ctl start` leaves a daemon
-    /// behind, and Foundation's `Process` was seen never to notice such a child's exit.
+    /// Runs `path` to completion (through `setpriv` as `owner` when given) in `directory` and
+    /// returns its standard output. `posix_spawn` and `waitpid`, not `Process`: `pg_ctl start`
+    /// leaves a daemon behind, and Foundation's `Process` was seen never to notice such a
+    /// child's exit.
+    ///
+    /// `directory` is the cluster's own folder, which `owner` can enter: a child run as another
+    /// user never inherits the test process's working directory (the checkout, perhaps private
+    /// to its owner — psql then prints `could not change directory to "…": Permission
+    /// denied`). Standard error goes to a file of its own, so that nothing a tool warns about
+    /// is ever read as a query's result; it is part of the error when the command fails.
+    /// Bounded: a command still running after `timeout` is killed and fails.
     @discardableResult
-    static func execute(_ path: String, _ arguments: [String], as owner: (uid: UInt32, gid: UInt32)?) throws -> String {
+    static func execute(
+        _ path: String, _ arguments: [String], as owner: (uid: UInt32, gid: UInt32)?, in directory: URL, timeout: Duration = .seconds(120)
+    ) throws -> String {
         var command = [path] + arguments
         if let owner {
             command = ["/usr/bin/setpriv", "--reuid=\(owner.uid)", "--regid=\(owner.gid)", "--clear-groups"] + command
         }
+        let shown = command.dropFirst(owner == nil ? 0 : 4).prefix(6).joined(separator: " ")
         var environment = ProcessInfo.processInfo.environment
         environment["LC_ALL"] = "C"
         environment["PGCONNECT_TIMEOUT"] = "5"
+        // Nothing of the test process's location: tools that look at $PWD find the cluster's.
+        environment["PWD"] = directory.path
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("agpg-out-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: output) }
+        let errors = FileManager.default.temporaryDirectory.appendingPathComponent("agpg-err-\(UUID().uuidString)")
+        defer {
+            try? FileManager.default.removeItem(at: output)
+            try? FileManager.default.removeItem(at: errors)
+        }
 
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, output.path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        posix_spawn_file_actions_addopen(&actions, 1, output.path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        posix_spawn_file_actions_addopen(&actions, 2, errors.path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         // Nothing else of this process's (hundreds of sockets while the whole suite runs):
         // the server counts inherited descriptors against its limit and refuses to start.
-        Self.closeInheritedDescriptors(&actions)
+        SpawnActions.closeInheritedDescriptors(&actions)
+        if !SpawnActions.changeDirectory(&actions, to: directory.path) {
+            command = SpawnActions.throughShell(command, in: directory.path)
+        }
 
         let argv = command.map { strdup($0) } + [nil]
         let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
@@ -270,23 +327,20 @@ final class PostgresCluster: Sendable {
         var pid: pid_t = 0
         let spawned = posix_spawn(&pid, command[0], &actions, nil, argv, envp)
         guard spawned == 0 else { throw CommandFailed(description: "cannot start \(command[0]): error \(spawned)") }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
-        let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
+        guard let status = SpawnActions.waitForExit(pid, timeout: timeout) else {
+            SpawnActions.killAndReap(pid)
+            throw CommandFailed(description: "\(shown) did not finish within \(timeout) and was killed: \(Self.read(errors))")
+        }
+        let text = Self.read(output)
         // WIFEXITED && WEXITSTATUS == 0
         guard status & 0x7f == 0, (status >> 8) & 0xff == 0 else {
-            throw CommandFailed(description: "\(command.dropFirst(owner == nil ? 0 : 4).prefix(6).joined(separator: " ")) failed (status \(status)): \(text)")
+            throw CommandFailed(description: "\(shown) failed (status \(status)): \(text)\(Self.read(errors))")
         }
         return text
     }
 
-    /// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34+), which Swift's Glibc module
-    /// does not export.
-    private static func closeInheritedDescriptors(_ actions: inout posix_spawn_file_actions_t) {
-        typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
-        guard let symbol = dlsym(nil, "posix_spawn_file_actions_addclosefrom_np") else { return }
-        let closeFrom = unsafeBitCast(symbol, to: CloseFrom.self)
-        _ = closeFrom(&actions, 3)
+    private static func read(_ url: URL) -> String {
+        FileManager.default.contents(atPath: url.path).map { String(decoding: $0, as: UTF8.self) } ?? ""
     }
 
     /// `initdb` and `pg_ctl` on PATH, else the newest `/usr/lib/postgresql/*/bin`.
@@ -313,17 +367,11 @@ final class PostgresCluster: Sendable {
         )
     }
 
-    private static func unprivilegedUser() -> (uid: UInt32, gid: UInt32) {
+    static func unprivilegedUser() -> (uid: UInt32, gid: UInt32) {
         for name in ["postgres", "nobody"] {
             if let entry = getpwnam(name) { return (entry.pointee.pw_uid, entry.pointee.pw_gid) }
         }
         return (65534, 65534)
-    }
-
-    static func freePort() throws -> Int {
-        let channel = try ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton).bind(host: "127.0.0.1", port: 0).wait()
-        defer { try? channel.close().wait() }
-        return channel.localAddress?.port ?? 0
     }
 }
 

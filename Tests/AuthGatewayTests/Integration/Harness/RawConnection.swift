@@ -14,12 +14,18 @@ final class RawConnection: Sendable {
         self.sink = sink
     }
 
-    static func connect(port: Int) async throws -> RawConnection {
+    /// `firstBytes`: written by the event loop the moment the connection is up, not when the
+    /// test's task next runs (which on a loaded machine can be seconds later): for a test that
+    /// races a server-side timer running from the accept.
+    static func connect(port: Int, firstBytes: String? = nil) async throws -> RawConnection {
         let sink = ByteSink()
         let channel = try await ClientBootstrap(group: TestGroup.shared)
             .channelOption(.allowRemoteHalfClosure, value: true)
             .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(sink) }
+                channel.eventLoop.makeCompletedFuture {
+                    if let firstBytes { try channel.pipeline.syncOperations.addHandler(SendOnConnect(bytes: firstBytes)) }
+                    try channel.pipeline.syncOperations.addHandler(sink)
+                }
             }
             .connect(host: "127.0.0.1", port: port)
             .get()
@@ -73,6 +79,20 @@ final class RawConnection: Sendable {
         let text = self.received
         guard text.hasPrefix("HTTP/1."), text.count >= 12 else { return nil }
         return Int(text.dropFirst(9).prefix(3))
+    }
+}
+
+/// Writes its bytes when the channel becomes active, then removes itself.
+private final class SendOnConnect: ChannelInboundHandler, RemovableChannelHandler, Sendable {
+    typealias InboundIn = ByteBuffer
+    let bytes: String
+
+    init(bytes: String) { self.bytes = bytes }
+
+    func channelActive(context: ChannelHandlerContext) {
+        context.writeAndFlush(NIOAny(context.channel.allocator.buffer(string: self.bytes)), promise: nil)
+        context.fireChannelActive()
+        context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
     }
 }
 

@@ -63,8 +63,26 @@ final class RunningGateway: Sendable {
         // Readable by an unprivileged user too.
         try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: directory.path)
         try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: self.configurationPath)
-        let command = prefix + [try Self.executable().path, "serve", "--config", self.configurationPath]
-        self.process = try ChildProcess(command, environment: environment)
+        var executable = try Self.executable().path
+        if !prefix.isEmpty {
+            // Run as another user (the prefix drops privileges), the build's executable may be
+            // out of its reach: a checkout private to its owner (a clone under /root, a 0700
+            // `mktemp -d`). A link (else a copy) in this world-readable folder is not.
+            executable = try Self.reachableCopy(of: executable, in: directory)
+        }
+        let command = prefix + [executable, "serve", "--config", self.configurationPath]
+        self.process = try ChildProcess(command, environment: environment, workingDirectory: directory.path)
+    }
+
+    private static func reachableCopy(of executable: String, in directory: URL) throws -> String {
+        let target = directory.appendingPathComponent("auth-gateway").path
+        do {
+            try FileManager.default.linkItem(atPath: executable, toPath: target)
+        } catch {
+            try FileManager.default.copyItem(atPath: executable, toPath: target)
+        }
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: target)
+        return target
     }
 
     /// Everything written so far, both streams.
