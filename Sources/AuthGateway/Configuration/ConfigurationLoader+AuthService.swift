@@ -62,6 +62,18 @@ extension ConfigurationLoader {
         )
     }
 
+    /// `clientAuthentication` (`basic` by default, or `form`) of a section with `clientId` and
+    /// `clientSecret`: an oauth2 refresh, an introspection endpoint.
+    static func clientAuthentication(_ section: ConfigReader, clientID: String?, clientSecret: String?) -> RefreshConfiguration.ClientAuthentication {
+        if clientSecret != nil && clientID == nil { section.error("clientSecret", "needs clientId") }
+        guard let name = section.string("clientAuthentication") else { return .basic }
+        guard let parsed = RefreshConfiguration.ClientAuthentication(rawValue: name) else {
+            section.error("clientAuthentication", "must be \"basic\" or \"form\"")
+            return .basic
+        }
+        return parsed
+    }
+
     /// `discovered`: `authService.discoveryIssuer` is set, so the protocol defaults to
     /// `oauth2` and an `oauth2` refresh without a `path` posts to the discovered
     /// `token_endpoint` (`path` nil).
@@ -81,15 +93,7 @@ extension ConfigurationLoader {
         if isOAuth2 {
             let clientID = section.nonEmptyString("clientId")
             let clientSecret = section.string("clientSecret")
-            var authentication = RefreshConfiguration.ClientAuthentication.basic
-            if let name = section.string("clientAuthentication") {
-                if let parsed = RefreshConfiguration.ClientAuthentication(rawValue: name) {
-                    authentication = parsed
-                } else {
-                    section.error("clientAuthentication", "must be \"basic\" or \"form\"")
-                }
-            }
-            if clientSecret != nil && clientID == nil { section.error("clientSecret", "needs clientId") }
+            let authentication = Self.clientAuthentication(section, clientID: clientID, clientSecret: clientSecret)
             if section.has("jsonBody") { _ = section.value("jsonBody"); section.error("jsonBody", "applies only to protocol \"json\"") }
             refreshProtocol = .oauth2(clientID: clientID, clientSecret: clientSecret, clientAuthentication: authentication)
         } else {

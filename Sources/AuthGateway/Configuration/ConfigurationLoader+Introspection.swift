@@ -10,15 +10,7 @@ extension ConfigurationLoader {
         }
         let clientID = section.nonEmptyString("clientId")
         let clientSecret = section.string("clientSecret")
-        if clientSecret != nil && clientID == nil { section.error("clientSecret", "needs clientId") }
-        var authentication = RefreshConfiguration.ClientAuthentication.basic
-        if let name = section.string("clientAuthentication") {
-            if let parsed = RefreshConfiguration.ClientAuthentication(rawValue: name) {
-                authentication = parsed
-            } else {
-                section.error("clientAuthentication", "must be \"basic\" or \"form\"")
-            }
-        }
+        let authentication = Self.clientAuthentication(section, clientID: clientID, clientSecret: clientSecret)
         let cacheSeconds = section.duration("cacheSeconds") ?? 60
         let negativeCacheSeconds = section.duration("negativeCacheSeconds") ?? 5
         let timeout = section.duration("timeoutMilliseconds") ?? 1000

@@ -110,7 +110,7 @@ struct RequestTarget: Equatable {
 
     /// Decodes `%XX` escapes of unreserved characters (RFC 3986 §2.3: ALPHA DIGIT - . _ ~) and
     /// upper-cases the hex of every other escape; malformed escapes are an error.
-    private static func decodeUnreserved(_ path: Substring) throws(ParseError) -> String {
+    static func decodeUnreserved(_ path: Substring) throws(ParseError) -> String {
         var output: [UInt8] = []
         output.reserveCapacity(path.utf8.count)
         let bytes = Array(path.utf8)

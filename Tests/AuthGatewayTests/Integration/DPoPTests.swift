@@ -65,14 +65,10 @@ struct DPoPTests {
         configure: (inout JSONObject) -> Void = { _ in }, _ body: (GatewayFixture, Proof, String) async throws -> Void
     ) async throws {
         let gateway = try await Self.gateway(configure: configure)
-        do {
+        try await withCleanup({ await gateway.stop() }) {
             let key = try await Self.clientKey()
             try await body(gateway, key, Self.boundToken(key))
-        } catch {
-            await gateway.stop()
-            throw error
         }
-        await gateway.stop()
     }
 
     /// A proof by `key` for `method url` and `token`, with `changes` applied to the scenario.
@@ -181,17 +177,12 @@ struct DPoPTests {
     /// RS256, PS256 and EdDSA proofs verify as ES256 ones do.
     @Test(arguments: ["RS256", "PS256", "EdDSA"])
     func everyDefaultAlgorithmVerifies(_ alg: String) async throws {
-        let gateway = try await Self.gateway()
-        do {
+        try await Self.withBoundClient { gateway, _, _ in
             let key = try await Self.clientKey(alg)
             let token = Self.boundToken(key)
             let proof = try await Self.proof(key, url: "http://127.0.0.1:\(gateway.port)/alg", token: token, ["alg": .string(alg)])
             #expect(try await Self.send(gateway, "/alg", [("Authorization", "DPoP \(token)"), ("DPoP", proof)]).status == 200)
-        } catch {
-            await gateway.stop()
-            throw error
         }
-        await gateway.stop()
     }
 
     /// A bound token as Bearer, in a cookie, or without a proof: 401 `dpop.required` with a

@@ -59,7 +59,7 @@ final class ScriptedIntrospection: Sendable {
 
 /// Opaque access tokens checked by RFC 7662 introspection (SPEC §4.13), against a scripted
 /// endpoint on real sockets.
-@Suite("Introspection of opaque tokens (real sockets)", .timeLimit(.minutes(3)))
+@Suite("Introspection of opaque tokens (real sockets)", .timeLimit(.minutes(3)), .awaitsCleanups)
 struct IntrospectionTests {
     static let clientSecret = "s3cret:with/special+chars"
 
@@ -95,246 +95,193 @@ struct IntrospectionTests {
 
     @Test func anActiveOpaqueTokenIsForwardedWithItsClaimsAfterAnExactlyFormedCall() async throws {
         let endpoint = try await ScriptedIntrospection.start()
+        atTestEnd { await endpoint.service.stop() }
         let clock = TestClock()
         let gateway = try await Self.gateway(endpoint, clock: clock)
-        do {
-            endpoint.set("opaque-alice", Self.activeAnswer(subject: "alice", clock: clock))
-            let response = try await Self.get(gateway, "opaque-alice")
-            #expect(response.status == 200)
-            let echoed = try JSONValue(parsing: response.text)
-            #expect(echoed["headers"]?["x-user-subject"]?.arrayValue?.first?.stringValue == "alice")
-            #expect(echoed["headers"]?["x-user-scope"]?.arrayValue?.first?.stringValue == "read write")
-            // RFC 7662 §2.1 form, RFC 6749 §2.3.1 Basic with both parts form-encoded first.
-            let call = try #require(endpoint.service.requests.first)
-            #expect(call.method == .POST)
-            #expect(call.bodyText == "token=opaque-alice&token_type_hint=access_token")
-            #expect(call.headers.first(name: "content-type") == "application/x-www-form-urlencoded")
-            let expected = "gateway:" + "s3cret%3Awith%2Fspecial%2Bchars"
-            #expect(call.headers.first(name: "authorization") == "Basic \(Data(expected.utf8).base64EncodedString())")
-        } catch {
-            await gateway.stop()
-            await endpoint.service.stop()
-            throw error
-        }
-        await gateway.stop()
-        await endpoint.service.stop()
+        atTestEnd { await gateway.stop() }
+        endpoint.set("opaque-alice", Self.activeAnswer(subject: "alice", clock: clock))
+        let response = try await Self.get(gateway, "opaque-alice")
+        #expect(response.status == 200)
+        let echoed = try JSONValue(parsing: response.text)
+        #expect(echoed["headers"]?["x-user-subject"]?.arrayValue?.first?.stringValue == "alice")
+        #expect(echoed["headers"]?["x-user-scope"]?.arrayValue?.first?.stringValue == "read write")
+        // RFC 7662 §2.1 form, RFC 6749 §2.3.1 Basic with both parts form-encoded first.
+        let call = try #require(endpoint.service.requests.first)
+        #expect(call.method == .POST)
+        #expect(call.bodyText == "token=opaque-alice&token_type_hint=access_token")
+        #expect(call.headers.first(name: "content-type") == "application/x-www-form-urlencoded")
+        let expected = "gateway:" + "s3cret%3Awith%2Fspecial%2Bchars"
+        #expect(call.headers.first(name: "authorization") == "Basic \(Data(expected.utf8).base64EncodedString())")
     }
 
     @Test func formClientAuthenticationPutsTheCredentialsInTheBody() async throws {
         let endpoint = try await ScriptedIntrospection.start()
+        atTestEnd { await endpoint.service.stop() }
         let clock = TestClock()
         let gateway = try await Self.gateway(endpoint, clock: clock) { config in
             config.set("tokens.introspection.clientAuthentication", "form")
         }
-        do {
-            endpoint.set("opaque-form", Self.activeAnswer(subject: "bob", clock: clock))
-            #expect(try await Self.get(gateway, "opaque-form").status == 200)
-            let call = try #require(endpoint.service.requests.first)
-            #expect(call.bodyText == "token=opaque-form&token_type_hint=access_token&client_id=gateway&client_secret=s3cret%3Awith%2Fspecial%2Bchars")
-            #expect(call.headers.first(name: "authorization") == nil)
-        } catch {
-            await gateway.stop()
-            await endpoint.service.stop()
-            throw error
-        }
-        await gateway.stop()
-        await endpoint.service.stop()
+        atTestEnd { await gateway.stop() }
+        endpoint.set("opaque-form", Self.activeAnswer(subject: "bob", clock: clock))
+        #expect(try await Self.get(gateway, "opaque-form").status == 200)
+        let call = try #require(endpoint.service.requests.first)
+        #expect(call.bodyText == "token=opaque-form&token_type_hint=access_token&client_id=gateway&client_secret=s3cret%3Awith%2Fspecial%2Bchars")
+        #expect(call.headers.first(name: "authorization") == nil)
     }
 
     @Test func anInactiveTokenIs401AndNeverForwarded() async throws {
         let endpoint = try await ScriptedIntrospection.start()
+        atTestEnd { await endpoint.service.stop() }
         let gateway = try await Self.gateway(endpoint)
-        do {
-            endpoint.set("revoked", ["active": false])
-            let response = try await Self.get(gateway, "revoked")
-            #expect(response.status == 401)
-            #expect(response.header("www-authenticate")?.contains("error=\"invalid_token\"") == true)
-            #expect(try JSONValue(parsing: response.text)["type"]?.stringValue == "urn:auth-gateway:problem:token.inactive")
-            // Claims that do not match the configuration count as inactive too.
-            endpoint.set("other-issuer", ["active": true, "sub": "x", "iss": "https://elsewhere.test"])
-            #expect(try await Self.get(gateway, "other-issuer").status == 401)
-            #expect(gateway.backend.requestCount == 0)
-        } catch {
-            await gateway.stop()
-            await endpoint.service.stop()
-            throw error
-        }
-        await gateway.stop()
-        await endpoint.service.stop()
+        atTestEnd { await gateway.stop() }
+        endpoint.set("revoked", ["active": false])
+        let response = try await Self.get(gateway, "revoked")
+        #expect(response.status == 401)
+        #expect(response.header("www-authenticate")?.contains("error=\"invalid_token\"") == true)
+        #expect(try JSONValue(parsing: response.text)["type"]?.stringValue == "urn:auth-gateway:problem:token.inactive")
+        // Claims that do not match the configuration count as inactive too.
+        endpoint.set("other-issuer", ["active": true, "sub": "x", "iss": "https://elsewhere.test"])
+        #expect(try await Self.get(gateway, "other-issuer").status == 401)
+        #expect(gateway.backend.requestCount == 0)
     }
 
     /// Twenty concurrent requests with one unknown token: one call. The endpoint holds its
     /// answer until all twenty are provably waiting (the joins are counted in `/metrics`).
     @Test func concurrentRequestsWithOneTokenMakeOneCall() async throws {
         let endpoint = try await ScriptedIntrospection.start()
+        atTestEnd { await endpoint.service.stop() }
         let clock = TestClock()
         let gateway = try await Self.gateway(endpoint, clock: clock) { config in config["eventLoopThreads"] = 2 }
-        do {
-            endpoint.set("shared-token", Self.activeAnswer(subject: "carol", clock: clock))
-            endpoint.gate.hold()
-            let requests = Task {
-                try await withThrowingTaskGroup(of: Int.self) { group in
-                    for _ in 0..<20 {
-                        group.addTask { try await Self.get(gateway, "shared-token").status }
-                    }
-                    return try await group.reduce(into: [Int]()) { $0.append($1) }
+        atTestEnd { await gateway.stop() }
+        endpoint.set("shared-token", Self.activeAnswer(subject: "carol", clock: clock))
+        endpoint.gate.hold()
+        atTestEnd { endpoint.gate.release() }
+        let requests = Task {
+            try await withThrowingTaskGroup(of: Int.self) { group in
+                for _ in 0..<20 {
+                    group.addTask { try await Self.get(gateway, "shared-token").status }
                 }
+                return try await group.reduce(into: [Int]()) { $0.append($1) }
             }
-            let coalesced = "auth_gateway_introspections_total{outcome=\"coalesced\"}"
-            #expect(try await eventually(timeout: .seconds(30)) { try await RefreshTests.metric(coalesced, adminPort: gateway.adminPort) == 19 })
-            // The one call may still be on its way to the endpoint.
-            #expect(await eventually(timeout: .seconds(30)) { endpoint.calls == 1 })
-            endpoint.gate.release()
-            let statuses = try await requests.value
-            #expect(statuses == Array(repeating: 200, count: 20))
-            #expect(endpoint.calls == 1)
-        } catch {
-            endpoint.gate.release()
-            await gateway.stop()
-            await endpoint.service.stop()
-            throw error
         }
-        await gateway.stop()
-        await endpoint.service.stop()
+        let coalesced = "auth_gateway_introspections_total{outcome=\"coalesced\"}"
+        #expect(try await eventually(timeout: .seconds(30)) { try await RefreshTests.metric(coalesced, adminPort: gateway.adminPort) == 19 })
+        // The one call may still be on its way to the endpoint.
+        #expect(await eventually(timeout: .seconds(30)) { endpoint.calls == 1 })
+        endpoint.gate.release()
+        let statuses = try await requests.value
+        #expect(statuses == Array(repeating: 200, count: 20))
+        #expect(endpoint.calls == 1)
     }
 
     /// Active answers are kept for `min(cacheSeconds, exp − now)`, inactive ones for
     /// `negativeCacheSeconds` (the test clock moves; nothing sleeps).
     @Test func cacheLifetimesFollowCacheSecondsExpAndNegativeCacheSeconds() async throws {
         let endpoint = try await ScriptedIntrospection.start()
+        atTestEnd { await endpoint.service.stop() }
         let clock = TestClock(fixed: 1_800_000_000)
         let gateway = try await Self.gateway(endpoint, clock: clock)
-        do {
-            endpoint.set("long", Self.activeAnswer(subject: "dave", expiresIn: 3600, clock: clock))
-            endpoint.set("short", Self.activeAnswer(subject: "erin", expiresIn: 10, clock: clock))
-            #expect(try await Self.get(gateway, "long").status == 200)
-            #expect(try await Self.get(gateway, "short").status == 200)
-            #expect(try await Self.get(gateway, "long").status == 200)
-            #expect(endpoint.calls == 2)
-            clock.advance(by: 11)  // past "short"'s exp, within cacheSeconds
-            endpoint.set("short", ["active": false])
-            #expect(try await Self.get(gateway, "short").status == 401)
-            #expect(try await Self.get(gateway, "long").status == 200)
-            #expect(endpoint.calls == 3)
-            // The negative answer is kept for negativeCacheSeconds (5 s), not longer.
-            endpoint.set("short", Self.activeAnswer(subject: "erin", expiresIn: 3600, clock: clock))
-            #expect(try await Self.get(gateway, "short").status == 401)
-            #expect(endpoint.calls == 3)
-            clock.advance(by: 6)  // 17 s
-            #expect(try await Self.get(gateway, "short").status == 200)
-            #expect(endpoint.calls == 4)
-            clock.advance(by: 44)  // 61 s: past cacheSeconds for "long"
-            #expect(try await Self.get(gateway, "long").status == 200)
-            #expect(endpoint.calls == 5)
-        } catch {
-            await gateway.stop()
-            await endpoint.service.stop()
-            throw error
-        }
-        await gateway.stop()
-        await endpoint.service.stop()
+        atTestEnd { await gateway.stop() }
+        endpoint.set("long", Self.activeAnswer(subject: "dave", expiresIn: 3600, clock: clock))
+        endpoint.set("short", Self.activeAnswer(subject: "erin", expiresIn: 10, clock: clock))
+        #expect(try await Self.get(gateway, "long").status == 200)
+        #expect(try await Self.get(gateway, "short").status == 200)
+        #expect(try await Self.get(gateway, "long").status == 200)
+        #expect(endpoint.calls == 2)
+        clock.advance(by: 11)  // past "short"'s exp, within cacheSeconds
+        endpoint.set("short", ["active": false])
+        #expect(try await Self.get(gateway, "short").status == 401)
+        #expect(try await Self.get(gateway, "long").status == 200)
+        #expect(endpoint.calls == 3)
+        // The negative answer is kept for negativeCacheSeconds (5 s), not longer.
+        endpoint.set("short", Self.activeAnswer(subject: "erin", expiresIn: 3600, clock: clock))
+        #expect(try await Self.get(gateway, "short").status == 401)
+        #expect(endpoint.calls == 3)
+        clock.advance(by: 6)  // 17 s
+        #expect(try await Self.get(gateway, "short").status == 200)
+        #expect(endpoint.calls == 4)
+        clock.advance(by: 44)  // 61 s: past cacheSeconds for "long"
+        #expect(try await Self.get(gateway, "long").status == 200)
+        #expect(endpoint.calls == 5)
     }
 
     /// Down, failing, slow or not JSON: 503 with Retry-After, nothing forwarded, nothing kept.
     @Test(arguments: ["500", "401", "notJSON", "slow"])
     func anUnusableEndpointIs503AndFailuresAreNotCached(_ failure: String) async throws {
         let endpoint = try await ScriptedIntrospection.start()
+        atTestEnd { await endpoint.service.stop() }
         let clock = TestClock()
         // "slow": the endpoint holds its answer past the timeout (released afterwards); the
         // timeout leaves the follow-up call room on a loaded machine.
         let gateway = try await Self.gateway(endpoint, clock: clock) { config in
             if failure == "slow" { config.set("tokens.introspection.timeoutMilliseconds", 2000) }
         }
-        do {
-            endpoint.set("opaque", Self.activeAnswer(subject: "frank", clock: clock))
-            switch failure {
-            case "500": endpoint.set(.status(500))
-            case "401": endpoint.set(.status(401))
-            case "notJSON": endpoint.set(.notJSON)
-            default: endpoint.gate.hold()
-            }
-            let response = try await Self.get(gateway, "opaque")
-            #expect(response.status == 503)
-            #expect(response.header("retry-after") == "5")
-            #expect(try JSONValue(parsing: response.text)["type"]?.stringValue == "urn:auth-gateway:problem:introspection.unavailable")
-            #expect(gateway.backend.requestCount == 0)
-            let health = try await TestConnection.connect(port: gateway.adminPort).send(.get("/healthz"))
-            #expect(try JSONValue(parsing: health.text)["checks"]?["introspection"]?["status"]?.stringValue == "failing")
-            endpoint.gate.release()
-            endpoint.set(.normal)
-            let calls = endpoint.calls
-            #expect(try await Self.get(gateway, "opaque").status == 200)
-            #expect(endpoint.calls == calls + 1)
-        } catch {
-            endpoint.gate.release()
-            await gateway.stop()
-            await endpoint.service.stop()
-            throw error
+        atTestEnd { await gateway.stop() }
+        endpoint.set("opaque", Self.activeAnswer(subject: "frank", clock: clock))
+        switch failure {
+        case "500": endpoint.set(.status(500))
+        case "401": endpoint.set(.status(401))
+        case "notJSON": endpoint.set(.notJSON)
+        default:
+            endpoint.gate.hold()
+            atTestEnd { endpoint.gate.release() }
         }
-        await gateway.stop()
-        await endpoint.service.stop()
+        let response = try await Self.get(gateway, "opaque")
+        #expect(response.status == 503)
+        #expect(response.header("retry-after") == "5")
+        #expect(try JSONValue(parsing: response.text)["type"]?.stringValue == "urn:auth-gateway:problem:introspection.unavailable")
+        #expect(gateway.backend.requestCount == 0)
+        let health = try await TestConnection.connect(port: gateway.adminPort).send(.get("/healthz"))
+        #expect(try JSONValue(parsing: health.text)["checks"]?["introspection"]?["status"]?.stringValue == "failing")
+        endpoint.gate.release()
+        endpoint.set(.normal)
+        let calls = endpoint.calls
+        #expect(try await Self.get(gateway, "opaque").status == 200)
+        #expect(endpoint.calls == calls + 1)
     }
 
     @Test func aDeadEndpointIs503() async throws {
         let endpoint = try await ScriptedIntrospection.start()
+        atTestEnd { await endpoint.service.stop() }
         let refusing = try RefusingPort()
         let gateway = try await Self.gateway(endpoint) { config in
             config.set("tokens.introspection.url", .string("http://127.0.0.1:\(refusing.port)/oauth2/introspect"))
         }
-        do {
-            let response = try await Self.get(gateway, "opaque")
-            #expect(response.status == 503)
-            #expect(gateway.backend.requestCount == 0)
-        } catch {
-            await gateway.stop()
-            await endpoint.service.stop()
-            throw error
-        }
-        await gateway.stop()
-        await endpoint.service.stop()
+        atTestEnd { await gateway.stop() }
+        let response = try await Self.get(gateway, "opaque")
+        #expect(response.status == 503)
+        #expect(gateway.backend.requestCount == 0)
     }
 
     /// A JWS-shaped token is verified as a JWT, and a bad one refused, without a call.
     @Test func aJWSShapedTokenIsNeverIntrospected() async throws {
         let endpoint = try await ScriptedIntrospection.start()
+        atTestEnd { await endpoint.service.stop() }
         let gateway = try await Self.gateway(endpoint)
-        do {
-            #expect(try await Self.get(gateway, TestKeys.token(signer: TestKeys.otherRSA)).status == 401)
-            #expect(try await Self.get(gateway, "aaa.bbb.ccc").status == 401)
-            #expect(try await Self.get(gateway, TestKeys.token(subject: "jwt-user")).status == 200)
-            #expect(endpoint.calls == 0)
-        } catch {
-            await gateway.stop()
-            await endpoint.service.stop()
-            throw error
-        }
-        await gateway.stop()
-        await endpoint.service.stop()
+        atTestEnd { await gateway.stop() }
+        #expect(try await Self.get(gateway, TestKeys.token(signer: TestKeys.otherRSA)).status == 401)
+        #expect(try await Self.get(gateway, "aaa.bbb.ccc").status == 401)
+        #expect(try await Self.get(gateway, TestKeys.token(subject: "jwt-user")).status == 200)
+        #expect(endpoint.calls == 0)
     }
 
     /// `forJWTs`: a valid JWT that the provider revoked is refused.
     @Test func forJWTsRefusesARevokedJWT() async throws {
         let endpoint = try await ScriptedIntrospection.start()
+        atTestEnd { await endpoint.service.stop() }
         let clock = TestClock()
         let gateway = try await Self.gateway(endpoint, clock: clock) { config in
             config.set("tokens.introspection.forJWTs", true)
         }
-        do {
-            let revoked = TestKeys.token(subject: "mallory")
-            let good = TestKeys.token(subject: "grace")
-            endpoint.set(good, Self.activeAnswer(subject: "grace", clock: clock))
-            #expect(try await Self.get(gateway, revoked).status == 401)
-            let response = try await Self.get(gateway, good)
-            #expect(response.status == 200)
-            // The JWT's own verified claims stay the request's claims.
-            #expect(try JSONValue(parsing: response.text)["headers"]?["x-user-subject"]?.arrayValue?.first?.stringValue == "grace")
-            #expect(endpoint.calls == 2)
-        } catch {
-            await gateway.stop()
-            await endpoint.service.stop()
-            throw error
-        }
-        await gateway.stop()
-        await endpoint.service.stop()
+        atTestEnd { await gateway.stop() }
+        let revoked = TestKeys.token(subject: "mallory")
+        let good = TestKeys.token(subject: "grace")
+        endpoint.set(good, Self.activeAnswer(subject: "grace", clock: clock))
+        #expect(try await Self.get(gateway, revoked).status == 401)
+        let response = try await Self.get(gateway, good)
+        #expect(response.status == 200)
+        // The JWT's own verified claims stay the request's claims.
+        #expect(try JSONValue(parsing: response.text)["headers"]?["x-user-subject"]?.arrayValue?.first?.stringValue == "grace")
+        #expect(endpoint.calls == 2)
     }
 }

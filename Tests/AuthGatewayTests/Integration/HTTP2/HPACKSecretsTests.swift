@@ -56,24 +56,14 @@ struct HPACKSecretsTests {
     /// The Python h2c backend for the duration of `body`, behind a gateway (`protocol: h2c`).
     static func withH2Backend(_ body: (GatewayFixture) async throws -> Void) async throws {
         let server = try BackgroundTool(try Self.python(), [Self.peer, "server"])
-        do {
+        try await withCleanup({ await server.stop() }) {
             let ready = try await server.firstLine()
             let port = try #require(ready.hasPrefix("READY ") ? Int(ready.dropFirst(6)) : nil, "hpack_peer.py printed \(ready)")
             let gateway = try await GatewayFixture.start { config in
                 config["backends"] = ["api": ["urls": [.string("http://127.0.0.1:\(port)")], "protocol": "h2c"]]
             }
-            do {
-                try await body(gateway)
-            } catch {
-                await gateway.stop()
-                throw error
-            }
-            await gateway.stop()
-        } catch {
-            await server.stop()
-            throw error
+            try await withCleanup({ await gateway.stop() }) { try await body(gateway) }
         }
-        await server.stop()
     }
 
     /// An HTTP/1.1 client has no say in HPACK: the gateway itself must encode its token and
@@ -120,9 +110,9 @@ struct HPACKSecretsTests {
     /// refresh, and the session cookies it sets.
     @Test func newTokensAndSessionCookiesReachAnH2ClientNeverIndexed() async throws {
         let rainmaker = try await RotatingRainMaker.start()
-        do {
+        try await withCleanup({ await rainmaker.service.stop() }) {
             let gateway = try await RefreshTests.gateway(authService: rainmaker.service.baseURL)
-            do {
+            try await withCleanup({ await gateway.stop() }) {
                 let expired = TestKeys.token(subject: "alice", expiresIn: -60)
                 let byHeader = try await Self.get(
                     port: gateway.port, path: "/refresh", headers: [("authorization", "Bearer \(expired)"), ("x-refresh-token", rainmaker.issueRefreshToken())]
@@ -141,15 +131,7 @@ struct HPACKSecretsTests {
                 let cookies = byCookie.fields.filter { $0.name == "set-cookie" }
                 #expect(cookies.count == 2, "\(byCookie.fields)")
                 #expect(cookies.allSatisfy { $0.neverIndexed }, "\(cookies)")
-            } catch {
-                await gateway.stop()
-                throw error
             }
-            await gateway.stop()
-        } catch {
-            await rainmaker.service.stop()
-            throw error
         }
-        await rainmaker.service.stop()
     }
 }
