@@ -61,7 +61,7 @@ log "h2compare.sh --with-h1"
 
 {
   echo "# Feature costs ($(date -u +%Y-%m-%dT%H:%MZ), $(git -C "$ROOT" rev-parse --short HEAD))"
-  for name in base ratelimit health; do echo; echo "## $name"; sed -n '/^| target/,/^$/p' "$OUT/$name.log"; grep -E "^(NOTE|WARN)" "$OUT/$name.log" || true; done
+  for name in base ratelimit health; do echo; echo "## $name"; sed -n '/^| case/,/^(compare/p' "$OUT/$name.log"; grep -E "^(NOTE|WARN)" "$OUT/$name.log" || true; done
   echo; echo "## h2compare --with-h1"; sed -n '/^| target/,$p' "$OUT/h2.log"
 } >"$OUT/report.md"
 cat "$OUT/report.md"

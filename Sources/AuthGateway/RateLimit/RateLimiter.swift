@@ -12,6 +12,8 @@ final class RateLimiter: Sendable {
     /// no limit has no entry.
     private let tablesByRoute: [String: [RateLimitTable]]
     let hashingKey: SymmetricKey
+    /// An HMAC set up with `hashingKey`, copied for each key made.
+    private let keyedHMAC: HMAC<SHA256>
 
     /// nil when the configuration has no limits: requests then pay nothing. `syncsUsage`: the
     /// tables count admissions for the shared-state sync (with a running `sharedState`).
@@ -23,6 +25,7 @@ final class RateLimiter: Sendable {
 
     init(configuration: GatewayConfiguration, keeping previous: [RateLimitTable] = [], hashingKey: SymmetricKey, syncsUsage: Bool = false) {
         self.hashingKey = hashingKey
+        self.keyedHMAC = HMAC<SHA256>(key: hashingKey)
         self.tables = configuration.rateLimits.map { limit in
             previous.first { $0.countsLike(limit) && $0.tracksUsage == syncsUsage } ?? RateLimitTable(configuration: limit, tracksUsage: syncsUsage)
         }
@@ -101,7 +104,7 @@ final class RateLimiter: Sendable {
         let value: JSONValue?
         switch kind {
         case .route:
-            return RateLimitKey(.route, request.route, key: self.hashingKey)
+            return RateLimitKey(.route, request.route, keyed: self.keyedHMAC)
         case .clientIP:
             value = nil
         case .claim(let name):
@@ -110,9 +113,9 @@ final class RateLimiter: Sendable {
             value = request.profile.flatMap { IdentityLookup.value(named: name, in: $0) }
         }
         if let value, let text = Self.keyText(value) {
-            return RateLimitKey(.identity, text, key: self.hashingKey)
+            return RateLimitKey(.identity, text, keyed: self.keyedHMAC)
         }
-        return RateLimitKey(.address, request.clientIP, key: self.hashingKey)
+        return RateLimitKey(.address, request.clientIP, keyed: self.keyedHMAC)
     }
 
     /// The text a claim or profile value is counted under; nil for null and empty strings.

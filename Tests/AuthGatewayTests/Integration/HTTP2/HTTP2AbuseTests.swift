@@ -85,11 +85,12 @@ struct HTTP2AbuseTests {
                 .headers(.init(headers: H2TestClient.request("POST", path: "/upload", fields: [("content-length", "100000")]), endStream: false)),
                 .data(.init(data: .byteBuffer(ByteBuffer(string: "first bytes")), endStream: false)),
             ],
-            timeout: .seconds(8)
+            timeout: .seconds(30)
         )
         #expect(result.status == 401)
         #expect(result.resetCode == .noError, "\(result.frames)")
-        #expect(ContinuousClock.now - started < .seconds(6), "the stream stayed open until the client gave up")
+        // Well below the client's 30 s: a loaded machine took 6.7 s to answer.
+        #expect(ContinuousClock.now - started < .seconds(20), "the stream stayed open until the client gave up")
         #expect(gateway.backend.requestCount == 0)
     }
 
