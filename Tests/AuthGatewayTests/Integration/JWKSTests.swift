@@ -41,9 +41,16 @@ struct JWKSTests {
         var url: String { self.service.baseURL + "/jwks.json" }
     }
 
-    static func gateway(endpoint: KeyEndpoint, minRefetch: Int = 10, refresh: Int = 300, waitUntilReady: Bool = true) async throws -> GatewayFixture {
+    /// `callTimeoutMilliseconds`: `authService.timeoutMilliseconds`, which bounds each key fetch
+    /// (the default 3 s when nil).
+    static func gateway(
+        endpoint: KeyEndpoint, minRefetch: Int = 10, refresh: Int = 300, waitUntilReady: Bool = true, callTimeoutMilliseconds: Int? = nil
+    ) async throws -> GatewayFixture {
         try await GatewayFixture.start(waitUntilReady: waitUntilReady) { config in
             config["eventLoopThreads"] = 2
+            if let callTimeoutMilliseconds {
+                config["authService"] = ["url": .string(endpoint.service.baseURL), "timeoutMilliseconds": .number(JSONNumber(callTimeoutMilliseconds))]
+            }
             config["tokens"] = [
                 "issuers": [
                     [
@@ -124,7 +131,9 @@ struct JWKSTests {
     @Test func aFloodOfUnknownKidsCostsTheKeyEndpointAtMostOneFetch() async throws {
         let endpoint = try await KeyEndpoint.start([Self.first])
         atTestEnd { await endpoint.service.stop() }
-        let gateway = try await Self.gateway(endpoint: endpoint, minRefetch: 60)
+        // 60 requests at once on a loaded machine: the one refetch they wait for must not time
+        // out (a timed-out refetch is a 503, rightly, but not what this test is about).
+        let gateway = try await Self.gateway(endpoint: endpoint, minRefetch: 60, callTimeoutMilliseconds: 20_000)
         atTestEnd { await gateway.stop() }
         #expect(endpoint.fetches == 1)
         let statuses = try await withThrowingTaskGroup(of: Int.self) { group in

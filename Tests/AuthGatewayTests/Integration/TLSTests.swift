@@ -32,7 +32,8 @@ struct TLSTests {
         atTestEnd { await rainmaker.service.stop() }
         let gateway = try await GatewayFixture.start { config in
             config["listener"] = ["host": "127.0.0.1", "port": 0, "tls": ["certificatePEMFile": .string(Self.certificatePath), "privateKeyPEMFile": .string(Self.keyPath)]]
-            config["authService"] = ["url": .string(rainmaker.service.baseURL), "refresh": [:]]
+            // Generous: the refresh runs over TLS on a loaded machine.
+            config["authService"] = ["url": .string(rainmaker.service.baseURL), "refresh": [:], "timeoutMilliseconds": 20000]
         }
         atTestEnd { await gateway.stop() }
         let client = try await TestConnection.connect(port: gateway.port, tls: try Self.clientContext())
