@@ -125,6 +125,13 @@ final class GatewayFixture: Sendable {
         }
         var document = Self.baseConfiguration(backendURL: backend.baseURL)
         configure(&document)
+        // The product's 3 s default call timeout turned answers of the scripted auth services
+        // into 503s on a loaded 2-core machine (the whole suite runs in parallel); a test about
+        // timeouts sets its own.
+        if case .object(var authService)? = document["authService"], authService["timeoutMilliseconds"] == nil {
+            authService["timeoutMilliseconds"] = 20_000
+            document["authService"] = .object(authService)
+        }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("auth-gateway-test-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let path = directory.appendingPathComponent("gateway.json").path
