@@ -1,8 +1,9 @@
 import Foundation
 
 /// Polls `condition` every 10 ms until it holds or `timeout` passes; returns whether it held.
-/// Tests order events with this, never with a fixed sleep.
-func eventually(timeout: Duration = .seconds(5), _ condition: () async throws -> Bool) async rethrows -> Bool {
+/// Tests order events with this, never with a fixed sleep. The default bound is generous: it only
+/// lengthens a failing test, and a loaded 2-core machine needed more than 5 s.
+func eventually(timeout: Duration = .seconds(30), _ condition: () async throws -> Bool) async rethrows -> Bool {
     let deadline = ContinuousClock.now + timeout
     while ContinuousClock.now < deadline {
         if try await condition() { return true }
