@@ -41,17 +41,10 @@ enum IntrospectionAnswer {
         headers.add(name: "Accept", value: "application/json")
         headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
         var form = [("token", token), ("token_type_hint", "access_token")]
-        if let clientID = configuration.clientID {
-            switch configuration.clientAuthentication {
-            case .basic:
-                let credentials = "\(FormEncoding.encode(clientID)):\(FormEncoding.encode(configuration.clientSecret ?? ""))"
-                headers.add(name: "Authorization", value: "Basic \(Data(credentials.utf8).base64EncodedString())")
-            case .form:
-                form.append(("client_id", clientID))
-                if let secret = configuration.clientSecret { form.append(("client_secret", secret)) }
-            }
-        }
-        let body = form.map { "\(FormEncoding.encode($0.0))=\(FormEncoding.encode($0.1))" }.joined(separator: "&")
+        FormEncoding.authenticateClient(
+            configuration.clientID, secret: configuration.clientSecret, as: configuration.clientAuthentication, headers: &headers, form: &form
+        )
+        let body = FormEncoding.body(form)
         let path = configuration.url.pathAndQuery.isEmpty ? "/" : configuration.url.pathAndQuery
         return UpstreamRequest(method: .POST, path: path, headers: headers, body: ByteBuffer(string: body))
     }

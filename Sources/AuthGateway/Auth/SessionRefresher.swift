@@ -91,18 +91,8 @@ enum RefreshRequestBuilder {
             headers.add(name: "Content-Type", value: "application/json")
         case .oauth2(let clientID, let clientSecret, let authentication):
             var form = [("grant_type", "refresh_token"), ("refresh_token", refreshToken)]
-            if let clientID {
-                switch authentication {
-                case .basic:
-                    // RFC 6749 §2.3.1: both parts form-encoded before base64.
-                    let credentials = "\(FormEncoding.encode(clientID)):\(FormEncoding.encode(clientSecret ?? ""))"
-                    headers.add(name: "Authorization", value: "Basic \(Data(credentials.utf8).base64EncodedString())")
-                case .form:
-                    form.append(("client_id", clientID))
-                    if let clientSecret { form.append(("client_secret", clientSecret)) }
-                }
-            }
-            body = form.map { "\(FormEncoding.encode($0.0))=\(FormEncoding.encode($0.1))" }.joined(separator: "&")
+            FormEncoding.authenticateClient(clientID, secret: clientSecret, as: authentication, headers: &headers, form: &form)
+            body = FormEncoding.body(form)
             headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
         }
         return UpstreamRequest(method: .POST, path: path, headers: headers, body: ByteBuffer(string: body))
@@ -133,6 +123,29 @@ enum RefreshResponseReader {
 
 /// `application/x-www-form-urlencoded` encoding (WHATWG URL §5.2).
 enum FormEncoding {
+    /// The fields as a form body.
+    static func body(_ fields: [(String, String)]) -> String {
+        fields.map { "\(Self.encode($0.0))=\(Self.encode($0.1))" }.joined(separator: "&")
+    }
+
+    /// OAuth client authentication (RFC 6749 §2.3.1) of a form post to a token or
+    /// introspection endpoint: HTTP Basic with both parts form-encoded before base64, or the
+    /// credentials in the form. Nothing without a client id.
+    static func authenticateClient(
+        _ clientID: String?, secret: String?, as authentication: RefreshConfiguration.ClientAuthentication, headers: inout HTTPHeaders,
+        form: inout [(String, String)]
+    ) {
+        guard let clientID else { return }
+        switch authentication {
+        case .basic:
+            let credentials = "\(Self.encode(clientID)):\(Self.encode(secret ?? ""))"
+            headers.add(name: "Authorization", value: "Basic \(Data(credentials.utf8).base64EncodedString())")
+        case .form:
+            form.append(("client_id", clientID))
+            if let secret { form.append(("client_secret", secret)) }
+        }
+    }
+
     static func encode(_ text: String) -> String {
         var output = ""
         for byte in text.utf8 {

@@ -54,6 +54,9 @@ enum DPoPProof {
         }
         guard case .object(let jwk)? = jws.header["jwk"] else { return .failure(DPoPFailure("jwk")) }
         guard !Self.privateMembers.contains(where: { jwk[$0] != nil }) else { return .failure(DPoPFailure("jwk has private members")) }
+        // The client picks the key: an RSA modulus past 8192 bits would make every request cost
+        // a huge verification (1366 base64url characters = 1024 bytes).
+        if case .string(let modulus)? = jwk["n"], modulus.utf8.count > 1366 { return .failure(DPoPFailure("jwk")) }
         let key: VerificationKey
         do {
             // `use`/`alg`/`key_ops` of the JWK do not matter here: the proof's `alg` pins it.
