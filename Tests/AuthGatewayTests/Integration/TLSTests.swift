@@ -72,7 +72,7 @@ struct TLSTests {
         atTestEnd { await service.close() }
         func gateway(caFile: String?) async throws -> GatewayFixture {
             try await GatewayFixture.start { config in
-                var authService: JSONObject = ["url": .string("https://localhost:\(service.port)"), "timeoutMilliseconds": 5000, "profile": ["path": "/v1/user"]]
+                var authService: JSONObject = ["url": .string("https://localhost:\(service.port)"), "timeoutMilliseconds": 20000, "profile": ["path": "/v1/user"]]
                 if let caFile { authService["caCertificatePEMFile"] = .string(caFile) }
                 config["authService"] = .object(authService)
                 config["identityHeaders"] = ["X-User-Id": "profile.user_id"]
