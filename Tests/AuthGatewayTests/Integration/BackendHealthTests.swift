@@ -208,7 +208,8 @@ struct BackendHealthTests {
         #expect(try await Self.get(gateway, "/first").status == 200)
         #expect(try await Self.state(gateway, refusing.url) == "ejected")
         let until = try await Self.health(gateway).backend?["urls"]?[refusing.url]?["untilSeconds"]?.numberValue?.exactInt ?? 0
-        #expect(until > 50)
+        // A 60 s ejection, read back while the clock runs (a loaded machine took over 10 s).
+        #expect(until > 30)
     }
 
     /// Resets count: a URL that accepts, reads the request and closes without answering.

@@ -214,7 +214,7 @@ struct IntrospectionTests {
         // "slow": the endpoint holds its answer past the timeout (released afterwards); the
         // timeout leaves the follow-up call room on a loaded machine.
         let gateway = try await Self.gateway(endpoint, clock: clock) { config in
-            if failure == "slow" { config.set("tokens.introspection.timeoutMilliseconds", 2000) }
+            if failure == "slow" { config.set("tokens.introspection.timeoutMilliseconds", 5000) }
         }
         atTestEnd { await gateway.stop() }
         endpoint.set("opaque", Self.activeAnswer(subject: "frank", clock: clock))

@@ -32,9 +32,12 @@ struct TimeoutTests {
             try await Task.sleep(for: .milliseconds(300))
         }
         #expect(await slow.waitForClose(timeout: .seconds(3)))
-        // Cut off by the 1 s deadline, not after its ten dribbles (3 s) and the wait above.
+        // Cut off by the 1 s deadline, not after its ten dribbles (at least 3 s): the loop
+        // stopped early. (An upper bound on the elapsed time failed on a loaded machine, where
+        // each iteration's request takes long.)
         let elapsed = ContinuousClock.now - started
-        #expect(elapsed >= .milliseconds(900) && elapsed < .seconds(6), "closed after \(elapsed)")
+        #expect(elapsed >= .milliseconds(900), "closed after \(elapsed)")
+        #expect(served < 11, "every dribble went through: the header deadline never fired")
         #expect(slow.firstStatus == 408)
         #expect(try await client.send(.get("/still-fine", token: token)).status == 200)
         #expect(gateway.backend.requestCount == served + 2)
