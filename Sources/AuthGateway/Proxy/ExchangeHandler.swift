@@ -1,7 +1,7 @@
 import NIOCore
 import NIOHTTP1
 
-/// What an HTTP/1.1 connection (`ProxyHandler`) and an HTTP/2 stream (`HTTP2StreamHandler`)
+/// What an HTTP/1.1 connection (`ProxyHandler`) and an HTTP/2 stream (`HTTP2ServerStream`)
 /// share — the protocol-independent part of a request's life: its decision (`RequestPlanner`),
 /// the upstream lease, the backend's events fed to `ProxyStateMachine`, and the finish. Only
 /// the framing differs: each handler runs the state machine's actions its own way (`run`) and

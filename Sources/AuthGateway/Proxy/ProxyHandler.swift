@@ -11,7 +11,7 @@ import NIOHTTP1
 ///
 /// Files: this one (connection events, parsing, running actions), `+Request` (a head's
 /// decision, the upstream request), `+Upstream` (what the backend sends), `+Response` (what the
-/// client gets), `+Timers`; what it shares with `HTTP2StreamHandler` (deciding, the lease, the
+/// client gets), `+Timers`; what it shares with `HTTP2ServerStream` (deciding, the lease, the
 /// backend's events, the finish) is `ExchangeHandler`.
 ///
 /// Everything happens on the connection's event loop. Bodies are relayed without buffering:

@@ -2,7 +2,7 @@ import NIOCore
 
 /// The life of requests on one client connection, as a pure state machine: events in, actions
 /// out, no I/O, no clocks (DESIGN.md habit 1). `ProxyHandler` (an HTTP/1.1 connection) and
-/// `HTTP2StreamHandler` (one HTTP/2 stream, one request, never kept alive) feed it and run its
+/// `HTTP2ServerStream` (one HTTP/2 stream, one request, never kept alive) feed it and run its
 /// actions.
 ///
 /// Requests are strictly sequential here: `ProxyHandler` holds pipelined requests back until

@@ -8,8 +8,9 @@ import NIOTLS
 /// - cleartext: `CleartextProtocolDetector`, then HTTP/2 for a connection that starts with
 ///   the HTTP/2 preface (prior knowledge), else HTTP/1.1;
 /// - with `listener.http2: false`, HTTP/1.1 only.
-/// HTTP/1.1 is one `ProxyHandler`; HTTP/2 is NIOHTTP2's handler with an `HTTP2StreamHandler`
-/// per stream, the connection manager (graceful GOAWAY on drain, idle close) and
+/// HTTP/1.1 is one `ProxyHandler`; HTTP/2 is NIOHTTP2's handler at the frame level, one
+/// `HTTP2ServerConnection` with its table of streams, the connection manager (graceful GOAWAY
+/// on drain, idle close) and
 /// `HTTP2ConnectionMonitor` (closes and counts abusive connections).
 package enum ClientPipeline {
     package static func configure(channel: Channel, worker: Worker, tls: NIOSSLContext?) throws {
@@ -85,8 +86,8 @@ package enum ClientPipeline {
             HTTP2Setting(parameter: .maxHeaderListSize, value: limits.maxHeaderBytes),
         ]
         let sync = channel.pipeline.syncOperations
-        // Graceful GOAWAY on drain (ChannelShouldQuiesceEvent), idle close: it learns of streams
-        // through NIOHTTP2's stream delegate.
+        // Graceful GOAWAY on drain (ChannelShouldQuiesceEvent), idle close: `HTTP2ServerConnection`
+        // tells it of the streams it opens and closes.
         let manager = NIOHTTP2ServerConnectionManagementHandler(
             eventLoop: channel.eventLoop,
             configuration: .init(
@@ -96,18 +97,11 @@ package enum ClientPipeline {
                 keepalive: nil
             )
         )
-        try sync.addHandler(FlushCoalescer())
-        // Streams are initialised on the connection's loop, the worker's.
-        let loopWorker = NIOLoopBound(worker, eventLoop: channel.eventLoop)
-        try sync.addHandler(
-            NIOHTTP2Handler(
-                mode: .server, eventLoop: channel.eventLoop, connectionConfiguration: connectionConfiguration, streamDelegate: manager.http2StreamDelegate
-            ) { stream in
-                stream.eventLoop.makeCompletedFuture {
-                    try stream.pipeline.syncOperations.addHandler(HTTP2StreamHandler(worker: loopWorker.value, connection: connection))
-                }
-            }
-        )
+        // Frame level, no stream multiplexer: `HTTP2ServerConnection` keeps the streams (and,
+        // as NIOHTTP2's frame delegate, learns when each DATA frame leaves).
+        let server = HTTP2ServerConnection(worker: worker, connection: connection, streamDelegate: manager.http2StreamDelegate)
+        try sync.addHandler(NIOHTTP2Handler(mode: .server, frameDelegate: server, connectionConfiguration: connectionConfiguration))
+        try sync.addHandler(server)
         try sync.addHandler(manager)
         try sync.addHandler(HTTP2ConnectionMonitor(metrics: worker.metrics))
     }

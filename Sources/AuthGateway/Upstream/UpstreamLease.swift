@@ -71,7 +71,7 @@ enum UpstreamOutcome: Equatable {
 }
 
 /// Receives what a leased upstream delivers. Implemented by `ProxyHandler` and
-/// `HTTP2StreamHandler` for forwarded requests and by `UpstreamClient` for the gateway's own
+/// `HTTP2ServerStream` for forwarded requests and by `UpstreamClient` for the gateway's own
 /// calls (auth service, JWKS).
 protocol UpstreamConnectionDelegate: AnyObject {
     func upstreamResponseHead(_ head: UpstreamResponseHead)

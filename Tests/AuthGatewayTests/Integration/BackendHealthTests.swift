@@ -160,7 +160,7 @@ struct BackendHealthTests {
         let gateway = try await GatewayFixture.start(backend: backend) { config in
             config["backends"] = ["api": [
                 // Long enough for the last, ordinary request on a loaded machine.
-                "urls": [.string(backend.baseURL)], "responseTimeoutMilliseconds": 3000,
+                "urls": [.string(backend.baseURL)], "responseTimeoutMilliseconds": 6000,
                 "outlierDetection": ["consecutiveFailures": 2, "baseEjectionSeconds": 30],
             ]]
         }

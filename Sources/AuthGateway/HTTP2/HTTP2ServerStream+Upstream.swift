@@ -3,7 +3,7 @@ import NIOHPACK
 
 /// What the backend sends, on an HTTP/2 stream (the rest of the upstream events:
 /// `ExchangeHandler`).
-extension HTTP2StreamHandler {
+extension HTTP2ServerStream {
     func upstreamResponseHead(_ head: UpstreamResponseHead) {
         guard let context = self.context, let exchange = self.exchange, let plan = exchange.plan else { return }
         self.observeUpstreamLatency(exchange, backend: plan.route.backend)
@@ -32,10 +32,9 @@ extension HTTP2StreamHandler {
     }
 
     func upstreamReadComplete() {
-        guard let context = self.context else { return }
+        guard !self.isClosed else { return }
         // A response whose body is still to come shows its head now.
-        self.writeHeldHeaders(endStream: false, context: context)
-        context.flush()
+        self.writeHeldHeaders(endStream: false)
+        self.server.flushSoon()
     }
-
 }

@@ -5,33 +5,33 @@ import NIOHTTP1
 /// What the HTTP/2 client gets: the backend's response as HEADERS, DATA and (from an HTTP/2
 /// backend) trailers, or the gateway's own answer — a problem document, or for gRPC a
 /// Trailers-Only response.
-extension HTTP2StreamHandler {
+extension HTTP2ServerStream {
     /// Writes the held response HEADERS; with `endStream` they end the response (no body).
-    func writeHeldHeaders(endStream: Bool, context: ChannelHandlerContext) {
+    func writeHeldHeaders(endStream: Bool) {
         guard let headers = self.responseHeaders else { return }
         self.responseHeaders = nil
-        context.write(self.wrapOutboundOut(.headers(.init(headers: headers, endStream: endStream))), promise: nil)
+        self.write(.headers(.init(headers: headers, endStream: endStream)))
     }
 
     /// The backend's response is complete: END_STREAM on the held HEADERS, on the trailers, or
     /// on an empty DATA frame.
-    func endResponse(context: ChannelHandlerContext) {
+    func endResponse() {
         if self.responseHeaders != nil {
             if let trailers = self.responseTrailers {
-                self.writeHeldHeaders(endStream: false, context: context)
-                context.write(self.wrapOutboundOut(.headers(.init(headers: trailers, endStream: true))), promise: nil)
+                self.writeHeldHeaders(endStream: false)
+                self.write(.headers(.init(headers: trailers, endStream: true)))
             } else {
-                self.writeHeldHeaders(endStream: true, context: context)
+                self.writeHeldHeaders(endStream: true)
             }
         } else if let trailers = self.responseTrailers {
-            context.write(self.wrapOutboundOut(.headers(.init(headers: trailers, endStream: true))), promise: nil)
+            self.write(.headers(.init(headers: trailers, endStream: true)))
         } else {
-            context.write(self.wrapOutboundOut(.data(.init(data: .byteBuffer(ByteBuffer()), endStream: true))), promise: nil)
+            self.write(.data(.init(data: .byteBuffer(ByteBuffer()), endStream: true)))
         }
         self.responseTrailers = nil
         self.finishExchange(status: self.exchange?.responseStatus ?? 0, error: nil)
-        context.flush()
-        self.stopUnfinishedUpload(context: context)
+        self.server.flushSoon()
+        self.stopUnfinishedUpload()
     }
 
     /// The response is complete while the client is still sending its request (a 401 or 413
@@ -39,37 +39,38 @@ extension HTTP2StreamHandler {
     /// it to stop (RFC 9113 §8.1) and closes the stream. Without it the half-closed stream
     /// would hold a `maxConcurrentStreams` slot, and the DATA it withholds, until the client
     /// gave up.
-    private func stopUnfinishedUpload(context: ChannelHandlerContext) {
+    private func stopUnfinishedUpload() {
         guard !self.requestEnded else { return }
         self.requestEnded = true
-        context.writeAndFlush(self.wrapOutboundOut(.rstStream(.noError)), promise: nil)
+        self.write(.rstStream(.noError))
+        self.server.flushSoon()
     }
 
-    func respond(with error: GatewayError, context: ChannelHandlerContext) {
+    func respond(with error: GatewayError) {
         let exchange = self.exchange ?? Exchange.bare(requestID: self.worker.requestID(forwarded: nil), protocol: .h2)
         exchange.local = exchange.problem(error)
         self.exchange = exchange
-        self.writeLocalResponse(context: context)
+        self.writeLocalResponse()
     }
 
     /// The gateway's own answer ends the stream. gRPC clients get it Trailers-Only (SPEC §4.9).
-    func writeLocalResponse(context: ChannelHandlerContext) {
+    func writeLocalResponse() {
         guard let exchange = self.exchange, let response = exchange.local else { return }
         if self.isGRPC {
             let headers = GRPCStatus.trailersOnly(response, requestID: exchange.requestID, secrets: self.worker.snapshot.secretHeaders)
-            context.writeAndFlush(self.wrapOutboundOut(.headers(.init(headers: headers, endStream: true))), promise: nil)
+            self.write(.headers(.init(headers: headers, endStream: true)))
         } else {
             let sendsBody = exchange.method != .HEAD && !response.body.isEmpty
             let headers = HTTP2Messages.localResponseHeaders(response, requestID: exchange.requestID, sendsBody: sendsBody, secrets: self.worker.snapshot.secretHeaders)
-            context.write(self.wrapOutboundOut(.headers(.init(headers: headers, endStream: !sendsBody))), promise: nil)
+            self.write(.headers(.init(headers: headers, endStream: !sendsBody)))
             if sendsBody {
                 exchange.bytesOut = response.body.utf8.count
-                let body = context.channel.allocator.buffer(string: response.body)
-                context.write(self.wrapOutboundOut(.data(.init(data: .byteBuffer(body), endStream: true))), promise: nil)
+                let body = ByteBuffer(string: response.body)
+                self.write(.data(.init(data: .byteBuffer(body), endStream: true)))
             }
-            context.flush()
         }
+        self.server.flushSoon()
         self.finishExchange(status: Int(response.status.code), error: response.error)
-        self.stopUnfinishedUpload(context: context)
+        self.stopUnfinishedUpload()
     }
 }

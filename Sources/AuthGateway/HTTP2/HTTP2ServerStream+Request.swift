@@ -4,7 +4,7 @@ import NIOHTTP1
 
 /// The stream's request: its HEADERS translated and decided (`RequestPlanner`), the lease, the
 /// request going upstream.
-extension HTTP2StreamHandler {
+extension HTTP2ServerStream {
     func receivedHead(_ block: HPACKHeaders, endStream: Bool, context: ChannelHandlerContext) {
         let limits = self.worker.snapshot.configuration.limits
         let requestID = self.worker.requestID(forwarded: block.first(name: "x-request-id"))
@@ -70,7 +70,7 @@ extension HTTP2StreamHandler {
         self.exchange?.upstreamSentAt = .now()
         for part in body { upstream.sendBody(part) }
         if end { self.endUpstreamRequest(upstream) }
-        upstream.flush()
+        self.server.upstreamWritten(by: self)
         self.run(.resumeClientReads, context: context)
     }
 

@@ -1,0 +1,226 @@
+import NIOCore
+import NIOHTTP2
+
+/// An HTTP/2 client connection, at the frame level: NIOHTTP2Handler (no stream multiplexer)
+/// keeps the protocol state machine, HPACK, header validation and its DoS protections, and
+/// hands every frame and stream event to this one handler. It keeps the gateway's own stream
+/// table (`HTTP2ServerStream`, one request each) instead of a child channel and pipeline per
+/// stream, and does for all of them what each stream channel would do on its own:
+///
+/// - flow control: WINDOW_UPDATEs as request bodies are consumed, withheld for backpressure
+///   (`InboundWindow`); each stream's response backlog watched (`OutboundBacklog`, fed by
+///   NIOHTTP2's frame delegate);
+/// - one deadline timer for the connection, armed for its streams' earliest deadline
+///   (`StreamDeadlines`);
+/// - one flush per read burst, and one per event-loop tick for what the backends answer
+///   between bursts (each stream ending its response would otherwise cost a `write(2)`);
+///   upstream writes made during a read burst are flushed once at its end.
+///
+/// Everything happens on the connection's event loop.
+final class HTTP2ServerConnection: ChannelDuplexHandler, NIOHTTP2FrameDelegate {
+    typealias InboundIn = HTTP2Frame
+    typealias OutboundIn = HTTP2Frame
+    typealias OutboundOut = HTTP2Frame
+
+    /// The windows the gateway advertises (RFC 9113's default initial window size).
+    static let windowSize = 65_535
+
+    let worker: Worker
+    let connection: ClientConnectionInfo
+    /// Told of each stream the gateway opens and closes (the connection manager: idle close,
+    /// graceful GOAWAY), instead of NIOHTTP2's raw stream events — those also close streams
+    /// refused before they were ever open (a malformed HEADERS).
+    private let streamDelegate: NIOHTTP2StreamDelegate?
+    private(set) var context: ChannelHandlerContext?
+    private var streams: [HTTP2StreamID: HTTP2ServerStream] = [:]
+    private var deadlines = StreamDeadlines()
+    private var timer: Scheduled<Void>?
+    private var inReadBurst = false
+    private var flushPending = false
+    private var flushScheduled = false
+    /// The connection's receive window as NIOHTTP2 last reported it in this read burst.
+    private var connectionWindow: Int?
+    /// Streams that wrote to their backend during the read burst.
+    private var upstreamsToFlush: [HTTP2ServerStream] = []
+    private(set) var isWritable = true
+
+    init(worker: Worker, connection: ClientConnectionInfo, streamDelegate: NIOHTTP2StreamDelegate?) {
+        self.worker = worker
+        self.connection = connection
+        self.streamDelegate = streamDelegate
+    }
+
+    /// The streams open now (tests, and the `/healthz`-free way to see a leak).
+    var openStreamCount: Int { self.streams.count }
+
+    // MARK: Channel events
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        self.isWritable = context.channel.isWritable
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        self.context = nil
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let frame = self.unwrapInboundIn(data)
+        // Stream 0 (SETTINGS, PING, GOAWAY, WINDOW_UPDATE): NIOHTTP2 acted on it; the
+        // connection manager watches PING acknowledgements.
+        guard frame.streamID != .rootStream else {
+            context.fireChannelRead(data)
+            return
+        }
+        self.inReadBurst = true
+        if let stream = self.streams[frame.streamID] {
+            stream.received(frame.payload, context: context)
+        } else if case .headers = frame.payload {
+            // NIOHTTP2 lets a HEADERS frame through only for a new stream it accepted.
+            let stream = HTTP2ServerStream(id: frame.streamID, server: self, worker: self.worker, connection: self.connection, windowSize: Self.windowSize)
+            self.streams[frame.streamID] = stream
+            self.streamDelegate?.streamCreated(frame.streamID, channel: context.channel)
+            stream.received(frame.payload, context: context)
+        }
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        self.inReadBurst = false
+        if let size = self.connectionWindow {
+            self.connectionWindow = nil
+            if let increment = InboundWindow.connectionIncrement(windowSize: size, target: Self.windowSize) {
+                self.write(HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: increment)))
+            }
+        }
+        if !self.upstreamsToFlush.isEmpty {
+            let streams = self.upstreamsToFlush
+            self.upstreamsToFlush.removeAll(keepingCapacity: true)
+            for stream in streams {
+                stream.upstreamFlushPending = false
+                stream.upstream?.flush()
+            }
+        }
+        if self.flushPending {
+            self.flushPending = false
+            context.flush()
+        }
+        context.fireChannelReadComplete()
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        switch event {
+        case let closed as StreamClosedEvent:
+            if let stream = self.streams.removeValue(forKey: closed.streamID) {
+                stream.closed(context: context)
+                self.streamDelegate?.streamClosed(closed.streamID, channel: context.channel)
+            }
+            return
+        case is NIOHTTP2StreamCreatedEvent:
+            return
+        case let window as NIOHTTP2WindowUpdatedEvent where window.streamID == .rootStream:
+            // Acted on at the end of the read burst: NIOHTTP2 reports the window again (as it
+            // was) while the WINDOW_UPDATE just written still waits for the flush.
+            if self.inReadBurst, let size = window.inboundWindowSize { self.connectionWindow = size }
+        default:
+            break
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        self.isWritable = context.channel.isWritable
+        for stream in self.streams.values { stream.writabilityChanged(connectionWritable: self.isWritable, context: context) }
+        context.fireChannelWritabilityChanged()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        self.timer?.cancel()
+        self.timer = nil
+        self.deadlines.cancel()
+        let streams = self.streams.values
+        self.streams.removeAll()
+        for stream in streams { stream.closed(context: context) }
+        context.fireChannelInactive()
+    }
+
+    // MARK: Frame delegate
+
+    /// NIOHTTP2 wrote a frame to the socket: a DATA frame leaves its stream's backlog.
+    func wroteFrame(_ frame: HTTP2Frame) {
+        guard case .data(let data) = frame.payload, let stream = self.streams[frame.streamID], let context = self.context else { return }
+        if stream.backlog.sent(data.data.readableBytes) {
+            stream.writabilityChanged(connectionWritable: self.isWritable, context: context)
+        }
+    }
+
+    // MARK: Writing and flushing
+
+    func write(_ frame: HTTP2Frame) {
+        guard let context = self.context else { return }
+        context.write(self.wrapOutboundOut(frame), promise: nil)
+        self.flushPending = true
+    }
+
+    /// What was written goes out at the end of the read burst, or once at the end of this
+    /// event-loop tick (the writes of every stream answered in it share one flush).
+    func flushSoon() {
+        guard !self.inReadBurst, !self.flushScheduled, let context = self.context else { return }
+        self.flushScheduled = true
+        context.eventLoop.assumeIsolated().execute {
+            self.flushScheduled = false
+            guard self.flushPending, let context = self.context else { return }
+            self.flushPending = false
+            context.flush()
+        }
+    }
+
+    /// `stream` wrote to its backend: flushed at the end of the read burst, or now.
+    func upstreamWritten(by stream: HTTP2ServerStream) {
+        if self.inReadBurst {
+            guard !stream.upstreamFlushPending else { return }
+            stream.upstreamFlushPending = true
+            self.upstreamsToFlush.append(stream)
+        } else {
+            stream.upstream?.flush()
+        }
+    }
+
+    // MARK: Timer
+
+    /// A stream's deadline is now `deadline`: the timer fires no later.
+    func streamDeadlineSet(_ deadline: NIODeadline) {
+        guard let context = self.context,
+            let at = self.deadlines.deadlineSet(deadline, now: context.eventLoop.now, granularity: self.worker.snapshot.timerGranularity)
+        else { return }
+        self.arm(at)
+    }
+
+    private func arm(_ at: NIODeadline) {
+        guard let context = self.context else { return }
+        self.timer?.cancel()
+        self.timer = context.eventLoop.assumeIsolated().scheduleTask(deadline: at) {
+            self.timerFired()
+        }
+    }
+
+    private func timerFired() {
+        self.timer = nil
+        guard let context = self.context else { return }
+        let now = context.eventLoop.now
+        for stream in self.streams.values {
+            if let deadline = stream.deadline, deadline <= now { stream.timedOut(context: context) }
+        }
+        // After the time-outs: a stream may have a new deadline (a stalled upload timed out
+        // waits no more; a reset one is gone).
+        var earliest: NIODeadline?
+        for stream in self.streams.values {
+            if let deadline = stream.deadline, earliest.map({ deadline < $0 }) ?? true { earliest = deadline }
+        }
+        if let at = self.deadlines.fired(earliestPending: earliest, now: now, granularity: self.worker.snapshot.timerGranularity) {
+            self.arm(at)
+        }
+    }
+}
+
+@available(*, unavailable)
+extension HTTP2ServerConnection: Sendable {}
