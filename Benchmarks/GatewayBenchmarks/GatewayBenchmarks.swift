@@ -83,4 +83,11 @@ let benchmarks: @Sendable () -> Void = {
     Benchmark("WholeRequest (GET, cached RS256 token, pooled upstream)") { benchmark in
         for _ in benchmark.scaledIterations { blackHole(try! wholeRequest.run()) }
     }
+    // The same request as one HTTP/2 stream of a long-lived connection (SPEC §4.9 "Cost": a
+    // stream should cost no more than a request).
+    let wholeStream = try! GatewayBenchmarkSupport.WholeHTTP2Stream(configuration: configuration, token: rsaToken, response: response, now: now)
+    precondition(try! wholeStream.run() > 0, "the whole-stream harness must produce a response")
+    Benchmark("WholeHTTP2Stream (GET, cached RS256 token, pooled upstream)") { benchmark in
+        for _ in benchmark.scaledIterations { blackHole(try! wholeStream.run()) }
+    }
 }

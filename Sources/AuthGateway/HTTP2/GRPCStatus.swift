@@ -43,7 +43,7 @@ enum GRPCStatus {
                 headers.add(name: lowered, value: value, indexing: secrets.indexing(lowered))
             }
         }
-        headers.add(name: "x-request-id", value: requestID)
+        headers.add(name: "x-request-id", value: requestID, indexing: .nonIndexable)
         return headers
     }
 

@@ -107,8 +107,9 @@ enum HTTP2Messages {
     static let connectionSpecific: Set<String> = ["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "te", "trailer"]
 
     /// The response HEADERS for a backend's response head: `:status`, the backend's
-    /// end-to-end fields lower-cased, `x-request-id`, then `extra` (new tokens and session
-    /// cookies, `RateLimit`). Secret fields (the new-token headers and `set-cookie` among them),
+    /// end-to-end fields lower-cased, `x-request-id` (unique to the response: never worth a
+    /// place in the HPACK dynamic table, where it would only evict what repeats), then
+    /// `extra` (new tokens and session cookies, `RateLimit`). Secret fields (the new-token headers and `set-cookie` among them),
     /// and those the backend sent never-indexed, stay out of the HPACK dynamic table (SPEC §4.9).
     static func responseHeaders(
         _ head: UpstreamResponseHead, requestID: String, extra: [(name: String, value: String)], secrets: SecretHeaderNames
@@ -119,7 +120,7 @@ enum HTTP2Messages {
         head.forEachEndToEndField { name, value in
             headers.add(name: name, value: value, indexing: secrets.indexing(name, peerNeverIndexed: head.neverIndexedFields))
         }
-        headers.add(name: "x-request-id", value: requestID)
+        headers.add(name: "x-request-id", value: requestID, indexing: .nonIndexable)
         for (name, value) in extra {
             let lowered = name.lowercased()
             headers.add(name: lowered, value: value, indexing: secrets.indexing(lowered))
@@ -136,7 +137,7 @@ enum HTTP2Messages {
             let lowered = name.lowercased()
             headers.add(name: lowered, value: value, indexing: secrets.indexing(lowered))
         }
-        headers.add(name: "x-request-id", value: requestID)
+        headers.add(name: "x-request-id", value: requestID, indexing: .nonIndexable)
         headers.add(name: "content-length", value: String(sendsBody ? response.body.utf8.count : 0))
         return headers
     }

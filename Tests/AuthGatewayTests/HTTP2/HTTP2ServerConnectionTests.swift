@@ -273,3 +273,15 @@ struct HTTP2ServerConnectionTests {
         #expect(try peer.handler.openStreamCount == 0)
     }
 }
+
+@Suite("Benchmark harness: a whole HTTP/2 stream")
+struct WholeHTTP2StreamTests {
+    /// The micro benchmark's harness keeps working stream after stream (more than a 64 KiB
+    /// connection window of responses), so its numbers measure served streams.
+    @Test func theHarnessServesStreamAfterStream() throws {
+        let configuration = HTTP2ServerConnectionTests.configuration()
+        let response = "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n" + String(repeating: "x", count: 100)
+        let harness = try GatewayBenchmarkSupport.WholeHTTP2Stream(configuration: configuration, token: TestKeys.token(), response: response, now: Date().timeIntervalSince1970)
+        for _ in 0..<1_000 { #expect(try harness.run() == 100) }
+    }
+}

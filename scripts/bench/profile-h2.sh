@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Where an HTTP/2 stream's time goes: the release gateway on CPU 1 under `perf record`, the
+# bench's nginx backend and h2load (16 connections x 16 streams, the bench's RS256 token) on
+# CPU 0, for DURATION seconds (default 10). Prints the top of `perf report` (self time, by
+# symbol). Needs perf, nginx, h2load and a prepared bench copy (scripts/bench/features.sh makes
+# one in .bench-work/bench) and the release binary.
+#   scripts/bench/profile-h2.sh [DURATION] [--h1]   (--h1: the same load over HTTP/1.1, 64 connections)
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+BENCH=$ROOT/.bench-work/bench
+GATEWAY=${GATEWAY:-$ROOT/.build-release/release/auth-gateway}
+DURATION=${1:-10}
+MODE=${2:-}
+OUT=$ROOT/.bench-work/profile-$(date +%Y%m%d-%H%M%S)
+mkdir -p "$OUT" "$BENCH/run/logs"
+[ -d "$BENCH/keys" ] || { echo "no bench copy at $BENCH: run scripts/bench/features.sh once" >&2; exit 1; }
+cat >"$OUT/gateway.json" <<JSON
+{ "listener": { "host": "127.0.0.1", "port": 18090 }, "eventLoopThreads": 1, "limits": { "maxConnections": 20000 },
+  "tokens": { "sources": [ { "header": "Authorization", "schemes": ["Bearer"] } ],
+    "issuers": [ { "issuer": "https://auth.bench.local", "audiences": ["bench-gateway"], "leewaySeconds": 0,
+      "keys": [ { "kid": "bench-rs256", "algorithm": "RS256", "publicKeyPEMFile": "$BENCH/keys/rs256-public.pem" } ] } ] },
+  "backends": { "bench": { "urls": ["http://127.0.0.1:18080"], "maxConnectionsPerThread": 512 } },
+  "routes": [ { "name": "all", "pathPrefix": "/", "backend": "bench" } ],
+  "logging": { "level": "warning", "accessLog": false } }
+JSON
+TOKEN=$(cat "$BENCH/keys/tokens/valid-rs256.jwt")
+pids=()
+cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done; }
+trap cleanup EXIT
+taskset -c 0 nginx -p "$BENCH/" -c "$BENCH/conf/backend.nginx.conf" -e "$OUT/backend.error.log" -g 'daemon off;' &
+pids+=($!)
+taskset -c 1 "$GATEWAY" serve --config "$OUT/gateway.json" >"$OUT/gateway.log" 2>&1 &
+gw=$!
+pids+=($gw)
+for _ in $(seq 100); do curl -sf -o /dev/null -H "Authorization: Bearer $TOKEN" http://127.0.0.1:18090/ && break; sleep 0.1; done
+if [ "$MODE" = --h1 ]; then load=(--h1 -c 64 -m 1); else load=(-c 16 -m 16); fi
+# Warm up, then profile a steady load.
+timeout 30 taskset -c 0 h2load -D 2 "${load[@]}" -t 1 -H "authorization: Bearer $TOKEN" http://127.0.0.1:18090/ >/dev/null 2>&1
+perf record -F 999 -g -p "$gw" -o "$OUT/perf.data" -- sleep "$DURATION" 2>/dev/null &
+perfpid=$!
+timeout $((DURATION + 30)) taskset -c 0 h2load -D "$DURATION" "${load[@]}" -t 1 -H "authorization: Bearer $TOKEN" http://127.0.0.1:18090/ >"$OUT/h2load.txt" 2>&1 || true
+wait "$perfpid" || true
+grep -E "^finished|^requests:|^status codes" "$OUT/h2load.txt"
+perf report -i "$OUT/perf.data" --no-children --sort symbol --stdio 2>/dev/null | grep -E "^ +[0-9]" | head -${TOP:-60} | tee "$OUT/report.txt"
+echo "profile: $OUT"
