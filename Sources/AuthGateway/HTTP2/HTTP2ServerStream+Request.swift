@@ -24,7 +24,7 @@ extension HTTP2ServerStream {
         if case .contentLength(let length) = request.framing { self.declaredLength = length }
         let head = request.head
         self.exchange = Exchange(
-            requestID: requestID, protocol: .h2, method: head.method, uri: head.uri, version: .http1_1, keepAlive: false, start: .now(),
+            requestID: requestID, protocol: .h2, method: head.method, uri: head.uri, start: .now(),
             requestChunked: request.framing == .chunked
         )
         self.exchange?.neverIndexedFields = SecretHeaderNames.neverIndexedNames(in: block)

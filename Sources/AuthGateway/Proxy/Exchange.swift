@@ -9,8 +9,6 @@ final class Exchange {
     let wireProtocol: ClientProtocol
     let method: HTTPMethod
     let uri: String
-    let version: HTTPVersion
-    let keepAlive: Bool
     let start: NIODeadline
     /// The request body is chunked (and goes upstream chunked).
     let requestChunked: Bool
@@ -41,22 +39,20 @@ final class Exchange {
     }
 
     init(
-        requestID: String, protocol wireProtocol: ClientProtocol = .http1, method: HTTPMethod, uri: String, version: HTTPVersion, keepAlive: Bool,
-        start: NIODeadline, requestChunked: Bool
+        requestID: String, protocol wireProtocol: ClientProtocol = .http1, method: HTTPMethod, uri: String, start: NIODeadline,
+        requestChunked: Bool
     ) {
         self.requestID = requestID
         self.wireProtocol = wireProtocol
         self.method = method
         self.uri = uri
-        self.version = version
-        self.keepAlive = keepAlive
         self.start = start
         self.requestChunked = requestChunked
     }
 
     /// An exchange for input that never became a request head (parse error, slow headers).
     static func bare(requestID: String, protocol wireProtocol: ClientProtocol = .http1) -> Exchange {
-        Exchange(requestID: requestID, protocol: wireProtocol, method: .GET, uri: "-", version: .http1_1, keepAlive: false, start: .now(), requestChunked: false)
+        Exchange(requestID: requestID, protocol: wireProtocol, method: .GET, uri: "-", start: .now(), requestChunked: false)
     }
 
     /// The one place every request ends (DESIGN.md habit 6): request metrics (under the

@@ -6,10 +6,9 @@ import NIOHTTP1
 extension ProxyHandler {
     func receivedHead(_ head: HTTPRequestHead, framing: Result<BodyFraming, GatewayError>, context: ChannelHandlerContext) {
         let requestID = self.worker.requestID(forwarded: head.headers.first(name: "x-request-id"))
-        self.exchange = Exchange(
-            requestID: requestID, method: head.method, uri: head.uri, version: head.version,
-            keepAlive: head.isKeepAlive, start: .now(), requestChunked: (try? framing.get()) == .chunked
-        )
+        self.exchange = Exchange(requestID: requestID, method: head.method, uri: head.uri, start: .now(), requestChunked: (try? framing.get()) == .chunked)
+        self.requestVersion = head.version
+        self.requestKeepAlive = head.isKeepAlive
         if let tracing = self.worker.shared.tracing { self.exchange?.trace = tracing.start(head, protocol: .http1) }
         if self.worker.shared.health.isDraining { self.state.requestClose() }
         let hasBody: Bool

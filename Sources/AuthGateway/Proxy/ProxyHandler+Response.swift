@@ -68,10 +68,10 @@ extension ProxyHandler {
         headers.add(name: "Content-Length", value: String(response.body.utf8.count))
         if close {
             headers.add(name: "Connection", value: "close")
-        } else if exchange.version == .http1_0 {
+        } else if self.requestVersion == .http1_0 {
             headers.add(name: "Connection", value: "keep-alive")
         }
-        let version: HTTPVersion = exchange.version == .http1_0 ? .http1_0 : .http1_1
+        let version: HTTPVersion = self.requestVersion == .http1_0 ? .http1_0 : .http1_1
         var bytes = context.channel.allocator.buffer(capacity: 256 + response.body.utf8.count)
         HTTPWriter.responseHead(version: version, status: response.status, headers: headers, into: &bytes)
         if exchange.method != .HEAD {

@@ -11,10 +11,10 @@ extension ProxyHandler {
             return
         }
         let framing = ClientResponseFraming.decide(
-            upstream: head.framing, clientVersion: exchange.version, clientKeepAlive: exchange.keepAlive,
+            upstream: head.framing, clientVersion: self.requestVersion, clientKeepAlive: self.requestKeepAlive,
             mustClose: self.state.closeRequested || self.worker.shared.health.isDraining
         )
-        let clientIsHTTP11 = exchange.version == .http1_1
+        let clientIsHTTP11 = self.requestVersion == .http1_1
         exchange.responseChunked = framing.chunked
         var bytes = context.channel.allocator.buffer(capacity: head.bytes.readableBytes + 128)
         HTTPWriter.clientResponseHead(

@@ -28,6 +28,10 @@ final class ProxyHandler: ChannelDuplexHandler, ExchangeHandler {
     var deadlines = ConnectionDeadlines()
     var context: ChannelHandlerContext?
     var exchange: Exchange?
+    /// The HTTP/1.x version and keep-alive of the request in flight: HTTP/1.1 framing only,
+    /// so they live here and not in the protocol-neutral `Exchange`.
+    var requestVersion: HTTPVersion = .http1_1
+    var requestKeepAlive = false
     var upstream: UpstreamLease?
     /// The pool a lease is pending with.
     var leasingPool: UpstreamPool?
@@ -280,7 +284,9 @@ final class ProxyHandler: ChannelDuplexHandler, ExchangeHandler {
 
     /// An exchange for input that never became a request head (parse error, slow headers).
     func bareExchange() -> Exchange {
-        Exchange.bare(requestID: self.worker.requestID(forwarded: nil))
+        self.requestVersion = .http1_1
+        self.requestKeepAlive = false
+        return Exchange.bare(requestID: self.worker.requestID(forwarded: nil))
     }
 }
 
