@@ -333,11 +333,12 @@ package struct SocketConnector: UpstreamConnector {
         try channel.pipeline.syncOperations.addHandler(UpstreamHandler())
     }
 
-    /// An HTTP/2 client connection: NIOHTTP2 (framing, HPACK, flow control) and the handler
-    /// that reports stream limits, GOAWAY and the close to the pool. Streams pushed by a
-    /// backend are refused.
+    /// An HTTP/2 client connection: one flush per tick for all its streams (`FlushCoalescer`),
+    /// NIOHTTP2 (framing, HPACK, flow control) and the handler that reports stream limits,
+    /// GOAWAY and the close to the pool. Streams pushed by a backend are refused.
     package static func addHTTP2Handlers(to channel: Channel) throws {
         let sync = channel.pipeline.syncOperations
+        try sync.addHandler(FlushCoalescer())
         try sync.addHandler(
             NIOHTTP2Handler(mode: .client, eventLoop: channel.eventLoop) { stream in
                 stream.close()
