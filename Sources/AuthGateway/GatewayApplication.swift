@@ -399,7 +399,8 @@ public final class GatewayApplication: Sendable {
         guard let introspection = configuration.tokens.introspection else { return nil }
         if let existing, existing.configuration == introspection { return existing }
         return TokenIntrospector(
-            configuration: introspection, capacity: max(configuration.tokens.verifiedCacheEntries, 1000), metrics: shared.processMetrics, clock: shared.clock
+            configuration: introspection, capacity: max(configuration.tokens.verifiedCacheEntries, 1000), metrics: shared.processMetrics,
+            shared: shared.sharedState?.introspections, clock: shared.clock
         )
     }
 
