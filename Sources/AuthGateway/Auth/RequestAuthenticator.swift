@@ -69,6 +69,8 @@ struct AuthServices {
     var introspectionClient: UpstreamClient? = nil
     /// The process's DPoP replay cache.
     var dpopReplay: DPoPReplayCache? = nil
+    /// With `sharedState`: the replay check across instances, behind `dpopReplay`.
+    var sharedDPoPReplay: SharedDPoPReplay? = nil
 }
 
 /// One phase of a request's authentication (Pingora's request phases, Envoy's filter
@@ -458,13 +460,22 @@ struct RequestAuthenticator: Sendable {
             return .done(.reject(.dpopInvalidProof(failure.check, algs: self.dpopAlgorithms)))
         case .success(let verified):
             guard verified.thumbprint == boundKey else { return .done(.reject(.dpopInvalidProof("jkt", algs: self.dpopAlgorithms))) }
+            var identity = identity
+            identity.dpopThumbprint = verified.thumbprint
             // Last, so that a proof failing another check does not use up its jti.
             let usableUntil = verified.issuedAt + Double(self.dpop.maxAgeSeconds + self.dpop.leewaySeconds)
             guard services.dpopReplay?.firstUse(of: verified, until: usableUntil, now: request.now) ?? true else {
                 return .done(.reject(.dpopInvalidProof("jti was used before", algs: self.dpopAlgorithms)))
             }
-            var identity = identity
-            identity.dpopThumbprint = verified.thumbprint
+            // Seen here for the first time: with `sharedState`, the other instances may have
+            // seen it (the row outlives the window by the leeway, for clocks that differ).
+            let keepSeconds = usableUntil - request.now + Double(self.dpop.leewaySeconds)
+            if let shared = services.sharedDPoPReplay,
+                let firstUse = shared.firstUse(DPoPReplayCache.digest(of: verified), keepSeconds: keepSeconds, on: services.eventLoop)
+            {
+                let (algs, accepted) = (self.dpopAlgorithms, identity)
+                return .wait(firstUse.map { first in first ? .profile(accepted) : .refuse(.dpopInvalidProof("jti was used before", algs: algs)) })
+            }
             return .next(.profile(identity))
         }
     }

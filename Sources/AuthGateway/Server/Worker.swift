@@ -112,6 +112,7 @@ package final class Worker {
         )
         services.introspectionClient = self.introspectionClient
         services.dpopReplay = self.shared.dpopReplay
+        services.sharedDPoPReplay = self.shared.sharedState?.dpopReplay
         return services
     }
 
