@@ -139,7 +139,8 @@ public final class GatewayApplication: Sendable {
             connector: connector,
             tracing: tracing,
             sharedState: sharedState,
-            logger: logger
+            logger: logger,
+            dpopNonceKey: DPoPNonce.key(sharedSecret: configuration.sharedState?.encryptionKey)
         )
     }
 

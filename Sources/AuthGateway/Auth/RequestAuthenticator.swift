@@ -1,3 +1,4 @@
+import Crypto
 import Logging
 import NIOCore
 import NIOHTTP1
@@ -71,6 +72,8 @@ struct AuthServices {
     var dpopReplay: DPoPReplayCache? = nil
     /// With `sharedState`: the replay check across instances, behind `dpopReplay`.
     var sharedDPoPReplay: SharedDPoPReplay? = nil
+    /// The process's `DPoP-Nonce` key (used when `tokens.dpop.nonce` is on).
+    var dpopNonceKey: SymmetricKey? = nil
 }
 
 /// One phase of a request's authentication (Pingora's request phases, Envoy's filter
@@ -462,6 +465,24 @@ struct RequestAuthenticator: Sendable {
             guard verified.thumbprint == boundKey else { return .done(.reject(.dpopInvalidProof("jkt", algs: self.dpopAlgorithms))) }
             var identity = identity
             identity.dpopThumbprint = verified.thumbprint
+            // The server nonce (RFC 9449 §8), before the jti is used up: the client answers a
+            // refusal with a new proof anyway.
+            if self.dpop.nonce, let nonceKey = services.dpopNonceKey {
+                let verdict = verified.nonce.map {
+                    DPoPNonce.check(
+                        $0, key: nonceKey, now: request.now, lifetimeSeconds: Double(self.dpop.maxAgeSeconds), leewaySeconds: Double(self.dpop.leewaySeconds)
+                    )
+                }
+                switch verdict ?? .invalid {
+                case .invalid:
+                    let nonce = DPoPNonce.issue(key: nonceKey, now: request.now)
+                    return .done(.rejected(.dpopUseNonce(algs: self.dpopAlgorithms), headers: [("DPoP-Nonce", nonce)]))
+                case .renew:
+                    identity.responseHeaders.append(("DPoP-Nonce", DPoPNonce.issue(key: nonceKey, now: request.now)))
+                case .fresh:
+                    break
+                }
+            }
             // Last, so that a proof failing another check does not use up its jti.
             let usableUntil = verified.issuedAt + Double(self.dpop.maxAgeSeconds + self.dpop.leewaySeconds)
             guard services.dpopReplay?.firstUse(of: verified, until: usableUntil, now: request.now) ?? true else {

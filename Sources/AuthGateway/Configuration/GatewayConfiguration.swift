@@ -115,7 +115,8 @@ public struct DPoPConfiguration: Sendable, Equatable {
     /// `scheme://authority` the clients see (behind a proxy that sets no `X-Forwarded-*`);
     /// when set, only that base is accepted in `htu`.
     public var publicBaseURL: String?
-    /// `DPoP-Nonce` issuing (not built yet: `check` refuses `true`).
+    /// `DPoP-Nonce` issuing (RFC 9449 §8): proofs must carry a nonce the gateway issued within
+    /// `maxAgeSeconds` (`DPoPNonce`).
     public var nonce = false
 
     public init() {}

@@ -113,6 +113,7 @@ package final class Worker {
         services.introspectionClient = self.introspectionClient
         services.dpopReplay = self.shared.dpopReplay
         services.sharedDPoPReplay = self.shared.sharedState?.dpopReplay
+        services.dpopNonceKey = self.shared.dpopNonceKey
         return services
     }
 

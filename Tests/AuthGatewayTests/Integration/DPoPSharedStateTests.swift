@@ -7,7 +7,7 @@ import AuthGatewayDemo
 extension PostgreSQLTests {
     /// DPoP across instances (SPEC §4.14): two gateway instances (in this process, each with its
     /// own event loops, caches and database pool) on one PostgreSQL database share the `jti`
-    /// replay cache; with the database down each still serves and
+    /// replay cache and the `DPoP-Nonce` key; with the database down each still serves and
     /// refuses replays it saw itself. Proofs come from Python joserfc.
     @Suite("DPoP across instances (PostgreSQL)", .serialized, .timeLimit(.minutes(2)), .awaitsCleanups)
     struct DPoPSharedStateTests {
@@ -15,11 +15,11 @@ extension PostgreSQLTests {
 
         /// An instance on `database`; both instances accept one public base URL, so that one
         /// proof is valid on either (as behind one load balancer).
-        static func instance(_ cluster: PostgresCluster, _ database: String) async throws -> GatewayFixture {
+        static func instance(_ cluster: PostgresCluster, _ database: String, nonce: Bool = false) async throws -> GatewayFixture {
             let environment = cluster.environment.merging(["STATE_KEY": SharedStateTesting.keyBase64]) { $1 }
             let gateway = try await GatewayFixture.start(environment: environment) { config in
                 config["identityHeaders"] = ["X-User-Jkt": "dpop.jkt"]
-                config.set("tokens.dpop", ["publicBaseURL": .string(Self.base)])
+                config.set("tokens.dpop", ["publicBaseURL": .string(Self.base), "nonce": .bool(nonce)])
                 config["sharedState"] = [
                     "postgres": ["url": .string(cluster.gatewayURL(database: database)), "tls": "disable", "timeoutMilliseconds": 1000],
                     "encryptionKeyBase64": "${STATE_KEY}",
@@ -102,6 +102,26 @@ extension PostgreSQLTests {
             let metrics = try await TestConnection.connect(port: a.adminPort).send(.get("/metrics")).text
             #expect(metrics.contains("auth_gateway_shared_state_up 0\n"))
             #expect(metrics.contains("auth_gateway_shared_state_errors_total{operation="))
+        }
+
+        /// RFC 9449 §8 across instances: a nonce one instance issued is accepted by the other
+        /// (the key is derived from the shared `encryptionKeyBase64`).
+        @Test func aNonceIssuedByOneInstanceIsAcceptedByTheOther() async throws {
+            let cluster = try await PostgresCluster.shared()
+            let database = try await cluster.createDatabase()
+            let a = try await Self.instance(cluster, database, nonce: true)
+            let b = try await Self.instance(cluster, database, nonce: true)
+            let key = try await DPoPTests.clientKey()
+            let token = DPoPTests.boundToken(key)
+
+            let withoutNonce = try await DPoPTests.proof(key, url: Self.base + "/n", token: token)
+            let challenge = try await Self.send(a, "/n", token: token, proof: withoutNonce)
+            #expect(challenge.status == 401)
+            #expect(challenge.header("www-authenticate")?.hasPrefix("DPoP error=\"use_dpop_nonce\"") == true)
+            let nonce = try #require(challenge.header("dpop-nonce"))
+            let withNonce = try await DPoPTests.proof(key, url: Self.base + "/n", token: token, ["nonce": .string(nonce)])
+            #expect(try await Self.send(b, "/n", token: token, proof: withNonce).status == 200)
+            #expect(a.backend.requestCount == 0 && b.backend.requestCount == 1)
         }
     }
 }
