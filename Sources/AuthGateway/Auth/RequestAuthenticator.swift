@@ -66,8 +66,10 @@ struct AuthServices {
     /// The loop's client for an URL's origin (JWKS, discovery documents and their endpoints).
     let clients: (UpstreamURL) -> UpstreamClient?
     let metrics: WorkerMetrics
-    /// The loop's client for `tokens.introspection.url` (nil without introspection).
-    var introspectionClient: UpstreamClient? = nil
+    /// Where the loop sends introspection calls now: `tokens.introspection.url` on the loop's
+    /// client for it, or the discovered `introspection_endpoint` (nil without introspection).
+    /// Asked only when a call is made.
+    var introspectionEndpoint: (() -> UpstreamEndpoint?)? = nil
     /// The process's DPoP replay cache.
     var dpopReplay: DPoPReplayCache? = nil
     /// With `sharedState`: the replay check across instances, behind `dpopReplay`.
@@ -388,11 +390,11 @@ struct RequestAuthenticator: Sendable {
     /// Asks the introspection endpoint about `token` (SPEC §4.13), through the process-wide
     /// cache and single flight.
     func introspect(_ token: ExtractedToken, verified: Identity?, _ services: AuthServices, trace: RequestTrace? = nil) -> AuthStep {
-        guard let introspector = self.introspector, let client = services.introspectionClient else {
+        guard let introspector = self.introspector, let endpoint = services.introspectionEndpoint else {
             return .done(.reject(.introspectionUnavailable))
         }
         let metrics = services.metrics
-        let lookup = introspector.lookup(token.value, client: client) { label in
+        let lookup = introspector.lookup(token.value, eventLoop: services.eventLoop, endpoint: endpoint) { label in
             metrics.increment(MetricKey(MetricName.introspections, ["outcome": label]))
         }
         switch lookup {

@@ -50,12 +50,14 @@ final class TokenIntrospector: Sendable {
     var endpointState: EndpointState { self.state.withLockedValue { $0 } }
 
     /// The outcome for `token`: remembered, joined, or — for the flight's leader — read from
-    /// the shared table (with `sharedState`) or got from a new call made with `client` (on the
-    /// caller's loop). `counted` receives the label of an answer made without a call.
-    func lookup(_ token: Substring, client: UpstreamClient, counted: (String) -> Void) -> Lookup {
+    /// the shared table (with `sharedState`) or got from a new call to `endpoint` (resolved
+    /// only then, on the caller's loop `eventLoop`: a discovered endpoint may have moved; nil
+    /// when there is none yet, which is `unavailable`). `counted` receives the label of an
+    /// answer made without a call.
+    func lookup(_ token: Substring, eventLoop: EventLoop, endpoint: () -> UpstreamEndpoint?, counted: (String) -> Void) -> Lookup {
         let now = self.clock()
         let digest = TokenDigest(of: token)
-        let step = self.table.lookup(digest, now: now, policy: self.policy, eventLoop: client.eventLoop) { $0.isCurrent(at: now) }
+        let step = self.table.lookup(digest, now: now, policy: self.policy, eventLoop: eventLoop) { $0.isCurrent(at: now) }
         switch step {
         case .fresh(let outcome), .stale(let outcome, _):
             counted("cached")
@@ -65,17 +67,21 @@ final class TokenIntrospector: Sendable {
             return .pending(inFlight)
         case .lead(let flight):
             let token = String(token)
+            guard let endpoint = endpoint() else {
+                self.record(.unavailable)
+                self.settle(flight, .unavailable)
+                return .pending(flight.promise.futureResult)
+            }
             if let shared = self.shared {
-                let bound = NIOLoopBound(client, eventLoop: client.eventLoop)
-                let eventLoop = client.eventLoop
-                let resolving = shared.resolve(digest, clock: self.clock, call: { eventLoop.flatSubmit { self.call(token: token, client: bound.value) } }) {
+                let bound = NIOLoopBound(endpoint, eventLoop: eventLoop)
+                let resolving = shared.resolve(digest, clock: self.clock, call: { eventLoop.flatSubmit { self.call(token: token, endpoint: bound.value) } }) {
                     outcome, fromTable in
                     if fromTable { self.metrics.increment(MetricKey(MetricName.introspections, ["outcome": "shared"])) }
                     self.settle(flight, outcome)
                 }
                 if resolving { return .pending(flight.promise.futureResult) }
             }
-            self.call(token: token, client: client).whenSuccess { self.settle(flight, $0) }
+            self.call(token: token, endpoint: endpoint).whenSuccess { self.settle(flight, $0) }
             return .pending(flight.promise.futureResult)
         }
     }
@@ -85,12 +91,13 @@ final class TokenIntrospector: Sendable {
         self.table.settle(flight, now: self.clock(), outcome: outcome, remember: outcome != .unavailable)
     }
 
-    /// One call to the endpoint, on `client`'s loop; never fails (a failure is `unavailable`).
-    private func call(token: String, client: UpstreamClient) -> EventLoopFuture<IntrospectionOutcome> {
+    /// One call to the endpoint, on its client's loop; never fails (a failure is `unavailable`).
+    private func call(token: String, endpoint: UpstreamEndpoint) -> EventLoopFuture<IntrospectionOutcome> {
         let started = self.clock()
         let configuration = self.configuration
-        let answered = client.eventLoop.makePromise(of: IntrospectionOutcome.self)
-        client.execute(IntrospectionAnswer.request(for: token, configuration: configuration)).whenComplete { result in
+        let answered = endpoint.client.eventLoop.makePromise(of: IntrospectionOutcome.self)
+        let request = IntrospectionAnswer.request(for: token, configuration: configuration, path: endpoint.path)
+        endpoint.client.execute(request).whenComplete { result in
             let finished = self.clock()
             let outcome: IntrospectionOutcome
             switch result {
@@ -98,14 +105,20 @@ final class TokenIntrospector: Sendable {
             case .failure: outcome = .unavailable
             }
             self.metrics.observe(MetricKey(MetricName.authServiceDuration, ["operation": "introspection"]), seconds: finished - started)
-            self.metrics.increment(MetricKey(MetricName.introspections, ["outcome": outcome.label]))
-            self.state.withLockedValue { state in
-                state.lastOutcome = outcome.label
-                state.lastCallAt = finished
-                state.consecutiveFailures = outcome == .unavailable ? state.consecutiveFailures + 1 : 0
-            }
+            self.record(outcome)
             answered.succeed(outcome)
         }
         return answered.futureResult
+    }
+
+    /// Counts a call's outcome (or a call that could not be made) for the metric and `/healthz`.
+    private func record(_ outcome: IntrospectionOutcome) {
+        let finished = self.clock()
+        self.metrics.increment(MetricKey(MetricName.introspections, ["outcome": outcome.label]))
+        self.state.withLockedValue { state in
+            state.lastOutcome = outcome.label
+            state.lastCallAt = finished
+            state.consecutiveFailures = outcome == .unavailable ? state.consecutiveFailures + 1 : 0
+        }
     }
 }
