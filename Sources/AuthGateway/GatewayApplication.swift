@@ -120,7 +120,7 @@ public final class GatewayApplication: Sendable {
         // A discovery document may name https endpoints whatever the issuer's scheme. Backends
         // have their own TLS (`UpstreamTLS.backends`): the auth service's CA is not theirs.
         let usesTLSUpstream =
-            configuration.authService?.url?.isTLS == true
+            configuration.authService?.url?.isTLS == true || configuration.tokens.introspection?.url?.isTLS == true
             || configuration.tokens.issuers.contains { $0.jwks?.url?.isTLS == true || $0.jwks?.discovery != nil }
         let clientTLS = usesTLSUpstream ? try GatewayShared.makeClientTLS(caFile: configuration.authService?.caCertificatePEMFile) : nil
         let sharedState = try configuration.sharedState.flatMap { sharedState in
