@@ -33,6 +33,17 @@ extension PostgreSQLTests {
             return gateway
         }
 
+        static let opener = ProcessTests.packageRoot.appendingPathComponent("Tests/AuthGatewayTests/Fixtures/shared_state/open_sealed_rows.py").path
+
+        /// The plaintexts of `rows` (`digest|sealed`, hex), opened by Python `cryptography`.
+        static func openWithPython(_ rows: String) async throws -> [String] {
+            let python = try ExternalTool.require("python3", package: "python3")
+            let key = SharedStateTesting.key.bytes.map { String(format: "%02x", $0) }.joined()
+            let result = try await ExternalTool.run(python, [Self.opener, key], input: Data(rows.utf8))
+            if result.stderr.contains("No module named 'cryptography'") { Issue.record("Python cryptography is not installed") }
+            return result.stdout.split(separator: "\n").map(String.init)
+        }
+
         static func rows(_ cluster: PostgresCluster, _ database: String) async throws -> Int {
             Int(try await cluster.psql("SELECT count(*) FROM auth_gateway_introspections", database: database).trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
         }
@@ -80,6 +91,20 @@ extension PostgreSQLTests {
                 "SELECT extract(epoch FROM expires_at - clock_timestamp())::int FROM auth_gateway_introspections ORDER BY 1", database: database
             ).split(separator: "\n").compactMap { Int($0) }
             #expect(lifetimes.count == 2 && lifetimes[0] <= 30 && lifetimes[1] <= 60 && lifetimes[1] > 30, "\(lifetimes)")
+            // An independent implementation (Python cryptography) opens the rows with the key and
+            // the row's digest as authenticated data, as the README documents.
+            let rows = try await cluster.psql(
+                "SELECT encode(token_digest, 'hex') || '|' || encode(sealed_outcome, 'hex') FROM auth_gateway_introspections ORDER BY 1", database: database
+            )
+            let opened = try await Self.openWithPython(rows)
+            let expected = [TokenDigest(of: token[...]).hex: "active", TokenDigest(of: revoked[...]).hex: "inactive"]
+            let digests = rows.split(separator: "\n").map { String($0.prefix(64)) }
+            #expect(opened.count == 2, "\(opened)")
+            for (digest, plaintext) in zip(digests, opened) {
+                let document = try JSONValue(parsing: plaintext)
+                #expect(document["o"]?.stringValue == expected[digest])
+                if expected[digest] == "active" { #expect(document["c"]?["sub"]?.stringValue == "dave-the-subject") }
+            }
             let dump = try await cluster.dump(database: database)
             #expect(dump.contains("auth_gateway_introspections"))
             for secret in [token, revoked, "dave-the-subject"] {
