@@ -3,6 +3,7 @@
 
   scripts/dpop-proof.py --key client.jwk --jkt              # makes the key if missing; prints its thumbprint (cnf.jkt)
   scripts/dpop-proof.py --key client.jwk GET URL TOKEN      # prints a fresh proof for GET URL with TOKEN
+  scripts/dpop-proof.py --key client.jwk GET URL TOKEN NONCE  # the same with the gateway's DPoP-Nonce (tokens.dpop.nonce)
 
   curl -H "Authorization: DPoP $TOKEN" -H "DPoP: $(scripts/dpop-proof.py --key client.jwk GET http://127.0.0.1:8080/orders $TOKEN)" \\
        http://127.0.0.1:8080/orders
@@ -42,12 +43,14 @@ def main(arguments):
     if rest == ["--jkt"]:
         print(key.thumbprint())
         return
-    if len(rest) != 3:
+    if len(rest) not in (3, 4):
         sys.exit(__doc__)
-    method, url, token = rest
+    method, url, token = rest[:3]
     url = url.split("?", 1)[0].split("#", 1)[0]
     ath = base64.urlsafe_b64encode(hashlib.sha256(token.encode()).digest()).rstrip(b"=").decode()
     claims = {"htm": method, "htu": url, "iat": int(time.time()), "jti": str(uuid.uuid4()), "ath": ath}
+    if len(rest) == 4:
+        claims["nonce"] = rest[3]
     header = {"alg": "ES256", "typ": "dpop+jwt", "jwk": key.as_dict(private=False)}
     print(jws.serialize_compact(header, json.dumps(claims).encode(), key, algorithms=["ES256"]))
 

@@ -120,7 +120,7 @@ public final class GatewayApplication: Sendable {
         // A discovery document may name https endpoints whatever the issuer's scheme. Backends
         // have their own TLS (`UpstreamTLS.backends`): the auth service's CA is not theirs.
         let usesTLSUpstream =
-            configuration.authService?.url?.isTLS == true
+            configuration.authService?.url?.isTLS == true || configuration.tokens.introspection?.url?.isTLS == true
             || configuration.tokens.issuers.contains { $0.jwks?.url?.isTLS == true || $0.jwks?.discovery != nil }
         let clientTLS = usesTLSUpstream ? try GatewayShared.makeClientTLS(caFile: configuration.authService?.caCertificatePEMFile) : nil
         let sharedState = try configuration.sharedState.flatMap { sharedState in
@@ -139,7 +139,8 @@ public final class GatewayApplication: Sendable {
             connector: connector,
             tracing: tracing,
             sharedState: sharedState,
-            logger: logger
+            logger: logger,
+            dpopNonceKey: DPoPNonce.key(sharedSecret: configuration.sharedState?.encryptionKey)
         )
     }
 
@@ -399,7 +400,8 @@ public final class GatewayApplication: Sendable {
         guard let introspection = configuration.tokens.introspection else { return nil }
         if let existing, existing.configuration == introspection { return existing }
         return TokenIntrospector(
-            configuration: introspection, capacity: max(configuration.tokens.verifiedCacheEntries, 1000), metrics: shared.processMetrics, clock: shared.clock
+            configuration: introspection, capacity: max(configuration.tokens.verifiedCacheEntries, 1000), metrics: shared.processMetrics,
+            shared: shared.sharedState?.introspections, clock: shared.clock
         )
     }
 

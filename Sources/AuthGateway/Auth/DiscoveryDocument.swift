@@ -11,6 +11,8 @@ struct DiscoveryDocument: Sendable, Equatable {
     let jwksURI: UpstreamURL
     let tokenEndpoint: UpstreamURL?
     let userinfoEndpoint: UpstreamURL?
+    /// RFC 8414 §2 / RFC 7662: where opaque tokens are introspected.
+    var introspectionEndpoint: UpstreamURL? = nil
 
     /// Parses and validates `text` for the issuer `expectedIssuer`; the endpoints named in
     /// `requirements` must be present. Optional endpoints that are absent or unusable are nil.
@@ -50,7 +52,10 @@ struct DiscoveryDocument: Sendable, Equatable {
         let jwksURI = try endpoint("jwks_uri", required: true)!
         let tokenEndpoint = try endpoint("token_endpoint", required: requirements.needsTokenEndpoint)
         let userinfoEndpoint = try endpoint("userinfo_endpoint", required: requirements.needsUserinfoEndpoint)
-        return DiscoveryDocument(issuer: issuer, jwksURI: jwksURI, tokenEndpoint: tokenEndpoint, userinfoEndpoint: userinfoEndpoint)
+        let introspectionEndpoint = try endpoint("introspection_endpoint", required: requirements.needsIntrospectionEndpoint)
+        return DiscoveryDocument(
+            issuer: issuer, jwksURI: jwksURI, tokenEndpoint: tokenEndpoint, userinfoEndpoint: userinfoEndpoint, introspectionEndpoint: introspectionEndpoint
+        )
     }
 
     /// Whether this (previously accepted) document still has what `requirements` ask for; a
@@ -58,6 +63,7 @@ struct DiscoveryDocument: Sendable, Equatable {
     func unmet(_ requirements: DiscoveryConfiguration) -> DiscoveryError? {
         if requirements.needsTokenEndpoint && self.tokenEndpoint == nil { return DiscoveryError(.missing("token_endpoint")) }
         if requirements.needsUserinfoEndpoint && self.userinfoEndpoint == nil { return DiscoveryError(.missing("userinfo_endpoint")) }
+        if requirements.needsIntrospectionEndpoint && self.introspectionEndpoint == nil { return DiscoveryError(.missing("introspection_endpoint")) }
         return nil
     }
 }

@@ -36,7 +36,8 @@ enum IntrospectionOutcome: Sendable, Equatable {
 enum IntrospectionAnswer {
     /// `POST url` with `token=…&token_type_hint=access_token`, the client authenticated as for
     /// a refresh (RFC 6749 §2.3.1 Basic, or the credentials in the form).
-    static func request(for token: String, configuration: IntrospectionConfiguration) -> UpstreamRequest {
+    /// `path`: on the endpoint's origin (the configured `url`'s by default).
+    static func request(for token: String, configuration: IntrospectionConfiguration, path: String? = nil) -> UpstreamRequest {
         var headers = HTTPHeaders()
         headers.add(name: "Accept", value: "application/json")
         headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
@@ -45,7 +46,7 @@ enum IntrospectionAnswer {
             configuration.clientID, secret: configuration.clientSecret, as: configuration.clientAuthentication, headers: &headers, form: &form
         )
         let body = FormEncoding.body(form)
-        let path = configuration.url.pathAndQuery.isEmpty ? "/" : configuration.url.pathAndQuery
+        let path = (path ?? configuration.url?.pathAndQuery).flatMap { $0.isEmpty ? nil : $0 } ?? "/"
         return UpstreamRequest(method: .POST, path: path, headers: headers, body: ByteBuffer(string: body))
     }
 

@@ -1,3 +1,4 @@
+import Crypto
 import Logging
 import NIOCore
 import NIOHTTP1
@@ -65,10 +66,16 @@ struct AuthServices {
     /// The loop's client for an URL's origin (JWKS, discovery documents and their endpoints).
     let clients: (UpstreamURL) -> UpstreamClient?
     let metrics: WorkerMetrics
-    /// The loop's client for `tokens.introspection.url` (nil without introspection).
-    var introspectionClient: UpstreamClient? = nil
+    /// Where the loop sends introspection calls now: `tokens.introspection.url` on the loop's
+    /// client for it, or the discovered `introspection_endpoint` (nil without introspection).
+    /// Asked only when a call is made.
+    var introspectionEndpoint: (() -> UpstreamEndpoint?)? = nil
     /// The process's DPoP replay cache.
     var dpopReplay: DPoPReplayCache? = nil
+    /// With `sharedState`: the replay check across instances, behind `dpopReplay`.
+    var sharedDPoPReplay: SharedDPoPReplay? = nil
+    /// The process's `DPoP-Nonce` key (used when `tokens.dpop.nonce` is on).
+    var dpopNonceKey: SymmetricKey? = nil
 }
 
 /// One phase of a request's authentication (Pingora's request phases, Envoy's filter
@@ -383,11 +390,11 @@ struct RequestAuthenticator: Sendable {
     /// Asks the introspection endpoint about `token` (SPEC §4.13), through the process-wide
     /// cache and single flight.
     func introspect(_ token: ExtractedToken, verified: Identity?, _ services: AuthServices, trace: RequestTrace? = nil) -> AuthStep {
-        guard let introspector = self.introspector, let client = services.introspectionClient else {
+        guard let introspector = self.introspector, let endpoint = services.introspectionEndpoint else {
             return .done(.reject(.introspectionUnavailable))
         }
         let metrics = services.metrics
-        let lookup = introspector.lookup(token.value, client: client) { label in
+        let lookup = introspector.lookup(token.value, eventLoop: services.eventLoop, endpoint: endpoint) { label in
             metrics.increment(MetricKey(MetricName.introspections, ["outcome": label]))
         }
         switch lookup {
@@ -458,13 +465,40 @@ struct RequestAuthenticator: Sendable {
             return .done(.reject(.dpopInvalidProof(failure.check, algs: self.dpopAlgorithms)))
         case .success(let verified):
             guard verified.thumbprint == boundKey else { return .done(.reject(.dpopInvalidProof("jkt", algs: self.dpopAlgorithms))) }
+            var identity = identity
+            identity.dpopThumbprint = verified.thumbprint
+            // The server nonce (RFC 9449 §8), before the jti is used up: the client answers a
+            // refusal with a new proof anyway.
+            if self.dpop.nonce, let nonceKey = services.dpopNonceKey {
+                let verdict = verified.nonce.map {
+                    DPoPNonce.check(
+                        $0, key: nonceKey, now: request.now, lifetimeSeconds: Double(self.dpop.maxAgeSeconds), leewaySeconds: Double(self.dpop.leewaySeconds)
+                    )
+                }
+                switch verdict ?? .invalid {
+                case .invalid:
+                    let nonce = DPoPNonce.issue(key: nonceKey, now: request.now)
+                    return .done(.rejected(.dpopUseNonce(algs: self.dpopAlgorithms), headers: [("DPoP-Nonce", nonce)]))
+                case .renew:
+                    identity.responseHeaders.append(("DPoP-Nonce", DPoPNonce.issue(key: nonceKey, now: request.now)))
+                case .fresh:
+                    break
+                }
+            }
             // Last, so that a proof failing another check does not use up its jti.
             let usableUntil = verified.issuedAt + Double(self.dpop.maxAgeSeconds + self.dpop.leewaySeconds)
             guard services.dpopReplay?.firstUse(of: verified, until: usableUntil, now: request.now) ?? true else {
                 return .done(.reject(.dpopInvalidProof("jti was used before", algs: self.dpopAlgorithms)))
             }
-            var identity = identity
-            identity.dpopThumbprint = verified.thumbprint
+            // Seen here for the first time: with `sharedState`, the other instances may have
+            // seen it (the row outlives the window by the leeway, for clocks that differ).
+            let keepSeconds = usableUntil - request.now + Double(self.dpop.leewaySeconds)
+            if let shared = services.sharedDPoPReplay,
+                let firstUse = shared.firstUse(DPoPReplayCache.digest(of: verified), keepSeconds: keepSeconds, on: services.eventLoop)
+            {
+                let (algs, accepted) = (self.dpopAlgorithms, identity)
+                return .wait(firstUse.map { first in first ? .profile(accepted) : .refuse(.dpopInvalidProof("jti was used before", algs: algs)) })
+            }
             return .next(.profile(identity))
         }
     }

@@ -7,6 +7,9 @@ import NIOCore
 /// `negativeCacheSeconds`, failures never; concurrent requests with one unknown token make
 /// one call (`LocalSingleFlight`, the table the profile cache and refreshes use).
 ///
+/// With `sharedState` the answers are shared by every instance on the database
+/// (`SharedIntrospections`): a local miss reads the shared table before calling.
+///
 /// Kept across reloads while `tokens.introspection` is unchanged.
 final class TokenIntrospector: Sendable {
     enum Lookup {
@@ -26,25 +29,35 @@ final class TokenIntrospector: Sendable {
     private let policy: LocalSingleFlight<TokenDigest, IntrospectionOutcome>.Policy
     private let metrics: ProcessMetrics
     private let clock: @Sendable () -> Double
+    /// With `sharedState`: the answers of every instance, consulted on a local miss.
+    private let shared: SharedIntrospections?
     /// Written once per call (never per request).
     private let state = NIOLockedValueBox(EndpointState())
 
-    init(configuration: IntrospectionConfiguration, capacity: Int, metrics: ProcessMetrics, clock: @escaping @Sendable () -> Double) {
+    init(
+        configuration: IntrospectionConfiguration, capacity: Int, metrics: ProcessMetrics, shared: SharedIntrospections? = nil,
+        clock: @escaping @Sendable () -> Double
+    ) {
         self.configuration = configuration
         self.table = LocalSingleFlight(capacity: max(capacity, 1))
         // The longest an outcome can be kept; each outcome's own end is `validUntil`.
         self.policy = .init(freshSeconds: Double(max(configuration.cacheSeconds, configuration.negativeCacheSeconds)))
         self.metrics = metrics
+        self.shared = shared
         self.clock = clock
     }
 
     var endpointState: EndpointState { self.state.withLockedValue { $0 } }
 
-    /// The outcome for `token`: remembered, joined, or from a new call made with `client` (on
-    /// the caller's loop). `counted` receives the label of an answer made without a call.
-    func lookup(_ token: Substring, client: UpstreamClient, counted: (String) -> Void) -> Lookup {
+    /// The outcome for `token`: remembered, joined, or — for the flight's leader — read from
+    /// the shared table (with `sharedState`) or got from a new call to `endpoint` (resolved
+    /// only then, on the caller's loop `eventLoop`: a discovered endpoint may have moved; nil
+    /// when there is none yet, which is `unavailable`). `counted` receives the label of an
+    /// answer made without a call.
+    func lookup(_ token: Substring, eventLoop: EventLoop, endpoint: () -> UpstreamEndpoint?, counted: (String) -> Void) -> Lookup {
         let now = self.clock()
-        let step = self.table.lookup(TokenDigest(of: token), now: now, policy: self.policy, eventLoop: client.eventLoop) { $0.isCurrent(at: now) }
+        let digest = TokenDigest(of: token)
+        let step = self.table.lookup(digest, now: now, policy: self.policy, eventLoop: eventLoop) { $0.isCurrent(at: now) }
         switch step {
         case .fresh(let outcome), .stale(let outcome, _):
             counted("cached")
@@ -53,15 +66,38 @@ final class TokenIntrospector: Sendable {
             counted("coalesced")
             return .pending(inFlight)
         case .lead(let flight):
-            self.call(flight, token: String(token), client: client)
+            let token = String(token)
+            guard let endpoint = endpoint() else {
+                self.record(.unavailable)
+                self.settle(flight, .unavailable)
+                return .pending(flight.promise.futureResult)
+            }
+            if let shared = self.shared {
+                let bound = NIOLoopBound(endpoint, eventLoop: eventLoop)
+                let resolving = shared.resolve(digest, clock: self.clock, call: { eventLoop.flatSubmit { self.call(token: token, endpoint: bound.value) } }) {
+                    outcome, fromTable in
+                    if fromTable { self.metrics.increment(MetricKey(MetricName.introspections, ["outcome": "shared"])) }
+                    self.settle(flight, outcome)
+                }
+                if resolving { return .pending(flight.promise.futureResult) }
+            }
+            self.call(token: token, endpoint: endpoint).whenSuccess { self.settle(flight, $0) }
             return .pending(flight.promise.futureResult)
         }
     }
 
-    private func call(_ flight: LocalSingleFlight<TokenDigest, IntrospectionOutcome>.Flight, token: String, client: UpstreamClient) {
+    /// Ends the flight; definite outcomes are remembered until their `validUntil`.
+    private func settle(_ flight: LocalSingleFlight<TokenDigest, IntrospectionOutcome>.Flight, _ outcome: IntrospectionOutcome) {
+        self.table.settle(flight, now: self.clock(), outcome: outcome, remember: outcome != .unavailable)
+    }
+
+    /// One call to the endpoint, on its client's loop; never fails (a failure is `unavailable`).
+    private func call(token: String, endpoint: UpstreamEndpoint) -> EventLoopFuture<IntrospectionOutcome> {
         let started = self.clock()
         let configuration = self.configuration
-        client.execute(IntrospectionAnswer.request(for: token, configuration: configuration)).whenComplete { result in
+        let answered = endpoint.client.eventLoop.makePromise(of: IntrospectionOutcome.self)
+        let request = IntrospectionAnswer.request(for: token, configuration: configuration, path: endpoint.path)
+        endpoint.client.execute(request).whenComplete { result in
             let finished = self.clock()
             let outcome: IntrospectionOutcome
             switch result {
@@ -69,13 +105,20 @@ final class TokenIntrospector: Sendable {
             case .failure: outcome = .unavailable
             }
             self.metrics.observe(MetricKey(MetricName.authServiceDuration, ["operation": "introspection"]), seconds: finished - started)
-            self.metrics.increment(MetricKey(MetricName.introspections, ["outcome": outcome.label]))
-            self.state.withLockedValue { state in
-                state.lastOutcome = outcome.label
-                state.lastCallAt = finished
-                state.consecutiveFailures = outcome == .unavailable ? state.consecutiveFailures + 1 : 0
-            }
-            self.table.settle(flight, now: finished, outcome: outcome, remember: outcome != .unavailable)
+            self.record(outcome)
+            answered.succeed(outcome)
+        }
+        return answered.futureResult
+    }
+
+    /// Counts a call's outcome (or a call that could not be made) for the metric and `/healthz`.
+    private func record(_ outcome: IntrospectionOutcome) {
+        let finished = self.clock()
+        self.metrics.increment(MetricKey(MetricName.introspections, ["outcome": outcome.label]))
+        self.state.withLockedValue { state in
+            state.lastOutcome = outcome.label
+            state.lastCallAt = finished
+            state.consecutiveFailures = outcome == .unavailable ? state.consecutiveFailures + 1 : 0
         }
     }
 }

@@ -27,10 +27,8 @@ extension ConfigurationLoader {
                 section.error("publicBaseURL", "\"\(base)\" \(reason.description)")
             }
         }
-        if let nonce = section.bool("nonce") {
-            if nonce { section.error("nonce", "DPoP-Nonce issuing is not supported yet (leave it out or false)") }
-            dpop.nonce = false
-        }
+        // The nonce key is process-wide (`DPoPNonce.key`): nothing more to read here.
+        dpop.nonce = section.bool("nonce") ?? dpop.nonce
         return dpop
     }
 }

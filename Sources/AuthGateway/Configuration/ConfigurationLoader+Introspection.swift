@@ -1,12 +1,21 @@
 /// Reading `tokens.introspection` (SPEC §4.13).
 extension ConfigurationLoader {
     static func introspection(_ section: ConfigReader) -> IntrospectionConfiguration? {
+        // Without `url`, a discovery document's `introspection_endpoint` (linked, and the
+        // error for neither, in `linkIntrospectionDiscovery`).
         var url: UpstreamURL?
-        if let text = section.requiredString("url") {
+        var urlRefused = false
+        if let text = section.string("url") {
             switch UpstreamURL.parse(text) {
             case .success(let parsed): url = parsed
-            case .failure(let reason): section.error("url", "\"\(text)\" \(reason.description)")
+            case .failure(let reason):
+                section.error("url", "\"\(text)\" \(reason.description)")
+                urlRefused = true
             }
+        }
+        let discoveryIssuer = section.nonEmptyString("discoveryIssuer")
+        if discoveryIssuer != nil && section.has("url") {
+            section.error("discoveryIssuer", "set url or discoveryIssuer, not both")
         }
         let clientID = section.nonEmptyString("clientId")
         let clientSecret = section.string("clientSecret")
@@ -18,10 +27,41 @@ extension ConfigurationLoader {
         let audiences = section.stringArray("audiences")
         if audiences?.isEmpty == true { section.error("audiences", "must not be empty (leave it out to skip the audience check)") }
         let forJWTs = section.bool("forJWTs") ?? false
-        guard let url else { return nil }
+        guard !urlRefused else { return nil }
         return IntrospectionConfiguration(
-            url: url, clientID: clientID, clientSecret: clientSecret, clientAuthentication: authentication, cacheSeconds: cacheSeconds,
+            url: url, discoveryIssuer: discoveryIssuer, clientID: clientID, clientSecret: clientSecret, clientAuthentication: authentication, cacheSeconds: cacheSeconds,
             negativeCacheSeconds: negativeCacheSeconds, timeoutMilliseconds: timeout, issuer: issuer, audiences: audiences, forJWTs: forJWTs
         )
+    }
+
+    /// `tokens.introspection` without `url`: its `discoveryIssuer`, else
+    /// `authService.discoveryIssuer`, must name an issuer with `discovery: true`, whose document
+    /// must then carry an `introspection_endpoint` (a document without one is refused, and the
+    /// issuer is not ready).
+    static func linkIntrospectionDiscovery(_ tokens: inout TokensConfiguration, authService: AuthServiceConfiguration?, root: ConfigReader) {
+        guard var introspection = tokens.introspection, introspection.url == nil else { return }
+        let explicit = introspection.discoveryIssuer != nil
+        guard let name = introspection.discoveryIssuer ?? authService?.discoveryIssuer else {
+            root.error(
+                "tokens.introspection.url",
+                "is required (unless tokens.introspection.discoveryIssuer or authService.discoveryIssuer names an issuer with \"discovery\": true)"
+            )
+            return
+        }
+        let path = explicit ? "tokens.introspection.discoveryIssuer" : "authService.discoveryIssuer"
+        guard let index = tokens.issuers.firstIndex(where: { $0.issuer == name }) else {
+            root.error(path, "\"\(name)\" is not an issuer of tokens.issuers")
+            return
+        }
+        guard var jwks = tokens.issuers[index].jwks, var discovery = jwks.discovery else {
+            // `authService.discoveryIssuer` reports its own issuer's lack of discovery.
+            if explicit { root.error(path, "issuer \"\(name)\" does not have \"discovery\": true (tokens.issuers[\(index)])") }
+            return
+        }
+        discovery.needsIntrospectionEndpoint = true
+        jwks.source = .discovery(discovery)
+        tokens.issuers[index].jwks = jwks
+        introspection.discoveryIssuer = name
+        tokens.introspection = introspection
     }
 }

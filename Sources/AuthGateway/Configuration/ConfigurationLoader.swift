@@ -153,6 +153,7 @@ public struct ConfigurationLoader: Sendable {
         if let authService, let name = authService.discoveryIssuer, tokens != nil {
             Self.linkDiscoveryIssuer(name, authService: authService, tokens: &tokens!, root: root)
         }
+        if tokens != nil { Self.linkIntrospectionDiscovery(&tokens!, authService: authService, root: root) }
 
         guard let listener, let backends, let tokens, let routes, let identityHeaders, let rateLimits else { return nil }
         var configuration = GatewayConfiguration(

@@ -85,7 +85,12 @@ public struct TokensConfiguration: Sendable {
 /// `tokens.introspection` (SPEC §4.13): where opaque access tokens are checked, and how long
 /// the answers are kept.
 public struct IntrospectionConfiguration: Sendable, Equatable {
-    public var url: UpstreamURL
+    /// The endpoint; nil when `discoveryIssuer`'s document names it.
+    public var url: UpstreamURL?
+    /// The issuer (with `discovery: true`) whose discovery document's `introspection_endpoint`
+    /// is used when `url` is absent: `tokens.introspection.discoveryIssuer`, else
+    /// `authService.discoveryIssuer` (set by the loader).
+    public var discoveryIssuer: String?
     public var clientID: String?
     public var clientSecret: String?
     public var clientAuthentication: RefreshConfiguration.ClientAuthentication = .basic
@@ -101,7 +106,7 @@ public struct IntrospectionConfiguration: Sendable, Equatable {
     public var forJWTs = false
 
     /// The issuer name identities from this endpoint carry.
-    public var identityIssuer: String { self.issuer ?? self.url.description }
+    public var identityIssuer: String { self.issuer ?? self.url?.description ?? self.discoveryIssuer ?? "" }
 }
 
 /// `tokens.dpop` (SPEC §4.14, RFC 9449): how proofs of possession are checked.
@@ -115,7 +120,8 @@ public struct DPoPConfiguration: Sendable, Equatable {
     /// `scheme://authority` the clients see (behind a proxy that sets no `X-Forwarded-*`);
     /// when set, only that base is accepted in `htu`.
     public var publicBaseURL: String?
-    /// `DPoP-Nonce` issuing (not built yet: `check` refuses `true`).
+    /// `DPoP-Nonce` issuing (RFC 9449 §8): proofs must carry a nonce the gateway issued within
+    /// `maxAgeSeconds` (`DPoPNonce`).
     public var nonce = false
 
     public init() {}
@@ -182,6 +188,8 @@ public struct DiscoveryConfiguration: Sendable, Equatable {
     public var needsTokenEndpoint = false
     /// `authService.discoveryIssuer` names this issuer and the profile has no `path`.
     public var needsUserinfoEndpoint = false
+    /// `tokens.introspection` has no `url` and takes this issuer's `introspection_endpoint`.
+    public var needsIntrospectionEndpoint = false
 
     public init(documentURL: UpstreamURL, needsTokenEndpoint: Bool = false, needsUserinfoEndpoint: Bool = false) {
         self.documentURL = documentURL

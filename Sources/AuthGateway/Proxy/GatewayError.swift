@@ -32,6 +32,7 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
         case introspectionUnavailable
         case dpopRequired(algs: String)
         case dpopInvalidProof(check: String, algs: String)
+        case dpopUseNonce(algs: String)
         case rateLimited(limit: String, retryAfterSeconds: Int)
     }
 
@@ -67,6 +68,8 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
     public static func dpopRequired(algs: String) -> GatewayError { .init(kind: .dpopRequired(algs: algs)) }
     /// A proof that failed `check` (named in the detail).
     public static func dpopInvalidProof(_ check: String, algs: String) -> GatewayError { .init(kind: .dpopInvalidProof(check: check, algs: algs)) }
+    /// A proof without the current server nonce (RFC 9449 §8); the answer carries `DPoP-Nonce`.
+    public static func dpopUseNonce(algs: String) -> GatewayError { .init(kind: .dpopUseNonce(algs: algs)) }
     /// Refused by the rate limit `limit` (SPEC §4.12); its name is configuration, not secret.
     public static func rateLimited(_ limit: String, retryAfterSeconds: Int) -> GatewayError {
         .init(kind: .rateLimited(limit: limit, retryAfterSeconds: retryAfterSeconds))
@@ -99,6 +102,7 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
         case .introspectionUnavailable: return "introspection.unavailable"
         case .dpopRequired: return "dpop.required"
         case .dpopInvalidProof: return "dpop.invalid_proof"
+        case .dpopUseNonce: return "dpop.use_nonce"
         case .rateLimited: return "rate_limited"
         }
     }
@@ -111,7 +115,8 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
         case .requestTimeout: return .requestTimeout
         case .upgradeUnsupported: return .notImplemented
         case .routeNotFound: return .notFound
-        case .tokenMissing, .tokenRejected, .refreshRejected, .profileRejected, .tokenInactive, .dpopRequired, .dpopInvalidProof: return .unauthorized
+        case .tokenMissing, .tokenRejected, .refreshRejected, .profileRejected, .tokenInactive, .dpopRequired, .dpopInvalidProof, .dpopUseNonce:
+            return .unauthorized
         case .forbidden: return .forbidden
         case .upstreamUnreachable, .upstreamProtocolError: return .badGateway
         case .upstreamTimeout: return .gatewayTimeout
@@ -127,6 +132,7 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
         case .tokenRejected, .refreshRejected, .profileRejected, .tokenInactive: return "invalid_token"
         case .forbidden: return "insufficient_scope"
         case .dpopInvalidProof: return "invalid_dpop_proof"
+        case .dpopUseNonce: return "use_dpop_nonce"
         default: return nil
         }
     }
@@ -166,6 +172,7 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
         case .introspectionUnavailable: return "The token introspection endpoint is unavailable; try again shortly"
         case .dpopRequired: return "A DPoP-bound access token needs the DPoP scheme and a DPoP proof"
         case .dpopInvalidProof(let check, _): return "The DPoP proof failed its check: \(check)"
+        case .dpopUseNonce: return "The DPoP proof must carry the nonce of the DPoP-Nonce header"
         case .rateLimited(let limit, _): return "Too many requests under the rate limit \"\(limit)\""
         }
     }
@@ -179,6 +186,8 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
             return "DPoP algs=\"\(algs)\""
         case .dpopInvalidProof(let check, let algs):
             return "DPoP error=\"invalid_dpop_proof\", error_description=\"The DPoP proof failed its check: \(check)\", algs=\"\(algs)\""
+        case .dpopUseNonce(let algs):
+            return "DPoP error=\"use_dpop_nonce\", error_description=\"\(self.detail)\", algs=\"\(algs)\""
         case .tokenRejected, .refreshRejected, .profileRejected, .forbidden, .tokenInactive:
             // quoted-string (RFC 9110 §5.6.4): the detail may name a configured claim.
             let description = self.detail.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
@@ -200,6 +209,7 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
         case .tokenInactive: return "inactive"
         case .dpopRequired: return "dpop_required"
         case .dpopInvalidProof: return "dpop_invalid_proof"
+        case .dpopUseNonce: return "dpop_use_nonce"
         default: return nil
         }
     }

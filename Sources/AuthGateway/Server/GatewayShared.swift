@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import Logging
 import NIOSSL
@@ -9,6 +10,9 @@ final class GatewayShared: Sendable {
     let verifiedTokens: VerifiedTokenCache
     /// `jti`s of accepted DPoP proofs (process-wide, kept across reloads; SPEC §4.14).
     let dpopReplay = DPoPReplayCache()
+    /// The `DPoP-Nonce` key (`DPoPNonce.key`): derived from `sharedState.encryptionKeyBase64`,
+    /// else random per process. Kept across reloads.
+    let dpopNonceKey: SymmetricKey
     let keyStore: KeyStore
     let health: HealthState
     let processMetrics: ProcessMetrics
@@ -34,8 +38,9 @@ final class GatewayShared: Sendable {
 
     init(verifiedTokens: VerifiedTokenCache, keyStore: KeyStore, health: HealthState, processMetrics: ProcessMetrics, refreshStore: RefreshStore, clock: @escaping @Sendable () -> Double, clientTLS: NIOSSLContext?,
         connector: UpstreamConnector = SocketConnector(), tracing: GatewayTracing? = nil, sharedState: PostgresSharedState? = nil,
-        logger: Logger = Logger(label: "auth-gateway")
+        logger: Logger = Logger(label: "auth-gateway"), dpopNonceKey: SymmetricKey = DPoPNonce.key(sharedSecret: nil)
     ) {
+        self.dpopNonceKey = dpopNonceKey
         self.backendAvailabilities = BackendAvailabilities(logger: logger, metrics: processMetrics)
         self.sharedState = sharedState
         self.verifiedTokens = verifiedTokens

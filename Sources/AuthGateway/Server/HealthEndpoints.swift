@@ -126,7 +126,13 @@ enum HealthEndpoints {
             // The endpoint's last call; a failing endpoint refuses opaque tokens (503) but
             // leaves JWT requests alone, so it degrades.
             let state = introspector.endpointState
-            var entry: JSONObject = ["url": .string(introspector.configuration.url.description)]
+            var entry: JSONObject = [:]
+            if let url = introspector.configuration.url {
+                entry["url"] = .string(url.description)
+            } else if let issuer = introspector.configuration.discoveryIssuer {
+                entry["discoveryIssuer"] = .string(issuer)
+                if let url = shared.keyStore.discoveryDocument(issuer: issuer)?.introspectionEndpoint { entry["url"] = .string(url.description) }
+            }
             let failing = state.consecutiveFailures > 0
             entry["status"] = .string(failing ? "failing" : (state.lastOutcome == nil ? "unknown" : "ok"))
             if let outcome = state.lastOutcome { entry["lastOutcome"] = .string(outcome) }

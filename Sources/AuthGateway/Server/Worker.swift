@@ -20,8 +20,9 @@ package final class Worker {
     /// Origins whose client was made on first use for a discovered endpoint.
     private var discoveredOrigins: Set<String> = []
     private var clientTimeout = TimeAmount.milliseconds(3000)
-    /// The loop's client for `tokens.introspection.url`: a pool of its own, with the
-    /// introspection timeout.
+    /// The loop's client for the introspection endpoint (`tokens.introspection.url`, or the
+    /// origin of the discovered `introspection_endpoint`, made on first use): a pool of its
+    /// own, with the introspection timeout.
     private var introspectionClient: UpstreamClient?
     private var requestIDs = RequestIDGenerator()
     private let recentTokens = RecentTokens()
@@ -110,8 +111,12 @@ package final class Worker {
             clients: clients,
             metrics: self.metrics
         )
-        services.introspectionClient = self.introspectionClient
+        if self.snapshot.configuration.tokens.introspection != nil {
+            services.introspectionEndpoint = { [unowned self] in self.introspectionEndpoint() }
+        }
         services.dpopReplay = self.shared.dpopReplay
+        services.sharedDPoPReplay = self.shared.sharedState?.dpopReplay
+        services.dpopNonceKey = self.shared.dpopNonceKey
         return services
     }
 
@@ -171,14 +176,36 @@ package final class Worker {
         self.discoveredOrigins = discovered
         self.clientTimeout = timeout
         let introspection = configuration.tokens.introspection
-        let introspectionClient = introspection.map { introspection in
-            self.makeClient(
-                name: "introspection", url: introspection.url, timeout: .milliseconds(Int64(introspection.timeoutMilliseconds)), reuse: self.introspectionClient
+        // A discovered endpoint's client is made (or kept) when a call needs it.
+        let introspectionClient = introspection.flatMap { introspection in
+            guard let url = introspection.url else { return introspection.discoveryIssuer == nil ? nil : self.introspectionClient }
+            return self.makeClient(
+                name: "introspection", url: url, timeout: .milliseconds(Int64(introspection.timeoutMilliseconds)), reuse: self.introspectionClient
             )
         }
         if let old = self.introspectionClient, old !== introspectionClient { old.pool.shutdown() }
         self.introspectionClient = introspectionClient
         self.authServices = self.makeAuthServices(authClient: authClient, configuration: configuration.authService)
+    }
+
+    /// Where an introspection call goes now: the configured `url` on its client, or the
+    /// `introspection_endpoint` of the issuer's accepted discovery document on a client for its
+    /// origin (made on first use, replaced when the document moves it). Nil without a
+    /// document yet, or for `https` without client TLS. Asked only when a call is made.
+    private func introspectionEndpoint() -> UpstreamEndpoint? {
+        guard let introspection = self.snapshot.configuration.tokens.introspection else { return nil }
+        if let url = introspection.url {
+            return self.introspectionClient.map { UpstreamEndpoint(client: $0, path: url.pathAndQuery) }
+        }
+        guard let issuer = introspection.discoveryIssuer, let url = self.shared.keyStore.discoveryDocument(issuer: issuer)?.introspectionEndpoint,
+            !url.isTLS || self.shared.clientTLS != nil
+        else { return nil }
+        let base = UpstreamURL(scheme: url.scheme, host: url.host, port: url.port, pathAndQuery: "")
+        let timeout = TimeAmount.milliseconds(Int64(introspection.timeoutMilliseconds))
+        let client = self.makeClient(name: "introspection", url: base, timeout: timeout, reuse: self.introspectionClient)
+        if let old = self.introspectionClient, old !== client { old.pool.shutdown() }
+        self.introspectionClient = client
+        return UpstreamEndpoint(client: client, path: url.pathAndQuery)
     }
 
     private func makeClient(name: String, url: UpstreamURL, timeout: TimeAmount, reuse existing: UpstreamClient?) -> UpstreamClient {

@@ -1,13 +1,15 @@
 import Crypto
 import Foundation
 
-/// Seals refresh outcomes for the shared table with AES-256-GCM (SPEC §4.8): nothing stored
-/// reveals a token. The key digest of the row is the authenticated data, so a sealed outcome
-/// copied to another row does not open there.
+/// Seals refresh outcomes (and introspection answers, `OutcomeSealer+Introspection`) for the
+/// shared tables with AES-256-GCM (SPEC §4.8): nothing stored reveals a token. The key digest
+/// of the row is the authenticated data, so a sealed outcome copied to another row does not
+/// open there.
 ///
 /// Layout: a format byte (1), then AES-GCM's combined form (12-byte nonce, ciphertext, 16-byte
 /// tag). The plaintext is a small JSON object: `{"o":"refreshed","a":…,"r":…}`, `{"o":"rejected"}`
-/// or `{"o":"unavailable"}`.
+/// or `{"o":"unavailable"}` for refreshes; `{"o":"active","c":{claims}}` or `{"o":"inactive"}`
+/// for introspection answers.
 struct OutcomeSealer: Sendable {
     struct OpenError: Error, Equatable, CustomStringConvertible {
         enum Reason: Equatable {
@@ -36,13 +38,23 @@ struct OutcomeSealer: Sendable {
     }
 
     func seal(_ outcome: RefreshOutcome, for digest: TokenDigest) -> [UInt8] {
-        let plaintext = Array(Self.encode(outcome).jsonText.utf8)
+        self.seal(document: Self.encode(outcome), for: digest)
+    }
+
+    func open(_ sealed: [UInt8], for digest: TokenDigest) throws(OpenError) -> RefreshOutcome {
+        guard let outcome = Self.decode(try self.openDocument(sealed, for: digest)) else { throw OpenError(reason: .unreadable) }
+        return outcome
+    }
+
+    /// Seals any small JSON document the same way (the shared introspection answers use it).
+    func seal(document: JSONValue, for digest: TokenDigest) -> [UInt8] {
+        let plaintext = Array(document.jsonText.utf8)
         // Sealing with a fresh random nonce cannot fail for these sizes.
         let box = try! AES.GCM.seal(plaintext, using: self.key, authenticating: digest.bytes)
         return [Self.format] + Array(box.combined!)
     }
 
-    func open(_ sealed: [UInt8], for digest: TokenDigest) throws(OpenError) -> RefreshOutcome {
+    func openDocument(_ sealed: [UInt8], for digest: TokenDigest) throws(OpenError) -> JSONValue {
         guard sealed.first == Self.format else { throw OpenError(reason: .unknownFormat) }
         let plaintext: Data
         do {
@@ -51,10 +63,8 @@ struct OutcomeSealer: Sendable {
         } catch {
             throw OpenError(reason: .notAuthentic)
         }
-        guard let document = try? JSONValue(parsing: String(decoding: plaintext, as: UTF8.self)), let outcome = Self.decode(document) else {
-            throw OpenError(reason: .unreadable)
-        }
-        return outcome
+        guard let document = try? JSONValue(parsing: String(decoding: plaintext, as: UTF8.self)) else { throw OpenError(reason: .unreadable) }
+        return document
     }
 
     private static func encode(_ outcome: RefreshOutcome) -> JSONValue {

@@ -59,21 +59,38 @@ extension PostgresSharedState {
 
     /// Creates the table at start (retrying with backoff until it works), probes the database
     /// after a failure (the probe re-creates the table, so a database restored empty works
-    /// again), and sweeps expired rows every `sweepIntervalSeconds`.
+    /// again), creates the DPoP-proof and introspection tables once the database is up (again
+    /// after every outage), and sweeps expired rows every `sweepIntervalSeconds`.
     func maintain() async {
         let sweepInterval = Double(self.configuration.sweepIntervalSeconds)
         var nextSweep = SharedStateDatabase.monotonicSeconds() + sweepInterval
+        var tokenTablesAttempt = (at: 0.0, backoff: Self.listenBackoff.initial)
         while !Task.isCancelled {
             if self.database.isProbeDue() {
+                self.tokenTables.set(false)
                 try? await self.database.probe()
+            } else if self.database.usesDatabase, !self.tokenTables.isReady, SharedStateDatabase.monotonicSeconds() >= tokenTablesAttempt.at {
+                do {
+                    try await self.database.ensureTokenTables()
+                    self.tokenTables.set(true)
+                    tokenTablesAttempt.backoff = Self.listenBackoff.initial
+                } catch {
+                    // Counted as `token_tables`; DPoP and introspection stay process-local.
+                    tokenTablesAttempt = (SharedStateDatabase.monotonicSeconds() + tokenTablesAttempt.backoff, min(tokenTablesAttempt.backoff * 2, 60))
+                }
             } else if self.database.usesDatabase, SharedStateDatabase.monotonicSeconds() >= nextSweep {
                 try? await self.database.sweep()
+                if self.tokenTables.isReady { try? await self.database.sweepTokenTables() }
                 nextSweep = SharedStateDatabase.monotonicSeconds() + sweepInterval
             }
+            if !self.database.usesDatabase { self.tokenTables.set(false) }
             let untilSweep = max(0, nextSweep - SharedStateDatabase.monotonicSeconds())
             let untilProbe = self.database.usesDatabase ? Double.infinity : self.database.secondsUntilProbe()
+            let untilTokenTables =
+                self.database.usesDatabase && !self.tokenTables.isReady
+                ? max(0, tokenTablesAttempt.at - SharedStateDatabase.monotonicSeconds()) : Double.infinity
             // Wakes at least every second: an outage noticed by a request is probed soon.
-            let delay = min(untilSweep, untilProbe, 1.0)
+            let delay = min(untilSweep, untilProbe, untilTokenTables, 1.0)
             try? await Task.sleep(for: .milliseconds(Int64(max(delay, 0.01) * 1000)))
         }
     }

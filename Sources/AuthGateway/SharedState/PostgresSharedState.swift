@@ -24,6 +24,14 @@ final class PostgresSharedState: Sendable {
     private let background = NIOLockedValueBox<Task<Void, Never>?>(nil)
     /// The limiter the rate-limit sync works on (`attachRateLimiter`).
     let rateLimiter = NIOLockedValueBox<RateLimiter?>(nil)
+    /// The tasks requests start for DPoP proofs and introspection answers.
+    let requestTasks = SharedStateTasks()
+    /// Whether the DPoP-proof and introspection tables exist (the maintenance loop makes them).
+    let tokenTables = TokenTablesReadiness()
+    /// The DPoP replay check across instances (SPEC §4.14).
+    let dpopReplay: SharedDPoPReplay
+    /// Introspection answers across instances (SPEC §4.13).
+    let introspections: SharedIntrospections
 
     /// `pollMillisecondsWhileListening`: the waiters' safety-net poll while notifications
     /// work (tests lengthen it to show that notifications alone wake them).
@@ -36,8 +44,11 @@ final class PostgresSharedState: Sendable {
         self.metrics = metrics
         self.logger = logger
         self.database = try SharedStateDatabase(settings: configuration.postgres, eventLoopGroup: eventLoopGroup, metrics: metrics, logger: logger)
+        let sealer = OutcomeSealer(key: configuration.encryptionKey)
+        self.dpopReplay = SharedDPoPReplay(database: self.database, tasks: self.requestTasks, tablesReady: self.tokenTables)
+        self.introspections = SharedIntrospections(database: self.database, tasks: self.requestTasks, tablesReady: self.tokenTables, sealer: sealer)
         self.store = PostgresRefreshStore(
-            database: self.database, wakeups: self.wakeups, sealer: OutcomeSealer(key: configuration.encryptionKey),
+            database: self.database, wakeups: self.wakeups, sealer: sealer,
             pollMillisecondsWhileListening: pollMillisecondsWhileListening, clock: clock
         )
     }
@@ -63,6 +74,7 @@ final class PostgresSharedState: Sendable {
     /// background work and the client. Idempotent.
     func stop() async {
         await self.store.stop()
+        await self.requestTasks.stop()
         guard let task = self.background.withLockedValue({ state -> Task<Void, Never>? in
             defer { state = nil }
             return state
@@ -93,7 +105,11 @@ final class PostgresSharedState: Sendable {
         if let failure = availability.lastFailure, availability.status != .up || !listening {
             detail["lastError"] = .string("\(failure.operation.rawValue): \(failure.reason)")
         }
-        let degraded = availability.status != .up || !listening
+        // The DPoP-proof and introspection tables: created after the database is up; until
+        // then (or while the role may not create them) those stay process-local.
+        let tokenTables = self.tokenTables.isReady
+        detail["tokenTables"] = .string(tokenTables ? "ok" : "missing")
+        let degraded = availability.status != .up || !listening || !tokenTables
         detail["status"] = .string(degraded ? "degraded" : "ok")
         return (degraded, detail)
     }

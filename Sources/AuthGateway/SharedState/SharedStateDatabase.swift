@@ -58,7 +58,7 @@ final class SharedStateDatabase: Sendable {
             // The database works; this instance's key does not match the one that sealed it.
             self.logger.error("shared_state.decrypt_failed", metadata: ["shared_state.error": "\(failure.reason)"])
             return
-        case .listen, .sweep, .rateLimitSync:
+        case .listen, .sweep, .rateLimitSync, .tokenTables:
             // A rate-limit sync failing alone (its table missing for a role without CREATE, a
             // slow batch) must not turn refresh sharing off; a database that is down is found
             // by the probe the LISTEN loop and the refreshes run.
@@ -66,7 +66,9 @@ final class SharedStateDatabase: Sendable {
                 "shared_state.\(failure.operation.rawValue)_failed", metadata: ["shared_state.error": "\(failure.reason)"]
             )
             return
-        case .connect, .schema, .claim, .wait, .settle:
+        case .connect, .schema, .claim, .wait, .settle, .dpopReplay, .introspection:
+            // A request's statement that failed or timed out: the database is slow or down,
+            // so requests stop waiting for it until a probe succeeds.
             break
         }
         let (startedOutage, failures) = self.availability.withLockedValue { state in

@@ -20,6 +20,13 @@ enum SharedStateOperation: String, Sendable, CaseIterable {
     case decrypt
     /// The rate-limit sync across instances (SPEC §4.12): its table and its statement.
     case rateLimitSync = "rate_limit_sync"
+    /// Creating the DPoP-proof and introspection tables (`SharedTokenTables`): until it works,
+    /// DPoP replays and introspection answers stay process-local; refreshes are not affected.
+    case tokenTables = "token_tables"
+    /// Recording a DPoP proof's `jti` (SPEC §4.14): the request falls back to the local cache.
+    case dpopReplay = "dpop_replay"
+    /// Reading or storing a shared introspection answer (SPEC §4.13).
+    case introspection
 }
 
 /// One failed database operation, described without secrets: PostgresNIO's errors print

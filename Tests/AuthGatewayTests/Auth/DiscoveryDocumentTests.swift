@@ -132,4 +132,34 @@ struct DiscoveryDocumentTests {
         #expect(document.unmet(Self.requirements(token: true)) == nil)
         #expect(document.unmet(Self.requirements(userinfo: true))?.description == "the discovery document has no userinfo_endpoint")
     }
+
+    /// `introspection_endpoint` (RFC 8414 §2): read when present and usable; required (and
+    /// then checked like the others) when `tokens.introspection` has no `url`.
+    @Test func theIntrospectionEndpointIsReadAndRequiredOnlyWhenUsed() throws {
+        var requirements = Self.requirements()
+        func parse(_ fields: JSONObject) -> Result<DiscoveryDocument, DiscoveryError> {
+            do throws(DiscoveryError) {
+                return .success(try DiscoveryDocument.parse(Self.document(fields), expectedIssuer: Self.issuer, requirements: requirements))
+            } catch {
+                return .failure(error)
+            }
+        }
+        #expect(try parse(Self.complete).get().introspectionEndpoint == nil)
+        let with = self.editing(["introspection_endpoint": "https://idp.test/realms/main/introspect"])
+        #expect(try parse(with).get().introspectionEndpoint?.description == "https://idp.test/realms/main/introspect")
+        // Cleartext beside an https issuer: ignored when optional, refused when required.
+        let cleartext = self.editing(["introspection_endpoint": "http://idp.test/introspect"])
+        #expect(try parse(cleartext).get().introspectionEndpoint == nil)
+        requirements.needsIntrospectionEndpoint = true
+        #expect(try parse(with).get().introspectionEndpoint != nil)
+        guard case .failure(let missing) = parse(Self.complete), case .failure(let insecure) = parse(cleartext) else {
+            Issue.record("a document without a usable introspection_endpoint was accepted")
+            return
+        }
+        #expect(missing.description == "the discovery document has no introspection_endpoint")
+        #expect(insecure.errorType == "discovery.invalid_url")
+        #expect(try parse(with).get().unmet(requirements) == nil)
+        let kept = try DiscoveryDocument.parse(Self.document(Self.complete), expectedIssuer: Self.issuer, requirements: Self.requirements())
+        #expect(kept.unmet(requirements)?.description == "the discovery document has no introspection_endpoint")
+    }
 }

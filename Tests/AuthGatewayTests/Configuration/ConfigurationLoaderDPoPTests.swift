@@ -30,13 +30,14 @@ struct ConfigurationLoaderDPoPTests {
         #expect(configuration.tokens.dpop.maxAgeSeconds == 60)
         #expect(configuration.tokens.dpop.leewaySeconds == 5)
         #expect(configuration.tokens.dpop.publicBaseURL == nil)
+        #expect(configuration.tokens.dpop.nonce == false)
         #expect(configuration.routes[0].dpop == .allowed)
         #expect(configuration.routes[0].forwardDPoPProof == false)
     }
 
     @Test func everyFieldIsRead() throws {
         let configuration = try self.load(
-            dpop: #"{"algorithms": ["ES256", "EdDSA"], "maxAgeSeconds": 30, "leewaySeconds": 0, "publicBaseURL": "https://API.example.com:443"}"#,
+            dpop: #"{"algorithms": ["ES256", "EdDSA"], "maxAgeSeconds": 30, "leewaySeconds": 0, "publicBaseURL": "https://API.example.com:443", "nonce": true}"#,
             route: #", "dpop": "required", "forwardDPoPProof": true"#,
             identity: #"{"X-Key": "dpop.jkt"}"#
         ).get()
@@ -44,6 +45,7 @@ struct ConfigurationLoaderDPoPTests {
         #expect(configuration.tokens.dpop.maxAgeSeconds == 30)
         #expect(configuration.tokens.dpop.leewaySeconds == 0)
         #expect(configuration.tokens.dpop.publicBaseURL == "https://api.example.com")
+        #expect(configuration.tokens.dpop.nonce)
         #expect(configuration.routes[0].dpop == .required)
         #expect(configuration.routes[0].forwardDPoPProof)
         #expect(configuration.identityHeaders.first?.path == IdentityValuePath(source: .dpop, name: "jkt"))
@@ -55,7 +57,7 @@ struct ConfigurationLoaderDPoPTests {
         #expect(self.issues(dpop: #"{"algorithms": []}"#) == ["tokens.dpop.algorithms: must list at least one algorithm"])
         #expect(self.issues(dpop: #"{"maxAgeSeconds": 0}"#).first?.hasPrefix("tokens.dpop.maxAgeSeconds:") == true)
         #expect(self.issues(dpop: #"{"publicBaseURL": "https://api.example.com/v1"}"#).first?.hasPrefix("tokens.dpop.publicBaseURL:") == true)
-        #expect(self.issues(dpop: #"{"nonce": true}"#).first?.hasPrefix("tokens.dpop.nonce:") == true)
+        #expect(self.issues(dpop: #"{"nonce": "yes"}"#) == ["tokens.dpop.nonce: expected true or false, found string"])
         #expect(self.issues(dpop: #"{"maxAge": 10}"#).first?.hasPrefix("tokens.dpop.maxAge:") == true)
         #expect(self.issues(route: #", "dpop": "sometimes""#) == ["routes[0].dpop: must be \"off\", \"allowed\" or \"required\""])
         #expect(self.issues(identity: #"{"X-Key": "dpop.thumbprint"}"#).first?.hasPrefix("identityHeaders.X-Key:") == true)

@@ -244,4 +244,71 @@ struct DPoPTests {
             #expect(Self.problem(refused).detail == "The DPoP proof failed its check: htu")
         }
     }
+
+    // MARK: DPoP-Nonce (RFC 9449 §8)
+
+    /// A proof without a nonce gets 401 `use_dpop_nonce` with a `DPoP-Nonce`; the client's
+    /// retry with that nonce passes. A nonce past half its life still passes and the answer
+    /// carries a new one; past `maxAgeSeconds` it is refused with a fresh one. Never forwarded
+    /// when refused.
+    @Test func aProofWithoutTheServerNonceIsAnsweredWithOneAndTheRetryPasses() async throws {
+        let clock = TestClock()
+        let gateway = try await GatewayFixture.start(clock: clock) { config in
+            config.set("tokens.dpop", ["nonce": true, "maxAgeSeconds": 60])
+        }
+        try await withCleanup({ await gateway.stop() }) {
+            let key = try await Self.clientKey()
+            let token = Self.boundToken(key, subject: "nonce-user")
+            let url = "http://127.0.0.1:\(gateway.port)/nonce"
+            let iat = { JSONValue.number(JSONNumber(Int(clock.now))) }
+
+            let bare = try await Self.proof(key, url: url, token: token, ["iat": iat()])
+            let challenge = try await Self.send(gateway, "/nonce", [("Authorization", "DPoP \(token)"), ("DPoP", bare)])
+            #expect(challenge.status == 401)
+            #expect(Self.problem(challenge).type == "urn:auth-gateway:problem:dpop.use_nonce")
+            #expect(challenge.header("www-authenticate")?.hasPrefix("DPoP error=\"use_dpop_nonce\"") == true)
+            #expect(challenge.header("www-authenticate")?.contains("algs=\"ES256 RS256 PS256 EdDSA\"") == true)
+            let nonce = try #require(challenge.header("dpop-nonce"))
+            #expect(gateway.backend.requestCount == 0)
+
+            let retry = try await Self.proof(key, url: url, token: token, ["iat": iat(), "nonce": .string(nonce)])
+            let passed = try await Self.send(gateway, "/nonce", [("Authorization", "DPoP \(token)"), ("DPoP", retry)])
+            #expect(passed.status == 200, "\(passed.text)")
+            #expect(passed.header("dpop-nonce") == nil, "a young nonce is not replaced")
+            // The refused proof did not use up a jti: the bare proof's jti was never recorded.
+
+            // Past half its life: passes, and a new nonce comes with the answer.
+            clock.advance(by: 40)
+            let older = try await Self.proof(key, url: url, token: token, ["iat": iat(), "nonce": .string(nonce)])
+            let renewed = try await Self.send(gateway, "/nonce", [("Authorization", "DPoP \(token)"), ("DPoP", older)])
+            #expect(renewed.status == 200)
+            let next = try #require(renewed.header("dpop-nonce"))
+            #expect(next != nonce)
+
+            // Past maxAgeSeconds: refused, with a fresh nonce to retry with.
+            clock.advance(by: 30)
+            let stale = try await Self.proof(key, url: url, token: token, ["iat": iat(), "nonce": .string(nonce)])
+            let refused = try await Self.send(gateway, "/nonce", [("Authorization", "DPoP \(token)"), ("DPoP", stale)])
+            #expect(refused.status == 401)
+            #expect(refused.header("www-authenticate")?.hasPrefix("DPoP error=\"use_dpop_nonce\"") == true)
+            #expect(refused.header("dpop-nonce") != nil)
+            // A made-up nonce is refused the same way.
+            let forged = try await Self.proof(key, url: url, token: token, ["iat": iat(), "nonce": "bm90LWEtbm9uY2U"])
+            #expect(Self.problem(try await Self.send(gateway, "/nonce", [("Authorization", "DPoP \(token)"), ("DPoP", forged)])).type == "urn:auth-gateway:problem:dpop.use_nonce")
+            // The renewed nonce works.
+            let good = try await Self.proof(key, url: url, token: token, ["iat": iat(), "nonce": .string(next)])
+            #expect(try await Self.send(gateway, "/nonce", [("Authorization", "DPoP \(token)"), ("DPoP", good)]).status == 200)
+            #expect(gateway.backend.requestCount == 3)
+        }
+    }
+
+    /// Without `nonce`, a proof's `nonce` claim is ignored and no `DPoP-Nonce` is sent.
+    @Test func withoutTheNonceOptionNoNonceIsAskedOrSent() async throws {
+        try await Self.withBoundClient { gateway, key, token in
+            let proof = try await Self.proof(key, url: "http://127.0.0.1:\(gateway.port)/nn", token: token, ["nonce": "anything"])
+            let response = try await Self.send(gateway, "/nn", [("Authorization", "DPoP \(token)"), ("DPoP", proof)])
+            #expect(response.status == 200)
+            #expect(response.header("dpop-nonce") == nil)
+        }
+    }
 }

@@ -12,7 +12,8 @@ struct DiscoveryTests {
     /// A gateway whose only knowledge of the provider is its issuer: `discovery: true`, the
     /// client id and secret (SPEC §4.10's minimal configuration), plus test timings.
     static func gateway(
-        provider: ScriptedOIDCProvider, refresh: Int = 300, minRefetch: Int = 10, authServiceURL: String? = nil, waitUntilReady: Bool = true
+        provider: ScriptedOIDCProvider, refresh: Int = 300, minRefetch: Int = 10, authServiceURL: String? = nil, waitUntilReady: Bool = true,
+        introspection: JSONObject? = nil
     ) async throws -> GatewayFixture {
         try await GatewayFixture.start(waitUntilReady: waitUntilReady) { config in
             config["eventLoopThreads"] = 2
@@ -33,6 +34,7 @@ struct DiscoveryTests {
             if let authServiceURL { authService["url"] = .string(authServiceURL) }
             config["authService"] = .object(authService)
             config["identityHeaders"] = ["X-User-Subject": "claims.sub", "X-User-Email": "profile.email"]
+            if let introspection { config.set("tokens.introspection", .object(introspection)) }
         }
     }
 
@@ -250,5 +252,49 @@ struct DiscoveryTests {
         try await poll { other.documentFetches >= 1 && second.application.shared.keyStore.unreadyReason?.contains("userinfo_endpoint") == true }
         #expect(!second.application.isReady)
         #expect(try await Self.issuerHealth(second, other)?["lastError"]?.stringValue == "the discovery document has no userinfo_endpoint")
+    }
+
+    /// SPEC §4.13: without `tokens.introspection.url`, opaque tokens go to the discovery
+    /// document's `introspection_endpoint` (another origin than the issuer), with the client
+    /// authenticated as configured; `/healthz` shows the discovered URL. A document without
+    /// the endpoint is refused: the issuer is not ready and says why.
+    @Test func anOpaqueTokenIsIntrospectedAtTheDiscoveredEndpoint() async throws {
+        let provider = try await ScriptedOIDCProvider.start()
+        atTestEnd { await provider.stop() }
+        let introspection: JSONObject = [
+            "clientId": .string(ScriptedOIDCProvider.clientID), "clientSecret": .string(ScriptedOIDCProvider.clientSecret), "timeoutMilliseconds": 10_000,
+        ]
+        let gateway = try await Self.gateway(provider: provider, waitUntilReady: false, introspection: introspection)
+        atTestEnd { await gateway.stop() }
+        try await poll { gateway.application.isReady }
+        provider.update { $0.introspectable["opaque-grace"] = ["active": true, "sub": "grace", "exp": .number(JSONNumber(Int(Date().timeIntervalSince1970) + 600))] }
+
+        // The identity headers ask for the profile too: userinfo, with the opaque token.
+        let response = try await gateway.send(.get("/opaque", token: "opaque-grace"))
+        #expect(response.status == 200, "\(response.text)")
+        #expect(response.echoedHeader("x-user-subject") == ["grace"])
+        #expect(response.echoedHeader("x-user-email") == ["grace@idp.test"])
+        #expect(provider.introspectionCalls == 1)
+        let call = try #require(provider.endpoints.requests.first { $0.path == "/introspect" })
+        #expect(call.bodyText == "token=opaque-grace&token_type_hint=access_token")
+        #expect(try await gateway.send(.get("/opaque", token: "opaque-unknown")).status == 401)
+        #expect(provider.introspectionCalls == 2)
+        let health = try await Self.admin(gateway, "/healthz").json?["checks"]?["introspection"]
+        #expect(health?["discoveryIssuer"]?.stringValue == provider.issuer)
+        #expect(health?["url"]?.stringValue == provider.endpoints.baseURL + "/introspect")
+    }
+
+    @Test func aDocumentWithoutTheIntrospectionEndpointIsRefusedWhenTheConfigurationNeedsIt() async throws {
+        let provider = try await ScriptedOIDCProvider.start()
+        atTestEnd { await provider.stop() }
+        provider.update { $0.servesIntrospection = false }
+        let gateway = try await Self.gateway(provider: provider, waitUntilReady: false, introspection: ["clientId": "gateway", "clientSecret": "s3cret"])
+        atTestEnd { await gateway.stop() }
+        try await poll { gateway.application.shared.keyStore.unreadyReason?.contains("introspection_endpoint") == true }
+        #expect(!gateway.application.isReady)
+        let health = try #require(try await Self.issuerHealth(gateway, provider))
+        #expect(health["discovery"]?["lastError"]?.stringValue == "the discovery document has no introspection_endpoint", "\(health)")
+        #expect(try await gateway.send(.get("/opaque", token: "opaque-x")).status == 503)
+        #expect(provider.introspectionCalls == 0)
     }
 }

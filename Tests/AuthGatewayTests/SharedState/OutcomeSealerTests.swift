@@ -72,4 +72,26 @@ struct OutcomeSealerTests {
         #expect(TokenDigest(hex: digest.hex.uppercased()) == nil)
         #expect(TokenDigest(bytes: [1, 2, 3]) == nil)
     }
+
+    // MARK: Introspection answers (SPEC §4.13), sealed the same way
+
+    @Test func introspectionAnswersOpenAsTheyWereWithTheReadersValidity() throws {
+        let sealer = OutcomeSealer(key: Self.key)
+        let claims: JSONObject = ["active": true, "sub": "alice", "scope": "read write", "exp": 1_900_000_000]
+        let active = try #require(sealer.seal(.active(claims: claims, validUntil: 100), for: Self.digest))
+        #expect(try sealer.openIntrospection(active, for: Self.digest, validUntil: 250) == .active(claims: claims, validUntil: 250))
+        let inactive = try #require(sealer.seal(.inactive(validUntil: 100), for: Self.digest))
+        #expect(try sealer.openIntrospection(inactive, for: Self.digest, validUntil: 7) == .inactive(validUntil: 7))
+        #expect(sealer.seal(IntrospectionOutcome.unavailable, for: Self.digest) == nil, "failures are never stored")
+        #expect(!String(decoding: active, as: UTF8.self).contains("alice"))
+        #expect(throws: OutcomeSealer.OpenError(reason: .notAuthentic)) { try sealer.openIntrospection(active, for: Self.otherDigest, validUntil: 1) }
+        #expect(throws: OutcomeSealer.OpenError(reason: .notAuthentic)) {
+            try OutcomeSealer(key: Self.otherKey).openIntrospection(active, for: Self.digest, validUntil: 1)
+        }
+        // A refresh outcome is not an introspection answer, nor the other way round.
+        #expect(throws: OutcomeSealer.OpenError(reason: .unreadable)) {
+            try sealer.openIntrospection(sealer.seal(.rejected, for: Self.digest), for: Self.digest, validUntil: 1)
+        }
+        #expect(throws: OutcomeSealer.OpenError(reason: .unreadable)) { try sealer.open(active, for: Self.digest) }
+    }
 }

@@ -140,11 +140,18 @@ extension PostgreSQLTests {
                 """,
                 database: database
             )
-            let state = try await SharedStateTesting.start(configuration)
+            let metrics = ProcessMetrics()
+            let state = try await SharedStateTesting.start(configuration, metrics: metrics)
             atTestEnd { await state.stop() }
             let call = CountingCall(answer: .rejected)
             #expect(try await state.refresh(Self.digest, on: TestGroup.shared.any(), call: call) == (.rejected, .led))
             #expect(try await cluster.rowCount(database) == 1)
+            // The DPoP-proof and introspection tables cannot be made by this role: counted,
+            // shown, and those stay per process — refreshes are shared all the same.
+            try await SharedStateTesting.eventually("the token tables were tried") { metrics.sharedStateErrors(.tokenTables) >= 1 }
+            #expect(state.health.detail["tokenTables"] == "missing")
+            #expect(state.database.usesDatabase)
+            #expect(!state.dpopReplay.isInUse && !state.introspections.isInUse)
         }
     }
 }

@@ -13,6 +13,8 @@ struct DPoPVerifiedProof: Equatable, Sendable {
     let thumbprint: String
     let jti: String
     let issuedAt: Double
+    /// The proof's `nonce` claim, checked by the caller when `tokens.dpop.nonce` is on.
+    var nonce: String? = nil
 }
 
 /// Checks one DPoP proof (RFC 9449 §4.3) against the request it came with: pure, no clock, no
@@ -85,6 +87,6 @@ enum DPoPProof {
         var accessToken = request.accessToken
         let expectedHash = accessToken.withUTF8 { Base64URL.encode(SHA256.hash(data: UnsafeRawBufferPointer($0))) }
         guard case .string(let ath)? = claims["ath"], ath == expectedHash else { return .failure(DPoPFailure("ath")) }
-        return .success(DPoPVerifiedProof(thumbprint: thumbprint, jti: jti, issuedAt: iat))
+        return .success(DPoPVerifiedProof(thumbprint: thumbprint, jti: jti, issuedAt: iat, nonce: claims["nonce"]?.stringValue))
     }
 }

@@ -17,11 +17,16 @@ final class DPoPReplayCache: Sendable {
 
     /// Records `proof`; false when its `jti` was seen (for the same key) and has not expired.
     func firstUse(of proof: DPoPVerifiedProof, until expiresAt: Double, now: Double) -> Bool {
-        let key = TokenDigest(of: Substring(proof.thumbprint + ":" + proof.jti))
+        let key = Self.digest(of: proof)
         return self.shards.withShard(for: key) { cache in
             if let seenUntil = cache.get(key), seenUntil > now { return false }
             _ = cache.set(key, expiresAt)
             return true
         }
+    }
+
+    /// The key of `proof` here and (its first 16 bytes) in the shared table.
+    static func digest(of proof: DPoPVerifiedProof) -> TokenDigest {
+        TokenDigest(of: Substring(proof.thumbprint + ":" + proof.jti))
     }
 }

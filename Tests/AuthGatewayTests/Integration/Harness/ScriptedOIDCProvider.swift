@@ -9,7 +9,7 @@ import AuthGatewayDemo
 /// An OpenID Provider on loopback, on two ports as real deployments often split it: the
 /// issuer's own origin serves `/.well-known/openid-configuration` and `/jwks`; another origin
 /// serves `/token` (RFC 6749 §6 refresh, client `gateway`/`s3cret` by HTTP Basic, rotating
-/// refresh tokens) and `/userinfo` (Bearer). The document points at both; tests can make
+/// refresh tokens), `/userinfo` (Bearer) and `/introspect` (RFC 7662, the same client). The document points at both; tests can make
 /// the document fail, lie about its issuer, or drop an endpoint.
 final class ScriptedOIDCProvider: Sendable {
     struct Script: Sendable {
@@ -17,6 +17,10 @@ final class ScriptedOIDCProvider: Sendable {
         /// The `issuer` the document claims (nil: the real one).
         var claimedIssuer: String?
         var servesUserinfo = true
+        /// Whether the document names `introspection_endpoint` (RFC 7662 on the endpoints' origin).
+        var servesIntrospection = true
+        /// Opaque tokens the introspection endpoint knows, and its answer for each.
+        var introspectable: [String: JSONValue] = [:]
         var signers: [JWTSigner]
     }
 
@@ -56,6 +60,7 @@ final class ScriptedOIDCProvider: Sendable {
     var jwksFetches: Int { self.discovery.calls("/jwks") }
     var tokenCalls: Int { self.endpoints.calls("/token") }
     var userinfoCalls: Int { self.endpoints.calls("/userinfo") }
+    var introspectionCalls: Int { self.endpoints.calls("/introspect") }
 
     func update(_ change: (inout Script) -> Void) { self.script.withLockedValue(change) }
 
@@ -91,6 +96,7 @@ final class ScriptedOIDCProvider: Sendable {
                 "id_token_signing_alg_values_supported": ["RS256"],
             ]
             if script.servesUserinfo { document["userinfo_endpoint"] = .string(self.endpoints.baseURL + "/userinfo") }
+            if script.servesIntrospection { document["introspection_endpoint"] = .string(self.endpoints.baseURL + "/introspect") }
             return .json(.ok, .object(document))
         case "/jwks":
             return .json(.ok, ["keys": .array(script.signers.map { try! $0.publicJWK() })])
@@ -118,7 +124,19 @@ final class ScriptedOIDCProvider: Sendable {
             }
             let rotated = self.login(subject: subject)
             return .json(.ok, ["access_token": .string(self.token(subject: subject)), "refresh_token": .string(rotated), "token_type": "Bearer", "expires_in": 300])
+        case (.POST, "/introspect"):
+            let basic = "Basic " + Data("\(Self.clientID):\(Self.clientSecret)".utf8).base64EncodedString()
+            guard request.headers.first(name: "authorization") == basic else { return .json(.unauthorized, ["error": "invalid_client"]) }
+            let token = request.bodyText.split(separator: "&").first { $0.hasPrefix("token=") }.map { String($0.dropFirst(6)).removingPercentEncoding ?? "" }
+            let answer = token.flatMap { token in self.script.withLockedValue { $0.introspectable[token] } } ?? ["active": false]
+            return .json(.ok, answer)
         case (.GET, "/userinfo"):
+            // An opaque token the introspection endpoint knows as active.
+            if let header = request.headers.first(name: "authorization"), header.hasPrefix("Bearer "),
+                case .string(let subject)? = self.script.withLockedValue({ $0.introspectable[String(header.dropFirst(7))]?["sub"] })
+            {
+                return .json(.ok, ["sub": .string(subject), "email": .string("\(subject)@idp.test")])
+            }
             guard let header = request.headers.first(name: "authorization"), header.hasPrefix("Bearer "),
                 let payload = header.dropFirst(7).split(separator: ".").dropFirst().first.flatMap({ Base64URL.decode($0) }),
                 let claims = try? JSONValue(parsingBytes: payload), case .string(let subject)? = claims["sub"]
