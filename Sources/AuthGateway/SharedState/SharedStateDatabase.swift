@@ -1,3 +1,4 @@
+import Synchronization
 import Foundation
 import Logging
 import NIOConcurrencyHelpers
@@ -19,6 +20,10 @@ final class SharedStateDatabase: Sendable {
     private let metrics: ProcessMetrics
     private let logger: Logger
     private let availability: NIOLockedValueBox<DatabaseAvailability>
+    /// `availability.usesDatabase`, readable without the lock: requests ask on every
+    /// statement they might make (a DPoP proof's jti, an introspection), and a lock shared by
+    /// every loop would be on their path. Written under the lock whenever availability changes.
+    private let usesDatabaseNow = Atomic<Bool>(false)
 
     init(settings: PostgresSettings, eventLoopGroup: EventLoopGroup, metrics: ProcessMetrics, logger: Logger) throws {
         self.settings = settings
@@ -35,7 +40,7 @@ final class SharedStateDatabase: Sendable {
 
     /// False while starting or after a failure, until a probe succeeds: refreshes then use the
     /// process-local table at once instead of waiting for a timeout.
-    var usesDatabase: Bool { self.availability.withLockedValue { $0.usesDatabase } }
+    var usesDatabase: Bool { self.usesDatabaseNow.load(ordering: .relaxed) }
 
     var availabilitySnapshot: DatabaseAvailability { self.availability.withLockedValue { $0 } }
 
@@ -72,7 +77,9 @@ final class SharedStateDatabase: Sendable {
             break
         }
         let (startedOutage, failures) = self.availability.withLockedValue { state in
-            (state.failed(failure, now: Self.monotonicSeconds()), state.consecutiveFailures)
+            let started = state.failed(failure, now: Self.monotonicSeconds())
+            self.usesDatabaseNow.store(state.usesDatabase, ordering: .relaxed)
+            return (started, state.consecutiveFailures)
         }
         self.metrics.setGauge(MetricKey(MetricName.sharedStateUp), 0)
         if startedOutage || failures == 1 {
@@ -88,7 +95,11 @@ final class SharedStateDatabase: Sendable {
     }
 
     private func recordSuccess() {
-        let recovered = self.availability.withLockedValue { $0.succeeded(now: Self.monotonicSeconds()) }
+        let recovered = self.availability.withLockedValue { state in
+            let recovered = state.succeeded(now: Self.monotonicSeconds())
+            self.usesDatabaseNow.store(state.usesDatabase, ordering: .relaxed)
+            return recovered
+        }
         if recovered {
             self.metrics.setGauge(MetricKey(MetricName.sharedStateUp), 1)
             self.logger.notice("shared_state.available", metadata: ["shared_state.database": "\(self.settings.url)"])
