@@ -10,8 +10,11 @@ import NIOHTTP2
 /// - flow control: WINDOW_UPDATEs as request bodies are consumed, withheld for backpressure
 ///   (`InboundWindow`); each stream's response backlog watched (`OutboundBacklog`, fed by
 ///   NIOHTTP2's frame delegate);
-/// - one deadline timer for the connection, armed for its streams' earliest deadline
-///   (`StreamDeadlines`);
+/// - one deadline timer for the connection, armed for the earliest deadline of its streams
+///   and of the connection itself: with no stream open for `idleSeconds` it is closed with
+///   GOAWAY (`StreamDeadlines`; a timer per stream, or the connection manager's idle timer
+///   rescheduled each time the last stream closes, cost an allocation and a heap operation per
+///   request);
 /// - one flush per read burst, and one per event-loop tick for what the backends answer
 ///   between bursts (each stream ending its response would otherwise cost a `write(2)`);
 ///   upstream writes made during a read burst are flushed once at its end.
@@ -33,6 +36,10 @@ final class HTTP2ServerConnection: ChannelDuplexHandler, NIOHTTP2FrameDelegate {
     private let streamDelegate: NIOHTTP2StreamDelegate?
     private(set) var context: ChannelHandlerContext?
     private var streams: [HTTP2StreamID: HTTP2ServerStream] = [:]
+    /// The highest stream the client opened (for the GOAWAY of an idle close).
+    private var lastStreamID = HTTP2StreamID.rootStream
+    /// When the connection is closed for want of streams; nil while one is open.
+    private var idleDeadline: NIODeadline?
     private var deadlines = StreamDeadlines()
     private var timer: Scheduled<Void>?
     private var inReadBurst = false
@@ -58,6 +65,12 @@ final class HTTP2ServerConnection: ChannelDuplexHandler, NIOHTTP2FrameDelegate {
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
         self.isWritable = context.channel.isWritable
+        self.becameIdle()
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        if self.streams.isEmpty { self.becameIdle() }
+        context.fireChannelActive()
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
@@ -79,6 +92,8 @@ final class HTTP2ServerConnection: ChannelDuplexHandler, NIOHTTP2FrameDelegate {
             // NIOHTTP2 lets a HEADERS frame through only for a new stream it accepted.
             let stream = HTTP2ServerStream(id: frame.streamID, server: self, worker: self.worker, connection: self.connection, windowSize: Self.windowSize)
             self.streams[frame.streamID] = stream
+            self.lastStreamID = max(self.lastStreamID, frame.streamID)
+            self.idleDeadline = nil
             self.streamDelegate?.streamCreated(frame.streamID, channel: context.channel)
             stream.received(frame.payload, context: context)
         }
@@ -113,6 +128,7 @@ final class HTTP2ServerConnection: ChannelDuplexHandler, NIOHTTP2FrameDelegate {
             if let stream = self.streams.removeValue(forKey: closed.streamID) {
                 stream.closed(context: context)
                 self.streamDelegate?.streamClosed(closed.streamID, channel: context.channel)
+                if self.streams.isEmpty { self.becameIdle() }
             }
             return
         case is NIOHTTP2StreamCreatedEvent:
@@ -203,16 +219,34 @@ final class HTTP2ServerConnection: ChannelDuplexHandler, NIOHTTP2FrameDelegate {
         }
     }
 
+    /// No stream is open: the idle clock starts (no timer is scheduled for it unless it is
+    /// the earliest deadline; the armed one finds it when it fires).
+    private func becameIdle() {
+        guard let context = self.context, context.channel.isActive else { return }
+        let deadline = context.eventLoop.now + self.worker.snapshot.idleTimeout
+        self.idleDeadline = deadline
+        self.streamDeadlineSet(deadline)
+    }
+
     private func timerFired() {
         self.timer = nil
         guard let context = self.context else { return }
         let now = context.eventLoop.now
+        if let idle = self.idleDeadline, idle <= now, self.streams.isEmpty {
+            // Idle: GOAWAY naming the last stream served, then close (RFC 9113 §6.8).
+            self.idleDeadline = nil
+            self.write(HTTP2Frame(streamID: .rootStream, payload: .goAway(lastStreamID: self.lastStreamID, errorCode: .noError, opaqueData: nil)))
+            self.flushPending = false
+            context.flush()
+            context.close(promise: nil)
+            return
+        }
         for stream in self.streams.values {
             if let deadline = stream.deadline, deadline <= now { stream.timedOut(context: context) }
         }
         // After the time-outs: a stream may have a new deadline (a stalled upload timed out
         // waits no more; a reset one is gone).
-        var earliest: NIODeadline?
+        var earliest = self.streams.isEmpty ? self.idleDeadline : nil
         for stream in self.streams.values {
             if let deadline = stream.deadline, earliest.map({ deadline < $0 }) ?? true { earliest = deadline }
         }

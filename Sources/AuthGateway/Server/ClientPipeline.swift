@@ -86,12 +86,13 @@ package enum ClientPipeline {
             HTTP2Setting(parameter: .maxHeaderListSize, value: limits.maxHeaderBytes),
         ]
         let sync = channel.pipeline.syncOperations
-        // Graceful GOAWAY on drain (ChannelShouldQuiesceEvent), idle close: `HTTP2ServerConnection`
-        // tells it of the streams it opens and closes.
+        // Graceful GOAWAY on drain (ChannelShouldQuiesceEvent): `HTTP2ServerConnection` tells
+        // it of the streams it opens and closes. Idle connections are closed by
+        // `HTTP2ServerConnection` itself, on its one timer.
         let manager = NIOHTTP2ServerConnectionManagementHandler(
             eventLoop: channel.eventLoop,
             configuration: .init(
-                maxIdleTime: snapshot.idleTimeout,
+                maxIdleTime: nil,
                 maxAge: nil,
                 maxGraceTime: .seconds(Int64(snapshot.configuration.timeouts.drainSeconds)),
                 keepalive: nil

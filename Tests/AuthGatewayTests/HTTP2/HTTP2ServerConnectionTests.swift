@@ -240,6 +240,28 @@ struct HTTP2ServerConnectionTests {
         #expect(try peer.handler.openStreamCount == 0)
     }
 
+    @Test func aConnectionWithoutStreamsForIdleSecondsIsClosedWithGoAway() throws {
+        let peer = try Peer()
+        try peer.request(1, "GET", "/a")
+        // Not idle while a stream is open, however long its backend takes (under 30 s).
+        peer.gateway.loop.advanceTime(by: .seconds(29))
+        try peer.interact()
+        #expect(peer.server.isActive)
+        try peer.answer(0)
+        #expect(peer.status(on: 1) == "200")
+        // Idle from the last stream's end: closed 60 s (idleSeconds) later, not before.
+        peer.gateway.loop.advanceTime(by: .seconds(59))
+        try peer.interact()
+        #expect(peer.server.isActive)
+        peer.gateway.loop.advanceTime(by: .seconds(2))
+        try peer.interact()
+        let goAway = peer.recorder.frames.compactMap { frame -> HTTP2StreamID? in
+            if case .goAway(let last, .noError, _) = frame.payload { return last } else { return nil }
+        }
+        #expect(goAway == [HTTP2StreamID(1)], "GOAWAY names the last stream served")
+        #expect(!peer.server.isActive)
+    }
+
     @Test func drainingSendsGoAwayAndFinishesTheStreamInFlight() throws {
         let peer = try Peer()
         try peer.request(1, "GET", "/a")

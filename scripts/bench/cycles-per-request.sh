@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# What a feature costs the gateway per request, in CPU cycles and instructions counted by
+# `perf stat` on the gateway process alone (steadier than req/s on a small machine, whose
+# run-to-run noise is as large as the effects to measure). For each configuration, in turn,
+# REPS times (alternating): the release gateway on CPU 1, the bench's nginx backend and wrk
+# (-c64, GET /, the bench's RS256 token) on CPU 0; 2 s warm-up, then DURATION s counted.
+#   scripts/bench/cycles-per-request.sh [-r REPS] [-d DURATION] NAME=CONFIG.json ...
+# Prints one line per run and a median per configuration, and each median's ratio to the
+# first configuration's. Needs perf, wrk, nginx, the release binary and the bench copy that
+# scripts/bench/features.sh makes (.bench-work/bench). Stops only what it started.
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+BENCH=$ROOT/.bench-work/bench
+GATEWAY=${GATEWAY:-$ROOT/.build-release/release/auth-gateway}
+REPS=3
+DURATION=6
+while getopts "r:d:" option; do
+  case $option in r) REPS=$OPTARG ;; d) DURATION=$OPTARG ;; *) exit 2 ;; esac
+done
+shift $((OPTIND - 1))
+[ $# -ge 1 ] || { echo "usage: $0 [-r REPS] [-d DURATION] NAME=CONFIG.json ..." >&2; exit 2; }
+[ -d "$BENCH/keys" ] || { echo "no bench copy at $BENCH: run scripts/bench/features.sh once" >&2; exit 1; }
+OUT=$(mktemp -d)
+PIDS=()
+cleanup() { for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$OUT"; }
+trap cleanup EXIT
+mkdir -p "$BENCH/run/logs"
+taskset -c 0 nginx -p "$BENCH/" -c "$BENCH/conf/backend.nginx.conf" -e "$OUT/backend.err" -g 'daemon off;' </dev/null >/dev/null 2>&1 &
+PIDS+=($!)
+export BENCH_TOKEN_FILE=$BENCH/keys/tokens/valid-rs256.jwt
+declare -A results
+for rep in $(seq "$REPS"); do
+  for spec in "$@"; do
+    name=${spec%%=*}
+    config=${spec#*=}
+    taskset -c 1 "$GATEWAY" serve --config "$config" >"$OUT/$name.log" 2>&1 &
+    gateway=$!
+    for _ in $(seq 100); do curl -sf -o /dev/null -H "Authorization: Bearer $(cat "$BENCH_TOKEN_FILE")" http://127.0.0.1:18090/ && break; sleep 0.1; done
+    timeout 20 taskset -c 0 wrk -t1 -c64 -d2s -s "$BENCH/wrk/auth.lua" http://127.0.0.1:18090/ >/dev/null
+    perf stat -x, -e cycles,instructions -p "$gateway" -o "$OUT/stat" -- sleep "$DURATION" &
+    stat=$!
+    requests=$(timeout $((DURATION + 20)) taskset -c 0 wrk -t1 -c64 -d"${DURATION}s" -s "$BENCH/wrk/auth.lua" http://127.0.0.1:18090/ | sed -n 's/^ *\([0-9]*\) requests in.*/\1/p')
+    wait "$stat" || true
+    kill "$gateway"; wait "$gateway" 2>/dev/null || true
+    cycles=$(awk -F, '$3 ~ /^cycles/ {print $1}' "$OUT/stat")
+    instructions=$(awk -F, '$3 ~ /^instructions/ {print $1}' "$OUT/stat")
+    per=$(( cycles / requests ))
+    printf '%s rep %s: %s requests, %s cycles/request, %s instructions/request\n' "$name" "$rep" "$requests" "$per" "$(( instructions / requests ))"
+    results[$name]="${results[$name]:-} $per"
+  done
+done
+first=""
+for spec in "$@"; do
+  name=${spec%%=*}
+  median=$(tr ' ' '\n' <<<"${results[$name]}" | grep . | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
+  [ -n "$first" ] || first=$median
+  printf 'median %s: %s cycles/request (%s x %s)\n' "$name" "$median" "$(awk -v a="$median" -v b="$first" 'BEGIN {printf "%.3f", a/b}')" "${1%%=*}"
+done
