@@ -161,11 +161,23 @@ final class HTTP2ServerConnection: ChannelDuplexHandler, NIOHTTP2FrameDelegate {
 
     // MARK: Frame delegate
 
-    /// NIOHTTP2 wrote a frame to the socket: a DATA frame leaves its stream's backlog.
+    /// NIOHTTP2 wrote a frame to the socket: a DATA frame leaves its stream's backlog; a
+    /// GOAWAY with COMPRESSION_ERROR is counted as abuse.
     func wroteFrame(_ frame: HTTP2Frame) {
-        guard case .data(let data) = frame.payload, let stream = self.streams[frame.streamID], let context = self.context else { return }
-        if stream.backlog.sent(data.data.readableBytes) {
-            stream.writabilityChanged(connectionWritable: self.isWritable, context: context)
+        switch frame.payload {
+        case .data(let data):
+            guard let stream = self.streams[frame.streamID], let context = self.context else { return }
+            if stream.backlog.sent(data.data.readableBytes) {
+                stream.writabilityChanged(connectionWritable: self.isWritable, context: context)
+            }
+        case .goAway(_, let code, _) where code == .compressionError:
+            // A header block that does not decompress within the advertised header list size
+            // (an HPACK bomb), or does not decode at all. NIOHTTP2 answers it with this GOAWAY
+            // but tells the pipeline only `UnableToParseFrame` (`HTTP2ConnectionMonitor` closes
+            // the connection on it), so the kind is known only here.
+            self.worker.metrics.increment(MetricKey(MetricName.http2Abuse, ["kind": "hpack_decoding"]))
+        default:
+            return
         }
     }
 

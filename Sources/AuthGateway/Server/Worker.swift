@@ -35,6 +35,9 @@ package final class Worker {
         self.snapshot = snapshot
         self.keys = shared.keyStore.snapshot
         self.accessLog = AccessLog(enabled: snapshot.configuration.logging.accessLog)
+        // Scraped as 0 from the start, not absent until the first client connects (a series
+        // that appears only later breaks `rate`, alerts and dashboards).
+        self.metrics.addGauge(MetricKey(MetricName.openConnections), 0)
         self.buildUpstreams(for: snapshot.configuration)
     }
 

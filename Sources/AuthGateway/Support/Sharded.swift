@@ -15,8 +15,14 @@ final class Sharded<Shard: Sendable>: Sendable {
 
     /// Shards of a bounded structure: `capacity` is split so the shards add up to exactly it
     /// (at most `maximumCount` shards, and never a shard of size 0).
-    init(capacity: Int, maximumCount: Int = 16, make: (Int) -> Shard) {
-        let count = max(1, min(maximumCount, capacity))
+    ///
+    /// A shard holds at least `minimumShardCapacity` entries (one shard below that): each
+    /// shard evicts on its own, so a small bound split `capacity` ways — a profile cache of
+    /// `maxEntries: 3` as three shards of one — evicted keys while holding fewer than its
+    /// bound, whenever two keys hashed to one shard. With shards of a thousand entries or
+    /// more, what the split evicts early is a rounding error of the bound.
+    init(capacity: Int, maximumCount: Int = 16, minimumShardCapacity: Int = 1024, make: (Int) -> Shard) {
+        let count = max(1, min(maximumCount, capacity / max(1, minimumShardCapacity)))
         self.shards = (0..<count).map { index in
             NIOLockedValueBox(make(capacity / count + (index < capacity % count ? 1 : 0)))
         }

@@ -111,6 +111,45 @@ struct ProcessTests {
         #expect(result.output.contains("authService.profile.path: needs authService.url"), "\(result.output)")
     }
 
+    /// SPEC §2: with no `--config`, `serve` reads the file `$AUTH_GATEWAY_CONFIG` names, and
+    /// with no command at all the executable serves. The configuration proves it was read:
+    /// the request reaches this test's echo backend (the fallback `config/gateway.json` does
+    /// not exist in the process's working directory), and SIGTERM ends it with 0.
+    @Test(arguments: [RunningGateway.Invocation.serveWithEnvironment, .defaultCommandWithEnvironment])
+    func serveReadsAUTH_GATEWAY_CONFIGAndIsTheDefaultCommand(_ invocation: RunningGateway.Invocation) async throws {
+        let backend = try await EchoBackend.start(group: TestGroup.shared)
+        atTestEnd { await backend.close() }
+        let gateway = try RunningGateway(configuration: RunningGateway.configuration(backendURL: backend.baseURL, drainSeconds: 1), invocation: invocation)
+        defer { gateway.kill() }
+        let port = try await gateway.waitForPort()
+        let response = try await TestConnection.connect(port: port).send(.get("/from-env", token: TestKeys.token()), timeout: .seconds(30))
+        #expect(response.status == 200)
+        #expect(response.header("x-echo-backend") == "1")
+        #expect(backend.requestCount == 1)
+        gateway.signal(SIGTERM)
+        #expect(try await gateway.waitForExit(timeout: .seconds(30)) == 0, "\(gateway.output)")
+    }
+
+    /// `--config` wins over `$AUTH_GATEWAY_CONFIG`; a missing file named only by the variable
+    /// is reported with its path and exit status 1 (so the variable is really what is read).
+    @Test func theConfigOptionWinsOverAUTH_GATEWAY_CONFIG() async throws {
+        let backend = try await EchoBackend.start(group: TestGroup.shared)
+        atTestEnd { await backend.close() }
+        let missing = FileManager.default.temporaryDirectory.appendingPathComponent("absent-\(UUID().uuidString)/gateway.json").path
+        let gateway = try RunningGateway(
+            configuration: RunningGateway.configuration(backendURL: backend.baseURL, drainSeconds: 1), environment: ["AUTH_GATEWAY_CONFIG": missing]
+        )
+        defer { gateway.kill() }
+        let port = try await gateway.waitForPort()
+        #expect(try await TestConnection.connect(port: port).send(.get("/flag", token: TestKeys.token()), timeout: .seconds(30)).status == 200)
+        gateway.signal(SIGTERM)
+        #expect(try await gateway.waitForExit(timeout: .seconds(30)) == 0)
+
+        let alone = try await Self.run(["serve"], environment: ["AUTH_GATEWAY_CONFIG": missing])
+        #expect(alone.status == 1, "\(alone.output)")
+        #expect(alone.output.contains(missing), "\(alone.output)")
+    }
+
     @Test func sigtermDrainsInFlightRequestsAndExitsZero() async throws {
         let backend = try await EchoBackend.start(group: TestGroup.shared)
         atTestEnd { await backend.close() }

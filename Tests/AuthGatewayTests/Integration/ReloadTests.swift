@@ -60,6 +60,43 @@ struct ReloadTests {
     }
 }
 
+extension ReloadTests {
+    /// SPEC §2: a reload keeps the open keep-alive connections of unchanged backends. The echo
+    /// backend counts the connections it accepted: requests before and after two reloads (one
+    /// changing the identity headers, one adding another backend and route) share the one
+    /// pooled connection.
+    @Test func aReloadKeepsKeepAliveConnectionsOfUnchangedBackends() async throws {
+        let other = try await EchoBackend.start(group: TestGroup.shared)
+        atTestEnd { await other.close() }
+        let gateway = try await GatewayFixture.start()
+        atTestEnd { await gateway.stop() }
+        let token = TestKeys.token(subject: "kim")
+        #expect(try await gateway.send(.get("/before", token: token)).status == 200)
+        #expect(gateway.backend.connectionCount == 1)
+
+        try gateway.reload { config in config["identityHeaders"] = ["X-User-Subject": "claims.sub"] }
+        let afterFirst = try await gateway.send(.get("/after-identity", token: token))
+        #expect(afterFirst.status == 200)
+        // The reload took effect…
+        #expect(afterFirst.echoedHeader("x-user-subject") == ["kim"])
+        // …on the same backend connection.
+        #expect(gateway.backend.connectionCount == 1, "the reload dropped the idle backend connection")
+
+        try gateway.reload { config in
+            config["backends"] = ["api": ["urls": [.string(gateway.backend.baseURL)]], "other": ["urls": [.string(other.baseURL)]]]
+            config["routes"] = [
+                ["name": "other", "pathPrefix": "/other/", "backend": "other"],
+                ["name": "default", "pathPrefix": "/", "backend": "api"],
+            ]
+        }
+        #expect(try await gateway.send(.get("/other/x", token: token)).status == 200)
+        #expect(other.requestCount == 1, "the new route and backend are in use")
+        #expect(try await gateway.send(.get("/after-backends", token: token)).status == 200)
+        #expect(gateway.backend.requestCount == 3)
+        #expect(gateway.backend.connectionCount == 1, "adding a backend dropped the unchanged one's connection")
+    }
+}
+
 /// Polls `condition` every 10 ms for up to `timeout`; fails the test when it never holds.
 func poll(timeout: Duration = .seconds(30), _ condition: () -> Bool) async throws {
     let deadline = ContinuousClock.now + timeout

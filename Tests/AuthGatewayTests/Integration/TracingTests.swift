@@ -116,6 +116,66 @@ struct TracingTests {
         #expect(!exported.contains(TestKeys.token(subject: "tracy").split(separator: ".")[2]))
     }
 
+    /// No `traceparent` from the client: the gateway starts a trace (sampled at ratio 1), hands
+    /// the backend a valid `traceparent` of it — read with a regular expression from the W3C
+    /// recommendation, not the product's parser — and exports a root server span of that
+    /// trace. Two requests, two traces.
+    @Test func aNewTraceIsStartedWhenNoTraceparentArrives() async throws {
+        let collector = try await Self.collector()
+        atTestEnd { await collector.stop() }
+        let gateway = try await Self.gateway(collector: collector.baseURL)
+        atTestEnd { await gateway.stop() }
+        var forwarded: [W3CTraceparent] = []
+        for index in 0..<2 {
+            let response = try await gateway.send(.get("/untraced/\(index)", token: TestKeys.token()))
+            #expect(response.status == 200)
+            #expect(response.echoedHeader("traceparent").count == 1)
+            let header = try #require(response.echoedHeader("traceparent").first, "the backend got no traceparent")
+            let parsed = try #require(W3CTraceparent(header), "not a W3C traceparent: \(header)")
+            #expect(parsed.sampled, "sampleRatio 1 records every new trace")
+            #expect(response.echoedHeader("tracestate").isEmpty, "no tracestate was invented")
+            forwarded.append(parsed)
+        }
+        #expect(forwarded[0].traceID != forwarded[1].traceID)
+
+        // Both traces' server spans and the upstream spans the backend was handed, exported.
+        try await poll(timeout: .seconds(20)) {
+            let spans = Self.spans(collector)
+            return forwarded.allSatisfy { trace in
+                spans.contains { $0.kind == 2 && $0.traceID == trace.traceID } && spans.contains { $0.spanID == trace.parentID }
+            }
+        }
+        for trace in forwarded {
+            let server = try #require(Self.spans(collector).first { $0.kind == 2 && $0.traceID == trace.traceID }, "no server span of \(trace.traceID)")
+            #expect(server.parentSpanID.isEmpty, "a new trace's server span is a root span")
+            // The backend's parent is the gateway's upstream span, a child of that server span.
+            let upstream = try #require(Self.spans(collector).first { $0.spanID == trace.parentID })
+            #expect(upstream.parentSpanID == server.spanID)
+        }
+    }
+
+    /// With tracing on, the client's `tracestate` goes on to the backend unchanged beside the
+    /// continued `traceparent` (W3C Trace Context §3.3: a vendor that adds no entry of its own
+    /// passes the list on as it came).
+    @Test func tracestateIsCarriedOnWithTracing() async throws {
+        let collector = try await Self.collector()
+        atTestEnd { await collector.stop() }
+        let gateway = try await Self.gateway(collector: collector.baseURL)
+        atTestEnd { await gateway.stop() }
+        let traceID = "5bf92f3577b34da6a3ce929d0e0e4736"
+        let tracestate = "congo=t61rcWkgMzE,rojo=00f067aa0ba902b7"
+        let response = try await gateway.send(
+            .get("/stateful", token: TestKeys.token(), headers: [("traceparent", "00-\(traceID)-00f067aa0ba902b7-01"), ("tracestate", tracestate)])
+        )
+        #expect(response.status == 200)
+        let header = try #require(response.echoedHeader("traceparent").first)
+        #expect(W3CTraceparent(header)?.traceID == traceID)
+        // The same list-members in the same order; the whitespace around "," is optional
+        // (OWS, §3.3.1), so it is not compared.
+        let members = response.echoedHeader("tracestate").flatMap { $0.split(separator: ",").map { $0.trimmingCharacters(in: CharacterSet(charactersIn: " \t")) } }
+        #expect(members == ["congo=t61rcWkgMzE", "rojo=00f067aa0ba902b7"], "\(response.echoedHeader("tracestate"))")
+    }
+
     @Test func withoutTracingATraceparentIsForwardedUnchanged() async throws {
         let gateway = try await GatewayFixture.start()
         atTestEnd { await gateway.stop() }

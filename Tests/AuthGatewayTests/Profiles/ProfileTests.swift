@@ -103,6 +103,44 @@ struct ProfileTests {
         #expect(try await RefreshTests.metric(coalesced, adminPort: gateway.adminPort) == 49)
     }
 
+    /// `profile.maxEntries` (SPEC §4.4: an LRU of that many entries), seen from the auth
+    /// service's call count: three users fit in a cache of three; a fourth evicts the least
+    /// recently used one, and only that one is fetched again.
+    @Test func maxEntriesBoundsTheCacheAndEvictsTheLeastRecentlyUsed() async throws {
+        let service = try await Self.userService()
+        atTestEnd { await service.stop() }
+        let gateway = try await GatewayFixture.start { config in
+            config["authService"] = [
+                "url": .string(service.baseURL), "timeoutMilliseconds": 10_000,
+                "profile": ["path": "/v1/user", "authorization": "raw", "ttlSeconds": 300, "staleSeconds": 300, "maxEntries": 3],
+            ]
+            config["identityHeaders"] = ["X-User-Id": "profile.user_id"]
+        }
+        atTestEnd { await gateway.stop() }
+        let client = try await gateway.connect()
+        atTestEnd { await client.close() }
+        let tokens = Dictionary(uniqueKeysWithValues: ["u1", "u2", "u3", "u4"].map { ($0, TestKeys.token(subject: $0)) })
+        func visit(_ user: String, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+            let response = try await client.send(.get("/lru/\(user)", token: tokens[user]))
+            #expect(response.echoedHeader("x-user-id") == ["id-\(user)"], sourceLocation: sourceLocation)
+        }
+        for user in ["u1", "u2", "u3"] { try await visit(user) }
+        #expect(service.calls("/v1/user") == 3)
+        // All three are held: no fetch.
+        for user in ["u1", "u2", "u3"] { try await visit(user) }
+        #expect(service.calls("/v1/user") == 3, "a cache of 3 entries did not hold 3 users")
+        // u1 used again: u2 is now the least recently used, and u4 evicts it.
+        try await visit("u1")
+        try await visit("u4")
+        #expect(service.calls("/v1/user") == 4)
+        try await visit("u1")
+        try await visit("u3")
+        try await visit("u4")
+        #expect(service.calls("/v1/user") == 4, "evicted another user than the least recently used")
+        try await visit("u2")
+        #expect(service.calls("/v1/user") == 5, "u2 was not evicted")
+    }
+
     @Test func requirementsOnProfileValues() async throws {
         let service = try await Self.userService()
         atTestEnd { await service.stop() }

@@ -303,6 +303,83 @@ struct HTTP2AbuseTests {
         #expect(try await Self.abuseCount(gateway, "header_block_too_large") == 1)
     }
 
+    /// The error code of the first GOAWAY in `bytes` (RFC 9113 §6.8), if any.
+    static func goAwayCode(_ bytes: [UInt8]) -> UInt32? {
+        guard let goAway = Self.frames(in: bytes).first(where: { $0.type == 0x7 }), goAway.payload.count >= 8 else { return nil }
+        return goAway.payload[4..<8].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+    }
+
+    /// An HPACK bomb (RFC 7541 §7.3): one request puts a 4 000-byte field into the dynamic
+    /// table, the next refers to it a hundred times — about 100 bytes on the wire that
+    /// decompress to 400 KB, far past `limits.maxHeaderBytes` (8 KiB, the advertised and
+    /// acknowledged header list size) although no frame is large. The connection is closed
+    /// with GOAWAY, counted, and other clients are served throughout.
+    @Test func anHPACKBombIsStoppedWithGoAway() async throws {
+        let gateway = try await GatewayFixture.start { config in config.set("limits.maxHeaderBytes", 8192) }
+        atTestEnd { await gateway.stop() }
+        let sent = NIOLockedValueBox(0)
+        try await Self.othersUnaffected(gateway) {
+            let raw = try await gateway.raw()
+            atTestEnd { await raw.close() }
+            try await raw.send(bytes: Self.preface)
+            let settings = try await pollValue(timeout: .seconds(10)) { Self.frames(in: raw.receivedBytes).first { $0.type == 0x4 && $0.flags & 0x1 == 0 } }
+            try #require(settings != nil, "the gateway sent no SETTINGS")
+            #expect(settings.flatMap { Self.setting(0x6, in: $0.payload) } == 8192, "SETTINGS_MAX_HEADER_LIST_SIZE")
+            try await raw.send(bytes: Self.frame(type: 0x4, flags: 0x1, stream: 0, payload: []))
+            // Stream 1: a GET whose literal fields are indexed (RFC 7541 §6.2.1): ":authority: x"
+            // (the block's last byte pair) and then "x-bomb: a…" (4 000 bytes), which becomes
+            // dynamic index 62, ":authority: x" moving to 63. 4 081 bytes of table: it fits the
+            // default 4 096.
+            let value = Array(repeating: UInt8(ascii: "a"), count: 4000)
+            let name = Array("x-bomb".utf8)
+            // 4000 = 127 + 3873; 3873 = 30 × 128 + 33 → 0xA1 0x1E (RFC 7541 §5.1).
+            let seed = Self.getBlock + [0x40, UInt8(name.count)] + name + [0x7F, 0xA1, 0x1E] + value
+            try await raw.send(bytes: Self.frame(type: 0x1, flags: 0x5, stream: 1, payload: seed))
+            // Answered (401: no token) before the bomb: the table is in place on both sides.
+            #expect(await raw.waitFor { _ in Self.frames(in: raw.receivedBytes).contains { $0.type == 0x1 && $0.stream == 1 } })
+            // Stream 3: :method GET, :scheme http, :path /, :authority (index 63), then
+            // index 62 a hundred times.
+            let bomb: [UInt8] = [0x82, 0x86, 0x84, 0xBF] + Array(repeating: 0xBE, count: 100)
+            #expect(bomb.count < 128, "small on the wire")
+            try await raw.send(bytes: Self.frame(type: 0x1, flags: 0x5, stream: 3, payload: bomb))
+            sent.withLockedValue { $0 = 1 }
+            #expect(await raw.waitForClose(timeout: .seconds(10)), "the connection stayed open")
+            #expect(Self.containsGoAway(raw.receivedBytes), "closed without GOAWAY")
+            // A decoding failure of the header block: COMPRESSION_ERROR (RFC 9113 §4.3).
+            #expect(Self.goAwayCode(raw.receivedBytes) == 0x9, "GOAWAY code \(Self.goAwayCode(raw.receivedBytes).map(String.init) ?? "none")")
+            // Neither stream 3 nor anything else was answered after the bomb.
+            #expect(!Self.frames(in: raw.receivedBytes).contains { $0.stream == 3 })
+        }
+        #expect(sent.withLockedValue { $0 } == 1)
+        // Counted under the kind of a header block that does not decode within the limits.
+        #expect(try await Self.abuseCount(gateway, "hpack_decoding") == 1)
+    }
+
+    /// Empty DATA frames without END_STREAM cost the server work and move no byte (the
+    /// CVE-2019-9518 class): the connection is closed with GOAWAY, counted, and other clients
+    /// are served throughout.
+    @Test func anEmptyDataFloodIsStoppedWithGoAway() async throws {
+        let gateway = try await GatewayFixture.start()
+        atTestEnd { await gateway.stop() }
+        let token = TestKeys.token()
+        try await Self.othersUnaffected(gateway) {
+            let outcome = try await Self.flood(gateway, batches: 100) { batch in
+                var bytes: [UInt8] = []
+                if batch == 0 {
+                    var encoder = HPACKEncoder(allocator: ByteBufferAllocator())
+                    var block = ByteBuffer()
+                    try! encoder.encode(headers: H2TestClient.request("POST", path: "/upload", fields: [("authorization", "Bearer \(token)")]), to: &block)
+                    bytes += Self.frame(type: 0x1, flags: 0x4, stream: 1, payload: Array(block.readableBytesView))  // HEADERS, END_HEADERS, no END_STREAM
+                }
+                for _ in 0..<100 { bytes += Self.frame(type: 0x0, flags: 0, stream: 1, payload: []) }  // empty DATA, no END_STREAM
+                return bytes
+            }
+            #expect(outcome.goAway)
+            #expect(outcome.closed)
+        }
+        #expect(try await Self.abuseCount(gateway, "empty_data_flood") == 1)
+    }
+
     /// PING and SETTINGS floods.
     @Test(arguments: ["ping", "settings"])
     func controlFrameFloodsAreStoppedWithGoAway(_ kind: String) async throws {

@@ -53,9 +53,19 @@ final class RunningGateway: Sendable {
         return document
     }
 
+    /// How the process is told its configuration file (SPEC §2).
+    enum Invocation: Sendable {
+        /// `auth-gateway serve --config PATH`
+        case serveWithConfigOption
+        /// `auth-gateway serve` with `AUTH_GATEWAY_CONFIG=PATH` in its environment
+        case serveWithEnvironment
+        /// `auth-gateway` (no command: `serve` is the default) with `AUTH_GATEWAY_CONFIG=PATH`
+        case defaultCommandWithEnvironment
+    }
+
     /// `prefix`: a command the gateway runs under (e.g. `setpriv` to drop privileges);
     /// `environment`: variables added to this process's (for `${NAME}` in the configuration).
-    init(configuration: JSONObject, prefix: [String] = [], environment: [String: String] = [:]) throws {
+    init(configuration: JSONObject, prefix: [String] = [], environment: [String: String] = [:], invocation: Invocation = .serveWithConfigOption) throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("serve-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         self.configurationPath = directory.appendingPathComponent("gateway.json").path
@@ -70,8 +80,19 @@ final class RunningGateway: Sendable {
             // `mktemp -d`). A link (else a copy) in this world-readable folder is not.
             executable = try Self.reachableCopy(of: executable, in: directory)
         }
-        let command = prefix + [executable, "serve", "--config", self.configurationPath]
-        self.process = try ChildProcess(command, environment: environment, workingDirectory: directory.path)
+        var environment = environment
+        let arguments: [String]
+        switch invocation {
+        case .serveWithConfigOption:
+            arguments = ["serve", "--config", self.configurationPath]
+        case .serveWithEnvironment:
+            arguments = ["serve"]
+            environment["AUTH_GATEWAY_CONFIG"] = self.configurationPath
+        case .defaultCommandWithEnvironment:
+            arguments = []
+            environment["AUTH_GATEWAY_CONFIG"] = self.configurationPath
+        }
+        self.process = try ChildProcess(prefix + [executable] + arguments, environment: environment, workingDirectory: directory.path)
     }
 
     private static func reachableCopy(of executable: String, in directory: URL) throws -> String {
