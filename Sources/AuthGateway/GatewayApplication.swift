@@ -362,13 +362,13 @@ public final class GatewayApplication: Sendable {
         for issuer in self.shared.keyStore.remoteIssuers where self.shared.keyStore.status.first(where: { $0.issuer == issuer.issuer })?.ageSeconds == nil {
             _ = self.fetchKeys(issuer: issuer.issuer)
         }
-        self.shared.processMetrics.increment(MetricKey(MetricName.configReloads, ["result": "success"]))
+        self.shared.processMetrics.increment(.configReload(.success))
         self.logger.info("config.reloaded", metadata: ["config.generation": "\(generation)"])
     }
 
     /// Records a reload that failed validation; the old configuration stays.
     public func reloadFailed(_ error: Error) {
-        self.shared.processMetrics.increment(MetricKey(MetricName.configReloads, ["result": "failure"]))
+        self.shared.processMetrics.increment(.configReload(.failure))
         self.logger.error("config.reload_failed", metadata: ["error": "\(error)"])
     }
 

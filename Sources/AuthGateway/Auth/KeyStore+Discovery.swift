@@ -43,10 +43,10 @@ extension KeyStore {
     ) -> UpstreamURL? {
         let now = self.clock()
         let fingerprint = body.map { body in body.withUnsafeReadableBytes { SHA256.hash(data: $0) } }
-        let (outcome, jwksURL): (String, UpstreamURL?) = self.state.withLockedValue { state in
+        let (outcome, jwksURL): (FetchResult, UpstreamURL?) = self.state.withLockedValue { state in
             // A reload may have moved the issuer to another source while this fetch ran.
             guard var remote = state.remote[issuer], case .discovery(let current) = remote.source, current.documentURL == configuration.documentURL else {
-                return ("error", nil)
+                return (.error, nil)
             }
             var discovery = remote.discovery ?? DiscoveryState()
             defer {
@@ -60,15 +60,15 @@ extension KeyStore {
                 discovery.fingerprint = fingerprint
                 discovery.fetchedAt = now
                 discovery.lastError = nil
-                return (changed ? "updated" : "unchanged", document.jwksURI)
+                return (changed ? .updated : .unchanged, document.jwksURI)
             case .failure(let error):
                 discovery.lastError = error.description
-                return ("error", discovery.document?.jwksURI)
+                return (.error, discovery.document?.jwksURI)
             }
         }
-        self.metrics.increment(MetricKey(MetricName.discoveryFetches, ["issuer": issuer, "result": outcome]))
+        self.metrics.increment(.discoveryFetch(issuer: issuer, outcome))
         switch result {
-        case .success(let document) where outcome == "updated":
+        case .success(let document) where outcome == .updated:
             self.logger.info(
                 "discovery.updated",
                 metadata: ["auth.issuer": "\(issuer)", "discovery.jwks_uri": "\(document.jwksURI)"]

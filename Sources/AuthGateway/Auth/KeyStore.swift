@@ -272,7 +272,7 @@ public final class KeyStore: Sendable {
 
     private func finishFetch(issuer: String, source: RemoteJWKSConfiguration.Source, result: Result<UpstreamResponse, Error>) -> Bool {
         let now = self.clock()
-        var outcome = "error"
+        var outcome = FetchResult.error
         var parsed: JWKSet.Parsed?
         var failure: String?
         switch result {
@@ -304,10 +304,10 @@ public final class KeyStore: Sendable {
             remote.fetchedAt = now
             remote.lastError = nil
             guard fingerprint != remote.fingerprint else {
-                outcome = "unchanged"
+                outcome = .unchanged
                 return nil
             }
-            outcome = "updated"
+            outcome = .updated
             remote.fingerprint = fingerprint
             remote.keys = parsed.keys
             state.remote[issuer] = remote
@@ -315,7 +315,7 @@ public final class KeyStore: Sendable {
             state.snapshot = Self.makeSnapshot(state)
             return state.snapshot
         }
-        self.metrics.increment(MetricKey(MetricName.jwksFetches, ["issuer": issuer, "result": outcome]))
+        self.metrics.increment(.keySetFetch(issuer: issuer, outcome))
         if let published { self.publish(published) }
         return parsed != nil
     }

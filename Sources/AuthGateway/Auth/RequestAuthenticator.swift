@@ -395,7 +395,7 @@ struct RequestAuthenticator: Sendable {
         }
         let metrics = services.metrics
         let lookup = introspector.lookup(token.value, eventLoop: services.eventLoop, endpoint: endpoint) { label in
-            metrics.increment(MetricKey(MetricName.introspections, ["outcome": label]))
+            metrics.increment(.introspection(outcome: label))
         }
         switch lookup {
         case .known(let outcome):
@@ -535,7 +535,7 @@ struct RequestAuthenticator: Sendable {
         let metrics = services.metrics
         // The endpoint is resolved only when a fetch is made (a miss or a stale entry).
         let lookup = profiles.lookup(key, accessToken: accessToken, eventLoop: services.eventLoop, endpoints: services.endpoints) { result in
-            metrics.increment(MetricKey(MetricName.profileCache, ["result": result]))
+            metrics.increment(.profileCache(result))
         }
         switch lookup {
         case .hit(let profile):

@@ -38,17 +38,17 @@ final class SessionRefresher: Sendable {
         return self.store.outcome(
             for: TokenDigest(of: refreshToken), graceSeconds: self.configuration.graceSeconds,
             callTimeoutMilliseconds: self.callTimeoutMilliseconds, now: self.clock(), eventLoop: client.eventLoop,
-            joined: { metrics.increment(MetricKey(MetricName.refreshJoins)) }
+            joined: { metrics.increment(.refreshJoin) }
         ) {
             // The call's own duration: a shared store's claim comes before it.
             let started = self.clock()
             return self.call(refreshToken: token, claims: claims, client: client, path: path).map { outcome in
-                self.metrics.observe(MetricKey(MetricName.authServiceDuration, ["operation": "refresh"]), seconds: self.clock() - started)
-                self.metrics.increment(MetricKey(MetricName.refreshes, ["outcome": Self.label(outcome)]))
+                self.metrics.observe(.authServiceDuration(.refresh), seconds: self.clock() - started)
+                self.metrics.increment(.refresh(outcome: Self.label(outcome)))
                 return outcome
             }
         }.map { outcome, role in
-            if role == .remembered { self.metrics.increment(MetricKey(MetricName.refreshGraceHits)) }
+            if role == .remembered { self.metrics.increment(.refreshGraceHit) }
             return outcome
         }
     }

@@ -76,7 +76,7 @@ final class TokenIntrospector: Sendable {
                 let bound = NIOLoopBound(endpoint, eventLoop: eventLoop)
                 let resolving = shared.resolve(digest, clock: self.clock, call: { eventLoop.flatSubmit { self.call(token: token, endpoint: bound.value) } }) {
                     outcome, fromTable in
-                    if fromTable { self.metrics.increment(MetricKey(MetricName.introspections, ["outcome": "shared"])) }
+                    if fromTable { self.metrics.increment(.introspection(outcome: "shared")) }
                     self.settle(flight, outcome)
                 }
                 if resolving { return .pending(flight.promise.futureResult) }
@@ -104,7 +104,7 @@ final class TokenIntrospector: Sendable {
             case .success(let response): outcome = IntrospectionAnswer.outcome(of: response, configuration: configuration, now: finished)
             case .failure: outcome = .unavailable
             }
-            self.metrics.observe(MetricKey(MetricName.authServiceDuration, ["operation": "introspection"]), seconds: finished - started)
+            self.metrics.observe(.authServiceDuration(.introspection), seconds: finished - started)
             self.record(outcome)
             answered.succeed(outcome)
         }
@@ -114,7 +114,7 @@ final class TokenIntrospector: Sendable {
     /// Counts a call's outcome (or a call that could not be made) for the metric and `/healthz`.
     private func record(_ outcome: IntrospectionOutcome) {
         let finished = self.clock()
-        self.metrics.increment(MetricKey(MetricName.introspections, ["outcome": outcome.label]))
+        self.metrics.increment(.introspection(outcome: outcome.label))
         self.state.withLockedValue { state in
             state.lastOutcome = outcome.label
             state.lastCallAt = finished

@@ -22,7 +22,7 @@ final class HTTP2ConnectionMonitor: ChannelInboundHandler {
 
     func errorCaught(context: ChannelHandlerContext, error: Error) {
         if let kind = Self.abuseKind(error) {
-            self.metrics.increment(MetricKey(MetricName.http2Abuse, ["kind": kind]))
+            self.metrics.increment(.http2Abuse(kind))
             context.close(promise: nil)
         } else if Self.endsConnection(error) {
             context.close(promise: nil)
@@ -30,19 +30,19 @@ final class HTTP2ConnectionMonitor: ChannelInboundHandler {
     }
 
     /// The metric label of an error NIOHTTP2 raises against an abusive peer.
-    static func abuseKind(_ error: Error) -> String? {
+    static func abuseKind(_ error: Error) -> HTTP2AbuseKind? {
         switch error {
-        case is NIOHTTP2Errors.ExcessiveRSTFrames: return "rapid_reset"
-        case is NIOHTTP2Errors.ExcessiveContinuationFrames: return "continuation_flood"
-        case is NIOHTTP2Errors.ExcessiveControlFrames: return "control_frame_flood"
-        case is NIOHTTP2Errors.ExcessiveEmptyDataFrames: return "empty_data_flood"
-        case is NIOHTTP2Errors.ExcessivelyLargeHeaderBlock: return "header_block_too_large"
-        case is NIOHTTP2Errors.ExcessiveStreamErrors: return "stream_errors"
-        case is NIOHTTP2Errors.ExcessiveNumberOfGlitches: return "glitches"
-        case is NIOHTTP2Errors.ExcessiveOutboundFrameBuffering: return "outbound_buffering"
+        case is NIOHTTP2Errors.ExcessiveRSTFrames: return .rapidReset
+        case is NIOHTTP2Errors.ExcessiveContinuationFrames: return .continuationFlood
+        case is NIOHTTP2Errors.ExcessiveControlFrames: return .controlFrameFlood
+        case is NIOHTTP2Errors.ExcessiveEmptyDataFrames: return .emptyDataFlood
+        case is NIOHTTP2Errors.ExcessivelyLargeHeaderBlock: return .headerBlockTooLarge
+        case is NIOHTTP2Errors.ExcessiveStreamErrors: return .streamErrors
+        case is NIOHTTP2Errors.ExcessiveNumberOfGlitches: return .glitches
+        case is NIOHTTP2Errors.ExcessiveOutboundFrameBuffering: return .outboundBuffering
         // A stream opened beyond the advertised SETTINGS_MAX_CONCURRENT_STREAMS: NIOHTTP2
         // treats it as a connection error (PROTOCOL_ERROR, RFC 9113 §5.1.2 allows either).
-        case is NIOHTTP2Errors.MaxStreamsViolation: return "too_many_streams"
+        case is NIOHTTP2Errors.MaxStreamsViolation: return .tooManyStreams
         default: return nil
         }
     }

@@ -175,7 +175,7 @@ final class HTTP2ServerConnection: ChannelDuplexHandler, NIOHTTP2FrameDelegate {
             // (an HPACK bomb), or does not decode at all. NIOHTTP2 answers it with this GOAWAY
             // but tells the pipeline only `UnableToParseFrame` (`HTTP2ConnectionMonitor` closes
             // the connection on it), so the kind is known only here.
-            self.worker.metrics.increment(MetricKey(MetricName.http2Abuse, ["kind": "hpack_decoding"]))
+            self.worker.metrics.increment(.http2Abuse(.hpackDecoding))
         default:
             return
         }

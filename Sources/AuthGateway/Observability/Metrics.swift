@@ -51,7 +51,7 @@ final class WorkerMetrics {
     var values: MetricsSnapshot {
         var snapshot = self.recorded
         for (backend, histogram) in self.upstreamDurations {
-            snapshot.histograms[MetricKey(MetricName.upstreamDuration, ["backend": backend]), default: Histogram(bounds: histogram.bounds)].merge(histogram)
+            snapshot.histograms[MetricKey.upstreamDuration(backend: backend), default: Histogram(bounds: histogram.bounds)].merge(histogram)
         }
         return snapshot
     }

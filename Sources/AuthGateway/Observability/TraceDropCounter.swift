@@ -22,17 +22,17 @@ struct TraceDropCounter: LogHandler {
     func log(event: LogEvent) {
         let message = event.message.description
         if message == Self.exportFailed {
-            self.count("export_failed", event, key: "batch_size")
+            self.count(.exportFailed, event, key: "batch_size")
         } else if message == Self.queueFull {
-            self.count("queue_full", event, key: "dropped_count")
+            self.count(.queueFull, event, key: "dropped_count")
         }
         self.wrapped.log(event: event)
     }
 
-    private func count(_ reason: String, _ event: LogEvent, key: String) {
+    private func count(_ reason: TraceDropReason, _ event: LogEvent, key: String) {
         let value = event.metadata?[key] ?? self.wrapped.metadata[key]
         let spans = value.flatMap { UInt64("\($0)") } ?? 1
-        self.metrics.increment(MetricKey(MetricName.traceSpansDropped, ["reason": reason]), by: spans)
+        self.metrics.increment(.traceSpansDropped(reason), by: spans)
     }
 
     subscript(metadataKey key: String) -> Logger.Metadata.Value? {

@@ -46,27 +46,27 @@ final class ProfileCache: Sendable {
     /// The profile for `key`, or a fetch (made on the caller's `eventLoop`, to the profile
     /// endpoint `endpoints` resolves then) to wait for. `accessToken` authorizes the fetch;
     /// `result` receives the lookup's metric label.
-    func lookup(_ key: ProfileKey, accessToken: String, eventLoop: EventLoop, endpoints: AuthServiceEndpoints, result: (String) -> Void) -> Lookup {
+    func lookup(_ key: ProfileKey, accessToken: String, eventLoop: EventLoop, endpoints: AuthServiceEndpoints, result: (CacheLookup) -> Void) -> Lookup {
         let policy = LocalSingleFlight<ProfileKey, FetchResult>.Policy(
             freshSeconds: Double(self.configuration.ttlSeconds), staleSeconds: Double(self.configuration.staleSeconds)
         )
         switch self.table.lookup(key, now: self.clock(), policy: policy, eventLoop: eventLoop) {
         case .fresh(.profile(let profile)):
-            result("hit")
+            result(.hit)
             return .hit(profile)
         case .stale(.profile(let profile), let refresh):
-            result("stale")
+            result(.stale)
             if let refresh { self.fetch(refresh, accessToken: accessToken, endpoint: endpoints.profileEndpoint()) }
             return .hit(profile)
         case .fresh(let other), .stale(let other, _):
             // Only profiles are remembered; answered as it is should that ever change.
-            result("hit")
+            result(.hit)
             return .pending(eventLoop.makeSucceededFuture(other))
         case .joined(let inFlight):
-            result("coalesced")
+            result(.coalesced)
             return .pending(inFlight)
         case .lead(let flight):
-            result("miss")
+            result(.miss)
             self.fetch(flight, accessToken: accessToken, endpoint: endpoints.profileEndpoint())
             return .pending(flight.promise.futureResult)
         }
@@ -88,7 +88,7 @@ final class ProfileCache: Sendable {
         }
         call.whenComplete { response in
             let finished = self.clock()
-            self.metrics.observe(MetricKey(MetricName.authServiceDuration, ["operation": "profile"]), seconds: finished - started)
+            self.metrics.observe(.authServiceDuration(.profile), seconds: finished - started)
             let outcome = Self.classify(response)
             self.table.settle(flight, now: finished) { previous in
                 switch outcome {

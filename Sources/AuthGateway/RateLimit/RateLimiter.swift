@@ -46,16 +46,16 @@ final class RateLimiter: Sendable {
 
     /// Runs a request through `tables`: every one must admit it; when one refuses, what the
     /// others admitted is given back, so a refused request consumes nothing.
-    func check(_ tables: [RateLimitTable], request: RateLimitRequest, now: UInt64) -> RateLimitVerdict {
+    func check(_ tables: [RateLimitTable], request: RateLimitRequest, now: UInt64, memo: RateLimitKeyMemo? = nil) -> RateLimitVerdict {
         // The limit with the fewest requests left names the `RateLimit` header.
         var tightest: (table: RateLimitTable, remaining: Int, reset: Int)?
         for (index, table) in tables.enumerated() {
-            switch table.consume(self.key(for: table.configuration.key, request: request), now: now) {
+            switch table.consume(self.key(for: table.configuration.key, request: request, memo: memo), now: now) {
             case .admitted(_, let remaining, let reset):
                 if tightest == nil || remaining < tightest!.remaining { tightest = (table, remaining, reset) }
             case .refused(let retryAfter):
                 // Rare: the keys are made again rather than kept for every request.
-                for earlier in tables[..<index] { earlier.refund(self.key(for: earlier.configuration.key, request: request)) }
+                for earlier in tables[..<index] { earlier.refund(self.key(for: earlier.configuration.key, request: request, memo: memo)) }
                 return .refused(
                     limit: table.name,
                     retryAfterSeconds: retryAfter,
@@ -100,11 +100,12 @@ final class RateLimiter: Sendable {
 
     /// The key of `request` under `kind`; a request without that value (an anonymous request
     /// under `claims.sub`) is counted under its client address.
-    func key(for kind: RateLimitConfiguration.Key, request: RateLimitRequest) -> RateLimitKey {
+    /// `memo`: this loop's memo of recent keys (nil: always computed).
+    func key(for kind: RateLimitConfiguration.Key, request: RateLimitRequest, memo: RateLimitKeyMemo? = nil) -> RateLimitKey {
         let value: JSONValue?
         switch kind {
         case .route:
-            return RateLimitKey(.route, request.route, keyed: self.keyedHMAC)
+            return self.key(.route, request.route, memo: memo)
         case .clientIP:
             value = nil
         case .claim(let name):
@@ -113,9 +114,14 @@ final class RateLimiter: Sendable {
             value = request.profile.flatMap { IdentityLookup.value(named: name, in: $0) }
         }
         if let value, let text = Self.keyText(value) {
-            return RateLimitKey(.identity, text, keyed: self.keyedHMAC)
+            return self.key(.identity, text, memo: memo)
         }
-        return RateLimitKey(.address, request.clientIP, keyed: self.keyedHMAC)
+        return self.key(.address, request.clientIP, memo: memo)
+    }
+
+    private func key(_ kind: RateLimitKey.Kind, _ value: String, memo: RateLimitKeyMemo?) -> RateLimitKey {
+        guard let memo else { return RateLimitKey(kind, value, keyed: self.keyedHMAC) }
+        return memo.key(kind, value, limiter: self) { RateLimitKey(kind, value, keyed: self.keyedHMAC) }
     }
 
     /// The text a claim or profile value is counted under; nil for null and empty strings.

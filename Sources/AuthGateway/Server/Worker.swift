@@ -26,6 +26,8 @@ package final class Worker {
     private var introspectionClient: UpstreamClient?
     private var requestIDs = RequestIDGenerator()
     private let recentTokens = RecentTokens()
+    /// This loop's memo of rate-limit keys (their HMACs).
+    let rateLimitKeys = RateLimitKeyMemo()
     /// Open client connections, for draining.
     private var connections: [ObjectIdentifier: Channel] = [:]
 
@@ -37,7 +39,7 @@ package final class Worker {
         self.accessLog = AccessLog(enabled: snapshot.configuration.logging.accessLog)
         // Scraped as 0 from the start, not absent until the first client connects (a series
         // that appears only later breaks `rate`, alerts and dashboards).
-        self.metrics.addGauge(MetricKey(MetricName.openConnections), 0)
+        self.metrics.addGauge(.openConnections, 0)
         self.buildUpstreams(for: snapshot.configuration)
     }
 
@@ -247,12 +249,12 @@ package final class Worker {
 
     func connectionOpened(_ channel: Channel) {
         self.connections[ObjectIdentifier(channel)] = channel
-        self.metrics.addGauge(MetricKey(MetricName.openConnections), 1)
+        self.metrics.addGauge(.openConnections, 1)
     }
 
     func connectionClosed(_ channel: Channel) {
         if self.connections.removeValue(forKey: ObjectIdentifier(channel)) != nil {
-            self.metrics.addGauge(MetricKey(MetricName.openConnections), -1)
+            self.metrics.addGauge(.openConnections, -1)
             self.shared.connectionClosed()
         }
     }

@@ -33,7 +33,7 @@ final class SharedStateDatabase: Sendable {
         self.client = PostgresClient(configuration: try Self.clientConfiguration(settings), eventLoopGroup: eventLoopGroup)
         self.connectionConfiguration = try Self.connectionConfiguration(settings)
         self.availability = NIOLockedValueBox(DatabaseAvailability(now: Self.monotonicSeconds()))
-        metrics.setGauge(MetricKey(MetricName.sharedStateUp), 0)
+        metrics.setGauge(.sharedStateUp, 0)
     }
 
     // MARK: Availability
@@ -57,7 +57,7 @@ final class SharedStateDatabase: Sendable {
     /// the LISTEN connection (waiters poll instead; its loop probes the database to find out
     /// whether it is down) and a sweep (a slow `DELETE` must not turn single flight off).
     func record(_ failure: SharedStateFailure) {
-        self.metrics.increment(MetricKey(MetricName.sharedStateErrors, ["operation": failure.operation.rawValue]))
+        self.metrics.increment(.sharedStateError(operation: failure.operation.rawValue))
         switch failure.operation {
         case .decrypt:
             // The database works; this instance's key does not match the one that sealed it.
@@ -81,7 +81,7 @@ final class SharedStateDatabase: Sendable {
             self.usesDatabaseNow.store(state.usesDatabase, ordering: .relaxed)
             return (started, state.consecutiveFailures)
         }
-        self.metrics.setGauge(MetricKey(MetricName.sharedStateUp), 0)
+        self.metrics.setGauge(.sharedStateUp, 0)
         if startedOutage || failures == 1 {
             self.logger.warning(
                 "shared_state.unavailable",
@@ -101,7 +101,7 @@ final class SharedStateDatabase: Sendable {
             return recovered
         }
         if recovered {
-            self.metrics.setGauge(MetricKey(MetricName.sharedStateUp), 1)
+            self.metrics.setGauge(.sharedStateUp, 1)
             self.logger.notice("shared_state.available", metadata: ["shared_state.database": "\(self.settings.url)"])
         }
     }

@@ -156,6 +156,29 @@ struct RateLimiterTests {
         #expect(RateLimiter.keyText(.bool(true)) == "true")
     }
 
+    /// The loop's memo gives the same keys as computing them, for values that share a slot
+    /// or not, and forgets a limiter's keys when another limiter (another hashing key) asks.
+    @Test func theKeyMemoGivesTheComputedKeys() {
+        let limits: [RateLimitConfiguration] = [.init(name: "per-user", key: .claim("sub"), requestsPerSecond: 1, burst: 1)]
+        let limiter = RateLimiter(configuration: self.configuration(limits), hashingKey: Self.key)
+        let memo = RateLimitKeyMemo(slotCount: 4)
+        let users = (0..<40).map { "user-\($0)@example.com" }
+        for _ in 0..<3 {
+            for user in users {
+                let request = self.request(sub: user)
+                #expect(limiter.key(for: .claim("sub"), request: request, memo: memo) == limiter.key(for: .claim("sub"), request: request))
+            }
+        }
+        // A value and an address of the same text are different keys, memo or not.
+        let address = limiter.key(for: .clientIP, request: self.request(sub: nil, peer: "192.0.2.9"), memo: memo)
+        #expect(address == limiter.key(for: .clientIP, request: self.request(sub: nil, peer: "192.0.2.9")))
+        #expect(limiter.key(for: .claim("sub"), request: self.request(sub: "192.0.2.9"), memo: memo) != address)
+        let other = RateLimiter(configuration: self.configuration(limits), hashingKey: SymmetricKey(size: .bits256))
+        let request = self.request(sub: users[0])
+        #expect(other.key(for: .claim("sub"), request: request, memo: memo) == other.key(for: .claim("sub"), request: request))
+        #expect(other.key(for: .claim("sub"), request: request, memo: memo) != limiter.key(for: .claim("sub"), request: request))
+    }
+
     @Test func keysAreHMACsOfTheValueNeverTheValue() {
         let limiter = RateLimiter(configuration: self.configuration([.init(name: "per-user", key: .claim("sub"), requestsPerSecond: 1, burst: 1)]), hashingKey: Self.key)
         let key = limiter.key(for: .claim("sub"), request: self.request(sub: "alice@example.com"))

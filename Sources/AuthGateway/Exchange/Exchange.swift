@@ -65,10 +65,10 @@ final class Exchange {
             trace.finish(status: status, route: self.routeName, error: error, subject: self.plan?.subject)
         }
         if let reason = error?.authFailureReason {
-            metrics.increment(MetricKey(MetricName.authFailures, ["reason": reason]))
+            metrics.increment(.authFailure(reason: reason))
         }
         if let limit = error?.rateLimitName {
-            metrics.increment(MetricKey(MetricName.rateLimited, ["limit": limit, "route": self.routeName ?? "-"]))
+            metrics.increment(.rateLimited(limit: limit, route: self.routeName))
         }
         let accessLog = worker.accessLog
         guard accessLog.isEnabled else { return }

@@ -26,19 +26,6 @@ package struct TokenEdit: Equatable {
     var replacement: String?
 }
 
-/// The connection facts the `X-Forwarded-*` headers are made of.
-package struct ClientConnectionInfo {
-    let peerIP: String
-    let peerIsTrustedProxy: Bool
-    let isTLS: Bool
-
-    package init(peerIP: String, peerIsTrustedProxy: Bool, isTLS: Bool) {
-        self.peerIP = peerIP
-        self.peerIsTrustedProxy = peerIsTrustedProxy
-        self.isTLS = isTLS
-    }
-}
-
 /// Rewrites request headers on their way to the backend: hop-by-hop removal (RFC 9110 §7.6.1),
 /// stripping of client-supplied identity headers, `X-Forwarded-*`, `X-Request-Id`, verified
 /// identity headers, and the access token's fate. (Response heads: `HTTPWriter`.)

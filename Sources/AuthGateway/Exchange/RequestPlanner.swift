@@ -131,7 +131,7 @@ struct RequestPlanner {
         // Rate limits (SPEC §4.12): after authentication, before anything goes upstream.
         var responseHeaders = identity?.responseHeaders ?? []
         if let limiter = self.snapshot.rateLimiter, let tables = limiter.tables(forRoute: route.name) {
-            switch limiter.check(tables, request: self.rateLimitRequest(head: head, route: route, identity: identity), now: NIODeadline.now().uptimeNanoseconds) {
+            switch limiter.check(tables, request: self.rateLimitRequest(head: head, route: route, identity: identity), now: NIODeadline.now().uptimeNanoseconds, memo: self.worker.rateLimitKeys) {
             case .admitted(let header):
                 if let header { responseHeaders.append(("RateLimit", header)) }
             case .refused(let limit, let retryAfter, let headers):

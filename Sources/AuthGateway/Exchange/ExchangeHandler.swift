@@ -132,6 +132,6 @@ extension ExchangeHandler {
 
     func countUpstreamError(_ error: GatewayError) {
         guard let backend = self.exchange?.plan?.route.backend else { return }
-        self.worker.metrics.increment(MetricKey(MetricName.upstreamErrors, ["backend": backend, "kind": error.errorType]))
+        self.worker.metrics.increment(.upstreamError(backend: backend, error))
     }
 }

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# What a feature costs the gateway per request, in CPU cycles and instructions counted by
-# `perf stat` on the gateway process alone (steadier than req/s on a small machine, whose
-# run-to-run noise is as large as the effects to measure). For each configuration, in turn,
+# What a feature costs the gateway per request: the CPU time of the gateway process alone
+# (`perf stat -e task-clock`; this VM has no hardware cycle counters) divided by the requests
+# served — steadier than req/s on a small machine, whose run-to-run noise is as large as the
+# effects to measure. For each configuration, in turn,
 # REPS times (alternating): the release gateway on CPU 1, the bench's nginx backend and wrk
 # (-c64, GET /, the bench's RS256 token) on CPU 0; 2 s warm-up, then DURATION s counted.
-#   scripts/bench/cycles-per-request.sh [-r REPS] [-d DURATION] NAME=CONFIG.json ...
+#   scripts/bench/cpu-by-config.sh [-r REPS] [-d DURATION] NAME=CONFIG.json ...
 # Prints one line per run and a median per configuration, and each median's ratio to the
 # first configuration's. Needs perf, wrk, nginx, the release binary and the bench copy that
 # scripts/bench/features.sh makes (.bench-work/bench). Stops only what it started.
@@ -37,15 +38,15 @@ for rep in $(seq "$REPS"); do
     gateway=$!
     for _ in $(seq 100); do curl -sf -o /dev/null -H "Authorization: Bearer $(cat "$BENCH_TOKEN_FILE")" http://127.0.0.1:18090/ && break; sleep 0.1; done
     timeout 20 taskset -c 0 wrk -t1 -c64 -d2s -s "$BENCH/wrk/auth.lua" http://127.0.0.1:18090/ >/dev/null
-    perf stat -x, -e cycles,instructions -p "$gateway" -o "$OUT/stat" -- sleep "$DURATION" &
+    perf stat -x, -e task-clock -p "$gateway" -o "$OUT/stat" -- sleep "$DURATION" &
     stat=$!
     requests=$(timeout $((DURATION + 20)) taskset -c 0 wrk -t1 -c64 -d"${DURATION}s" -s "$BENCH/wrk/auth.lua" http://127.0.0.1:18090/ | sed -n 's/^ *\([0-9]*\) requests in.*/\1/p')
     wait "$stat" || true
     kill "$gateway"; wait "$gateway" 2>/dev/null || true
-    cycles=$(awk -F, '$3 ~ /^cycles/ {print $1}' "$OUT/stat")
-    instructions=$(awk -F, '$3 ~ /^instructions/ {print $1}' "$OUT/stat")
-    per=$(( cycles / requests ))
-    printf '%s rep %s: %s requests, %s cycles/request, %s instructions/request\n' "$name" "$rep" "$requests" "$per" "$(( instructions / requests ))"
+    milliseconds=$(awk -F, '$3 ~ /^task-clock/ {print $1}' "$OUT/stat")
+    # CPU nanoseconds per request.
+    per=$(awk -v ms="$milliseconds" -v n="$requests" 'BEGIN {printf "%d", ms * 1000000 / n}')
+    printf '%s rep %s: %s requests, %s ns of gateway CPU per request\n' "$name" "$rep" "$requests" "$per"
     results[$name]="${results[$name]:-} $per"
   done
 done
@@ -54,5 +55,5 @@ for spec in "$@"; do
   name=${spec%%=*}
   median=$(tr ' ' '\n' <<<"${results[$name]}" | grep . | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
   [ -n "$first" ] || first=$median
-  printf 'median %s: %s cycles/request (%s x %s)\n' "$name" "$median" "$(awk -v a="$median" -v b="$first" 'BEGIN {printf "%.3f", a/b}')" "${1%%=*}"
+  printf 'median %s: %s ns CPU/request (%s x %s)\n' "$name" "$median" "$(awk -v a="$median" -v b="$first" 'BEGIN {printf "%.3f", a/b}')" "${1%%=*}"
 done
