@@ -29,6 +29,10 @@ mkdir -p "$BENCH/run/logs"
 taskset -c 0 nginx -p "$BENCH/" -c "$BENCH/conf/backend.nginx.conf" -e "$OUT/backend.err" -g 'daemon off;' </dev/null >/dev/null 2>&1 &
 PIDS+=($!)
 export BENCH_TOKEN_FILE=$BENCH/keys/tokens/valid-rs256.jwt
+# With BENCH_TOKENS_FILE (one JWT per line, scripts/bench/make_tokens.py) every request takes
+# the next token of the file (scripts/bench/tokens.lua) instead of the one bench token.
+SCRIPT=$BENCH/wrk/auth.lua
+if [ -n "${BENCH_TOKENS_FILE:-}" ]; then SCRIPT=$ROOT/scripts/bench/tokens.lua; export BENCH_TOKENS_FILE; fi
 declare -A results
 for rep in $(seq "$REPS"); do
   for spec in "$@"; do
@@ -37,10 +41,10 @@ for rep in $(seq "$REPS"); do
     taskset -c 1 "$GATEWAY" serve --config "$config" >"$OUT/$name.log" 2>&1 &
     gateway=$!
     for _ in $(seq 100); do curl -sf -o /dev/null -H "Authorization: Bearer $(cat "$BENCH_TOKEN_FILE")" http://127.0.0.1:18090/ && break; sleep 0.1; done
-    timeout 20 taskset -c 0 wrk -t1 -c64 -d2s -s "$BENCH/wrk/auth.lua" http://127.0.0.1:18090/ >/dev/null
+    timeout 20 taskset -c 0 wrk -t1 -c64 -d2s -s "$SCRIPT" http://127.0.0.1:18090/ >/dev/null
     perf stat -x, -e task-clock -p "$gateway" -o "$OUT/stat" -- sleep "$DURATION" &
     stat=$!
-    requests=$(timeout $((DURATION + 20)) taskset -c 0 wrk -t1 -c64 -d"${DURATION}s" -s "$BENCH/wrk/auth.lua" http://127.0.0.1:18090/ | sed -n 's/^ *\([0-9]*\) requests in.*/\1/p')
+    requests=$(timeout $((DURATION + 20)) taskset -c 0 wrk -t1 -c64 -d"${DURATION}s" -s "$SCRIPT" http://127.0.0.1:18090/ | sed -n 's/^ *\([0-9]*\) requests in.*/\1/p')
     wait "$stat" || true
     kill "$gateway"; wait "$gateway" 2>/dev/null || true
     milliseconds=$(awk -F, '$3 ~ /^task-clock/ {print $1}' "$OUT/stat")

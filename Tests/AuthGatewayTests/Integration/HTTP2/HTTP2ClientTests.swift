@@ -12,7 +12,10 @@ import AuthGatewayDemo
 struct HTTP2ClientTests {
     static func curl(_ arguments: [String]) async throws -> ExternalTool.Result {
         let curl = try ExternalTool.require("curl", package: "curl")
-        return try await ExternalTool.run(curl, ["--silent", "--show-error", "--max-time", "10"] + arguments)
+        // A bound, not a measurement: 10 s cut off a 64 MiB rate-limited download (4 s alone)
+        // on a loaded 2-core machine at 98 %. A test that needs a shorter bound passes its own
+        // --max-time (curl takes the last).
+        return try await ExternalTool.run(curl, ["--silent", "--show-error", "--max-time", "60"] + arguments)
     }
 
     /// Splits curl's `--include` output into the status line's HTTP version, status, headers
