@@ -5,7 +5,10 @@
 # effects to measure. For each configuration, in turn,
 # REPS times (alternating): the release gateway on CPU 1, the bench's nginx backend and wrk
 # (-c64, GET /, the bench's RS256 token) on CPU 0; 2 s warm-up, then DURATION s counted.
-#   scripts/bench/cpu-by-config.sh [-r REPS] [-d DURATION] NAME=CONFIG.json ...
+#   scripts/bench/cpu-by-config.sh [-r REPS] [-d DURATION] NAME=CONFIG.json[@WRK_SCRIPT.lua] ...
+# A configuration may name its own wrk script (e.g. scripts/bench/dpop.lua); the warm-up runs
+# with BENCH_PHASE=warmup, the counted run with BENCH_PHASE=measure. Non-2xx answers are
+# counted and printed: a run that is not all 2xx measures something else.
 # Prints one line per run and a median per configuration, and each median's ratio to the
 # first configuration's. Needs perf, wrk, nginx, the release binary and the bench copy that
 # scripts/bench/features.sh makes (.bench-work/bench). Stops only what it started.
@@ -38,19 +41,23 @@ for rep in $(seq "$REPS"); do
   for spec in "$@"; do
     name=${spec%%=*}
     config=${spec#*=}
+    script=$SCRIPT
+    if [[ $config == *@* ]]; then script=${config#*@}; config=${config%@*}; fi
     taskset -c 1 "$GATEWAY" serve --config "$config" >"$OUT/$name.log" 2>&1 &
     gateway=$!
     for _ in $(seq 100); do curl -sf -o /dev/null -H "Authorization: Bearer $(cat "$BENCH_TOKEN_FILE")" http://127.0.0.1:18090/ && break; sleep 0.1; done
-    timeout 20 taskset -c 0 wrk -t1 -c64 -d2s -s "$SCRIPT" http://127.0.0.1:18090/ >/dev/null
+    BENCH_PHASE=warmup timeout 20 taskset -c 0 wrk -t1 -c64 -d2s -s "$script" http://127.0.0.1:18090/ >/dev/null
     perf stat -x, -e task-clock -p "$gateway" -o "$OUT/stat" -- sleep "$DURATION" &
     stat=$!
-    requests=$(timeout $((DURATION + 20)) taskset -c 0 wrk -t1 -c64 -d"${DURATION}s" -s "$SCRIPT" http://127.0.0.1:18090/ | sed -n 's/^ *\([0-9]*\) requests in.*/\1/p')
+    BENCH_PHASE=measure timeout $((DURATION + 20)) taskset -c 0 wrk -t1 -c64 -d"${DURATION}s" -s "$script" http://127.0.0.1:18090/ >"$OUT/wrk.txt"
+    requests=$(sed -n 's/^ *\([0-9]*\) requests in.*/\1/p' "$OUT/wrk.txt")
+    non2xx=$(sed -n 's/^ *Non-2xx or 3xx responses: *\([0-9]*\).*/\1/p' "$OUT/wrk.txt")
     wait "$stat" || true
     kill "$gateway"; wait "$gateway" 2>/dev/null || true
     milliseconds=$(awk -F, '$3 ~ /^task-clock/ {print $1}' "$OUT/stat")
     # CPU nanoseconds per request.
     per=$(awk -v ms="$milliseconds" -v n="$requests" 'BEGIN {printf "%d", ms * 1000000 / n}')
-    printf '%s rep %s: %s requests, %s ns of gateway CPU per request\n' "$name" "$rep" "$requests" "$per"
+    printf '%s rep %s: %s requests (%s/s, non-2xx %s), %s ns of gateway CPU per request\n' "$name" "$rep" "$requests" "$(( requests / DURATION ))" "${non2xx:-0}" "$per"
     results[$name]="${results[$name]:-} $per"
   done
 done

@@ -30,9 +30,9 @@ final class HTTP2ServerConnection: ChannelDuplexHandler, NIOHTTP2FrameDelegate {
 
     let worker: Worker
     let connection: ClientConnectionInfo
-    /// Told of each stream the gateway opens and closes (the connection manager: idle close,
-    /// graceful GOAWAY), instead of NIOHTTP2's raw stream events — those also close streams
-    /// refused before they were ever open (a malformed HEADERS).
+    /// Told of each stream the gateway opens and closes (the connection manager, for its
+    /// graceful GOAWAY on drain), instead of NIOHTTP2's raw stream events — those also close
+    /// streams refused before they were ever open (a malformed HEADERS).
     private let streamDelegate: NIOHTTP2StreamDelegate?
     private(set) var context: ChannelHandlerContext?
     private var streams: [HTTP2StreamID: HTTP2ServerStream] = [:]
@@ -57,7 +57,7 @@ final class HTTP2ServerConnection: ChannelDuplexHandler, NIOHTTP2FrameDelegate {
         self.streamDelegate = streamDelegate
     }
 
-    /// The streams open now (tests, and the `/healthz`-free way to see a leak).
+    /// The streams open now (for tests).
     var openStreamCount: Int { self.streams.count }
 
     // MARK: Channel events
@@ -134,9 +134,10 @@ final class HTTP2ServerConnection: ChannelDuplexHandler, NIOHTTP2FrameDelegate {
         case is NIOHTTP2StreamCreatedEvent:
             return
         case let window as NIOHTTP2WindowUpdatedEvent where window.streamID == .rootStream:
-            // Acted on at the end of the read burst: NIOHTTP2 reports the window again (as it
-            // was) while the WINDOW_UPDATE just written still waits for the flush.
-            if self.inReadBurst, let size = window.inboundWindowSize { self.connectionWindow = size }
+            // Acted on at the end of the read burst (the DATA that used the window came in one):
+            // NIOHTTP2 reports the window again, as it was, while a WINDOW_UPDATE just written
+            // still waits for the flush, so acting on every report would give it back twice.
+            if let size = window.inboundWindowSize { self.connectionWindow = size }
         default:
             break
         }
