@@ -70,6 +70,8 @@ struct AuthServices {
     /// client for it, or the discovered `introspection_endpoint` (nil without introspection).
     /// Asked only when a call is made.
     var introspectionEndpoint: (() -> UpstreamEndpoint?)? = nil
+    /// The loop's memo of active introspection answers (with `tokens.introspection`).
+    var recentIntrospections: RecentIntrospections? = nil
     /// The process's DPoP replay cache.
     var dpopReplay: DPoPReplayCache? = nil
     /// With `sharedState`: the replay check across instances, behind `dpopReplay`.
@@ -193,9 +195,9 @@ struct RequestAuthenticator: Sendable {
         case .adoptRefresh(let outcome, let access, let refresh, let keys, let keysRefetched):
             return self.adoptRefresh(outcome, access: access, refresh: refresh, keys: keys, keysRefetched: keysRefetched, request, services)
         case .introspect(let token, let verified):
-            return self.introspect(token, verified: verified, services, trace: request.trace)
+            return self.introspect(token, verified: verified, services, now: request.now, trace: request.trace)
         case .adoptIntrospection(let outcome, let token, let verified):
-            return self.adoptIntrospection(outcome, token, verified: verified)
+            return self.adoptIntrospection(outcome, token, verified: verified, memo: services.recentIntrospections)
         case .proofOfPossession(let identity):
             return self.checkProofOfPossession(identity, request, services)
         case .profile(let identity):
@@ -389,11 +391,15 @@ struct RequestAuthenticator: Sendable {
 
     /// Asks the introspection endpoint about `token` (SPEC §4.13), through the process-wide
     /// cache and single flight.
-    func introspect(_ token: ExtractedToken, verified: Identity?, _ services: AuthServices, trace: RequestTrace? = nil) -> AuthStep {
+    func introspect(_ token: ExtractedToken, verified: Identity?, _ services: AuthServices, now: Double, trace: RequestTrace? = nil) -> AuthStep {
         guard let introspector = self.introspector, let endpoint = services.introspectionEndpoint else {
             return .done(.reject(.introspectionUnavailable))
         }
         let metrics = services.metrics
+        if verified == nil, let known = services.recentIntrospections?.lookup(token.value, introspector: introspector, now: now) {
+            metrics.increment(.introspectionCached)
+            return .next(.proofOfPossession(Identity(token: known, accessToken: token, issuer: introspector.configuration.identityIssuer ?? "")))
+        }
         let lookup = introspector.lookup(token.value, eventLoop: services.eventLoop, endpoint: endpoint) { label in
             metrics.increment(.introspection(outcome: label))
         }
@@ -414,7 +420,7 @@ struct RequestAuthenticator: Sendable {
 
     /// An active answer's members become the request's claims (for a JWT introspected with
     /// `forJWTs`, the JWT's own verified claims stay); inactive is 401, unavailable 503.
-    func adoptIntrospection(_ outcome: IntrospectionOutcome, _ token: ExtractedToken, verified: Identity?) -> AuthStep {
+    func adoptIntrospection(_ outcome: IntrospectionOutcome, _ token: ExtractedToken, verified: Identity?, memo: RecentIntrospections? = nil) -> AuthStep {
         switch outcome {
         case .unavailable:
             return .done(.reject(.introspectionUnavailable))
@@ -428,6 +434,9 @@ struct RequestAuthenticator: Sendable {
                 issuerIndex: -1, generation: 0, claims: claims, subject: claims["sub"]?.stringValue, expiresAt: validUntil, notBefore: nil,
                 issuedAt: nil, leewaySeconds: 0
             )
+            if let introspector = self.introspector {
+                memo?.remember(token.value, verified: introspected, validUntil: validUntil, introspector: introspector)
+            }
             let issuer = self.introspector?.configuration.identityIssuer ?? ""
             return .next(.proofOfPossession(Identity(token: introspected, accessToken: token, issuer: issuer)))
         }

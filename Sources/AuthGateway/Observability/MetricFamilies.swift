@@ -29,6 +29,8 @@ extension MetricKey {
     static let refreshJoin = MetricKey(MetricName.refreshJoins)
     static let refreshGraceHit = MetricKey(MetricName.refreshGraceHits)
     static func introspection(outcome: String) -> MetricKey { MetricKey(MetricName.introspections, ["outcome": outcome]) }
+    /// Built once: counted on every request with a cached opaque token.
+    static let introspectionCached = MetricKey.introspection(outcome: "cached")
     static func profileCache(_ lookup: CacheLookup) -> MetricKey { MetricKey(MetricName.profileCache, ["result": lookup.rawValue]) }
     static func authServiceDuration(_ operation: AuthServiceOperation) -> MetricKey {
         MetricKey(MetricName.authServiceDuration, ["operation": operation.rawValue])

@@ -26,6 +26,7 @@ package final class Worker {
     private var introspectionClient: UpstreamClient?
     private var requestIDs = RequestIDGenerator()
     private let recentTokens = RecentTokens()
+    private let recentIntrospections = RecentIntrospections()
     /// This loop's memo of rate-limit keys (their HMACs).
     let rateLimitKeys = RateLimitKeyMemo()
     /// Open client connections, for draining.
@@ -118,6 +119,7 @@ package final class Worker {
         )
         if self.snapshot.configuration.tokens.introspection != nil {
             services.introspectionEndpoint = { [unowned self] in self.introspectionEndpoint() }
+            services.recentIntrospections = self.recentIntrospections
         }
         services.dpopReplay = self.shared.dpopReplay
         services.sharedDPoPReplay = self.shared.sharedState?.dpopReplay
