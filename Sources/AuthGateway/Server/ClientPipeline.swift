@@ -9,9 +9,9 @@ import NIOTLS
 ///   the HTTP/2 preface (prior knowledge), else HTTP/1.1;
 /// - with `listener.http2: false`, HTTP/1.1 only.
 /// HTTP/1.1 is one `ProxyHandler`; HTTP/2 is NIOHTTP2's handler at the frame level, one
-/// `HTTP2ServerConnection` with its table of streams, the connection manager (graceful GOAWAY
-/// on drain, idle close) and
-/// `HTTP2ConnectionMonitor` (closes and counts abusive connections).
+/// `HTTP2ServerConnection` with its table of streams (and the idle close), the connection
+/// manager (graceful GOAWAY on drain) and `HTTP2ConnectionMonitor` (closes and counts abusive
+/// connections).
 package enum ClientPipeline {
     package static func configure(channel: Channel, worker: Worker, tls: NIOSSLContext?) throws {
         let shared = worker.shared
