@@ -7,7 +7,9 @@ import NIOHTTP1
 /// The sample auth service of `auth-gateway demo`, shaped like RainMaker's user API
 /// (seeds/rainmaker-account-login.md):
 ///
-/// - `POST /v1/login {"user_name","password"}` → `{"status","description","idtoken","accesstoken","refreshtoken"}`
+/// - `POST /v1/login {"user_name","password"}` → `{"status","description","idtoken","accesstoken","refreshtoken"}`;
+///   with `"dpop_jkt"` (a key's RFC 7638 thumbprint) the access token is bound to that key
+///   (`cnf.jkt`, RFC 9449): the gateway then wants a DPoP proof by it with every request
 /// - `POST /v1/login {"user_name","refreshtoken"}` → a new `accesstoken` (the refresh token is
 ///   not rotated, as in RainMaker)
 /// - `GET /v1/user` with `Authorization: <accesstoken>` → the profile
@@ -79,7 +81,7 @@ public final class DemoAuthService: Sendable {
             guard password == user.password else { return Self.failure("Incorrect user name or password") }
             let refreshToken = UUID().uuidString.lowercased()
             self.refreshTokens.withLockedValue { $0[refreshToken] = user.userName }
-            return self.tokens(for: user, refreshToken: refreshToken, description: "Login successful")
+            return self.tokens(for: user, refreshToken: refreshToken, description: "Login successful", dpopKey: body["dpop_jkt"]?.stringValue)
         }
         if case .string(let refreshToken)? = body["refreshtoken"] {
             guard self.refreshTokens.withLockedValue({ $0[refreshToken] }) == user.userName else {
@@ -90,12 +92,13 @@ public final class DemoAuthService: Sendable {
         return Self.failure("Missing password or refreshtoken")
     }
 
-    private func tokens(for user: User, refreshToken: String?, description: String) -> SimpleResponse {
+    private func tokens(for user: User, refreshToken: String?, description: String, dpopKey: String? = nil) -> SimpleResponse {
         let now = Int(Date().timeIntervalSince1970)
-        let claims: JSONObject = [
+        var claims: JSONObject = [
             "iss": .string(self.issuer), "aud": .string(self.audience), "sub": .string(user.userID),
             "email": .string(user.userName), "iat": .number(JSONNumber(now)), "exp": .number(JSONNumber(now + self.tokenLifetimeSeconds)),
         ]
+        if let dpopKey { claims["cnf"] = ["jkt": .string(dpopKey)] }
         guard let accessToken = try? self.signer.sign(claims), let idToken = try? self.signer.sign(claims.merging(["token_use": "id"])) else {
             return SimpleResponse(status: .internalServerError)
         }

@@ -57,7 +57,15 @@ public struct DemoRunner: Sendable {
 
     /// The gateway configuration the demo runs with (the same shape as config/gateway.json).
     static func configuration(gatewayPort: Int, authService: DemoAuthService, backend: EchoBackend) throws -> GatewayConfiguration {
-        let text = """
+        try ConfigurationLoader(environment: [:]).load(
+            text: Self.configurationText(gatewayPort: gatewayPort, authService: authService, backend: backend),
+            baseDirectory: FileManager.default.currentDirectoryPath
+        )
+    }
+
+    /// The demo's configuration as JSON (the tests run the demo's walkthrough against it).
+    public static func configurationText(gatewayPort: Int, authService: DemoAuthService, backend: EchoBackend) -> String {
+        """
             {
               "listener": { "host": "127.0.0.1", "port": \(gatewayPort) },
               "eventLoopThreads": 1,
@@ -90,7 +98,6 @@ public struct DemoRunner: Sendable {
               "logging": { "level": "notice", "accessLog": false }
             }
             """
-        return try ConfigurationLoader(environment: [:]).load(text: text, baseDirectory: FileManager.default.currentDirectoryPath)
     }
 
     static func walkthrough(gateway: String, authService: String, lifetime: Int) -> String {
@@ -129,6 +136,16 @@ public struct DemoRunner: Sendable {
            curl -i \(gateway)/public/hello
 
         8. Health: curl -s \(gateway)/healthz ; curl -s \(gateway)/readyz
+
+        9. A sender-constrained (DPoP) token works only with a fresh proof by its key
+           (scripts/dpop-proof.py, Python joserfc: pip install joserfc):
+           JKT=$(scripts/dpop-proof.py --key /tmp/demo-client.jwk --jkt)
+           BOUND=$(curl -s \(authService)/v1/login -H 'Content-Type: application/json' \\
+                     -d '{"user_name":"alice@example.com","password":"alice-password","dpop_jkt":"'"$JKT"'"}' \\
+                   | sed -E 's/.*"accesstoken":"([^"]+)".*/\\1/')
+           curl -i \(gateway)/api/orders -H "Authorization: DPoP $BOUND" \\
+                -H "DPoP: $(scripts/dpop-proof.py --key /tmp/demo-client.jwk GET \(gateway)/api/orders "$BOUND")"
+           curl -i \(gateway)/api/orders -H "Authorization: Bearer $BOUND"    # 401: the proof is missing
 
         """
     }
