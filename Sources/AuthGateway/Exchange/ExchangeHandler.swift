@@ -130,6 +130,16 @@ extension ExchangeHandler {
         exchange.finish(status: status, error: error, worker: self.worker, client: self.connection.peerIP)
     }
 
+    /// The exchange gives up on its backend (`failForwarding`, `abandon`): a pending lease is
+    /// cancelled and the connection or stream dropped — after a timeout, counted against the
+    /// backend's URL (outlier detection, SPEC §4.11) — and `error`, if any, counted.
+    func dropUpstream(after error: GatewayError?) {
+        self.cancelLease()
+        if error == GatewayError.upstreamTimeout { self.upstream?.timedOut() } else { self.upstream?.close() }
+        self.upstream = nil
+        if let error { self.countUpstreamError(error) }
+    }
+
     func countUpstreamError(_ error: GatewayError) {
         guard let backend = self.exchange?.plan?.route.backend else { return }
         self.worker.metrics.increment(.upstreamError(backend: backend, error))

@@ -243,12 +243,8 @@ final class ProxyHandler: ChannelDuplexHandler, ExchangeHandler {
             self.exchange = exchange
             self.writeLocalResponse(close: close, context: context)
         case .failForwarding(let error):
-            self.cancelLease()
-            // A timeout counts against the backend's URL (outlier detection, SPEC §4.11).
-            if error == GatewayError.upstreamTimeout { self.upstream?.timedOut() } else { self.upstream?.close() }
-            self.upstream = nil
+            self.dropUpstream(after: error)
             if let error {
-                self.countUpstreamError(error)
                 let exchange = self.exchange ?? self.bareExchange()
                 exchange.local = exchange.problem(error)
                 self.exchange = exchange
@@ -264,9 +260,7 @@ final class ProxyHandler: ChannelDuplexHandler, ExchangeHandler {
         case .returnUnusedConnection:
             break  // handled where the connection is known (`leaseSucceeded`)
         case .abandon:
-            self.cancelLease()
-            self.upstream?.close()
-            self.upstream = nil
+            self.dropUpstream(after: nil)
             // 499: nginx's "client closed request", so the access log tells who gave up.
             self.finishExchange(status: 499, error: nil)
             context.close(promise: nil)

@@ -199,12 +199,8 @@ final class HTTP2ServerStream: ExchangeHandler {
             self.cancelLease()
             self.respond(with: error)
         case .failForwarding(let error):
-            self.cancelLease()
-            // A timeout counts against the backend's URL (outlier detection, SPEC §4.11).
-            if error == GatewayError.upstreamTimeout { self.upstream?.timedOut() } else { self.upstream?.close() }
-            self.upstream = nil
+            self.dropUpstream(after: error)
             if let error {
-                self.countUpstreamError(error)
                 self.respond(with: error)
             } else {
                 // The response had started: the stream is reset.
@@ -216,9 +212,7 @@ final class HTTP2ServerStream: ExchangeHandler {
             self.upstream = nil
             self.lease(context: context)
         case .abandon:
-            self.cancelLease()
-            self.upstream?.close()
-            self.upstream = nil
+            self.dropUpstream(after: nil)
             self.finishExchange(status: 499, error: nil)
             self.reset()
         case .closeConnection:

@@ -12,7 +12,7 @@ import AuthGatewayDemo
 /// token the auth service issues passes through it — valid, expired, refreshed, refused,
 /// in headers, cookies and the query string — and none of them, nor a distinctive part of
 /// one, appears on standard output or standard error.
-@Suite("Tokens are never logged (auth-gateway serve)", .serialized, .timeLimit(.minutes(5)))
+@Suite("Tokens are never logged (auth-gateway serve)", .serialized, .timeLimit(.minutes(5)), .awaitsCleanups)
 struct TokenLoggingTests {
     /// A RainMaker-style auth service (json refresh protocol, profile endpoint) that records
     /// every token it hands out.
@@ -71,15 +71,9 @@ struct TokenLoggingTests {
         return [String(text.prefix(16)), String(text[middle...].prefix(16)), String(text.suffix(16))]
     }
 
-    @Test func noTokenOnStandardOutputOrStandardError() async throws {
-        let auth = try await RecordingAuthService.start()
-        let backend = try await EchoBackend.start(group: TestGroup.shared)
-        defer {
-            Task {
-                await backend.close()
-                await auth.service.stop()
-            }
-        }
+    /// A `serve` at debug level with identity headers, refresh and profiles against `auth`:
+    /// every path that could print a token is taken.
+    static func configuration(backend: EchoBackend, auth: RecordingAuthService) -> JSONObject {
         var configuration = RunningGateway.configuration(backendURL: backend.baseURL, drainSeconds: 1, level: "debug")
         configuration["identityHeaders"] = ["X-User-Name": "profile.user_name", "X-User-Subject": "claims.sub"]
         configuration["authService"] = [
@@ -88,7 +82,17 @@ struct TokenLoggingTests {
             "refresh": ["protocol": "json", "maxExpiredSeconds": 3600],
             "profile": ["ttlSeconds": 1],
         ]
-        let gateway = try RunningGateway(configuration: configuration)
+        return configuration
+    }
+
+    @Test func noTokenOnStandardOutputOrStandardError() async throws {
+        let auth = try await RecordingAuthService.start()
+        let backend = try await EchoBackend.start(group: TestGroup.shared)
+        atTestEnd {
+            await backend.close()
+            await auth.service.stop()
+        }
+        let gateway = try RunningGateway(configuration: Self.configuration(backend: backend, auth: auth))
         defer { gateway.kill() }
         let port = try await gateway.waitForPort()
 

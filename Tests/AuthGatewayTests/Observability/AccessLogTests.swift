@@ -36,15 +36,7 @@ struct AccessLogTests {
             await backend.close()
             await auth.service.stop()
         }
-        var configuration = RunningGateway.configuration(backendURL: backend.baseURL, drainSeconds: 1, level: "debug")
-        configuration["identityHeaders"] = ["X-User-Name": "profile.user_name", "X-User-Subject": "claims.sub"]
-        configuration["authService"] = [
-            "url": .string(auth.service.baseURL),
-            "timeoutMilliseconds": 10_000,
-            "refresh": ["protocol": "json", "maxExpiredSeconds": 3600],
-            "profile": ["ttlSeconds": 1],
-        ]
-        let gateway = try RunningGateway(configuration: configuration)
+        let gateway = try RunningGateway(configuration: TokenLoggingTests.configuration(backend: backend, auth: auth))
         defer { gateway.kill() }
         let port = try await gateway.waitForPort()
         let client = try await H2TestClient.connect(port: port)
