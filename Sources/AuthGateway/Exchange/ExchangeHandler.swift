@@ -1,22 +1,39 @@
 import NIOCore
 import NIOHTTP1
 
+/// The events of an exchange's upstream side, which both framings' state machines take alike:
+/// `ExchangeStateMachine` itself (an HTTP/2 stream) and `HTTP1ConnectionStateMachine` (an
+/// HTTP/1.1 connection, around the `ExchangeStateMachine` of its request in flight).
+protocol ExchangeEvents {
+    associatedtype Action
+    /// A lease is pending: one that completes now is used (else it goes back unused).
+    var awaitsLease: Bool { get }
+    var shouldReadFromUpstream: Bool { get }
+    mutating func decidedToRespondLocally() -> Action
+    mutating func leaseSucceeded(reused: Bool) -> Action
+    mutating func leaseFailed(_ error: GatewayError) -> Action
+    mutating func upstreamFailed() -> Action
+    mutating func upstreamProtocolError() -> Action
+    mutating func upstreamWritabilityChanged(_ writable: Bool) -> Action
+}
+
 /// What an HTTP/1.1 connection (`ProxyHandler`) and an HTTP/2 stream (`HTTP2ServerStream`)
 /// share — the protocol-independent part of a request's life: its decision (`RequestPlanner`),
-/// the upstream lease, the backend's events fed to `ProxyStateMachine`, and the finish. Only
+/// the upstream lease, the backend's events fed to the state machine, and the finish. Only
 /// the framing differs: each handler runs the state machine's actions its own way (`run`) and
 /// adopts a plan with its protocol's own checks (`adopt`).
 protocol ExchangeHandler: AnyObject, UpstreamLeaseRequester, UpstreamConnectionDelegate {
+    associatedtype StateMachine: ExchangeEvents
     var worker: Worker { get }
     var connection: ClientConnectionInfo { get }
-    var state: ProxyStateMachine { get set }
+    var state: StateMachine { get set }
     var exchange: Exchange? { get set }
     var upstream: UpstreamLease? { get set }
     /// The pool a lease is pending with.
     var leasingPool: UpstreamPool? { get set }
     var context: ChannelHandlerContext? { get }
 
-    func run(_ action: ProxyStateMachine.Action, context: ChannelHandlerContext)
+    func run(_ action: StateMachine.Action, context: ChannelHandlerContext)
     func updateTimer(context: ChannelHandlerContext)
     /// Takes the planner's decision: answer locally or forward.
     func adopt(_ plan: RequestPlan, context: ChannelHandlerContext)
@@ -69,18 +86,14 @@ extension ExchangeHandler {
 
     func leaseSucceeded(_ lease: UpstreamLease, reused: Bool) {
         self.leasingPool = nil
-        guard let context = self.context else {
-            lease.returnUnused(reused: reused)
-            return
-        }
-        let action = self.state.leaseSucceeded(reused: reused)
-        if case .returnUnusedConnection = action {
+        guard let context = self.context, self.state.awaitsLease else {
+            // Its requester has gone: back to the pool as it was.
             lease.returnUnused(reused: reused)
             return
         }
         self.upstream = lease
         lease.delegate = self
-        self.run(action, context: context)
+        self.run(self.state.leaseSucceeded(reused: reused), context: context)
         self.updateTimer(context: context)
     }
 
@@ -93,12 +106,6 @@ extension ExchangeHandler {
     }
 
     // MARK: Upstream events
-
-    func upstreamResponseBody(_ body: ByteBuffer) {
-        guard let context = self.context else { return }
-        self.run(self.state.responseBody(body), context: context)
-        if self.state.isTunnel { self.updateTimer(context: context) }
-    }
 
     func upstreamClosed(protocolError: Bool) {
         guard let context = self.context else { return }

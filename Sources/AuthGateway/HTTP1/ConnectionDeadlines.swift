@@ -3,7 +3,7 @@ import NIOCore
 /// The deadlines of one client connection and the one timer that watches them, as a pure
 /// state machine (`now` passed in; the handler owns the timer and runs the actions).
 ///
-/// Which deadline applies follows `ProxyStateMachine.timeout`: the request head must arrive
+/// Which deadline applies follows `HTTP1ConnectionStateMachine.timeout`: the request head must arrive
 /// within `requestHeaderSeconds` of its first byte (slowloris), an idle connection or a
 /// stalled upload gets `idleSeconds`, a request waiting on its backend gets the backend's
 /// response timeout.
@@ -28,7 +28,7 @@ struct ConnectionDeadlines {
         case rearm(NIODeadline)
         /// The request head did not arrive in time: 408 and close.
         case slowHeaders
-        /// The state's own timeout ran out (`ProxyStateMachine.timedOut`).
+        /// The state's own timeout ran out (`HTTP1ConnectionStateMachine.timedOut`).
         case timedOut
     }
 
@@ -62,7 +62,7 @@ struct ConnectionDeadlines {
     }
 
     /// The connection's state changed: the deadline that applies now, and the timer for it.
-    mutating func update(for timeout: ProxyStateMachine.Timeout, isIdle: Bool, now: NIODeadline, limits: Limits) -> TimerAction {
+    mutating func update(for timeout: ExchangeStateMachine.Timeout, isIdle: Bool, now: NIODeadline, limits: Limits) -> TimerAction {
         switch timeout {
         case .none:
             self.deadline = nil

@@ -38,12 +38,67 @@ enum HTTPWriter {
         buffer.writeStaticString("\r\n")
     }
 
-    /// The client's response head from a backend's: hop-by-hop fields (and those the
-    /// backend's `Connection` names) and `X-Request-Id` are dropped, `Content-Length` too when
-    /// the body is re-framed as chunked; the gateway's fields are appended (`Upgrade` only for
-    /// a 101 to an upgrade request).
+    /// The client's response head from a backend's, HTTP/1.1 or HTTP/2: hop-by-hop fields (and
+    /// those the backend's `Connection` names) and `X-Request-Id` are dropped, `Content-Length`
+    /// too when the body is re-framed as chunked; the gateway's fields are appended (`Upgrade`
+    /// only for a 101 to an upgrade request).
     static func clientResponseHead(
         _ head: UpstreamResponseHead,
+        clientVersion: HTTPVersion,
+        requestID: String,
+        extra: [(name: String, value: String)],
+        chunked: Bool,
+        connection: String?,
+        upgrade: String? = nil,
+        into buffer: inout ByteBuffer
+    ) {
+        switch head {
+        case .http1(let head):
+            Self.clientResponseHead(
+                head, clientVersion: clientVersion, requestID: requestID, extra: extra, chunked: chunked, connection: connection,
+                upgrade: upgrade, into: &buffer
+            )
+        case .http2(let head):
+            Self.clientResponseHead(
+                head, clientVersion: clientVersion, requestID: requestID, extra: extra, chunked: chunked, connection: connection,
+                upgrade: upgrade, into: &buffer
+            )
+        }
+    }
+
+    /// An HTTP/2 backend's head for an HTTP/1.x client: its fields (already without the
+    /// connection-specific ones and `x-request-id`: `HTTP2ResponseHead`) as they came,
+    /// lower-case, with an empty reason phrase (HTTP/2 has none).
+    static func clientResponseHead(
+        _ head: HTTP2ResponseHead,
+        clientVersion: HTTPVersion,
+        requestID: String,
+        extra: [(name: String, value: String)],
+        chunked: Bool,
+        connection: String?,
+        upgrade: String? = nil,
+        into buffer: inout ByteBuffer
+    ) {
+        var bound = 15 + head.estimatedBytes + 16 + requestID.utf8.count + 30
+        for (name, value) in extra { bound += name.utf8.count + value.utf8.count + 4 }
+        if let connection { bound += 14 + connection.utf8.count }
+        if let upgrade { bound += 11 + upgrade.utf8.count }
+        buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: bound) { memory in
+            var output = RawOutput(memory)
+            Self.statusLine(version: clientVersion, code: head.status, into: &output)
+            output.append("\r\n")
+            for (name, value, _) in head.fields {
+                if chunked && name == "content-length" { continue }
+                output.field(name, value)
+            }
+            Self.gatewayFields(requestID: requestID, extra: extra, chunked: chunked, connection: connection, upgrade: upgrade, into: &output)
+            return output.count
+        }
+    }
+
+    /// An HTTP/1.1 backend's head for an HTTP/1.x client, its kept fields copied as bytes.
+    static func clientResponseHead(
+        _ head: HTTP1ResponseHead,
         clientVersion: HTTPVersion,
         requestID: String,
         extra: [(name: String, value: String)],
@@ -79,17 +134,24 @@ enum HTTPWriter {
                     output.append(UnsafeRawBufferPointer(rebasing: raw[field.valueStart..<field.valueEnd]))
                     output.append("\r\n")
                 }
-                output.append("X-Request-Id: ")
-                output.append(requestID)
-                output.append("\r\n")
-                for (name, value) in extra { output.field(name, value) }
-                if chunked { output.append("Transfer-Encoding: chunked\r\n") }
-                if let connection { output.field("Connection", connection) }
-                if let upgrade { output.field("Upgrade", upgrade) }
-                output.append("\r\n")
+                Self.gatewayFields(requestID: requestID, extra: extra, chunked: chunked, connection: connection, upgrade: upgrade, into: &output)
                 return output.count
             }
         }
+    }
+
+    /// The fields the gateway adds to a backend's head, and the head's end.
+    private static func gatewayFields(
+        requestID: String, extra: [(name: String, value: String)], chunked: Bool, connection: String?, upgrade: String?, into output: inout RawOutput
+    ) {
+        output.append("X-Request-Id: ")
+        output.append(requestID)
+        output.append("\r\n")
+        for (name, value) in extra { output.field(name, value) }
+        if chunked { output.append("Transfer-Encoding: chunked\r\n") }
+        if let connection { output.field("Connection", connection) }
+        if let upgrade { output.field("Upgrade", upgrade) }
+        output.append("\r\n")
     }
 
     /// One chunk of a chunked body: size line, data, CRLF.

@@ -46,11 +46,8 @@ extension ProxyHandler {
         }
     }
 
-    func sendRequest(body: [ByteBuffer], end: Bool, sendContinue: Bool, context: ChannelHandlerContext) {
+    func sendRequest(body: [ByteBuffer], end: Bool, context: ChannelHandlerContext) {
         guard let upstream = self.upstream, let plan = self.exchange?.plan else { return }
-        if sendContinue {
-            context.writeAndFlush(self.wrapOutboundOut(context.channel.allocator.buffer(staticString: HTTPWriter.continueResponse)), promise: nil)
-        }
         upstream.sendHead(plan.head, chunkedBody: self.exchange?.requestChunked ?? false, upgrade: plan.upgrade != nil, secrets: RequestSecrets(names: plan.secretHeaders))
         self.exchange?.upstreamSentAt = .now()
         for part in body { upstream.sendBody(part) }
@@ -64,7 +61,7 @@ extension ProxyHandler {
             self.upstreamNeedsFlush = false
         }
         // Body reads were held while waiting for the decision and the connection.
-        self.run(.resumeClientReads, context: context)
+        self.run(.exchange(.resumeClientReads), context: context)
     }
 
     static func isIdempotent(_ method: HTTPMethod) -> Bool {

@@ -16,7 +16,7 @@ extension ProxyHandler {
         )
         let clientIsHTTP11 = self.requestVersion == .http1_1
         exchange.responseChunked = framing.chunked
-        var bytes = context.channel.allocator.buffer(capacity: head.bytes.readableBytes + 128)
+        var bytes = context.channel.allocator.buffer(capacity: head.estimatedBytes + 128)
         HTTPWriter.clientResponseHead(
             head,
             clientVersion: clientIsHTTP11 ? .http1_1 : .http1_0,
@@ -29,7 +29,7 @@ extension ProxyHandler {
         exchange.responseStatus = head.status
         exchange.closeAfterResponse = framing.close
         let action = self.state.responseHead()
-        if case .writeResponseHead = action { exchange.responseHead = bytes }
+        if case .exchange(.writeResponseHead) = action { exchange.responseHead = bytes }
         self.run(action, context: context)
         self.updateTimer(context: context)
     }
@@ -37,14 +37,14 @@ extension ProxyHandler {
     /// The backend switched protocols (only ever for a WebSocket upgrade the client asked
     /// for): the 101 goes to the client and both connections become a tunnel.
     private func startTunnel(_ head: UpstreamResponseHead, upgrade: String, exchange: Exchange, plan: ForwardPlan, context: ChannelHandlerContext) {
-        var bytes = context.channel.allocator.buffer(capacity: head.bytes.readableBytes + 128)
+        var bytes = context.channel.allocator.buffer(capacity: head.estimatedBytes + 128)
         HTTPWriter.clientResponseHead(
             head, clientVersion: .http1_1, requestID: exchange.requestID, extra: plan.responseHeaders, chunked: false,
             connection: "upgrade", upgrade: upgrade, into: &bytes
         )
         exchange.responseStatus = 101
         let action = self.state.upgraded()
-        if case .writeResponseHead = action { exchange.responseHead = bytes }
+        if case .exchange(.writeResponseHead) = action { exchange.responseHead = bytes }
         self.run(action, context: context)
         // Bytes the client sent after its request (frames that did not wait for the 101)
         // are the tunnel's first.
@@ -55,6 +55,13 @@ extension ProxyHandler {
             self.upstream?.flush()
         }
         self.updateTimer(context: context)
+    }
+
+    func upstreamResponseBody(_ body: ByteBuffer) {
+        guard let context = self.context else { return }
+        self.run(self.state.responseBody(body), context: context)
+        // A tunnel lives while bytes move.
+        if self.state.isTunnel { self.updateTimer(context: context) }
     }
 
     func upstreamResponseEnd() {

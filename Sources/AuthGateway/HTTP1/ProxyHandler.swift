@@ -2,10 +2,11 @@ import NIOCore
 import NIOHTTP1
 
 /// One client connection's requests over HTTP/1.1: parses them (`RequestParser`), feeds
-/// `ProxyStateMachine` with their events and the upstream's, and runs the actions it returns
-/// (DESIGN.md habit 2: one place runs actions). It is the connection's only handler (after
-/// TLS): bytes in, bytes out. The decisions live in pure types — `ProxyStateMachine` (the
-/// request's life, pipelining holds, drain, tunnel), `ConnectionDeadlines` (timeouts),
+/// `HTTP1ConnectionStateMachine` with their events and the upstream's, and runs the actions it
+/// returns (DESIGN.md habit 2: one place runs actions). It is the connection's only handler
+/// (after TLS): bytes in, bytes out. The decisions live in pure types —
+/// `HTTP1ConnectionStateMachine` (keep-alive, pipelining holds, 100-continue, drain, tunnel,
+/// around the request's protocol-neutral `ExchangeStateMachine`), `ConnectionDeadlines` (timeouts),
 /// `ClientResponseFraming` (chunking and closing) — and the request's path is the
 /// protocol-independent `RequestPlanner` → `RequestAuthenticator` → `UpstreamPool` lease.
 ///
@@ -24,7 +25,7 @@ final class ProxyHandler: ChannelDuplexHandler, ExchangeHandler {
 
     let worker: Worker
     let connection: ClientConnectionInfo
-    var state: ProxyStateMachine
+    var state: HTTP1ConnectionStateMachine
     var deadlines = ConnectionDeadlines()
     var context: ChannelHandlerContext?
     var exchange: Exchange?
@@ -51,7 +52,7 @@ final class ProxyHandler: ChannelDuplexHandler, ExchangeHandler {
         self.worker = worker
         self.connection = connection
         let limits = worker.snapshot.configuration.limits
-        self.state = ProxyStateMachine(maxBodyBytes: limits.maxRequestBodyBytes)
+        self.state = HTTP1ConnectionStateMachine(maxBodyBytes: limits.maxRequestBodyBytes)
         self.parser = RequestParser(maxHeaderBytes: limits.maxHeaderBytes, maxBodyBytes: limits.maxRequestBodyBytes)
     }
 
@@ -183,22 +184,40 @@ final class ProxyHandler: ChannelDuplexHandler, ExchangeHandler {
             // Part of the next head is here already: its clock runs.
             self.deadlines.headBytesArrived(now: .now(), limits: self.timeoutLimits)
         }
-        self.run(.resumeClientReads, context: context)
+        self.run(.exchange(.resumeClientReads), context: context)
     }
 
     // MARK: Running actions
 
-    func run(_ action: ProxyStateMachine.Action, context: ChannelHandlerContext) {
+    func run(_ action: HTTP1ConnectionStateMachine.Action, context: ChannelHandlerContext) {
         switch action {
         case .none:
             break
         case .decide:
             // Only `receivedHead` decides; reaching here means a state machine bug.
             assertionFailure("decide outside receivedHead")
+        case .exchange(let action):
+            self.runExchange(action, close: false, context: context)
+        case .endExchange(let action, let close):
+            self.runExchange(action, close: close, context: context)
+        case .sendContinueAndRequest(let body, let end):
+            context.writeAndFlush(self.wrapOutboundOut(context.channel.allocator.buffer(staticString: HTTPWriter.continueResponse)), promise: nil)
+            self.sendRequest(body: body, end: end, context: context)
+        case .closeConnection:
+            context.close(promise: nil)
+        }
+    }
+
+    /// Runs an exchange's action; `close`: after an action that ends the exchange, whether
+    /// the connection closes (else the next request is read).
+    private func runExchange(_ action: ExchangeStateMachine.Action, close: Bool, context: ChannelHandlerContext) {
+        switch action {
+        case .none:
+            break
         case .lease:
             self.lease(context: context)
-        case .sendRequest(let body, let end, let sendContinue):
-            self.sendRequest(body: body, end: end, sendContinue: sendContinue, context: context)
+        case .sendRequest(let body, let end):
+            self.sendRequest(body: body, end: end, context: context)
         case .forwardBody(let part):
             self.upstream?.sendBody(part)
             self.upstreamNeedsFlush = true
@@ -215,13 +234,13 @@ final class ProxyHandler: ChannelDuplexHandler, ExchangeHandler {
             self.exchange?.bytesOut += part.readableBytes
             let framed = self.exchange?.responseChunked == true ? HTTPWriter.chunk(part, allocator: context.channel.allocator) : part
             self.writeResponse(framed, context: context)
-        case .finishResponse(let reuseUpstream, let closeClient):
-            self.finishResponse(reuseUpstream: reuseUpstream, closeClient: closeClient, context: context)
+        case .finishResponse(let reuseUpstream):
+            self.finishResponse(reuseUpstream: reuseUpstream, closeClient: close, context: context)
         case .finishResponseOnly:
             let tail = self.takeResponseTail(context: context)
             self.finishExchange(status: self.exchange?.responseStatus ?? 0, error: nil)
             self.flushResponse(tail, close: false, context: context)
-        case .forwardEndAndRelease(let reuseUpstream, let closeClient):
+        case .forwardEndAndRelease(let reuseUpstream):
             if let upstream = self.upstream {
                 self.upstream = nil
                 upstream.sendEnd()
@@ -229,20 +248,21 @@ final class ProxyHandler: ChannelDuplexHandler, ExchangeHandler {
                 self.upstreamNeedsFlush = false
                 upstream.release(reusable: reuseUpstream)
             }
-            if closeClient {
+            if close {
                 context.close(promise: nil)
             } else {
                 self.requestFinished(context: context)
             }
-        case .writeLocalResponse(let close):
+        case .writeLocalResponse:
             self.writeLocalResponse(close: close, context: context)
-        case .respondWithError(let error, let close):
+        case .respondWithError(let error):
             self.cancelLease()
             let exchange = self.exchange ?? self.bareExchange()
             exchange.local = exchange.problem(error)
             self.exchange = exchange
             self.writeLocalResponse(close: close, context: context)
         case .failForwarding(let error):
+            // The connection closes: its response was cut short, or this answer is its last.
             self.dropUpstream(after: error)
             if let error {
                 let exchange = self.exchange ?? self.bareExchange()
@@ -257,14 +277,10 @@ final class ProxyHandler: ChannelDuplexHandler, ExchangeHandler {
             self.upstream?.close()
             self.upstream = nil
             self.lease(context: context)
-        case .returnUnusedConnection:
-            break  // handled where the connection is known (`leaseSucceeded`)
         case .abandon:
             self.dropUpstream(after: nil)
             // 499: nginx's "client closed request", so the access log tells who gave up.
             self.finishExchange(status: 499, error: nil)
-            context.close(promise: nil)
-        case .closeConnection:
             context.close(promise: nil)
         case .resumeClientReads:
             if self.pendingRead, !self.holdingPipelinedRequest {

@@ -1,9 +1,9 @@
 import NIOCore
 import NIOHTTP1
 
-/// A backend's response head, kept as bytes: the fields are ranges into `bytes`, so the kept
-/// ones are copied to the client as they are, without a `String` per name and value.
-struct UpstreamResponseHead {
+/// An HTTP/1.1 backend's response head, kept as bytes: the fields are ranges into `bytes`, so
+/// the kept ones are copied to the client as they are, without a `String` per name and value.
+struct HTTP1ResponseHead {
     /// The head, from the status line through its empty line.
     let bytes: ByteBuffer
     let version: HTTPVersion
@@ -13,9 +13,6 @@ struct UpstreamResponseHead {
     let framing: BodyFraming
     /// The backend allows another request on this connection afterwards.
     let keepAlive: Bool
-    /// Fields an HTTP/2 backend sent never-indexed (RFC 7541 §7.1.3): they reach an HTTP/2
-    /// client never-indexed too. Empty for HTTP/1.1 backends.
-    var neverIndexedFields: [String] = []
 
     /// Calls `body` with the lower-cased name and the value of each field an HTTP/2 client
     /// receives: not those describing the backend's connection (RFC 9110 §7.6.1, RFC 9113
@@ -65,7 +62,7 @@ struct UpstreamResponseHead {
 /// "body" until the connection closes (the tunnel), else it is an error.
 struct ResponseParser {
     enum Event {
-        case head(UpstreamResponseHead)
+        case head(HTTP1ResponseHead)
         case body(ByteBuffer)
         case end
         /// Not a valid HTTP/1.1 response: the connection cannot be used any more.
@@ -186,7 +183,7 @@ struct ResponseParser {
     private static let proxyConnection = Array("proxy-connection".utf8)
 
     /// `HTTP-version SP 3DIGIT [SP reason-phrase]` and the fields; the framing by RFC 9112 §6.3.
-    static func responseHead(_ raw: UnsafeRawBufferPointer, bytes: ByteBuffer, method: HTTPMethod) -> Result<UpstreamResponseHead, Invalid> {
+    static func responseHead(_ raw: UnsafeRawBufferPointer, bytes: ByteBuffer, method: HTTPMethod) -> Result<HTTP1ResponseHead, Invalid> {
         let lines: HeadLines
         switch HeadScanner.split(raw, end: raw.count) {
         case .success(let value): lines = value
@@ -269,7 +266,7 @@ struct ResponseParser {
             keepAlive = false
         }
         return .success(
-            UpstreamResponseHead(bytes: bytes, version: version, status: status, reason: reason, fields: lines.fields, framing: framing, keepAlive: keepAlive)
+            HTTP1ResponseHead(bytes: bytes, version: version, status: status, reason: reason, fields: lines.fields, framing: framing, keepAlive: keepAlive)
         )
     }
 

@@ -102,23 +102,32 @@ enum HTTP2Messages {
     }
 
     /// Fields that belong to one HTTP/1.1 connection, never sent on HTTP/2 (RFC 9113 §8.2.2),
-    /// for heads held as `HTTPHeaders` or `HPACKHeaders`; a backend's response head is
-    /// filtered by `UpstreamResponseHead.forEachEndToEndField`.
+    /// for heads held as `HTTPHeaders` or `HPACKHeaders`; an HTTP/1.1 backend's response head is
+    /// filtered by `HTTP1ResponseHead.forEachEndToEndField`.
     static let connectionSpecific: Set<String> = ["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "te", "trailer"]
 
     /// The response HEADERS for a backend's response head: `:status`, the backend's
     /// end-to-end fields lower-cased, `x-request-id` (unique to the response: never worth a
     /// place in the HPACK dynamic table, where it would only evict what repeats), then
-    /// `extra` (new tokens and session cookies, `RateLimit`). Secret fields (the new-token headers and `set-cookie` among them),
-    /// and those the backend sent never-indexed, stay out of the HPACK dynamic table (SPEC §4.9).
+    /// `extra` (new tokens and session cookies, `RateLimit`). Secret fields (the new-token
+    /// headers and `set-cookie` among them), and those an HTTP/2 backend sent never-indexed,
+    /// stay out of the HPACK dynamic table (SPEC §4.9).
     static func responseHeaders(
         _ head: UpstreamResponseHead, requestID: String, extra: [(name: String, value: String)], secrets: SecretHeaderNames
     ) -> HPACKHeaders {
         var headers = HPACKHeaders()
-        headers.reserveCapacity(head.fields.count + extra.count + 2)
         headers.add(name: ":status", value: String(head.status))
-        head.forEachEndToEndField { name, value in
-            headers.add(name: name, value: value, indexing: secrets.indexing(name, peerNeverIndexed: head.neverIndexedFields))
+        switch head {
+        case .http1(let head):
+            headers.reserveCapacity(head.fields.count + extra.count + 2)
+            head.forEachEndToEndField { name, value in
+                headers.add(name: name, value: value, indexing: secrets.indexing(name))
+            }
+        case .http2(let head):
+            headers.reserveCapacity(head.fields.count + extra.count + 2)
+            for (name, value, indexing) in head.fields {
+                headers.add(name: name, value: value, indexing: indexing == .neverIndexed ? .neverIndexed : secrets.indexing(name))
+            }
         }
         headers.add(name: "x-request-id", value: requestID, indexing: .nonIndexable)
         for (name, value) in extra {

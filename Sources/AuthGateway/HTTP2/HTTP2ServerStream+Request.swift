@@ -30,11 +30,9 @@ extension HTTP2ServerStream {
         self.exchange?.neverIndexedFields = SecretHeaderNames.neverIndexedNames(in: block)
         if let tracing = self.worker.shared.tracing { self.exchange?.trace = tracing.start(head, protocol: .h2) }
         let hasBody = request.framing != .none
-        let action = self.state.requestHead(keepAlive: false, expectsContinue: false, replayable: !hasBody && ProxyHandler.isIdempotent(head.method), hasBody: hasBody)
-        guard case .decide = action else {
-            self.run(action, context: context)
-            return
-        }
+        self.state = ExchangeStateMachine(
+            replayable: !hasBody && ProxyHandler.isIdempotent(head.method), hasBody: hasBody, maxBodyBytes: limits.maxRequestBodyBytes
+        )
         self.decide(head, framing: request.framing, requestID: requestID, context: context)
     }
 

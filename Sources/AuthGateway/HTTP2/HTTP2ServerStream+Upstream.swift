@@ -20,6 +20,11 @@ extension HTTP2ServerStream {
         self.updateTimer(context: context)
     }
 
+    func upstreamResponseBody(_ body: ByteBuffer) {
+        guard let context = self.context else { return }
+        self.run(self.state.responseBody(body), context: context)
+    }
+
     func upstreamResponseTrailers(_ trailers: HPACKHeaders) {
         self.responseTrailers = trailers
     }
@@ -27,7 +32,7 @@ extension HTTP2ServerStream {
     func upstreamResponseEnd() {
         guard let context = self.context else { return }
         let reusable = self.upstream?.reusable ?? false
-        self.run(self.state.responseEnd(upstreamKeepAlive: reusable, clientMustClose: false), context: context)
+        self.run(self.state.responseEnd(upstreamReusable: reusable), context: context)
         self.updateTimer(context: context)
     }
 

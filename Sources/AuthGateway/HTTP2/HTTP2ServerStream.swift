@@ -4,7 +4,7 @@ import NIOHTTP2
 
 /// One HTTP/2 stream of a client connection: one request, fed through the same phases as an
 /// HTTP/1.1 request — `RequestPlanner` (route, authenticate, refresh, profile, requirements,
-/// rewrite), the loop's `UpstreamPool` lease, `ProxyStateMachine` for the request's life and
+/// rewrite), the loop's `UpstreamPool` lease, `ExchangeStateMachine` for the request's life and
 /// `Exchange.finish` for metrics and the access log. Only the framing differs: frames in and
 /// out, through the connection's `HTTP2ServerConnection` (which owns the stream table, the
 /// timer, flow control and flushing).
@@ -18,9 +18,10 @@ final class HTTP2ServerStream: ExchangeHandler {
     unowned let server: HTTP2ServerConnection
     let worker: Worker
     let connection: ClientConnectionInfo
-    /// A stream carries exactly one request: "keep-alive" is off, "closing the client" resets
-    /// the stream (when it has not ended).
-    var state: ProxyStateMachine
+    /// A stream carries exactly one request, so it drives the request's protocol-neutral
+    /// state machine directly (no keep-alive, pipelining, 100-continue or tunnel: those are
+    /// HTTP/1.1's, `HTTP1ConnectionStateMachine`). Replaced when the request head arrives.
+    var state: ExchangeStateMachine
     var exchange: Exchange?
     var upstream: UpstreamLease?
     var leasingPool: UpstreamPool?
@@ -28,7 +29,7 @@ final class HTTP2ServerStream: ExchangeHandler {
     var deadline: NIODeadline?
     var inboundWindow: InboundWindow
     var backlog = OutboundBacklog()
-    /// What `ProxyStateMachine` was last told about the client's writability.
+    /// What the state machine was last told about the client's writability.
     var reportedWritable = true
     /// Between a client read and the end of its burst: upstream writes are flushed then.
     var upstreamFlushPending = false
@@ -59,7 +60,7 @@ final class HTTP2ServerStream: ExchangeHandler {
         self.server = server
         self.worker = worker
         self.connection = connection
-        self.state = ProxyStateMachine(maxBodyBytes: worker.snapshot.configuration.limits.maxRequestBodyBytes)
+        self.state = ExchangeStateMachine(replayable: false, hasBody: false, maxBodyBytes: worker.snapshot.configuration.limits.maxRequestBodyBytes)
         self.inboundWindow = InboundWindow(target: windowSize)
     }
 
@@ -116,7 +117,7 @@ final class HTTP2ServerStream: ExchangeHandler {
             self.run(self.state.requestEnd(), context: context)
         } else {
             // The window is given back as the body is taken (withheld while it cannot be).
-            if !self.state.mayReadFromClient(holdingPipelinedRequest: false) { self.inboundWindow.withhold() }
+            if !self.state.shouldReadFromClient { self.inboundWindow.withhold() }
             if let increment = self.inboundWindow.received(bytes.readableBytes + (data.paddingBytes ?? 0)) {
                 self.write(.windowUpdate(windowSizeIncrement: increment))
             }
@@ -160,18 +161,14 @@ final class HTTP2ServerStream: ExchangeHandler {
 
     // MARK: Running actions
 
-    func run(_ action: ProxyStateMachine.Action, context: ChannelHandlerContext) {
+    func run(_ action: ExchangeStateMachine.Action, context: ChannelHandlerContext) {
         switch action {
-        case .none, .writeResponseHead, .returnUnusedConnection:
-            // The head is held in `responseHeaders`; an unused lease is handed back where it
-            // arrives (`leaseSucceeded`).
+        case .none, .writeResponseHead:
+            // The head is held in `responseHeaders`.
             break
-        case .decide:
-            assertionFailure("decide outside receivedHead")
         case .lease:
             self.lease(context: context)
-        case .sendRequest(let body, let end, _):
-            // `Expect: 100-continue` is an HTTP/1.1 matter: an HTTP/2 client sends its body.
+        case .sendRequest(let body, let end):
             self.sendRequest(body: body, end: end, context: context)
         case .forwardBody(let part):
             self.upstream?.sendBody(part)
@@ -182,12 +179,12 @@ final class HTTP2ServerStream: ExchangeHandler {
             self.exchange?.bytesOut += part.readableBytes
             self.writeHeldHeaders(endStream: false)
             self.write(.data(.init(data: .byteBuffer(part))))
-        case .finishResponse(let reuseUpstream, _):
+        case .finishResponse(let reuseUpstream):
             self.releaseUpstream(reusable: reuseUpstream)
             self.endResponse()
         case .finishResponseOnly:
             self.endResponse()
-        case .forwardEndAndRelease(let reuseUpstream, _):
+        case .forwardEndAndRelease(let reuseUpstream):
             if let upstream = self.upstream {
                 self.endUpstreamRequest(upstream)
                 upstream.flush()
@@ -195,7 +192,7 @@ final class HTTP2ServerStream: ExchangeHandler {
             self.releaseUpstream(reusable: reuseUpstream)
         case .writeLocalResponse:
             self.writeLocalResponse()
-        case .respondWithError(let error, _):
+        case .respondWithError(let error):
             self.cancelLease()
             self.respond(with: error)
         case .failForwarding(let error):
@@ -215,8 +212,6 @@ final class HTTP2ServerStream: ExchangeHandler {
             self.dropUpstream(after: nil)
             self.finishExchange(status: 499, error: nil)
             self.reset()
-        case .closeConnection:
-            self.reset()
         case .resumeClientReads:
             if let increment = self.inboundWindow.resume() {
                 self.write(.windowUpdate(windowSizeIncrement: increment))
@@ -235,15 +230,15 @@ final class HTTP2ServerStream: ExchangeHandler {
         return (self.worker.snapshot.idleTimeout, response)
     }
 
-    /// The state may have changed: the stream's deadline follows `ProxyStateMachine.timeout`
+    /// The state may have changed: the stream's deadline follows `ExchangeStateMachine.timeout`
     /// (a stream is never idle between requests: only its request's own waits are timed).
     func updateTimer(context: ChannelHandlerContext) {
-        guard !self.state.isClosed, !self.isClosed else {
+        guard !self.state.isDone, !self.isClosed else {
             self.deadline = nil
             return
         }
         let limits = self.timeoutLimits
-        switch self.state.isIdle ? .none : self.state.timeout {
+        switch self.state.timeout {
         case .none: self.deadline = nil
         case .idle: self.deadline = context.eventLoop.now + limits.idle
         case .response: self.deadline = context.eventLoop.now + limits.response

@@ -165,7 +165,7 @@ final class UpstreamHandler: ChannelDuplexHandler {
             case .head(let head):
                 if !head.keepAlive { self.reusable = false }
                 if head.status >= 200 { self.onOutcome?(.responded(head.status)) }
-                self.delegate?.upstreamResponseHead(head)
+                self.delegate?.upstreamResponseHead(.http1(head))
             case .body(let part):
                 self.delegate?.upstreamResponseBody(part)
             case .end:

@@ -200,13 +200,13 @@ final class UpstreamStreamHandler: ChannelDuplexHandler {
                 }
                 // Interim responses (100, 103) are not forwarded.
                 if status < 200 && !headers.endStream { return }
-                guard let head = Self.responseHead(headers.headers, status: status, method: self.method) else {
+                guard let head = HTTP2ResponseHead(headers.headers, method: self.method) else {
                     self.fail(protocolError: true, context: context)
                     return
                 }
                 self.responseStarted = true
                 self.onOutcome?(.responded(status))
-                self.delegate?.upstreamResponseHead(head)
+                self.delegate?.upstreamResponseHead(.http2(head))
             } else {
                 self.delegate?.upstreamResponseTrailers(headers.headers)
             }
@@ -272,24 +272,6 @@ final class UpstreamStreamHandler: ChannelDuplexHandler {
         // Under an exchange (the gateway's own reset clears the delegate first): a reset.
         if delegate != nil { self.onOutcome?(.reset) }
         delegate?.upstreamClosed(protocolError: protocolError)
-    }
-
-    /// The response HEADERS as the head an HTTP/1.1 response would have had: written as an
-    /// HTTP/1.1 head and read back by the strict `ResponseParser`, so HTTP/1.1 and HTTP/2 clients
-    /// receive it through the same writers and checks. Nil when invalid.
-    static func responseHead(_ block: HPACKHeaders, status: Int, method: HTTPMethod) -> UpstreamResponseHead? {
-        var text = "HTTP/1.1 \(status) \r\n"
-        for (name, value, _) in block where name.utf8.first != UInt8(ascii: ":") {
-            guard !HTTP2Messages.connectionSpecific.contains(name) else { continue }
-            text += "\(name): \(value)\r\n"
-        }
-        text += "\r\n"
-        let bytes = ByteBuffer(string: text)
-        return bytes.withUnsafeReadableBytes { raw in
-            guard case .success(var head) = ResponseParser.responseHead(raw, bytes: bytes, method: method) else { return nil }
-            head.neverIndexedFields = SecretHeaderNames.neverIndexedNames(in: block)
-            return head
-        }
     }
 }
 

@@ -3,8 +3,10 @@ import Testing
 
 @testable import AuthGateway
 
-/// An `Equatable` mirror of `ProxyStateMachine.Action`, so each step's action can be compared
-/// whole. The switch in `init` has no `default:`: a new action fails to compile here.
+/// One flat, `Equatable` view of `HTTP1ConnectionStateMachine.Action`: the exchange's action
+/// with what the connection does after it (`closeClient`, `close`) and whether `100 Continue`
+/// goes first, so each step compares whole. The switches have no `default:`: a new action
+/// fails to compile here.
 enum ProxyStep: Equatable {
     case none
     case decide
@@ -21,64 +23,78 @@ enum ProxyStep: Equatable {
     case respondWithError(GatewayError, close: Bool)
     case failForwarding(GatewayError?)
     case retry
-    case returnUnusedConnection
     case abandon
     case closeConnection
     case resumeClientReads
     case resumeUpstreamReads
 
-    init(_ action: ProxyStateMachine.Action) {
+    init(_ action: HTTP1ConnectionStateMachine.Action) {
         switch action {
         case .none: self = .none
         case .decide: self = .decide
+        case .exchange(let action): self.init(action, close: false)
+        case .endExchange(let action, let close): self.init(action, close: close)
+        case .sendContinueAndRequest(let body, let end): self = .sendRequest(body: body.map { String(buffer: $0) }, end: end, sendContinue: true)
+        case .closeConnection: self = .closeConnection
+        }
+    }
+
+    private init(_ action: ExchangeStateMachine.Action, close: Bool) {
+        switch action {
+        case .none: self = .none
         case .lease: self = .lease
-        case .sendRequest(let body, let end, let sendContinue):
-            self = .sendRequest(body: body.map { String(buffer: $0) }, end: end, sendContinue: sendContinue)
+        case .sendRequest(let body, let end): self = .sendRequest(body: body.map { String(buffer: $0) }, end: end, sendContinue: false)
         case .forwardBody(let part): self = .forwardBody(String(buffer: part))
         case .forwardEnd: self = .forwardEnd
         case .writeResponseHead: self = .writeResponseHead
         case .writeResponseBody(let part): self = .writeResponseBody(String(buffer: part))
-        case .finishResponse(let reuseUpstream, let closeClient): self = .finishResponse(reuseUpstream: reuseUpstream, closeClient: closeClient)
+        case .finishResponse(let reuseUpstream): self = .finishResponse(reuseUpstream: reuseUpstream, closeClient: close)
         case .finishResponseOnly: self = .finishResponseOnly
-        case .forwardEndAndRelease(let reuseUpstream, let closeClient): self = .forwardEndAndRelease(reuseUpstream: reuseUpstream, closeClient: closeClient)
-        case .writeLocalResponse(let close): self = .writeLocalResponse(close: close)
-        case .respondWithError(let error, let close): self = .respondWithError(error, close: close)
+        case .forwardEndAndRelease(let reuseUpstream): self = .forwardEndAndRelease(reuseUpstream: reuseUpstream, closeClient: close)
+        case .writeLocalResponse: self = .writeLocalResponse(close: close)
+        case .respondWithError(let error): self = .respondWithError(error, close: close)
         case .failForwarding(let error): self = .failForwarding(error)
         case .retry: self = .retry
-        case .returnUnusedConnection: self = .returnUnusedConnection
         case .abandon: self = .abandon
-        case .closeConnection: self = .closeConnection
         case .resumeClientReads: self = .resumeClientReads
         case .resumeUpstreamReads: self = .resumeUpstreamReads
         }
     }
 }
 
-/// A short name of the state, for comparisons.
-func proxyStateName(_ state: ProxyStateMachine.State) -> String {
-    switch state {
+/// A short name of the connection's state (its exchange's state while one is in flight), for
+/// comparisons.
+func proxyStateName(_ machine: HTTP1ConnectionStateMachine) -> String {
+    switch machine.state {
     case .idle: return "idle"
-    case .deciding: return "deciding"
-    case .leasing: return "leasing"
-    case .forwarding(_, .awaitingHead, let reused): return reused ? "forwarding(awaitingHead, reused)" : "forwarding(awaitingHead)"
-    case .forwarding(_, .streaming, let reused): return reused ? "forwarding(streaming, reused)" : "forwarding(streaming)"
-    case .forwarding(_, .complete, _): return "forwarding(complete)"
+    case .exchange: return machine.current.map { exchangeStateName($0.state) } ?? "exchange without a state machine"
     case .tunnel: return "tunnel"
     case .closed: return "closed"
     }
 }
 
+func exchangeStateName(_ state: ExchangeStateMachine.State) -> String {
+    switch state {
+    case .deciding: return "deciding"
+    case .leasing: return "leasing"
+    case .forwarding(_, .awaitingHead, let reused): return reused ? "forwarding(awaitingHead, reused)" : "forwarding(awaitingHead)"
+    case .forwarding(_, .streaming, let reused): return reused ? "forwarding(streaming, reused)" : "forwarding(streaming)"
+    case .forwarding(_, .complete, _): return "forwarding(complete)"
+    case .done: return "done"
+    }
+}
+
 private func buffer(_ text: String) -> ByteBuffer { ByteBuffer(string: text) }
 
-/// Drives a state machine and checks each step.
+/// Drives an HTTP/1.1 connection's state machine and checks each step.
 struct ProxyDriver {
-    var machine: ProxyStateMachine
+    var machine: HTTP1ConnectionStateMachine
 
     init(maxBodyBytes: Int = 1000) {
-        self.machine = ProxyStateMachine(maxBodyBytes: maxBodyBytes)
+        self.machine = HTTP1ConnectionStateMachine(maxBodyBytes: maxBodyBytes)
     }
 
-    var state: String { proxyStateName(self.machine.state) }
+    var state: String { proxyStateName(self.machine) }
 
     @discardableResult
     mutating func head(keepAlive: Bool = true, expectsContinue: Bool = false, replayable: Bool = true, hasBody: Bool = false) -> ProxyStep {
@@ -154,8 +170,8 @@ enum ProxySituation: String, CaseIterable, Sendable, CustomTestStringConvertible
     }
 }
 
-@Suite("ProxyStateMachine")
-struct ProxyStateMachineTests {
+@Suite("HTTP1ConnectionStateMachine")
+struct HTTP1ConnectionStateMachineTests {
     // MARK: The happy paths
 
     @Test("a GET is decided, leased, forwarded, answered and the connection kept alive")
@@ -368,9 +384,10 @@ struct ProxyStateMachineTests {
         let before = failed.state
         #expect(failed.leaseFailed() == .none)
         #expect(failed.state == before)
-        // A connection nobody waits for goes back unused.
+        // A connection nobody waits for goes back unused (`ExchangeHandler.leaseSucceeded`).
         var succeeded = situation.driver()
-        #expect(succeeded.leased() == .returnUnusedConnection)
+        #expect(!succeeded.machine.awaitsLease)
+        #expect(succeeded.leased() == .none)
         #expect(succeeded.state == before)
     }
 
@@ -545,7 +562,7 @@ struct ProxyStateMachineTests {
     func timeoutIdle() {
         var driver = ProxyDriver()
         #expect(driver.machine.timeout == .idle)
-        #expect(driver.timedOut() == .abandon)
+        #expect(driver.timedOut() == .closeConnection, "nothing is in flight: the connection just closes")
         #expect(driver.state == "closed")
         #expect(driver.machine.timeout == .none)
     }
@@ -610,7 +627,8 @@ struct ProxyStateMachineTests {
         #expect(driver.body("x") == .respondWithError(.bodyTooLarge, close: true))
         #expect(driver.state == "closed")
         // The lease that was under way is returned unused.
-        #expect(driver.leased() == .returnUnusedConnection)
+        #expect(!driver.machine.awaitsLease)
+        #expect(driver.leased() == .none)
     }
 
     @Test("a body over the limit before the backend answered: 413 and drop the upstream connection")
@@ -750,8 +768,10 @@ struct ProxyStateMachineTests {
     @Test("after an abandoned lease, the connection that arrives is returned unused")
     func leaseAfterAbandon() {
         var driver = ProxySituation.leasing.driver()
+        #expect(driver.machine.awaitsLease)
         driver.clientClosed()
-        #expect(driver.leased() == .returnUnusedConnection)
+        #expect(!driver.machine.awaitsLease)
+        #expect(driver.leased() == .none)
         var deciding = ProxySituation.deciding.driver()
         deciding.clientClosed()
         #expect(deciding.forward() == .none)
