@@ -57,8 +57,8 @@ final class Exchange {
 
     /// The one place every request ends (DESIGN.md habit 6): request metrics (under the
     /// matched route, "-" when none matched), the auth-failure reason, the access-log line.
-    func finish(status: Int, error: GatewayError?, worker: Worker, client: String) {
-        let metrics = worker.metrics
+    func finish(status: Int, error: GatewayError?, environment: any ExchangeEnvironment, client: String) {
+        let metrics = environment.metrics
         metrics.countRequest(route: self.routeName ?? "-", status: status, protocol: self.wireProtocol)
         if let trace = self.trace {
             self.plan?.upstreamSpan?.end()
@@ -70,7 +70,7 @@ final class Exchange {
         if let limit = error?.rateLimitName {
             metrics.increment(.rateLimited(limit: limit, route: self.routeName))
         }
-        let accessLog = worker.accessLog
+        let accessLog = environment.accessLog
         guard accessLog.isEnabled else { return }
         let duration = Double((NIODeadline.now() - self.start).nanoseconds) / 1e9
         let path = self.uri.split(separator: "?", maxSplits: 1).first.map(String.init) ?? self.uri
@@ -92,7 +92,7 @@ final class Exchange {
                 traceID: self.trace?.traceID,
                 rateLimit: error?.rateLimitName
             ),
-            timestamp: worker.shared.clock()
+            timestamp: environment.wallClock()
         )
     }
 }

@@ -24,7 +24,7 @@ protocol ExchangeEvents {
 /// adopts a plan with its protocol's own checks (`adopt`).
 protocol ExchangeHandler: AnyObject, UpstreamLeaseRequester, UpstreamConnectionDelegate {
     associatedtype StateMachine: ExchangeEvents
-    var worker: Worker { get }
+    var environment: any ExchangeEnvironment { get }
     var connection: ClientConnectionInfo { get }
     var state: StateMachine { get set }
     var exchange: Exchange? { get set }
@@ -45,8 +45,8 @@ extension ExchangeHandler {
     /// Plans the request whose head arrived (route, authenticate, rewrite), now or once the
     /// auth service or a key refetch has answered.
     func decide(_ head: HTTPRequestHead, framing: BodyFraming, requestID: String, context: ChannelHandlerContext) {
-        let planner = RequestPlanner(worker: self.worker, snapshot: self.worker.snapshot, connection: self.connection)
-        switch planner.plan(head: head, framing: framing, requestID: requestID, now: self.worker.shared.clock(), trace: self.exchange?.trace) {
+        let planner = RequestPlanner(environment: self.environment, snapshot: self.environment.snapshot, connection: self.connection)
+        switch planner.plan(head: head, framing: framing, requestID: requestID, now: self.environment.wallClock(), trace: self.exchange?.trace) {
         case .ready(let plan):
             self.adopt(plan, context: context)
         case .pending(let future, let route):
@@ -125,7 +125,7 @@ extension ExchangeHandler {
     /// The backend's response head arrived: its latency, for the upstream histogram.
     func observeUpstreamLatency(_ exchange: Exchange, backend: String) {
         guard let sentAt = exchange.upstreamSentAt else { return }
-        self.worker.metrics.observeUpstreamDuration(backend: backend, seconds: Double((NIODeadline.now() - sentAt).nanoseconds) / 1e9)
+        self.environment.metrics.observeUpstreamDuration(backend: backend, seconds: Double((NIODeadline.now() - sentAt).nanoseconds) / 1e9)
     }
 
     // MARK: Finishing
@@ -134,7 +134,7 @@ extension ExchangeHandler {
     func finishExchange(status: Int, error: GatewayError?) {
         guard let exchange = self.exchange else { return }
         self.exchange = nil
-        exchange.finish(status: status, error: error, worker: self.worker, client: self.connection.peerIP)
+        exchange.finish(status: status, error: error, environment: self.environment, client: self.connection.peerIP)
     }
 
     /// The exchange gives up on its backend (`failForwarding`, `abandon`): a pending lease is
@@ -149,6 +149,6 @@ extension ExchangeHandler {
 
     func countUpstreamError(_ error: GatewayError) {
         guard let backend = self.exchange?.plan?.route.backend else { return }
-        self.worker.metrics.increment(.upstreamError(backend: backend, error))
+        self.environment.metrics.increment(.upstreamError(backend: backend, error))
     }
 }

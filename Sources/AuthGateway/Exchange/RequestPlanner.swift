@@ -56,7 +56,7 @@ enum PlanDecision {
 /// target → health endpoints → route → authenticate → rewrite headers. Transport-free; the
 /// `ProxyHandler` runs the plan.
 struct RequestPlanner {
-    let worker: Worker
+    let environment: any ExchangeEnvironment
     let snapshot: RuntimeSnapshot
     let connection: ClientConnectionInfo
 
@@ -67,7 +67,7 @@ struct RequestPlanner {
         } catch {
             return .ready(.respond(.problem(.invalidPath, requestID: requestID), close: false))
         }
-        if let health = HealthEndpoints.response(for: target.path, method: head.method, worker: self.worker, snapshot: self.snapshot) {
+        if let health = self.environment.healthResponse(path: target.path, method: head.method) {
             return .ready(.respond(health, close: false))
         }
         var upgrade: String?
@@ -85,15 +85,15 @@ struct RequestPlanner {
         guard let route = self.snapshot.routes.match(host: host, path: target.path, method: head.method.rawValue) else {
             return .ready(.respond(.problem(.routeNotFound, requestID: requestID), close: false))
         }
-        guard let pool = self.worker.pool(forBackend: route.backend) else {
+        guard let pool = self.environment.pool(forBackend: route.backend) else {
             // Unreachable with a validated configuration.
             return .ready(.respond(.problem(.upstreamUnreachable, requestID: requestID), close: false, route: route.name))
         }
         let request = AuthRequest(
-            headers: head.headers, route: route, keys: self.worker.keys, now: now, isTLS: self.connection.isTLS, trace: trace, method: head.method,
+            headers: head.headers, route: route, keys: self.environment.keys, now: now, isTLS: self.connection.isTLS, trace: trace, method: head.method,
             uri: head.uri, peerIsTrustedProxy: self.connection.peerIsTrustedProxy
         )
-        let decision = self.snapshot.authenticator.authenticate(request, services: self.worker.authServices)
+        let decision = self.snapshot.authenticator.authenticate(request, services: self.environment.authServices)
         switch decision {
         case .done(let outcome):
             return .ready(self.finish(outcome, head: head, framing: framing, target: target, route: route, pool: pool, requestID: requestID, upgrade: upgrade, trace: trace))
@@ -131,7 +131,7 @@ struct RequestPlanner {
         // Rate limits (SPEC §4.12): after authentication, before anything goes upstream.
         var responseHeaders = identity?.responseHeaders ?? []
         if let limiter = self.snapshot.rateLimiter, let tables = limiter.tables(forRoute: route.name) {
-            switch limiter.check(tables, request: self.rateLimitRequest(head: head, route: route, identity: identity), now: NIODeadline.now().uptimeNanoseconds, memo: self.worker.rateLimitKeys) {
+            switch limiter.check(tables, request: self.rateLimitRequest(head: head, route: route, identity: identity), now: NIODeadline.now().uptimeNanoseconds, memo: self.environment.rateLimitKeys) {
             case .admitted(let header):
                 if let header { responseHeaders.append(("RateLimit", header)) }
             case .refused(let limit, let retryAfter, let headers):

@@ -5,12 +5,12 @@ import NIOHTTP1
 /// going upstream.
 extension ProxyHandler {
     func receivedHead(_ head: HTTPRequestHead, framing: Result<BodyFraming, GatewayError>, context: ChannelHandlerContext) {
-        let requestID = self.worker.requestID(forwarded: head.headers.first(name: "x-request-id"))
+        let requestID = self.environment.requestID(forwarded: head.headers.first(name: "x-request-id"))
         self.exchange = Exchange(requestID: requestID, method: head.method, uri: head.uri, start: .now(), requestChunked: (try? framing.get()) == .chunked)
         self.requestVersion = head.version
         self.requestKeepAlive = head.isKeepAlive
-        if let tracing = self.worker.shared.tracing { self.exchange?.trace = tracing.start(head, protocol: .http1) }
-        if self.worker.shared.health.isDraining { self.state.requestClose() }
+        if let tracing = self.environment.tracing { self.exchange?.trace = tracing.start(head, protocol: .http1) }
+        if self.environment.isDraining { self.state.requestClose() }
         let hasBody: Bool
         switch framing {
         case .success(let body): hasBody = body != .none

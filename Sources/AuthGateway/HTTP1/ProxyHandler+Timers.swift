@@ -3,7 +3,7 @@ import NIOCore
 /// The connection's one timer, run as `ConnectionDeadlines` says.
 extension ProxyHandler {
     var timeoutLimits: ConnectionDeadlines.Limits {
-        let snapshot = self.worker.snapshot
+        let snapshot = self.environment.snapshot
         return ConnectionDeadlines.Limits(
             requestHeader: snapshot.requestHeaderTimeout,
             idle: snapshot.idleTimeout,
@@ -28,7 +28,7 @@ extension ProxyHandler {
 
     private func timerFired(context: ChannelHandlerContext) {
         self.timer = nil
-        switch self.deadlines.timerFired(now: .now(), isIdle: self.state.isIdle, granularity: self.worker.snapshot.timerGranularity) {
+        switch self.deadlines.timerFired(now: .now(), isIdle: self.state.isIdle, granularity: self.environment.snapshot.timerGranularity) {
         case .none:
             break
         case .rearm(let at):

@@ -12,7 +12,7 @@ extension ProxyHandler {
         }
         let framing = ClientResponseFraming.decide(
             upstream: head.framing, clientVersion: self.requestVersion, clientKeepAlive: self.requestKeepAlive,
-            mustClose: self.state.closeRequested || self.worker.shared.health.isDraining
+            mustClose: self.state.closeRequested || self.environment.isDraining
         )
         let clientIsHTTP11 = self.requestVersion == .http1_1
         exchange.responseChunked = framing.chunked

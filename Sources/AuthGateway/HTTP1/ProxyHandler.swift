@@ -23,7 +23,7 @@ final class ProxyHandler: ChannelDuplexHandler, ExchangeHandler {
     typealias OutboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
 
-    let worker: Worker
+    let environment: any ExchangeEnvironment
     let connection: ClientConnectionInfo
     var state: HTTP1ConnectionStateMachine
     var deadlines = ConnectionDeadlines()
@@ -48,10 +48,10 @@ final class ProxyHandler: ChannelDuplexHandler, ExchangeHandler {
     var inClientReadBurst = false
     var timer: Scheduled<Void>?
 
-    init(worker: Worker, connection: ClientConnectionInfo) {
-        self.worker = worker
+    init(environment: any ExchangeEnvironment, connection: ClientConnectionInfo) {
+        self.environment = environment
         self.connection = connection
-        let limits = worker.snapshot.configuration.limits
+        let limits = environment.snapshot.configuration.limits
         self.state = HTTP1ConnectionStateMachine(maxBodyBytes: limits.maxRequestBodyBytes)
         self.parser = RequestParser(maxHeaderBytes: limits.maxHeaderBytes, maxBodyBytes: limits.maxRequestBodyBytes)
     }
@@ -296,7 +296,7 @@ final class ProxyHandler: ChannelDuplexHandler, ExchangeHandler {
     func bareExchange() -> Exchange {
         self.requestVersion = .http1_1
         self.requestKeepAlive = false
-        return Exchange.bare(requestID: self.worker.requestID(forwarded: nil))
+        return Exchange.bare(requestID: self.environment.requestID(forwarded: nil))
     }
 }
 

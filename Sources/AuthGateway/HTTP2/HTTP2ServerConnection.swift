@@ -28,7 +28,7 @@ final class HTTP2ServerConnection: ChannelDuplexHandler, NIOHTTP2FrameDelegate {
     /// The windows the gateway advertises (RFC 9113's default initial window size).
     static let windowSize = 65_535
 
-    let worker: Worker
+    let environment: any ExchangeEnvironment
     let connection: ClientConnectionInfo
     /// Told of each stream the gateway opens and closes (the connection manager, for its
     /// graceful GOAWAY on drain), instead of NIOHTTP2's raw stream events — those also close
@@ -51,8 +51,8 @@ final class HTTP2ServerConnection: ChannelDuplexHandler, NIOHTTP2FrameDelegate {
     private var upstreamsToFlush: [HTTP2ServerStream] = []
     private(set) var isWritable = true
 
-    init(worker: Worker, connection: ClientConnectionInfo, streamDelegate: NIOHTTP2StreamDelegate?) {
-        self.worker = worker
+    init(environment: any ExchangeEnvironment, connection: ClientConnectionInfo, streamDelegate: NIOHTTP2StreamDelegate?) {
+        self.environment = environment
         self.connection = connection
         self.streamDelegate = streamDelegate
     }
@@ -90,7 +90,7 @@ final class HTTP2ServerConnection: ChannelDuplexHandler, NIOHTTP2FrameDelegate {
             stream.received(frame.payload, context: context)
         } else if case .headers = frame.payload {
             // NIOHTTP2 lets a HEADERS frame through only for a new stream it accepted.
-            let stream = HTTP2ServerStream(id: frame.streamID, server: self, worker: self.worker, connection: self.connection, windowSize: Self.windowSize)
+            let stream = HTTP2ServerStream(id: frame.streamID, server: self, environment: self.environment, connection: self.connection, windowSize: Self.windowSize)
             self.streams[frame.streamID] = stream
             self.lastStreamID = max(self.lastStreamID, frame.streamID)
             self.idleDeadline = nil
@@ -176,7 +176,7 @@ final class HTTP2ServerConnection: ChannelDuplexHandler, NIOHTTP2FrameDelegate {
             // (an HPACK bomb), or does not decode at all. NIOHTTP2 answers it with this GOAWAY
             // but tells the pipeline only `UnableToParseFrame` (`HTTP2ConnectionMonitor` closes
             // the connection on it), so the kind is known only here.
-            self.worker.metrics.increment(.http2Abuse(.hpackDecoding))
+            self.environment.metrics.increment(.http2Abuse(.hpackDecoding))
         default:
             return
         }
@@ -219,7 +219,7 @@ final class HTTP2ServerConnection: ChannelDuplexHandler, NIOHTTP2FrameDelegate {
     /// A stream's deadline is now `deadline`: the timer fires no later.
     func streamDeadlineSet(_ deadline: NIODeadline) {
         guard let context = self.context,
-            let at = self.deadlines.deadlineSet(deadline, now: context.eventLoop.now, granularity: self.worker.snapshot.timerGranularity)
+            let at = self.deadlines.deadlineSet(deadline, now: context.eventLoop.now, granularity: self.environment.snapshot.timerGranularity)
         else { return }
         self.arm(at)
     }
@@ -236,7 +236,7 @@ final class HTTP2ServerConnection: ChannelDuplexHandler, NIOHTTP2FrameDelegate {
     /// the earliest deadline; the armed one finds it when it fires).
     private func becameIdle() {
         guard let context = self.context, context.channel.isActive else { return }
-        let deadline = context.eventLoop.now + self.worker.snapshot.idleTimeout
+        let deadline = context.eventLoop.now + self.environment.snapshot.idleTimeout
         self.idleDeadline = deadline
         self.streamDeadlineSet(deadline)
     }
@@ -263,7 +263,7 @@ final class HTTP2ServerConnection: ChannelDuplexHandler, NIOHTTP2FrameDelegate {
         for stream in self.streams.values {
             if let deadline = stream.deadline, earliest.map({ deadline < $0 }) ?? true { earliest = deadline }
         }
-        if let at = self.deadlines.fired(earliestPending: earliest, now: now, granularity: self.worker.snapshot.timerGranularity) {
+        if let at = self.deadlines.fired(earliestPending: earliest, now: now, granularity: self.environment.snapshot.timerGranularity) {
             self.arm(at)
         }
     }

@@ -6,8 +6,8 @@ import NIOHTTP1
 /// request going upstream.
 extension HTTP2ServerStream {
     func receivedHead(_ block: HPACKHeaders, endStream: Bool, context: ChannelHandlerContext) {
-        let limits = self.worker.snapshot.configuration.limits
-        let requestID = self.worker.requestID(forwarded: block.first(name: "x-request-id"))
+        let limits = self.environment.snapshot.configuration.limits
+        let requestID = self.environment.requestID(forwarded: block.first(name: "x-request-id"))
         let translated = HTTP2Messages.request(block, endStream: endStream, maxBodyBytes: limits.maxRequestBodyBytes)
         let request: HTTP2Messages.Request
         switch translated {
@@ -28,7 +28,7 @@ extension HTTP2ServerStream {
             requestChunked: request.framing == .chunked
         )
         self.exchange?.neverIndexedFields = SecretHeaderNames.neverIndexedNames(in: block)
-        if let tracing = self.worker.shared.tracing { self.exchange?.trace = tracing.start(head, protocol: .h2) }
+        if let tracing = self.environment.tracing { self.exchange?.trace = tracing.start(head, protocol: .h2) }
         let hasBody = request.framing != .none
         self.state = ExchangeStateMachine(
             replayable: !hasBody && ProxyHandler.isIdempotent(head.method), hasBody: hasBody, maxBodyBytes: limits.maxRequestBodyBytes

@@ -16,7 +16,7 @@ import NIOHTTP2
 final class HTTP2ServerStream: ExchangeHandler {
     let id: HTTP2StreamID
     unowned let server: HTTP2ServerConnection
-    let worker: Worker
+    let environment: any ExchangeEnvironment
     let connection: ClientConnectionInfo
     /// A stream carries exactly one request, so it drives the request's protocol-neutral
     /// state machine directly (no keep-alive, pipelining, 100-continue or tunnel: those are
@@ -55,12 +55,12 @@ final class HTTP2ServerStream: ExchangeHandler {
     var declaredLength: Int?
     var receivedLength = 0
 
-    init(id: HTTP2StreamID, server: HTTP2ServerConnection, worker: Worker, connection: ClientConnectionInfo, windowSize: Int) {
+    init(id: HTTP2StreamID, server: HTTP2ServerConnection, environment: any ExchangeEnvironment, connection: ClientConnectionInfo, windowSize: Int) {
         self.id = id
         self.server = server
-        self.worker = worker
+        self.environment = environment
         self.connection = connection
-        self.state = ExchangeStateMachine(replayable: false, hasBody: false, maxBodyBytes: worker.snapshot.configuration.limits.maxRequestBodyBytes)
+        self.state = ExchangeStateMachine(replayable: false, hasBody: false, maxBodyBytes: environment.snapshot.configuration.limits.maxRequestBodyBytes)
         self.inboundWindow = InboundWindow(target: windowSize)
     }
 
@@ -227,7 +227,7 @@ final class HTTP2ServerStream: ExchangeHandler {
     private var timeoutLimits: (idle: TimeAmount, response: TimeAmount) {
         var response = self.exchange?.plan?.responseTimeout ?? .seconds(30)
         if let grpcTimeout = self.grpcTimeout, grpcTimeout < response { response = grpcTimeout }
-        return (self.worker.snapshot.idleTimeout, response)
+        return (self.environment.snapshot.idleTimeout, response)
     }
 
     /// The state may have changed: the stream's deadline follows `ExchangeStateMachine.timeout`

@@ -73,7 +73,7 @@ package enum ClientPipeline {
     /// The gateway's own HTTP/1.1 codec lives in `ProxyHandler` (see HeadScanner.swift): one
     /// handler per connection, bytes in and out.
     static func configureHTTP1(channel: Channel, worker: Worker, connection: ClientConnectionInfo) throws {
-        try channel.pipeline.syncOperations.addHandler(ProxyHandler(worker: worker, connection: connection))
+        try channel.pipeline.syncOperations.addHandler(ProxyHandler(environment: worker, connection: connection))
     }
 
     static func configureHTTP2(channel: Channel, worker: Worker, connection: ClientConnectionInfo) throws {
@@ -100,7 +100,7 @@ package enum ClientPipeline {
         )
         // Frame level, no stream multiplexer: `HTTP2ServerConnection` keeps the streams (and,
         // as NIOHTTP2's frame delegate, learns when each DATA frame leaves).
-        let server = HTTP2ServerConnection(worker: worker, connection: connection, streamDelegate: manager.http2StreamDelegate)
+        let server = HTTP2ServerConnection(environment: worker, connection: connection, streamDelegate: manager.http2StreamDelegate)
         try sync.addHandler(NIOHTTP2Handler(mode: .server, frameDelegate: server, connectionConfiguration: connectionConfiguration))
         try sync.addHandler(server)
         try sync.addHandler(manager)

@@ -1,4 +1,5 @@
 import NIOCore
+import NIOHTTP1
 
 /// Everything one event loop owns (Envoy's worker model): its upstream pools, its view of the
 /// configuration and keys, its metrics and access log, its open client connections. Only ever
@@ -277,3 +278,14 @@ package final class Worker {
 
 @available(*, unavailable)
 extension Worker: Sendable {}
+
+/// The narrow view an exchange has of its loop (`ExchangeEnvironment`).
+extension Worker: ExchangeEnvironment {
+    var tracing: GatewayTracing? { self.shared.tracing }
+    var isDraining: Bool { self.shared.health.isDraining }
+    func wallClock() -> Double { self.shared.clock() }
+
+    func healthResponse(path: String, method: HTTPMethod) -> LocalResponse? {
+        HealthEndpoints.response(for: path, method: method, worker: self, snapshot: self.snapshot)
+    }
+}

@@ -1,0 +1,32 @@
+import NIOHTTP1
+
+/// What an exchange may use of the event loop it runs on — and nothing else: the configuration
+/// snapshot, the pool lookup, the key snapshot and the calls authentication makes, the typed
+/// metrics sink, the access log, the tracer, the clock, request IDs, drain. The HTTP/1.1 and
+/// HTTP/2 handlers and `RequestPlanner` hold one of these instead of reaching through `Worker`
+/// into `GatewayShared` (Hummingbird's `RequestContext` is the model). `Worker` is the one
+/// implementation; everything here is read on the loop, without locks.
+protocol ExchangeEnvironment: AnyObject {
+    /// The configuration in force: replaced on reload, read afresh by each request.
+    var snapshot: RuntimeSnapshot { get }
+    /// The verification keys in force.
+    var keys: KeySnapshot { get }
+    /// The loop's pool for a backend, nil for a name the configuration does not have.
+    func pool(forBackend name: String) -> UpstreamPool?
+    /// The loop's clients for the auth service, introspection and the like.
+    var authServices: AuthServices { get }
+    /// The loop's memo of rate-limit keys.
+    var rateLimitKeys: RateLimitKeyMemo { get }
+    var metrics: WorkerMetrics { get }
+    var accessLog: AccessLog { get }
+    /// Sampled requests' traces; nil when tracing is off.
+    var tracing: GatewayTracing? { get }
+    /// Wall-clock seconds since 1970 (injected by tests).
+    func wallClock() -> Double
+    /// The gateway is draining: every answer from now on is its connection's last.
+    var isDraining: Bool { get }
+    /// The client's `X-Request-Id` when it is acceptable, else a new one.
+    func requestID(forwarded value: String?) -> String
+    /// The answer of a health endpoint at `path`, nil for any other path.
+    func healthResponse(path: String, method: HTTPMethod) -> LocalResponse?
+}
