@@ -179,7 +179,9 @@ struct JWKSTests {
         endpoint.fail(with: 500)
         let gateway = try await Self.gateway(endpoint: endpoint, minRefetch: 1, waitUntilReady: false)
         atTestEnd { await gateway.stop() }
-        try await Task.sleep(for: .milliseconds(200))
+        // The first fetch has been tried (and failed): ordered by the endpoint's count, not by
+        // a sleep.
+        try await poll { endpoint.fetches >= 1 }
         #expect(!gateway.application.isReady)
         let admin = try await TestConnection.connect(port: gateway.adminPort)
         #expect(try await admin.send(.get("/readyz")).status == 503)
@@ -189,6 +191,8 @@ struct JWKSTests {
         #expect(early.status == 503)
         #expect(early.json?["type"]?.stringValue == "urn:auth-gateway:problem:keys.unavailable")
         endpoint.fail(with: 200)
+        // Past jwksMinRefetchSeconds (a real bound: the fixture runs no KeyRefreshService, so the
+        // request's unknown-issuer wait makes the fetch), then ready once it has succeeded.
         try await Task.sleep(for: .milliseconds(1100))
         #expect(try await gateway.send(.get("/l", token: TestKeys.token(signer: Self.first))).status == 200)
         #expect(gateway.application.isReady)
