@@ -21,6 +21,16 @@ enum HTTPToken {
     /// Whether `value` may be sent as a header value: visible ASCII/UTF-8, spaces and tabs, no
     /// CR, LF or NUL (which would split or truncate the header block).
     static func isSafeHeaderValue(_ value: some StringProtocol) -> Bool {
-        value.utf8.allSatisfy { $0 == 0x09 || ($0 >= 0x20 && $0 != 0x7F) }
+        // Over the contiguous bytes of a native string, without a branch per byte (a 700-byte
+        // token in every HTTP/2 request's HEADERS: the per-byte `UTF8View` walk was ~3 % of a
+        // stream's CPU, perf); the general walk otherwise.
+        if let safe = value.utf8.withContiguousStorageIfAvailable(Self.isSafeHeaderValue) { return safe }
+        return value.utf8.allSatisfy { $0 == 0x09 || ($0 >= 0x20 && $0 != 0x7F) }
+    }
+
+    private static func isSafeHeaderValue(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        var unsafe: UInt8 = 0
+        for byte in bytes { unsafe |= (byte < 0x20 && byte != 0x09 ? 1 : 0) | (byte == 0x7F ? 1 : 0) }
+        return unsafe == 0
     }
 }
