@@ -41,7 +41,9 @@ enum HTTPWriter {
     /// The client's response head from a backend's, HTTP/1.1 or HTTP/2: hop-by-hop fields (and
     /// those the backend's `Connection` names) and `X-Request-Id` are dropped, `Content-Length`
     /// too when the body is re-framed as chunked; the gateway's fields are appended (`Upgrade`
-    /// only for a 101 to an upgrade request).
+    /// only for a 101 to an upgrade request). An HTTP/1.1 backend's kept fields are copied as
+    /// bytes, with its reason phrase; an HTTP/2 backend's go as they came, lower-case, with an
+    /// empty reason phrase (HTTP/2 has none).
     static func clientResponseHead(
         _ head: UpstreamResponseHead,
         clientVersion: HTTPVersion,
@@ -52,106 +54,63 @@ enum HTTPWriter {
         upgrade: String? = nil,
         into buffer: inout ByteBuffer
     ) {
-        switch head {
-        case .http1(let head):
-            Self.clientResponseHead(
-                head, clientVersion: clientVersion, requestID: requestID, extra: extra, chunked: chunked, connection: connection,
-                upgrade: upgrade, into: &buffer
-            )
-        case .http2(let head):
-            Self.clientResponseHead(
-                head, clientVersion: clientVersion, requestID: requestID, extra: extra, chunked: chunked, connection: connection,
-                upgrade: upgrade, into: &buffer
-            )
-        }
-    }
-
-    /// An HTTP/2 backend's head for an HTTP/1.x client: its fields (already without the
-    /// connection-specific ones and `x-request-id`: `HTTP2ResponseHead`) as they came,
-    /// lower-case, with an empty reason phrase (HTTP/2 has none).
-    static func clientResponseHead(
-        _ head: HTTP2ResponseHead,
-        clientVersion: HTTPVersion,
-        requestID: String,
-        extra: [(name: String, value: String)],
-        chunked: Bool,
-        connection: String?,
-        upgrade: String? = nil,
-        into buffer: inout ByteBuffer
-    ) {
-        var bound = 15 + head.estimatedBytes + 16 + requestID.utf8.count + 30
-        for (name, value) in extra { bound += name.utf8.count + value.utf8.count + 4 }
-        if let connection { bound += 14 + connection.utf8.count }
-        if let upgrade { bound += 11 + upgrade.utf8.count }
-        buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: bound) { memory in
-            var output = RawOutput(memory)
-            Self.statusLine(version: clientVersion, code: head.status, into: &output)
-            output.append("\r\n")
-            for (name, value, _) in head.fields {
-                if chunked && name == "content-length" { continue }
-                output.field(name, value)
-            }
-            Self.gatewayFields(requestID: requestID, extra: extra, chunked: chunked, connection: connection, upgrade: upgrade, into: &output)
-            return output.count
-        }
-    }
-
-    /// An HTTP/1.1 backend's head for an HTTP/1.x client, its kept fields copied as bytes.
-    static func clientResponseHead(
-        _ head: HTTP1ResponseHead,
-        clientVersion: HTTPVersion,
-        requestID: String,
-        extra: [(name: String, value: String)],
-        chunked: Bool,
-        connection: String?,
-        upgrade: String? = nil,
-        into buffer: inout ByteBuffer
-    ) {
         // One copy into memory sized for the worst case (like `requestHead`): every field of
         // the backend's head kept, each with at most one byte more (": " after a bare colon).
-        var bound = 13 + head.bytes.readableBytes + head.fields.count + 16 + requestID.utf8.count + 30
+        var bound = 13 + head.estimatedBytes + 16 + requestID.utf8.count + 30
+        if case .http1(let head) = head { bound += head.fields.count }
         for (name, value) in extra { bound += name.utf8.count + value.utf8.count + 4 }
         if let connection { bound += 14 + connection.utf8.count }
         if let upgrade { bound += 11 + upgrade.utf8.count }
-        head.bytes.withUnsafeReadableBytes { raw in
+        func write(backendFields: (inout RawOutput) -> Void) {
             buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: bound) { memory in
                 var output = RawOutput(memory)
                 Self.statusLine(version: clientVersion, code: head.status, into: &output)
-                output.append(UnsafeRawBufferPointer(rebasing: raw[head.reason]))
+                backendFields(&output)
+                output.append("X-Request-Id: ")
+                output.append(requestID)
                 output.append("\r\n")
-                let namesConnectionFields = head.fields.contains { $0.kind == .connection }
-                for field in head.fields {
-                    switch field.kind {
-                    case .hopByHop, .connection, .transferEncoding, .requestID:
-                        continue
-                    case .contentLength:
-                        if chunked { continue }
-                    case .other:
-                        if namesConnectionFields, head.isNamedByConnection(field, raw) { continue }
-                    }
-                    output.append(UnsafeRawBufferPointer(rebasing: raw[field.nameStart..<field.nameEnd]))
-                    output.append(": ")
-                    output.append(UnsafeRawBufferPointer(rebasing: raw[field.valueStart..<field.valueEnd]))
-                    output.append("\r\n")
-                }
-                Self.gatewayFields(requestID: requestID, extra: extra, chunked: chunked, connection: connection, upgrade: upgrade, into: &output)
+                for (name, value) in extra { output.field(name, value) }
+                if chunked { output.append("Transfer-Encoding: chunked\r\n") }
+                if let connection { output.field("Connection", connection) }
+                if let upgrade { output.field("Upgrade", upgrade) }
+                output.append("\r\n")
                 return output.count
             }
         }
-    }
-
-    /// The fields the gateway adds to a backend's head, and the head's end.
-    private static func gatewayFields(
-        requestID: String, extra: [(name: String, value: String)], chunked: Bool, connection: String?, upgrade: String?, into output: inout RawOutput
-    ) {
-        output.append("X-Request-Id: ")
-        output.append(requestID)
-        output.append("\r\n")
-        for (name, value) in extra { output.field(name, value) }
-        if chunked { output.append("Transfer-Encoding: chunked\r\n") }
-        if let connection { output.field("Connection", connection) }
-        if let upgrade { output.field("Upgrade", upgrade) }
-        output.append("\r\n")
+        switch head {
+        case .http1(let head):
+            head.bytes.withUnsafeReadableBytes { raw in
+                write { output in
+                    output.append(UnsafeRawBufferPointer(rebasing: raw[head.reason]))
+                    output.append("\r\n")
+                    let namesConnectionFields = head.fields.contains { $0.kind == .connection }
+                    for field in head.fields {
+                        switch field.kind {
+                        case .hopByHop, .connection, .transferEncoding, .requestID:
+                            continue
+                        case .contentLength:
+                            if chunked { continue }
+                        case .other:
+                            if namesConnectionFields, head.isNamedByConnection(field, raw) { continue }
+                        }
+                        output.append(UnsafeRawBufferPointer(rebasing: raw[field.nameStart..<field.nameEnd]))
+                        output.append(": ")
+                        output.append(UnsafeRawBufferPointer(rebasing: raw[field.valueStart..<field.valueEnd]))
+                        output.append("\r\n")
+                    }
+                }
+            }
+        case .http2(let head):
+            // Already without the connection-specific fields and `x-request-id`
+            // (`HTTP2ResponseHead`).
+            write { output in
+                output.append("\r\n")
+                for (name, value, _) in head.fields {
+                    if chunked && name == "content-length" { continue }
+                    output.field(name, value)
+                }
+            }
+        }
     }
 
     /// One chunk of a chunked body: size line, data, CRLF.

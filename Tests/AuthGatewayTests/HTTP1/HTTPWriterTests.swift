@@ -19,7 +19,7 @@ struct HTTPWriterTests {
         guard case .head(let head) = parser.next(&input) else { return "no head" }
         var output = ByteBuffer()
         HTTPWriter.clientResponseHead(
-            head, clientVersion: clientVersion, requestID: "gw-1", extra: extra, chunked: chunked, connection: connection, into: &output
+            .http1(head), clientVersion: clientVersion, requestID: "gw-1", extra: extra, chunked: chunked, connection: connection, into: &output
         )
         return String(buffer: output)
     }
@@ -51,7 +51,7 @@ struct HTTPWriterTests {
         }
         var output = ByteBuffer()
         HTTPWriter.clientResponseHead(
-            head, clientVersion: .http1_0, requestID: String(repeating: "r", count: 64), extra: [("X-Access-Token", String(repeating: "t", count: 900))],
+            .http1(head), clientVersion: .http1_0, requestID: String(repeating: "r", count: 64), extra: [("X-Access-Token", String(repeating: "t", count: 900))],
             chunked: true, connection: "upgrade", upgrade: "websocket", into: &output
         )
         let text = String(buffer: output)
