@@ -79,25 +79,17 @@ enum HTTPWriter {
         }
         switch head {
         case .http1(let head):
-            head.bytes.withUnsafeReadableBytes { raw in
-                write { output in
+            write { output in
+                head.bytes.withUnsafeReadableBytes { raw in
                     output.append(UnsafeRawBufferPointer(rebasing: raw[head.reason]))
                     output.append("\r\n")
-                    let namesConnectionFields = head.fields.contains { $0.kind == .connection }
-                    for field in head.fields {
-                        switch field.kind {
-                        case .hopByHop, .connection, .transferEncoding, .requestID:
-                            continue
-                        case .contentLength:
-                            if chunked { continue }
-                        case .other:
-                            if namesConnectionFields, head.isNamedByConnection(field, raw) { continue }
-                        }
-                        output.append(UnsafeRawBufferPointer(rebasing: raw[field.nameStart..<field.nameEnd]))
-                        output.append(": ")
-                        output.append(UnsafeRawBufferPointer(rebasing: raw[field.valueStart..<field.valueEnd]))
-                        output.append("\r\n")
-                    }
+                }
+                head.forEachEndToEndField { field, raw in
+                    if chunked && field.kind == .contentLength { return }
+                    output.append(UnsafeRawBufferPointer(rebasing: raw[field.nameStart..<field.nameEnd]))
+                    output.append(": ")
+                    output.append(UnsafeRawBufferPointer(rebasing: raw[field.valueStart..<field.valueEnd]))
+                    output.append("\r\n")
                 }
             }
         case .http2(let head):

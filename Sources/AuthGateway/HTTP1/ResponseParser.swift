@@ -14,12 +14,12 @@ struct HTTP1ResponseHead {
     /// The backend allows another request on this connection afterwards.
     let keepAlive: Bool
 
-    /// Calls `body` with the lower-cased name and the value of each field an HTTP/2 client
-    /// receives: not those describing the backend's connection (RFC 9110 §7.6.1, RFC 9113
-    /// §8.2.2: `Connection` and the fields it names, `HeaderNames`' hop-by-hop list,
-    /// `Transfer-Encoding`), nor the backend's `X-Request-Id` (the gateway sends its own) —
-    /// what `HTTPWriter.clientResponseHead` leaves out for HTTP/1.1 clients.
-    func forEachEndToEndField(_ body: (String, String) -> Void) {
+    /// Calls `body` with each end-to-end field, the raw head's bytes at hand: not those
+    /// describing the backend's connection (RFC 9110 §7.6.1, RFC 9113 §8.2.2: `Connection` and
+    /// the fields it names, `HeaderNames`' hop-by-hop list, `Transfer-Encoding`), nor the
+    /// backend's `X-Request-Id` (the gateway sends its own). What both client writers keep
+    /// (`HTTPWriter.clientResponseHead`, `HTTP2Messages.responseHeaders`).
+    func forEachEndToEndField(_ body: (HeaderField, UnsafeRawBufferPointer) -> Void) {
         self.bytes.withUnsafeReadableBytes { raw in
             let namesConnectionFields = self.fields.contains { $0.kind == .connection }
             for field in self.fields {
@@ -31,8 +31,15 @@ struct HTTP1ResponseHead {
                 case .other:
                     if namesConnectionFields, self.isNamedByConnection(field, raw) { continue }
                 }
-                body(RequestParser.string(raw, field.nameStart, field.nameEnd).lowercased(), RequestParser.string(raw, field.valueStart, field.valueEnd))
+                body(field, raw)
             }
+        }
+    }
+
+    /// The end-to-end fields as lower-cased names and values, for an HTTP/2 client.
+    func forEachEndToEndField(_ body: (String, String) -> Void) {
+        self.forEachEndToEndField { field, raw in
+            body(RequestParser.string(raw, field.nameStart, field.nameEnd).lowercased(), RequestParser.string(raw, field.valueStart, field.valueEnd))
         }
     }
 
