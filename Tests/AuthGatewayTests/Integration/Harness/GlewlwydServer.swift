@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import NIOCore
 import NIOHTTP1
 import Testing
@@ -20,8 +23,9 @@ import Testing
 /// that client introspect and revoke the tokens issued to it.
 ///
 /// Glewlwyd runs as root without complaint (checked with 2.7.5), so no user switch. Its life is
-/// bounded twice: `stop()` (SIGTERM, then SIGKILL), and `timeout` around it, should the test
-/// process die first. When the package is missing the test fails with how to install it.
+/// bounded twice: `stop()` (SIGTERM to Glewlwyd, then SIGKILL), and `timeout` around it (600 s,
+/// its own alarm), should the test process die first. When the package is missing the test
+/// fails with how to install it.
 final class GlewlwydServer: Sendable {
     static let clientID = "gateway"
     static let username = "alice"
@@ -243,9 +247,23 @@ final class GlewlwydServer: Sendable {
         await self.stop(removingFiles: true)
     }
 
+    /// Glewlwyd itself: the child of `timeout`.
+    private var serverProcess: pid_t? {
+        let parent = self.process.processIdentifier
+        guard let children = try? String(contentsOfFile: "/proc/\(parent)/task/\(parent)/children", encoding: .utf8) else { return nil }
+        return children.split(separator: " ").compactMap { pid_t($0) }.first
+    }
+
+    /// Glewlwyd is sent SIGTERM itself, not through `timeout`: the test process's threads block
+    /// most signals, `timeout` inherits that mask and never sees a SIGTERM sent to it (a
+    /// Glewlwyd outlived its test that way), whereas Glewlwyd waits for its signals with
+    /// `sigwait`, whatever the mask. `timeout` exits with it; whatever is left after 5 s is
+    /// killed.
     private func stop(removingFiles: Bool) async {
-        self.process.signal(SIGTERM)
+        let server = self.serverProcess
+        if let server { _ = Glibc.kill(server, SIGTERM) }
         try? await self.process.exited(timeout: .seconds(5))
+        if let server, Glibc.kill(server, 0) == 0 { _ = Glibc.kill(server, SIGKILL) }
         if removingFiles { try? FileManager.default.removeItem(at: self.directory) }
     }
 }
