@@ -332,6 +332,34 @@ struct IntrospectionTests {
         #expect(gateway.backend.requestCount == 20)
     }
 
+    /// `forJWTs` and DPoP: a `cnf.jkt` in the answer binds an unbound JWT (sent as Bearer it
+    /// is then refused as `dpop.required`); an answer naming another key than the JWT's own
+    /// binding is refused. Neither reaches the backend.
+    @Test func forJWTsAnAnswersBindingOnlyTightens() async throws {
+        let endpoint = try await ScriptedIntrospection.start()
+        atTestEnd { await endpoint.service.stop() }
+        let clock = TestClock()
+        let gateway = try await Self.gateway(endpoint, clock: clock) { config in
+            config.set("tokens.introspection.forJWTs", true)
+        }
+        atTestEnd { await gateway.stop() }
+        let unbound = TestKeys.token(subject: "judy")
+        var binding = try #require(Self.activeAnswer(subject: "judy", clock: clock).objectValue)
+        binding["cnf"] = ["jkt": "0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I"]
+        endpoint.set(unbound, .object(binding))
+        let required = try await Self.get(gateway, unbound)
+        #expect(required.status == 401)
+        #expect(try JSONValue(parsing: required.text)["type"]?.stringValue == "urn:auth-gateway:problem:dpop.required")
+
+        let bound = TestKeys.token(subject: "judy", extra: ["cnf": ["jkt": "bound-to-this-key"]])
+        endpoint.set(bound, .object(binding))
+        let contradicted = try await Self.get(gateway, bound)
+        #expect(contradicted.status == 401)
+        #expect(contradicted.header("www-authenticate")?.contains("invalid_token") == true)
+        #expect(gateway.backend.requestCount == 0)
+        #expect(endpoint.calls == 2)
+    }
+
     /// `forJWTs` fails closed: an endpoint that is down gives 503 with Retry-After for a JWT
     /// that verified, and nothing is forwarded.
     @Test func forJWTsFailsClosedWhenTheEndpointIsDown() async throws {
