@@ -396,9 +396,13 @@ struct RequestAuthenticator: Sendable {
             return .done(.reject(.introspectionUnavailable))
         }
         let metrics = services.metrics
-        if verified == nil, let known = services.recentIntrospections?.lookup(token.value, introspector: introspector, now: now) {
+        // The loop's memo: for an opaque token the answer's claims; for a JWT (`forJWTs`) the
+        // JWT's own verified claims as `IntrospectedJWT.adopt` left them. A JWT's clock was
+        // checked already on this request (`checkTime` comes first).
+        if let known = services.recentIntrospections?.lookup(token.value, introspector: introspector, now: now) {
             metrics.increment(.introspectionCached)
-            return .next(.proofOfPossession(Identity(token: known, accessToken: token, issuer: introspector.configuration.identityIssuer ?? "")))
+            let issuer = verified?.issuer ?? introspector.configuration.identityIssuer
+            return .next(.proofOfPossession(Identity(token: known, accessToken: token, issuer: issuer)))
         }
         let lookup = introspector.lookup(token.value, eventLoop: services.eventLoop, endpoint: endpoint) { label in
             metrics.increment(.introspection(outcome: label))
@@ -418,8 +422,12 @@ struct RequestAuthenticator: Sendable {
         }
     }
 
-    /// An active answer's members become the request's claims (for a JWT introspected with
-    /// `forJWTs`, the JWT's own verified claims stay); inactive is 401, unavailable 503.
+    /// An active answer's members become the request's claims; inactive is 401, unavailable
+    /// 503 (fail closed, nothing forwarded).
+    ///
+    /// For a JWT introspected with `forJWTs`, the JWT's own verified claims stay the request's
+    /// claims — the answer only says whether it is still active — and a `cnf.jkt` in the answer
+    /// can add a DPoP binding, never remove or change one (`IntrospectedJWT` says why).
     func adoptIntrospection(_ outcome: IntrospectionOutcome, _ token: ExtractedToken, verified: Identity?, memo: RecentIntrospections? = nil) -> AuthStep {
         switch outcome {
         case .unavailable:
@@ -427,7 +435,14 @@ struct RequestAuthenticator: Sendable {
         case .inactive:
             return .done(.reject(.tokenInactive))
         case .active(let claims, let validUntil):
-            if let verified { return .next(.proofOfPossession(verified)) }
+            if let verified {
+                // The provider names another key than the one the JWT is bound to.
+                guard let adopted = IntrospectedJWT.adopt(verified.token, answer: claims) else { return .done(.reject(.tokenRejected(.invalidClaim))) }
+                if let introspector = self.introspector {
+                    memo?.remember(token.value, verified: adopted, validUntil: validUntil, introspector: introspector)
+                }
+                return .next(.proofOfPossession(Identity(token: adopted, accessToken: verified.accessToken, issuer: verified.issuer)))
+            }
             // No issuer index: an introspected identity never reaches the phases that use the
             // key snapshot (clock checks and refresh are the endpoint's business).
             let introspected = VerifiedToken(

@@ -38,7 +38,13 @@ extension ConfigurationLoader {
     /// `authService.discoveryIssuer`, must name an issuer with `discovery: true`, whose document
     /// must then carry an `introspection_endpoint` (a document without one is refused, and the
     /// issuer is not ready).
+    ///
+    /// Also: `forJWTs` needs an issuer in `tokens.issuers`, without which no JWT is ever
+    /// verified, and so none introspected.
     static func linkIntrospectionDiscovery(_ tokens: inout TokensConfiguration, authService: AuthServiceConfiguration?, root: ConfigReader) {
+        if tokens.introspection?.forJWTs == true && tokens.issuers.isEmpty {
+            root.error("tokens.introspection.forJWTs", "needs an issuer in tokens.issuers (it introspects JWTs that verified against one)")
+        }
         guard var introspection = tokens.introspection, introspection.url == nil else { return }
         let explicit = introspection.discoveryIssuer != nil
         guard let name = introspection.discoveryIssuer ?? authService?.discoveryIssuer else {

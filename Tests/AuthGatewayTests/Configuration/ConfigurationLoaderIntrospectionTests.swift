@@ -39,11 +39,12 @@ struct ConfigurationLoaderIntrospectionTests {
 
     @Test func everyFieldIsRead() throws {
         let configuration = try self.load(
-            #"""
-            {"url": "http://127.0.0.1:9000/introspect", "clientId": "gw", "clientSecret": "s", "clientAuthentication": "form",
-             "cacheSeconds": 30, "negativeCacheSeconds": 2, "timeoutMilliseconds": 250, "issuer": "https://idp",
-             "audiences": ["api"], "forJWTs": true}
-            """#
+            tokens: #"""
+                {"issuers": [\#(Self.jwksIssuer)],
+                 "introspection": {"url": "http://127.0.0.1:9000/introspect", "clientId": "gw", "clientSecret": "s", "clientAuthentication": "form",
+                 "cacheSeconds": 30, "negativeCacheSeconds": 2, "timeoutMilliseconds": 250, "issuer": "https://idp",
+                 "audiences": ["api"], "forJWTs": true}}
+                """#
         ).get()
         let introspection = try #require(configuration.tokens.introspection)
         #expect(introspection.clientID == "gw")
@@ -70,6 +71,24 @@ struct ConfigurationLoaderIntrospectionTests {
         #expect(self.issues(#"{"url": "http://x", "timeoutMilliseconds": 1.5}"#).first?.hasPrefix("tokens.introspection.timeoutMilliseconds:") == true)
         #expect(self.issues(#"{"url": "http://x", "audiences": []}"#).first?.hasPrefix("tokens.introspection.audiences:") == true)
         #expect(self.issues(#"{"url": "http://x", "forJWT": true}"#).first?.hasPrefix("tokens.introspection.forJWT:") == true)
+    }
+
+    static let jwksIssuer = #"{"issuer": "https://idp", "jwksURL": "https://idp/jwks"}"#
+
+    /// `forJWTs` needs somewhere to introspect (url or a discovered endpoint) and JWTs to
+    /// introspect (an issuer); it must be a boolean.
+    @Test func forJWTsErrorsCarryTheirPaths() {
+        #expect(self.issues(tokens: #"{"issuers": [\#(Self.jwksIssuer)], "introspection": {"forJWTs": true}}"#) == [
+            "tokens.introspection.url: is required (unless tokens.introspection.discoveryIssuer or authService.discoveryIssuer names an issuer with \"discovery\": true)"
+        ])
+        #expect(self.issues(tokens: #"{"introspection": {"url": "http://x", "forJWTs": true}}"#) == [
+            "tokens.introspection.forJWTs: needs an issuer in tokens.issuers (it introspects JWTs that verified against one)"
+        ])
+        #expect(self.issues(tokens: #"{"issuers": [\#(Self.jwksIssuer)], "introspection": {"url": "http://x", "forJWTs": "yes"}}"#).first?.hasPrefix("tokens.introspection.forJWTs:") == true)
+        // Off (the default) without issuers: an opaque-tokens-only gateway.
+        #expect(self.issues(tokens: #"{"introspection": {"url": "http://x", "forJWTs": false}}"#) == [])
+        // With a discovered endpoint.
+        #expect(self.issues(tokens: #"{"issuers": [\#(Self.discoveredIssuer)], "introspection": {"discoveryIssuer": "https://idp.example.com", "forJWTs": true}}"#) == [])
     }
 
     // MARK: The discovered introspection_endpoint (SPEC §4.13)

@@ -265,7 +265,8 @@ struct IntrospectionTests {
         #expect(endpoint.calls == 0)
     }
 
-    /// `forJWTs`: a valid JWT that the provider revoked is refused.
+    /// `forJWTs`: a valid JWT that the provider revoked is refused, and never reaches the
+    /// backend; an active one goes on with the JWT's own claims, not the answer's.
     @Test func forJWTsRefusesARevokedJWT() async throws {
         let endpoint = try await ScriptedIntrospection.start()
         atTestEnd { await endpoint.service.stop() }
@@ -276,12 +277,110 @@ struct IntrospectionTests {
         atTestEnd { await gateway.stop() }
         let revoked = TestKeys.token(subject: "mallory")
         let good = TestKeys.token(subject: "grace")
-        endpoint.set(good, Self.activeAnswer(subject: "grace", clock: clock))
-        #expect(try await Self.get(gateway, revoked).status == 401)
+        // The answer names another subject and scope: the signed JWT's claims win.
+        var answer = try #require(Self.activeAnswer(subject: "not-grace", clock: clock).objectValue)
+        answer["scope"] = "admin"
+        endpoint.set(good, .object(answer))
+        let refused = try await Self.get(gateway, revoked)
+        #expect(refused.status == 401)
+        #expect(try JSONValue(parsing: refused.text)["type"]?.stringValue == "urn:auth-gateway:problem:token.inactive")
+        #expect(refused.header("www-authenticate")?.contains("invalid_token") == true)
+        #expect(gateway.backend.requestCount == 0)
         let response = try await Self.get(gateway, good)
         #expect(response.status == 200)
-        // The JWT's own verified claims stay the request's claims.
-        #expect(try JSONValue(parsing: response.text)["headers"]?["x-user-subject"]?.arrayValue?.first?.stringValue == "grace")
+        #expect(response.echoedHeader("x-user-subject") == ["grace"])
+        #expect(response.echoedHeader("x-user-scope") == [])
         #expect(endpoint.calls == 2)
+        // The exact form: the JWT itself is the token.
+        #expect(endpoint.service.requests.last?.bodyText == "token=\(good)&token_type_hint=access_token")
+    }
+
+    /// `forJWTs`: one call per token while its answer lasts (N requests, 1 call), then asked
+    /// again; concurrent first requests share one call.
+    @Test func forJWTsAnswersAreCachedAndShared() async throws {
+        let endpoint = try await ScriptedIntrospection.start()
+        atTestEnd { await endpoint.service.stop() }
+        let clock = TestClock()
+        let gateway = try await Self.gateway(endpoint, clock: clock) { config in
+            config.set("tokens.introspection.forJWTs", true)
+            config["eventLoopThreads"] = 2
+        }
+        atTestEnd { await gateway.stop() }
+        let token = TestKeys.token(subject: "heidi", expiresIn: 3600)
+        endpoint.set(token, Self.activeAnswer(subject: "heidi", clock: clock))
+        endpoint.gate.hold()
+        atTestEnd { endpoint.gate.release() }
+        let first = Task {
+            try await withThrowingTaskGroup(of: Int.self) { group in
+                for _ in 0..<10 { group.addTask { try await Self.get(gateway, token).status } }
+                return try await group.reduce(into: [Int]()) { $0.append($1) }
+            }
+        }
+        #expect(await eventually(timeout: .seconds(30)) { endpoint.calls == 1 })
+        let coalesced = "auth_gateway_introspections_total{outcome=\"coalesced\"}"
+        #expect(try await eventually(timeout: .seconds(30)) { try await RefreshTests.metric(coalesced, adminPort: gateway.adminPort) == 9 })
+        endpoint.gate.release()
+        #expect(try await first.value == Array(repeating: 200, count: 10))
+        for _ in 0..<10 { #expect(try await Self.get(gateway, token).status == 200) }
+        #expect(endpoint.calls == 1)
+        #expect(gateway.backend.requestCount == 20)
+        // Past cacheSeconds (60 s): asked again, and now it is revoked.
+        clock.advance(by: 61)
+        endpoint.set(token, ["active": false])
+        #expect(try await Self.get(gateway, token).status == 401)
+        #expect(endpoint.calls == 2)
+        #expect(gateway.backend.requestCount == 20)
+    }
+
+    /// `forJWTs` and DPoP: a `cnf.jkt` in the answer binds an unbound JWT (sent as Bearer it
+    /// is then refused as `dpop.required`); an answer naming another key than the JWT's own
+    /// binding is refused. Neither reaches the backend.
+    @Test func forJWTsAnAnswersBindingOnlyTightens() async throws {
+        let endpoint = try await ScriptedIntrospection.start()
+        atTestEnd { await endpoint.service.stop() }
+        let clock = TestClock()
+        let gateway = try await Self.gateway(endpoint, clock: clock) { config in
+            config.set("tokens.introspection.forJWTs", true)
+        }
+        atTestEnd { await gateway.stop() }
+        let unbound = TestKeys.token(subject: "judy")
+        var binding = try #require(Self.activeAnswer(subject: "judy", clock: clock).objectValue)
+        binding["cnf"] = ["jkt": "0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I"]
+        endpoint.set(unbound, .object(binding))
+        let required = try await Self.get(gateway, unbound)
+        #expect(required.status == 401)
+        #expect(try JSONValue(parsing: required.text)["type"]?.stringValue == "urn:auth-gateway:problem:dpop.required")
+
+        let bound = TestKeys.token(subject: "judy", extra: ["cnf": ["jkt": "bound-to-this-key"]])
+        endpoint.set(bound, .object(binding))
+        let contradicted = try await Self.get(gateway, bound)
+        #expect(contradicted.status == 401)
+        #expect(contradicted.header("www-authenticate")?.contains("invalid_token") == true)
+        #expect(gateway.backend.requestCount == 0)
+        #expect(endpoint.calls == 2)
+    }
+
+    /// `forJWTs` fails closed: an endpoint that is down gives 503 with Retry-After for a JWT
+    /// that verified, and nothing is forwarded.
+    @Test func forJWTsFailsClosedWhenTheEndpointIsDown() async throws {
+        let endpoint = try await ScriptedIntrospection.start()
+        atTestEnd { await endpoint.service.stop() }
+        let gateway = try await Self.gateway(endpoint) { config in
+            config.set("tokens.introspection.forJWTs", true)
+        }
+        atTestEnd { await gateway.stop() }
+        endpoint.set(.status(500))
+        let response = try await Self.get(gateway, TestKeys.token(subject: "ivan"))
+        #expect(response.status == 503)
+        #expect(response.header("retry-after") != nil)
+        #expect(try JSONValue(parsing: response.text)["type"]?.stringValue == "urn:auth-gateway:problem:introspection.unavailable")
+        #expect(gateway.backend.requestCount == 0)
+        endpoint.set(.notJSON)
+        #expect(try await Self.get(gateway, TestKeys.token(subject: "ivan")).status == 503)
+        #expect(gateway.backend.requestCount == 0)
+        // A JWT that does not verify is refused before any call.
+        let calls = endpoint.calls
+        #expect(try await Self.get(gateway, TestKeys.token(signer: TestKeys.otherRSA)).status == 401)
+        #expect(endpoint.calls == calls)
     }
 }
