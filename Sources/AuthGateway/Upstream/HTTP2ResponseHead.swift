@@ -9,7 +9,8 @@ import NIOHTTP1
 /// its `content-length`. What is left here: the pseudo-fields, the connection-specific fields
 /// (`te` and `trailer` pass NIOHTTP2 on a response) and the backend's `x-request-id` (the
 /// gateway sends its own) are dropped, and `content-length` must be one decimal length (repeated only as the same
-/// text), as `ResponseParser` asks of an HTTP/1.1 backend.
+/// text) and no value may hold a control character, as `ResponseParser` asks of an HTTP/1.1
+/// backend.
 struct HTTP2ResponseHead {
     let status: Int
     /// The end-to-end fields, with the backend's indexing (never-indexed stays never-indexed).
@@ -29,6 +30,9 @@ struct HTTP2ResponseHead {
         var contentLength: (text: String, value: Int)?
         for (name, value, indexing) in block {
             if name.utf8.first == UInt8(ascii: ":") { continue }
+            // The control characters NIOHTTP2 lets through (all but CR, LF and NUL) are refused
+            // too, as `ResponseParser` refuses them from an HTTP/1.1 backend.
+            guard HTTPToken.isSafeHeaderValue(value) else { return nil }
             switch name {
             case "x-request-id":
                 continue

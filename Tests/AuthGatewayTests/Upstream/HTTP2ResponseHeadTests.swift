@@ -38,6 +38,8 @@ struct HTTP2ResponseHeadTests {
         #expect(HTTP2ResponseHead(self.block([(":status", "200"), ("content-length", "")]), method: .GET) == nil)
         #expect(HTTP2ResponseHead(self.block([(":status", "200"), ("content-length", "5"), ("content-length", "05")]), method: .GET) == nil)
         #expect(HTTP2ResponseHead(self.block([(":status", "200"), ("content-length", "5"), ("content-length", "5")]), method: .GET)?.framing == .contentLength(5))
+        #expect(HTTP2ResponseHead(self.block([(":status", "200"), ("x-note", "a\u{01}b")]), method: .GET) == nil, "a control character")
+        #expect(HTTP2ResponseHead(self.block([(":status", "200"), ("x-note", "a\tb")]), method: .GET) != nil, "a tab is fine")
     }
 
     @Test func pseudoFieldsConnectionFieldsAndTheBackendsRequestIDAreDropped() throws {
