@@ -99,3 +99,14 @@ final class Exchange {
 
 @available(*, unavailable)
 extension Exchange: Sendable {}
+
+extension HTTPMethod {
+    /// RFC 9110 §9.2.2: repeating the request has the same effect as sending it once, so a
+    /// bodiless one may be replayed on a fresh upstream (`ExchangeStateMachine.upstreamFailed`).
+    var isIdempotent: Bool {
+        switch self {
+        case .GET, .HEAD, .OPTIONS, .PUT, .DELETE, .TRACE: return true
+        default: return false
+        }
+    }
+}

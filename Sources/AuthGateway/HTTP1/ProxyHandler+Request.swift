@@ -17,7 +17,7 @@ extension ProxyHandler {
         case .failure: hasBody = false
         }
         let expectsContinue = head.headers[canonicalForm: "expect"].contains { ASCII.equalsIgnoringCase($0, "100-continue") }
-        let replayable = !hasBody && Self.isIdempotent(head.method)
+        let replayable = !hasBody && head.method.isIdempotent
         let action = self.state.requestHead(keepAlive: head.isKeepAlive, expectsContinue: expectsContinue, replayable: replayable, hasBody: hasBody)
         guard case .decide = action else {
             self.run(action, context: context)
@@ -62,12 +62,5 @@ extension ProxyHandler {
         }
         // Body reads were held while waiting for the decision and the connection.
         self.run(.exchange(.resumeClientReads), context: context)
-    }
-
-    static func isIdempotent(_ method: HTTPMethod) -> Bool {
-        switch method {
-        case .GET, .HEAD, .OPTIONS, .PUT, .DELETE, .TRACE: return true
-        default: return false
-        }
     }
 }

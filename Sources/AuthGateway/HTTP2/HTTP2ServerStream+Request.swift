@@ -31,7 +31,7 @@ extension HTTP2ServerStream {
         if let tracing = self.environment.tracing { self.exchange?.trace = tracing.start(head, protocol: .h2) }
         let hasBody = request.framing != .none
         self.state = ExchangeStateMachine(
-            replayable: !hasBody && ProxyHandler.isIdempotent(head.method), hasBody: hasBody, maxBodyBytes: limits.maxRequestBodyBytes
+            replayable: !hasBody && head.method.isIdempotent, hasBody: hasBody, maxBodyBytes: limits.maxRequestBodyBytes
         )
         self.decide(head, framing: request.framing, requestID: requestID, context: context)
     }
