@@ -1,24 +1,4 @@
-import Logging
 import ServiceLifecycle
-import UnixSignals
-
-/// Runs the gateway until graceful shutdown (SIGTERM/SIGINT via the `ServiceGroup`), then
-/// drains and stops.
-public struct GatewayService: Service {
-    let application: GatewayApplication
-
-    public init(application: GatewayApplication) {
-        self.application = application
-    }
-
-    public func run() async throws {
-        try await self.application.start()
-        // Suspends until graceful shutdown is triggered (or the task is cancelled).
-        try? await gracefulShutdown()
-        await self.application.drain()
-        await self.application.shutdown()
-    }
-}
 
 /// Refreshes every remote JWKS (and discovery document) after its start-up fetch (made by `GatewayApplication.start`,
 /// SPEC §2: once): until the first success with a short backoff (readiness waits for it), then
@@ -57,32 +37,6 @@ public struct KeyRefreshService: Service {
                         }
                     }
                 }
-            }
-        }
-    }
-}
-
-/// SIGHUP reloads the configuration file; an invalid file keeps the old configuration,
-/// is logged and counted (SPEC §2).
-public struct ConfigReloadService: Service {
-    let application: GatewayApplication
-    let path: String
-    let loader: ConfigurationLoader
-
-    public init(application: GatewayApplication, path: String, loader: ConfigurationLoader = ConfigurationLoader()) {
-        self.application = application
-        self.path = path
-        self.loader = loader
-    }
-
-    public func run() async throws {
-        let signals = await UnixSignalsSequence(trapping: .sighup)
-        for await _ in signals.cancelOnGracefulShutdown() {
-            do {
-                let configuration = try self.loader.load(path: self.path)
-                self.application.reload(configuration)
-            } catch {
-                self.application.reloadFailed(error)
             }
         }
     }
