@@ -2,6 +2,7 @@ import Foundation
 import NIOCore
 import NIOPosix
 
+import AuthGatewayTesting
 @testable import AuthGateway
 
 /// What the `Application/` suites build from: a configuration on 127.0.0.1:0 whose backend is

@@ -3,6 +3,7 @@ import NIOCore
 import NIOPosix
 import Testing
 
+import AuthGatewayTesting
 @testable import AuthGateway
 
 /// `GatewayListeners`: the main and admin listeners on real sockets.

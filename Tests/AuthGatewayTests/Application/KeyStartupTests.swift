@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 
+import AuthGatewayTesting
 @testable import AuthGateway
 
 /// `KeyStartup`: the start-up fetch of each remote key set (SPEC §2: once), which

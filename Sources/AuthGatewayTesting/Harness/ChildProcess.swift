@@ -12,12 +12,12 @@ import Glibc
 /// and `FileHandle.readDataToEndOfFile` crashes on `EINTR` when a child's exit signal arrives.
 /// Here the child inherits no descriptor beyond its three standard ones, output goes to files
 /// (read whole once written, whoever else holds them), and every wait retries on `EINTR`.
-final class ChildProcess: @unchecked Sendable {
-    let processIdentifier: pid_t
-    let stdoutPath: String
-    let stderrPath: String
+package final class ChildProcess: @unchecked Sendable {
+    package let processIdentifier: pid_t
+    package let stdoutPath: String
+    package let stderrPath: String
     /// The executable and its first arguments, for messages.
-    let command: String
+    package let command: String
     private let directory: URL
     /// The `waitpid` status once the child has been reaped.
     private let reaped = NIOLockedValueBox<Int32?>(nil)
@@ -27,7 +27,7 @@ final class ChildProcess: @unchecked Sendable {
     /// it starts (when nil, the folder of its output files, which any user can enter — never
     /// the test process's own working directory, the checkout, which may be private to its
     /// owner).
-    init(_ command: [String], environment: [String: String] = [:], stdin: String? = nil, workingDirectory: String? = nil) throws {
+    package init(_ command: [String], environment: [String: String] = [:], stdin: String? = nil, workingDirectory: String? = nil) throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("child-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         self.directory = directory
@@ -65,14 +65,14 @@ final class ChildProcess: @unchecked Sendable {
         try? FileManager.default.removeItem(at: self.directory)
     }
 
-    var standardOutput: String { Self.read(self.stdoutPath) }
-    var standardError: String { Self.read(self.stderrPath) }
+    package var standardOutput: String { Self.read(self.stdoutPath) }
+    package var standardError: String { Self.read(self.stderrPath) }
 
     private static func read(_ path: String) -> String {
         FileManager.default.contents(atPath: path).map { String(decoding: $0, as: UTF8.self) } ?? ""
     }
 
-    var isRunning: Bool {
+    package var isRunning: Bool {
         self.reaped.withLockedValue { reaped in
             guard reaped == nil else { return false }
             var status: Int32 = 0
@@ -83,17 +83,17 @@ final class ChildProcess: @unchecked Sendable {
     }
 
     /// The exit code (128 + the signal for a child killed by one); meaningful once it exited.
-    var terminationStatus: Int32 {
+    package var terminationStatus: Int32 {
         guard let status = self.reaped.withLockedValue({ $0 }) else { return -1 }
         return status & 0x7F == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
     }
 
-    func signal(_ number: Int32) {
+    package func signal(_ number: Int32) {
         if self.isRunning { _ = Glibc.kill(self.processIdentifier, number) }
     }
 
     /// Blocks the calling thread until the child exits.
-    func waitUntilExit() {
+    package func waitUntilExit() {
         guard self.reaped.withLockedValue({ $0 }) == nil else { return }
         var status: Int32 = 0
         while true {
@@ -111,7 +111,7 @@ final class ChildProcess: @unchecked Sendable {
     /// Waits for the exit, for at most `timeout`, on a thread of its own (not the cooperative
     /// pool). A child still running then is killed (SIGKILL, reaped) and the wait throws
     /// `ChildProcess.TimedOut`: no test waits on a hung peer without a bound.
-    func exited(timeout: Duration) async throws {
+    package func exited(timeout: Duration) async throws {
         let exitedInTime = await onOwnThread { () -> Bool in
             let deadline = ContinuousClock.now + timeout
             while self.isRunning {
@@ -128,10 +128,10 @@ final class ChildProcess: @unchecked Sendable {
     }
 
     /// A child that was still running when its time ran out (it has been killed).
-    struct TimedOut: Error, CustomStringConvertible {
-        let command: String
-        let timeout: Duration
-        let standardError: String
-        var description: String { "\(self.command) did not exit within \(self.timeout) and was killed; its standard error: \(self.standardError)" }
+    package struct TimedOut: Error, CustomStringConvertible {
+        package let command: String
+        package let timeout: Duration
+        package let standardError: String
+        package var description: String { "\(self.command) did not exit within \(self.timeout) and was killed; its standard error: \(self.standardError)" }
     }
 }

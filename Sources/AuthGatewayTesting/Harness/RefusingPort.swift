@@ -17,11 +17,11 @@ import Darwin
 /// servers) can bind and listen on the same port while this one still holds it — Linux lets
 /// sockets that all set it share a port that nobody listens on — and the port turns from
 /// refusing to serving without a moment when it is free for anyone else.
-final class RefusingPort: Sendable {
-    let port: Int
+package final class RefusingPort: Sendable {
+    package let port: Int
     private let descriptor: NIOLockedValueBox<Int32?>
 
-    init(shareable: Bool = false) throws {
+    package init(shareable: Bool = false) throws {
         #if canImport(Glibc) || canImport(Musl)
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         #else
@@ -53,10 +53,10 @@ final class RefusingPort: Sendable {
         self.port = Int(UInt16(bigEndian: address.sin_port))
     }
 
-    var url: String { "http://127.0.0.1:\(self.port)" }
+    package var url: String { "http://127.0.0.1:\(self.port)" }
 
     /// Releases the port now (else when this object goes).
-    func close() {
+    package func close() {
         if let descriptor = self.descriptor.withLockedValue({ descriptor in defer { descriptor = nil }; return descriptor }) {
             Self.closeDescriptor(descriptor)
         }

@@ -3,7 +3,7 @@ import Foundation
 /// Polls `condition` every 10 ms until it holds or `timeout` passes; returns whether it held.
 /// Tests order events with this, never with a fixed sleep. The default bound is generous: it only
 /// lengthens a failing test, and a loaded 2-core machine needed more than 5 s.
-func eventually(timeout: Duration = .seconds(30), _ condition: () async throws -> Bool) async rethrows -> Bool {
+package func eventually(timeout: Duration = .seconds(30), _ condition: () async throws -> Bool) async rethrows -> Bool {
     let deadline = ContinuousClock.now + timeout
     while ContinuousClock.now < deadline {
         if try await condition() { return true }
@@ -13,7 +13,7 @@ func eventually(timeout: Duration = .seconds(30), _ condition: () async throws -
 }
 
 /// Whether a TCP connection to 127.0.0.1:`port` is accepted (closed again at once).
-func acceptsConnections(port: Int) async -> Bool {
+package func acceptsConnections(port: Int) async -> Bool {
     guard let connection = try? await RawConnection.connect(port: port) else { return false }
     await connection.close()
     return true

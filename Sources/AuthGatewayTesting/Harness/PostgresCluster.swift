@@ -2,7 +2,6 @@ import Foundation
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
-import Testing
 
 /// A throwaway PostgreSQL cluster for the shared-state tests: `initdb` into a temporary
 /// folder, `pg_ctl start` on a free loopback port (its unix socket in the same folder), TLS on
@@ -12,30 +11,30 @@ import Testing
 ///
 /// When the server binaries are missing the tests fail with how to install them; they never
 /// pass without a database.
-final class PostgresCluster: Sendable {
-    static let gatewayRole = "gateway"
-    static let gatewayPassword = "gateway-pw-\(UUID().uuidString.prefix(8))"
-    static let superuser = "postgres"
+package final class PostgresCluster: Sendable {
+    package static let gatewayRole = "gateway"
+    package static let gatewayPassword = "gateway-pw-\(UUID().uuidString.prefix(8))"
+    package static let superuser = "postgres"
 
-    let directory: URL
-    let binaries: URL
+    package let directory: URL
+    package let binaries: URL
     /// The server's TCP port (chosen once, when the cluster first starts; kept on restarts).
-    var port: Int { self.chosenPort.withLockedValue { $0 } }
+    package var port: Int { self.chosenPort.withLockedValue { $0 } }
     private let chosenPort = NIOLockedValueBox(0)
     private let owner: (uid: UInt32, gid: UInt32)?
     private let databases = NIOLockedValueBox(0)
 
-    struct Missing: Error, CustomStringConvertible {
-        let description: String
+    package struct Missing: Error, CustomStringConvertible {
+        package let description: String
     }
 
-    var dataDirectory: URL { self.directory.appendingPathComponent("data") }
-    var socketDirectory: URL { self.directory }
-    var logFile: URL { self.directory.appendingPathComponent("server.log") }
+    package var dataDirectory: URL { self.directory.appendingPathComponent("data") }
+    package var socketDirectory: URL { self.directory }
+    package var logFile: URL { self.directory.appendingPathComponent("server.log") }
     /// The CA that signed the server's certificate (`verify-full` trusts it).
-    var caCertificate: URL { self.directory.appendingPathComponent("tls/ca.pem") }
+    package var caCertificate: URL { self.directory.appendingPathComponent("tls/ca.pem") }
     /// A CA that signed nothing of this server's.
-    var otherCACertificate: URL { self.directory.appendingPathComponent("tls/other-ca.pem") }
+    package var otherCACertificate: URL { self.directory.appendingPathComponent("tls/other-ca.pem") }
 
     // MARK: One cluster per test run
 
@@ -43,7 +42,7 @@ final class PostgresCluster: Sendable {
 
     /// The cluster most tests share, started on first use and stopped when the test process
     /// exits.
-    static func shared() async throws -> PostgresCluster {
+    package static func shared() async throws -> PostgresCluster {
         let task = Self.sharedCluster.withLockedValue { existing -> Task<PostgresCluster, Error> in
             if let existing { return existing }
             let task = Task { try await Self.start() }
@@ -57,7 +56,7 @@ final class PostgresCluster: Sendable {
     private static let running = NIOLockedValueBox<[PostgresCluster]>([])
 
     /// A cluster of its own (for a test that stops and restarts the server).
-    static func start() async throws -> PostgresCluster {
+    package static func start() async throws -> PostgresCluster {
         let binaries = try Self.findBinaries()
         await Self.afterTheRunsFirstSeconds()
         // Seconds of child processes (openssl, initdb, the server's start), waited for on a
@@ -137,7 +136,7 @@ final class PostgresCluster: Sendable {
 
     /// A new, empty database owned by `owner` (the `gateway` role, which may then create
     /// tables in it; or the superuser, and `gateway` may only connect).
-    func createDatabase(owner: String = PostgresCluster.gatewayRole) async throws -> String {
+    package func createDatabase(owner: String = PostgresCluster.gatewayRole) async throws -> String {
         let name = "gateway_test_\(self.databases.withLockedValue { $0 += 1; return $0 })_\(UUID().uuidString.prefix(6).lowercased())"
         try await self.psql("CREATE DATABASE \(name) OWNER \(owner)", database: "postgres")
         return name
@@ -145,15 +144,15 @@ final class PostgresCluster: Sendable {
 
     /// `postgres://gateway:${PGPASSWORD}@127.0.0.1:PORT/database`: the password comes from the
     /// environment, as an operator's configuration takes it.
-    func gatewayURL(database: String, host: String = "127.0.0.1") -> String {
+    package func gatewayURL(database: String, host: String = "127.0.0.1") -> String {
         "postgres://\(Self.gatewayRole):${PGPASSWORD}@\(host):\(self.port)/\(database)"
     }
 
-    var environment: [String: String] { ["PGPASSWORD": Self.gatewayPassword] }
+    package var environment: [String: String] { ["PGPASSWORD": Self.gatewayPassword] }
 
     /// Runs SQL as the superuser over the unix socket; returns psql's unaligned output.
     @discardableResult
-    func psql(_ sql: String, database: String) async throws -> String {
+    package func psql(_ sql: String, database: String) async throws -> String {
         try await self.run(
             "psql",
             ["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-h", self.socketDirectory.path, "-p", "\(self.port)", "-U", Self.superuser, "-d", database, "-c", sql]
@@ -161,18 +160,18 @@ final class PostgresCluster: Sendable {
     }
 
     /// Everything in `database` (schema and data) as `pg_dump` prints it.
-    func dump(database: String) async throws -> String {
+    package func dump(database: String) async throws -> String {
         try await self.run("pg_dump", ["-h", self.socketDirectory.path, "-p", "\(self.port)", "-U", Self.superuser, "-d", database])
     }
 
     // MARK: Server
 
     /// Kills the server the hard way (`immediate`: no clean shutdown, connections dropped).
-    func kill() async throws {
+    package func kill() async throws {
         try await self.run("pg_ctl", ["-D", self.dataDirectory.path, "-m", "immediate", "-w", "stop"])
     }
 
-    func startServer() async throws {
+    package func startServer() async throws {
         try await onOwnThread { try self.startServerBlocking() }
     }
 
@@ -213,7 +212,7 @@ final class PostgresCluster: Sendable {
 
     /// A random port in the 10 000 ports below the ephemeral range (32768–60999 by default:
     /// 22768–32767).
-    static func candidatePort() -> Int {
+    package static func candidatePort() -> Int {
         let range = (try? String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8))?
             .split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\n" }).compactMap { Int($0) }
         let ephemeralLow = range?.first ?? 32768
@@ -221,7 +220,7 @@ final class PostgresCluster: Sendable {
         return Int.random(in: low..<max(low + 1000, ephemeralLow))
     }
 
-    func stop() {
+    package func stop() {
         _ = try? self.runBlocking("pg_ctl", ["-D", self.dataDirectory.path, "-m", "immediate", "-w", "stop"])
         try? FileManager.default.removeItem(at: self.directory)
     }
@@ -269,8 +268,8 @@ final class PostgresCluster: Sendable {
         try Self.execute(self.binaries.appendingPathComponent(binary).path, arguments, as: self.owner, in: self.directory)
     }
 
-    struct CommandFailed: Error, CustomStringConvertible {
-        let description: String
+    package struct CommandFailed: Error, CustomStringConvertible {
+        package let description: String
     }
 
     /// Runs `path` to completion (through `setpriv` as `owner` when given) in `directory` and
@@ -285,7 +284,7 @@ final class PostgresCluster: Sendable {
     /// is ever read as a query's result; it is part of the error when the command fails.
     /// Bounded: a command still running after `timeout` is killed and fails.
     @discardableResult
-    static func execute(
+    package static func execute(
         _ path: String, _ arguments: [String], as owner: (uid: UInt32, gid: UInt32)?, in directory: URL, timeout: Duration = .seconds(120)
     ) throws -> String {
         var command = [path] + arguments
@@ -344,7 +343,7 @@ final class PostgresCluster: Sendable {
     }
 
     /// `initdb` and `pg_ctl` on PATH, else the newest `/usr/lib/postgresql/*/bin`.
-    static func findBinaries() throws -> URL {
+    package static func findBinaries() throws -> URL {
         let fileManager = FileManager.default
         var candidates: [URL] = []
         let versions = ((try? fileManager.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? []).sorted { (Int($0) ?? 0) > (Int($1) ?? 0) }
@@ -367,16 +366,10 @@ final class PostgresCluster: Sendable {
         )
     }
 
-    static func unprivilegedUser() -> (uid: UInt32, gid: UInt32) {
+    package static func unprivilegedUser() -> (uid: UInt32, gid: UInt32) {
         for name in ["postgres", "nobody"] {
             if let entry = getpwnam(name) { return (entry.pointee.pw_uid, entry.pointee.pw_gid) }
         }
         return (65534, 65534)
     }
 }
-
-/// Every test that uses PostgreSQL, one at a time: several at once (two debug-build gateways
-/// each, server processes, a cluster's `initdb`) starve the timing-sensitive tests that run
-/// beside them on two cores.
-@Suite("PostgreSQL", .serialized)
-enum PostgreSQLTests {}

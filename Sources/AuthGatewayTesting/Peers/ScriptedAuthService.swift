@@ -4,11 +4,11 @@ import NIOCore
 import NIOHTTP1
 
 import AuthGatewayDemo
-@testable import AuthGateway
+import AuthGateway
 
 /// An auth service whose answers the test scripts, counting calls per path.
-final class ScriptedAuthService: Sendable {
-    typealias Script = @Sendable (SimpleRequest, EventLoop) -> EventLoopFuture<SimpleResponse>
+package final class ScriptedAuthService: Sendable {
+    package typealias Script = @Sendable (SimpleRequest, EventLoop) -> EventLoopFuture<SimpleResponse>
 
     private let server: SimpleHTTPServer
     private let state: NIOLockedValueBox<(script: Script, calls: [String: Int], requests: [SimpleRequest])>
@@ -18,7 +18,7 @@ final class ScriptedAuthService: Sendable {
         self.state = state
     }
 
-    static func start(_ script: @escaping Script) async throws -> ScriptedAuthService {
+    package static func start(_ script: @escaping Script) async throws -> ScriptedAuthService {
         let state = NIOLockedValueBox<(script: Script, calls: [String: Int], requests: [SimpleRequest])>((script, [:], []))
         let server = try await SimpleHTTPServer.start(group: TestGroup.shared) { request, eventLoop in
             let script = state.withLockedValue { state -> Script in
@@ -32,23 +32,23 @@ final class ScriptedAuthService: Sendable {
     }
 
     /// Answers synchronously.
-    static func start(respond: @escaping @Sendable (SimpleRequest) -> SimpleResponse) async throws -> ScriptedAuthService {
+    package static func start(respond: @escaping @Sendable (SimpleRequest) -> SimpleResponse) async throws -> ScriptedAuthService {
         try await Self.start { request, eventLoop in eventLoop.makeSucceededFuture(respond(request)) }
     }
 
-    var baseURL: String { self.server.baseURL }
-    var port: Int { self.server.port }
+    package var baseURL: String { self.server.baseURL }
+    package var port: Int { self.server.port }
 
-    func calls(_ path: String) -> Int { self.state.withLockedValue { $0.calls[path] ?? 0 } }
-    var requests: [SimpleRequest] { self.state.withLockedValue { $0.requests } }
+    package func calls(_ path: String) -> Int { self.state.withLockedValue { $0.calls[path] ?? 0 } }
+    package var requests: [SimpleRequest] { self.state.withLockedValue { $0.requests } }
 
-    func script(_ script: @escaping Script) {
+    package func script(_ script: @escaping Script) {
         self.state.withLockedValue { $0.script = script }
     }
 
-    func respond(_ respond: @escaping @Sendable (SimpleRequest) -> SimpleResponse) {
+    package func respond(_ respond: @escaping @Sendable (SimpleRequest) -> SimpleResponse) {
         self.script { request, eventLoop in eventLoop.makeSucceededFuture(respond(request)) }
     }
 
-    func stop() async { await self.server.close() }
+    package func stop() async { await self.server.close() }
 }

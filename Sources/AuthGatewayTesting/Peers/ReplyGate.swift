@@ -2,23 +2,23 @@ import NIOConcurrencyHelpers
 import NIOCore
 
 import AuthGatewayDemo
-@testable import AuthGateway
+import AuthGateway
 
 /// Holds a scripted service's answers until the test releases them: concurrent requests can be
 /// parked on one call and let go only once every one of them is provably waiting, instead of
 /// hoping that a fixed delay is long enough.
-final class ReplyGate: Sendable {
+package final class ReplyGate: Sendable {
     private let state = NIOLockedValueBox<(holding: Bool, held: [(EventLoopPromise<SimpleResponse>, SimpleResponse)])>((false, []))
 
-    init(holding: Bool = false) {
+    package init(holding: Bool = false) {
         self.state.withLockedValue { $0.holding = holding }
     }
 
     /// From now on, answers wait for `release()`.
-    func hold() { self.state.withLockedValue { $0.holding = true } }
+    package func hold() { self.state.withLockedValue { $0.holding = true } }
 
     /// Sends every held answer and stops holding.
-    func release() {
+    package func release() {
         let held = self.state.withLockedValue { state in
             defer { state = (false, []) }
             return state.held
@@ -27,10 +27,10 @@ final class ReplyGate: Sendable {
     }
 
     /// Answers held so far.
-    var heldCount: Int { self.state.withLockedValue { $0.held.count } }
+    package var heldCount: Int { self.state.withLockedValue { $0.held.count } }
 
     /// `response` at once, or when released if the gate is holding.
-    func pass(_ response: SimpleResponse, on eventLoop: EventLoop) -> EventLoopFuture<SimpleResponse> {
+    package func pass(_ response: SimpleResponse, on eventLoop: EventLoop) -> EventLoopFuture<SimpleResponse> {
         self.state.withLockedValue { state in
             guard state.holding else { return eventLoop.makeSucceededFuture(response) }
             let promise = eventLoop.makePromise(of: SimpleResponse.self)

@@ -5,8 +5,8 @@ import NIOPosix
 
 /// A TCP connection that sends and receives raw bytes: for malformed framing, slow headers,
 /// `Expect: 100-continue` and anything an HTTP client library would refuse to produce.
-final class RawConnection: Sendable {
-    let channel: Channel
+package final class RawConnection: Sendable {
+    package let channel: Channel
     private let sink: ByteSink
 
     private init(channel: Channel, sink: ByteSink) {
@@ -17,7 +17,7 @@ final class RawConnection: Sendable {
     /// `firstBytes`: written by the event loop the moment the connection is up, not when the
     /// test's task next runs (which on a loaded machine can be seconds later): for a test that
     /// races a server-side timer running from the accept.
-    static func connect(port: Int, firstBytes: String? = nil) async throws -> RawConnection {
+    package static func connect(port: Int, firstBytes: String? = nil) async throws -> RawConnection {
         let sink = ByteSink()
         let channel = try await ClientBootstrap(group: TestGroup.shared)
             .channelOption(.allowRemoteHalfClosure, value: true)
@@ -32,25 +32,25 @@ final class RawConnection: Sendable {
         return RawConnection(channel: channel, sink: sink)
     }
 
-    func send(_ text: String) async throws {
+    package func send(_ text: String) async throws {
         try await self.channel.writeAndFlush(ByteBuffer(string: text))
     }
 
-    func send(bytes: [UInt8]) async throws {
+    package func send(bytes: [UInt8]) async throws {
         try await self.channel.writeAndFlush(ByteBuffer(bytes: bytes))
     }
 
     /// Everything received so far, as text.
-    var received: String { self.sink.text }
+    package var received: String { self.sink.text }
 
     /// Everything received so far, as bytes.
-    var receivedBytes: [UInt8] { self.sink.bytes }
+    package var receivedBytes: [UInt8] { self.sink.bytes }
 
-    var isClosed: Bool { self.sink.isClosed }
+    package var isClosed: Bool { self.sink.isClosed }
 
     /// Waits until `condition` holds for the received text (or the connection closes).
     @discardableResult
-    func waitFor(timeout: Duration = .seconds(5), _ condition: @escaping @Sendable (String) -> Bool) async -> Bool {
+    package func waitFor(timeout: Duration = .seconds(5), _ condition: @escaping @Sendable (String) -> Bool) async -> Bool {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             if condition(self.received) { return true }
@@ -61,7 +61,7 @@ final class RawConnection: Sendable {
     }
 
     /// Waits for the server to close the connection.
-    func waitForClose(timeout: Duration = .seconds(5)) async -> Bool {
+    package func waitForClose(timeout: Duration = .seconds(5)) async -> Bool {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             if self.isClosed { return true }
@@ -70,12 +70,12 @@ final class RawConnection: Sendable {
         return self.isClosed
     }
 
-    func close() async {
+    package func close() async {
         try? await self.channel.close()
     }
 
     /// The status code of the first response received, if any.
-    var firstStatus: Int? {
+    package var firstStatus: Int? {
         let text = self.received
         guard text.hasPrefix("HTTP/1."), text.count >= 12 else { return nil }
         return Int(text.dropFirst(9).prefix(3))

@@ -3,10 +3,12 @@ import NIOCore
 
 /// A one-way gate a scripted server waits on until the test opens it: orders "the client has
 /// seen X" before "the server does Y" without a fixed delay.
-final class Latch: Sendable {
+package final class Latch: Sendable {
     private let state = NIOLockedValueBox<(isOpen: Bool, waiting: [EventLoopPromise<Void>])>((false, []))
 
-    func open() {
+    package init() {}
+
+    package func open() {
         let waiting = self.state.withLockedValue { state in
             defer { state = (true, []) }
             return state.waiting
@@ -15,7 +17,7 @@ final class Latch: Sendable {
     }
 
     /// Succeeds on `eventLoop` once the latch is open.
-    func future(on eventLoop: EventLoop) -> EventLoopFuture<Void> {
+    package func future(on eventLoop: EventLoop) -> EventLoopFuture<Void> {
         self.state.withLockedValue { state in
             if state.isOpen { return eventLoop.makeSucceededVoidFuture() }
             let promise = eventLoop.makePromise(of: Void.self)

@@ -6,62 +6,62 @@ import NIOPosix
 import NIOSSL
 
 import AuthGatewayDemo
-@testable import AuthGateway
+import AuthGateway
 
 /// One event loop group for every test server and client.
-enum TestGroup {
-    static let shared = MultiThreadedEventLoopGroup(numberOfThreads: 2)
+package enum TestGroup {
+    package static let shared = MultiThreadedEventLoopGroup(numberOfThreads: 2)
 }
 
-struct TestRequest: Sendable {
-    var method: HTTPMethod = .GET
-    var uri: String
-    var headers: [(String, String)] = []
-    var body: String?
+package struct TestRequest: Sendable {
+    package var method: HTTPMethod = .GET
+    package var uri: String
+    package var headers: [(String, String)] = []
+    package var body: String?
 
-    init(_ method: HTTPMethod = .GET, _ uri: String, headers: [(String, String)] = [], body: String? = nil) {
+    package init(_ method: HTTPMethod = .GET, _ uri: String, headers: [(String, String)] = [], body: String? = nil) {
         self.method = method
         self.uri = uri
         self.headers = headers
         self.body = body
     }
 
-    static func get(_ uri: String, token: String? = nil, headers: [(String, String)] = []) -> TestRequest {
+    package static func get(_ uri: String, token: String? = nil, headers: [(String, String)] = []) -> TestRequest {
         var all = headers
         if let token { all.append(("Authorization", "Bearer \(token)")) }
         return TestRequest(.GET, uri, headers: all)
     }
 }
 
-struct TestResponse: Sendable {
-    var status: Int
-    var headers: HTTPHeaders
-    var body: ByteBuffer
+package struct TestResponse: Sendable {
+    package var status: Int
+    package var headers: HTTPHeaders
+    package var body: ByteBuffer
     /// Body bytes counted (equals `body.readableBytes` unless the body was only counted).
-    var bodyBytes: Int
+    package var bodyBytes: Int
     /// For counted downloads: whether every byte matched `EchoBackend.patternByte`.
-    var patternMatched: Bool
+    package var patternMatched: Bool
 
-    var text: String { String(buffer: self.body) }
-    var json: JSONValue? { try? JSONValue(parsing: self.text) }
+    package var text: String { String(buffer: self.body) }
+    package var json: JSONValue? { try? JSONValue(parsing: self.text) }
 
-    func header(_ name: String) -> String? { self.headers.first(name: name) }
+    package func header(_ name: String) -> String? { self.headers.first(name: name) }
 
     /// The headers the echo backend says it received (lower-cased names).
-    func echoedHeader(_ name: String) -> [String] {
+    package func echoedHeader(_ name: String) -> [String] {
         self.json?["headers"]?[name.lowercased()]?.arrayValue?.compactMap(\.stringValue) ?? []
     }
 }
 
-enum TestClientError: Error {
+package enum TestClientError: Error {
     case connectionClosed
     case timeout
 }
 
 /// An HTTP/1.1 client connection for the integration tests: sequential or pipelined requests,
 /// streaming uploads, counted downloads.
-final class TestConnection: Sendable {
-    let channel: Channel
+package final class TestConnection: Sendable {
+    package let channel: Channel
     private let collector: ResponseCollector
 
     private init(channel: Channel, collector: ResponseCollector) {
@@ -69,7 +69,7 @@ final class TestConnection: Sendable {
         self.collector = collector
     }
 
-    static func connect(port: Int, countOnly: Bool = false, tls: NIOSSLContext? = nil, group: EventLoopGroup = TestGroup.shared) async throws -> TestConnection {
+    package static func connect(port: Int, countOnly: Bool = false, tls: NIOSSLContext? = nil, group: EventLoopGroup = TestGroup.shared) async throws -> TestConnection {
         let channel = try await ClientBootstrap(group: group)
             .channelOption(.tcpOption(.tcp_nodelay), value: 1)
             .channelInitializer { channel in
@@ -88,12 +88,12 @@ final class TestConnection: Sendable {
         return TestConnection(channel: channel, collector: collector)
     }
 
-    func send(_ request: TestRequest, timeout: TimeAmount = .seconds(10)) async throws -> TestResponse {
+    package func send(_ request: TestRequest, timeout: TimeAmount = .seconds(10)) async throws -> TestResponse {
         try await self.sendPipelined([request], timeout: timeout)[0]
     }
 
     /// Writes all requests at once, then collects their responses in order.
-    func sendPipelined(_ requests: [TestRequest], timeout: TimeAmount = .seconds(10)) async throws -> [TestResponse] {
+    package func sendPipelined(_ requests: [TestRequest], timeout: TimeAmount = .seconds(10)) async throws -> [TestResponse] {
         let futures = try await self.channel.eventLoop.submit { [collector, channel] in
             var futures: [EventLoopFuture<TestResponse>] = []
             for request in requests {
@@ -121,7 +121,7 @@ final class TestConnection: Sendable {
 
     /// Streams `totalBytes` of `EchoBackend.patternByte` as the body of a POST, waiting for each
     /// chunk to be written (so the client never holds more than one chunk).
-    func upload(_ uri: String, totalBytes: Int, headers: [(String, String)] = [], chunkSize: Int = 64 * 1024) async throws -> TestResponse {
+    package func upload(_ uri: String, totalBytes: Int, headers: [(String, String)] = [], chunkSize: Int = 64 * 1024) async throws -> TestResponse {
         var headers = HTTPHeaders(headers)
         headers.add(name: "Host", value: "127.0.0.1")
         headers.add(name: "Content-Length", value: String(totalBytes))
@@ -146,17 +146,17 @@ final class TestConnection: Sendable {
         return try await Self.withTimeout(.seconds(120), on: self.channel.eventLoop, response)
     }
 
-    func close() async {
+    package func close() async {
         try? await self.channel.close()
     }
 
     /// Whether the server closed the connection within `timeout`.
-    func waitForClose(timeout: TimeAmount = .seconds(5)) async -> Bool {
+    package func waitForClose(timeout: TimeAmount = .seconds(5)) async -> Bool {
         let closed = self.channel.closeFuture.map { true }
         return (try? await Self.withTimeout(timeout, on: self.channel.eventLoop, closed)) ?? false
     }
 
-    static func withTimeout<T: Sendable>(_ timeout: TimeAmount, on eventLoop: EventLoop, _ future: EventLoopFuture<T>) async throws -> T {
+    package static func withTimeout<T: Sendable>(_ timeout: TimeAmount, on eventLoop: EventLoop, _ future: EventLoopFuture<T>) async throws -> T {
         let promise = eventLoop.makePromise(of: T.self)
         let timer = eventLoop.scheduleTask(in: timeout) { promise.fail(TestClientError.timeout) }
         future.whenComplete { result in

@@ -1,19 +1,22 @@
 import Foundation
 import NIOConcurrencyHelpers
-import Testing
 
-@testable import AuthGateway
+import AuthGateway
 
 /// Why a process-level test could not run or measure what it must.
-struct ProcessHarnessError: Error, CustomStringConvertible {
-    let description: String
+package struct ProcessHarnessError: Error, CustomStringConvertible {
+    package let description: String
+
+    package init(description: String) {
+        self.description = description
+    }
 }
 
 /// `auth-gateway serve` as a child process: the real executable, its signals, its own memory.
-final class RunningGateway: Sendable {
+package final class RunningGateway: Sendable {
     /// Its standard output and error go to files (`ChildProcess`).
-    let process: ChildProcess
-    let configurationPath: String
+    package let process: ChildProcess
+    package let configurationPath: String
 
     /// The `auth-gateway` executable of this build.
     ///
@@ -22,7 +25,7 @@ final class RunningGateway: Sendable {
     /// configuration (debug or release), triple or `--scratch-path`: on Linux the runner is
     /// the `…PackageTests.xctest` executable (or the swift-testing runner) in that directory; on
     /// macOS it is the `.xctest` bundle there. Never a hard-coded `.build/debug`.
-    static func executable() throws -> URL {
+    package static func executable() throws -> URL {
         var directories: [URL] = []
         if let bundle = Bundle.allBundles.first(where: { $0.bundlePath.hasSuffix(".xctest") }) {
             directories.append(bundle.bundleURL.deletingLastPathComponent())
@@ -45,7 +48,7 @@ final class RunningGateway: Sendable {
     }
 
     /// A configuration for a process on 127.0.0.1:0 (no admin listener unless `admin`).
-    static func configuration(backendURL: String, drainSeconds: Int, admin: Bool = false, level: String = "info") -> JSONObject {
+    package static func configuration(backendURL: String, drainSeconds: Int, admin: Bool = false, level: String = "info") -> JSONObject {
         var document = GatewayFixture.baseConfiguration(backendURL: backendURL)
         document.set("timeouts.drainSeconds", .number(JSONNumber(drainSeconds)))
         if !admin { document["admin"] = nil }
@@ -54,7 +57,7 @@ final class RunningGateway: Sendable {
     }
 
     /// How the process is told its configuration file (SPEC §2).
-    enum Invocation: Sendable {
+    package enum Invocation: Sendable {
         /// `auth-gateway serve --config PATH`
         case serveWithConfigOption
         /// `auth-gateway serve` with `AUTH_GATEWAY_CONFIG=PATH` in its environment
@@ -65,7 +68,7 @@ final class RunningGateway: Sendable {
 
     /// `prefix`: a command the gateway runs under (e.g. `setpriv` to drop privileges);
     /// `environment`: variables added to this process's (for `${NAME}` in the configuration).
-    init(configuration: JSONObject, prefix: [String] = [], environment: [String: String] = [:], invocation: Invocation = .serveWithConfigOption) throws {
+    package init(configuration: JSONObject, prefix: [String] = [], environment: [String: String] = [:], invocation: Invocation = .serveWithConfigOption) throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("serve-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         self.configurationPath = directory.appendingPathComponent("gateway.json").path
@@ -107,25 +110,25 @@ final class RunningGateway: Sendable {
     }
 
     /// Everything written so far, both streams.
-    var output: String { self.standardOutput + self.standardError }
+    package var output: String { self.standardOutput + self.standardError }
     /// Standard output: the access log.
-    var standardOutput: String { self.process.standardOutput }
+    package var standardOutput: String { self.process.standardOutput }
     /// Standard error: the application log.
-    var standardError: String { self.process.standardError }
+    package var standardError: String { self.process.standardError }
 
-    var pid: Int32 { self.process.processIdentifier }
+    package var pid: Int32 { self.process.processIdentifier }
 
-    func rewrite(_ configuration: JSONObject) throws {
+    package func rewrite(_ configuration: JSONObject) throws {
         try JSONValue.object(configuration).jsonText.write(toFile: self.configurationPath, atomically: true, encoding: .utf8)
     }
 
     /// The main listener's port, from the `gateway.listening` log line.
-    func waitForPort(timeout: Duration = .seconds(30)) async throws -> Int {
+    package func waitForPort(timeout: Duration = .seconds(30)) async throws -> Int {
         try await self.waitForListeningPort(key: "listener.address", timeout: timeout)
     }
 
     /// The admin listener's port, from the `gateway.listening` log line.
-    func waitForAdminPort(timeout: Duration = .seconds(30)) async throws -> Int {
+    package func waitForAdminPort(timeout: Duration = .seconds(30)) async throws -> Int {
         try await self.waitForListeningPort(key: "admin.address", timeout: timeout)
     }
 
@@ -146,7 +149,7 @@ final class RunningGateway: Sendable {
 
     /// Waits until `condition` holds for the combined output.
     @discardableResult
-    func waitForOutput(timeout: Duration = .seconds(5), _ condition: (String) -> Bool) async throws -> Bool {
+    package func waitForOutput(timeout: Duration = .seconds(5), _ condition: (String) -> Bool) async throws -> Bool {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             if condition(self.output) { return true }
@@ -155,11 +158,11 @@ final class RunningGateway: Sendable {
         return condition(self.output)
     }
 
-    func signal(_ number: Int32) {
+    package func signal(_ number: Int32) {
         self.process.signal(number)
     }
 
-    func waitForExit(timeout: Duration) async throws -> Int32 {
+    package func waitForExit(timeout: Duration) async throws -> Int32 {
         let deadline = ContinuousClock.now + timeout
         while self.process.isRunning {
             guard ContinuousClock.now < deadline else { throw ProcessHarnessError(description: "auth-gateway did not exit within \(timeout)") }
@@ -168,18 +171,18 @@ final class RunningGateway: Sendable {
         return self.process.terminationStatus
     }
 
-    func kill() {
+    package func kill() {
         if self.process.isRunning { self.signal(SIGKILL) }
     }
 
     /// The process's resident memory (`VmRSS` of `/proc/<pid>/status`), in bytes. Throws —
     /// never returns a harmless 0 — when it cannot be read, so a memory assertion cannot pass
     /// by measuring nothing.
-    func residentMemoryBytes() throws -> Int {
+    package func residentMemoryBytes() throws -> Int {
         try Self.residentMemoryBytes(pid: self.pid)
     }
 
-    static func residentMemoryBytes(pid: Int32) throws -> Int {
+    package static func residentMemoryBytes(pid: Int32) throws -> Int {
         let path = "/proc/\(pid)/status"
         guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
             throw ProcessHarnessError(description: "cannot read \(path): memory checks need Linux /proc")

@@ -1,18 +1,17 @@
 import Foundation
-import Testing
 
 /// Runs a command-line peer (curl, nghttp, h2load, python3) the tests use as an independent
-/// implementation. A missing tool fails the test with how to install it: these tests never
+/// implementation. A missing tool fails the test (a thrown `Missing`) with how to install it: these tests never
 /// pass silently on a machine without the peer (`.ci/run` installs them).
-enum ExternalTool {
-    struct Result: Sendable {
-        var status: Int32
-        var stdout: String
-        var stderr: String
+package enum ExternalTool {
+    package struct Result: Sendable {
+        package var status: Int32
+        package var stdout: String
+        package var stderr: String
     }
 
     /// The tool's path on PATH, or nil.
-    static func find(_ name: String) -> String? {
+    package static func find(_ name: String) -> String? {
         let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
         for folder in path.split(separator: ":") {
             let candidate = "\(folder)/\(name)"
@@ -21,23 +20,32 @@ enum ExternalTool {
         return nil
     }
 
-    /// The tool's path; records an issue naming the Debian package when it is missing.
-    static func require(_ name: String, package: String) throws -> String {
-        guard let path = Self.find(name) else {
-            Issue.record("\(name) is not installed: apt-get install -y \(package) (or run .ci/run, which installs it)")
-            throw Missing(name: name)
-        }
+    /// The tool's path; throws (failing the test) naming the Debian package when it is missing.
+    package static func require(_ name: String, package: String) throws -> String {
+        guard let path = Self.find(name) else { throw Missing(name: name, package: package) }
         return path
     }
 
-    struct Missing: Error {
-        let name: String
+    /// A peer that is not there; `package`: the Debian package that installs it.
+    package struct Missing: Error, CustomStringConvertible {
+        package let name: String
+        package let debianPackage: String?
+
+        package init(name: String, package: String? = nil) {
+            self.name = name
+            self.debianPackage = package
+        }
+
+        package var description: String {
+            guard let package = self.debianPackage else { return "\(self.name) is missing (run .ci/run, which installs the test peers)" }
+            return "\(self.name) is not installed: apt-get install -y \(package) (or run .ci/run, which installs it)"
+        }
     }
 
     /// Runs `executable` with `arguments` to completion (`input`, when given, is its standard
     /// input), waiting on a thread of its own for at most `timeout`: a peer still running then
     /// is killed and the run throws `ChildProcess.TimedOut`, which fails the test.
-    static func run(
+    package static func run(
         _ executable: String, _ arguments: [String], input: Data? = nil, environment: [String: String] = [:], timeout: Duration = .seconds(120)
     ) async throws -> Result {
         var inputPath: String?
@@ -55,15 +63,15 @@ enum ExternalTool {
 
 /// A peer process that runs beside a test (a gRPC server): started, asked for the first line
 /// it prints, stopped with SIGTERM.
-final class BackgroundTool: Sendable {
+package final class BackgroundTool: Sendable {
     private let child: ChildProcess
 
-    init(_ executable: String, _ arguments: [String]) throws {
+    package init(_ executable: String, _ arguments: [String]) throws {
         self.child = try ChildProcess([executable] + arguments)
     }
 
     /// The first line of its output, polled for up to `timeout`.
-    func firstLine(timeout: Duration = .seconds(20)) async throws -> String {
+    package func firstLine(timeout: Duration = .seconds(20)) async throws -> String {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             let output = self.child.standardOutput
@@ -76,7 +84,7 @@ final class BackgroundTool: Sendable {
 
     /// SIGTERM, then SIGKILL if it is still there after two seconds (waited for on a thread of
     /// its own, not the cooperative pool's).
-    func stop() async {
+    package func stop() async {
         let child = self.child
         await onOwnThread {
             child.signal(SIGTERM)

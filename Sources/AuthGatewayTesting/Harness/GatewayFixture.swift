@@ -5,32 +5,32 @@ import NIOCore
 import ServiceLifecycle
 
 import AuthGatewayDemo
-@testable import AuthGateway
+import AuthGateway
 
 /// Unix time for the gateway under test: real time plus an adjustable offset, so tests can
 /// move past TTLs and grace periods without sleeping.
-final class TestClock: Sendable {
+package final class TestClock: Sendable {
     private let offset = NIOLockedValueBox<Double>(0)
     private let fixed: Double?
 
-    init(fixed: Double? = nil) { self.fixed = fixed }
+    package init(fixed: Double? = nil) { self.fixed = fixed }
 
-    var now: Double { (self.fixed ?? Date().timeIntervalSince1970) + self.offset.withLockedValue { $0 } }
+    package var now: Double { (self.fixed ?? Date().timeIntervalSince1970) + self.offset.withLockedValue { $0 } }
 
-    func advance(by seconds: Double) { self.offset.withLockedValue { $0 += seconds } }
+    package func advance(by seconds: Double) { self.offset.withLockedValue { $0 += seconds } }
 
-    var function: @Sendable () -> Double { { [self] in self.now } }
+    package var function: @Sendable () -> Double { { [self] in self.now } }
 }
 
 /// Signing keys the integration tests issue tokens with (made once per test run).
-enum TestKeys {
-    static let issuer = "https://issuer.test"
-    static let audience = "gateway-tests"
-    static let rsa: JWTSigner = try! JWTSigner.generateRS256(kid: "test-rs")
-    static let otherRSA: JWTSigner = try! JWTSigner.generateRS256(kid: "test-rs")
+package enum TestKeys {
+    package static let issuer = "https://issuer.test"
+    package static let audience = "gateway-tests"
+    package static let rsa: JWTSigner = try! JWTSigner.generateRS256(kid: "test-rs")
+    package static let otherRSA: JWTSigner = try! JWTSigner.generateRS256(kid: "test-rs")
 
     /// A token from `signer` with the usual claims; `expiresIn` relative to `now`.
-    static func token(
+    package static func token(
         signer: JWTSigner = TestKeys.rsa,
         subject: String = "user-42",
         now: Double = Date().timeIntervalSince1970,
@@ -51,15 +51,15 @@ enum TestKeys {
 
 /// A gateway on 127.0.0.1:0 in front of an `EchoBackend`, built from a JSON configuration the
 /// test adjusts.
-final class GatewayFixture: Sendable {
-    let application: GatewayApplication
-    let backend: EchoBackend
-    let clock: TestClock
-    let directory: URL
+package final class GatewayFixture: Sendable {
+    package let application: GatewayApplication
+    package let backend: EchoBackend
+    package let clock: TestClock
+    package let directory: URL
     /// The configuration the gateway started with.
-    let document: JSONObject
+    package let document: JSONObject
     /// What `${NAME}` in the configuration reads.
-    let environment: [String: String]
+    package let environment: [String: String]
     /// The application's background services (the trace exporter), run as `serve` runs them.
     private let services: Task<Void, Never>?
 
@@ -77,7 +77,7 @@ final class GatewayFixture: Sendable {
     }
 
     /// Reloads (as SIGHUP does) the starting configuration changed by `configure`.
-    func reload(_ configure: (inout JSONObject) -> Void) throws {
+    package func reload(_ configure: (inout JSONObject) -> Void) throws {
         var document = self.document
         configure(&document)
         let path = self.directory.appendingPathComponent("gateway.json").path
@@ -85,11 +85,11 @@ final class GatewayFixture: Sendable {
         self.application.reload(try ConfigurationLoader(environment: self.environment).load(path: path))
     }
 
-    var port: Int { self.application.mainAddress?.port ?? 0 }
-    var adminPort: Int { self.application.adminAddress?.port ?? 0 }
+    package var port: Int { self.application.mainAddress?.port ?? 0 }
+    package var adminPort: Int { self.application.adminAddress?.port ?? 0 }
 
     /// The base configuration: one issuer with the test RSA key, one backend, one route.
-    static func baseConfiguration(backendURL: String) -> JSONObject {
+    package static func baseConfiguration(backendURL: String) -> JSONObject {
         [
             "listener": ["host": "127.0.0.1", "port": 0],
             "admin": ["host": "127.0.0.1", "port": 0],
@@ -110,7 +110,7 @@ final class GatewayFixture: Sendable {
         ]
     }
 
-    static func start(
+    package static func start(
         backend existingBackend: EchoBackend? = nil,
         clock: TestClock = TestClock(),
         waitUntilReady: Bool = true,
@@ -154,23 +154,23 @@ final class GatewayFixture: Sendable {
         )
     }
 
-    func connect(countOnly: Bool = false) async throws -> TestConnection {
+    package func connect(countOnly: Bool = false) async throws -> TestConnection {
         try await TestConnection.connect(port: self.port, countOnly: countOnly)
     }
 
-    func raw() async throws -> RawConnection {
+    package func raw() async throws -> RawConnection {
         try await RawConnection.connect(port: self.port)
     }
 
     /// One request on a fresh connection.
-    func send(_ request: TestRequest) async throws -> TestResponse {
+    package func send(_ request: TestRequest) async throws -> TestResponse {
         let connection = try await self.connect()
         return try await withCleanup({ await connection.close() }) { () async throws in
             return try await connection.send(request)
         }
     }
 
-    func stop() async {
+    package func stop() async {
         self.services?.cancel()
         await self.application.shutdown()
         await self.backend.close()
@@ -180,7 +180,7 @@ final class GatewayFixture: Sendable {
 
 extension JSONObject {
     /// Sets a value at a dotted path of objects (`"tokens.verifiedCacheEntries"`).
-    mutating func set(_ path: String, _ value: JSONValue) {
+    package mutating func set(_ path: String, _ value: JSONValue) {
         let parts = path.split(separator: ".").map(String.init)
         self.set(parts[...], value)
     }

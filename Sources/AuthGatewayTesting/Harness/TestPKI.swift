@@ -1,26 +1,25 @@
 import Foundation
 import NIOSSL
-import Testing
 
 /// A throwaway PKI made with the `openssl` CLI once per test run (an implementation
 /// independent of the gateway's): a backend CA and an unrelated CA, a server certificate the
 /// backend CA signs for `localhost`, `backend.test`, `*.wild.test` and 127.0.0.1, a client certificate it
 /// signs (CN `auth-gateway test client`), and a key that matches neither certificate.
-final class TestPKI: Sendable {
-    let directory: String
+package final class TestPKI: Sendable {
+    package let directory: String
 
-    var caCertificate: String { "\(self.directory)/ca.pem" }
-    var otherCACertificate: String { "\(self.directory)/other-ca.pem" }
-    var serverCertificate: String { "\(self.directory)/server.pem" }
-    var serverKey: String { "\(self.directory)/server.key" }
-    var clientCertificate: String { "\(self.directory)/client.pem" }
-    var clientKey: String { "\(self.directory)/client.key" }
-    var strayKey: String { "\(self.directory)/stray.key" }
-    static let clientCommonName = "auth-gateway test client"
+    package var caCertificate: String { "\(self.directory)/ca.pem" }
+    package var otherCACertificate: String { "\(self.directory)/other-ca.pem" }
+    package var serverCertificate: String { "\(self.directory)/server.pem" }
+    package var serverKey: String { "\(self.directory)/server.key" }
+    package var clientCertificate: String { "\(self.directory)/client.pem" }
+    package var clientKey: String { "\(self.directory)/client.key" }
+    package var strayKey: String { "\(self.directory)/stray.key" }
+    package static let clientCommonName = "auth-gateway test client"
 
     private init(directory: String) { self.directory = directory }
 
-    static func shared() async throws -> TestPKI {
+    package static func shared() async throws -> TestPKI {
         try await Self.made.value
     }
 
@@ -56,7 +55,7 @@ final class TestPKI: Sendable {
 
     /// A backend's server TLS: this PKI's server certificate; with `clientCA`, a client
     /// certificate signed by it is required (mutual TLS).
-    func serverContext(requireClientCertificate: Bool = false, alpn: [String] = []) throws -> NIOSSLContext {
+    package func serverContext(requireClientCertificate: Bool = false, alpn: [String] = []) throws -> NIOSSLContext {
         var configuration = TLSConfiguration.makeServerConfiguration(
             certificateChain: try NIOSSLCertificate.fromPEMFile(self.serverCertificate).map { .certificate($0) },
             privateKey: .privateKey(try NIOSSLPrivateKey(file: self.serverKey, format: .pem))

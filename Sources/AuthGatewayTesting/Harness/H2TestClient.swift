@@ -7,7 +7,7 @@ import NIOPosix
 /// An HTTP/2 client for frame-level tests, on NIOHTTP2: opens streams, writes the frames a test
 /// chooses — with header validation off when a test sends what a well-behaved client never
 /// would — and collects what comes back on each stream.
-final class H2TestClient: Sendable {
+package final class H2TestClient: Sendable {
     private let channel: Channel
     private let multiplexer: NIOHTTP2Handler.StreamMultiplexer
     private let connectionFrames: NIOLockedValueBox<[HTTP2Frame.FramePayload]>
@@ -20,7 +20,7 @@ final class H2TestClient: Sendable {
 
     /// `validateHeaders: false` lets the client send malformed header blocks (uppercase names,
     /// CR/LF, connection-specific fields, bad pseudo-headers).
-    static func connect(port: Int, validateHeaders: Bool = true) async throws -> H2TestClient {
+    package static func connect(port: Int, validateHeaders: Bool = true) async throws -> H2TestClient {
         let connectionFrames = NIOLockedValueBox<[HTTP2Frame.FramePayload]>([])
         let channel = try await ClientBootstrap(group: TestGroup.shared)
             .channelInitializer { channel in
@@ -40,18 +40,18 @@ final class H2TestClient: Sendable {
     }
 
     /// What came back on one stream.
-    struct StreamResult: Sendable {
-        var frames: [HTTP2Frame.FramePayload] = []
+    package struct StreamResult: Sendable {
+        package var frames: [HTTP2Frame.FramePayload] = []
 
         /// The first HEADERS block.
-        var headers: HPACKHeaders? {
+        package var headers: HPACKHeaders? {
             for frame in self.frames { if case .headers(let headers) = frame { return headers.headers } }
             return nil
         }
 
-        var status: Int? { self.headers?.first(name: ":status").flatMap(Int.init) }
+        package var status: Int? { self.headers?.first(name: ":status").flatMap(Int.init) }
 
-        var body: ByteBuffer {
+        package var body: ByteBuffer {
             var body = ByteBuffer()
             for frame in self.frames {
                 if case .data(let data) = frame, case .byteBuffer(var bytes) = data.data { body.writeBuffer(&bytes) }
@@ -60,13 +60,13 @@ final class H2TestClient: Sendable {
         }
 
         /// The stream was reset (RST_STREAM), with its code.
-        var resetCode: HTTP2ErrorCode? {
+        package var resetCode: HTTP2ErrorCode? {
             for frame in self.frames { if case .rstStream(let code) = frame { return code } }
             return nil
         }
 
         /// The HEADERS frame that ended the stream (Trailers-Only or trailers).
-        var finalHeaders: HPACKHeaders? {
+        package var finalHeaders: HPACKHeaders? {
             for frame in self.frames.reversed() {
                 if case .headers(let headers) = frame, headers.endStream { return headers.headers }
             }
@@ -75,7 +75,7 @@ final class H2TestClient: Sendable {
     }
 
     /// Opens a stream, writes `frames`, and waits (up to `timeout`) until the stream closes.
-    func exchange(_ frames: [HTTP2Frame.FramePayload], timeout: TimeAmount = .seconds(10)) async throws -> StreamResult {
+    package func exchange(_ frames: [HTTP2Frame.FramePayload], timeout: TimeAmount = .seconds(10)) async throws -> StreamResult {
         let recorded = NIOLockedValueBox(StreamResult())
         let stream = try await self.multiplexer.createStreamChannel { channel in
             channel.eventLoop.makeCompletedFuture {
@@ -92,20 +92,20 @@ final class H2TestClient: Sendable {
     }
 
     /// Frames on stream 0 so far (SETTINGS, GOAWAY…).
-    var connectionLevelFrames: [HTTP2Frame.FramePayload] { self.connectionFrames.withLockedValue { $0 } }
+    package var connectionLevelFrames: [HTTP2Frame.FramePayload] { self.connectionFrames.withLockedValue { $0 } }
 
-    var goAwayReceived: Bool {
+    package var goAwayReceived: Bool {
         self.connectionLevelFrames.contains { if case .goAway = $0 { return true } else { return false } }
     }
 
-    var isActive: Bool { self.channel.isActive }
+    package var isActive: Bool { self.channel.isActive }
 
-    func close() async {
+    package func close() async {
         try? await self.channel.close()
     }
 
     /// A request HEADERS block: pseudo-headers first, then `fields` as given.
-    static func request(_ method: String = "GET", path: String, authority: String = "127.0.0.1", fields: [(String, String)] = []) -> HPACKHeaders {
+    package static func request(_ method: String = "GET", path: String, authority: String = "127.0.0.1", fields: [(String, String)] = []) -> HPACKHeaders {
         var headers = HPACKHeaders([(":method", method), (":scheme", "http"), (":authority", authority), (":path", path)])
         for (name, value) in fields { headers.add(name: name, value: value) }
         return headers

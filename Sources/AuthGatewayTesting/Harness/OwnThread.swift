@@ -4,13 +4,13 @@ import Foundation
 /// The cooperative pool has as many threads as cores — two here — so a test that held one of
 /// them for seconds (initdb, a `pg_sleep`) starved the timing-sensitive tests beside it: their
 /// next step after an `await` ran seconds late.
-func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+package func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
     try await withCheckedThrowingContinuation { continuation in
         Thread.detachNewThread { continuation.resume(with: Result { try body() }) }
     }
 }
 
-func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+package func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
     await withCheckedContinuation { continuation in
         Thread.detachNewThread { continuation.resume(returning: body()) }
     }
@@ -20,7 +20,7 @@ func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
 /// at a time: on the pool, two of them stalled every other test; each on a thread of its own,
 /// fourteen of them took the two cores from the gateways the other tests time. Expectations
 /// are recorded by the caller, in the test's task, from what `body` returns.
-func onCPUHeavyQueue<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+package func onCPUHeavyQueue<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
     await withCheckedContinuation { continuation in
         cpuHeavyQueue.async { continuation.resume(returning: body()) }
     }

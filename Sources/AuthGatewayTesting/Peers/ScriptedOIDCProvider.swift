@@ -4,34 +4,34 @@ import NIOCore
 import NIOHTTP1
 
 import AuthGatewayDemo
-@testable import AuthGateway
+import AuthGateway
 
 /// An OpenID Provider on loopback, on two ports as real deployments often split it: the
 /// issuer's own origin serves `/.well-known/openid-configuration` and `/jwks`; another origin
 /// serves `/token` (RFC 6749 §6 refresh, client `gateway`/`s3cret` by HTTP Basic, rotating
 /// refresh tokens), `/userinfo` (Bearer) and `/introspect` (RFC 7662, the same client). The document points at both; tests can make
 /// the document fail, lie about its issuer, or drop an endpoint.
-final class ScriptedOIDCProvider: Sendable {
-    struct Script: Sendable {
-        var documentStatus = 200
+package final class ScriptedOIDCProvider: Sendable {
+    package struct Script: Sendable {
+        package var documentStatus = 200
         /// The `issuer` the document claims (nil: the real one).
-        var claimedIssuer: String?
-        var servesUserinfo = true
+        package var claimedIssuer: String?
+        package var servesUserinfo = true
         /// Whether the document names `introspection_endpoint` (RFC 7662 on the endpoints' origin).
-        var servesIntrospection = true
+        package var servesIntrospection = true
         /// Opaque tokens the introspection endpoint knows, and its answer for each.
-        var introspectable: [String: JSONValue] = [:]
-        var signers: [JWTSigner]
+        package var introspectable: [String: JSONValue] = [:]
+        package var signers: [JWTSigner]
     }
 
-    let discovery: ScriptedAuthService
-    let endpoints: ScriptedAuthService
+    package let discovery: ScriptedAuthService
+    package let endpoints: ScriptedAuthService
     private let script: NIOLockedValueBox<Script>
     /// Valid refresh tokens and the subject they belong to.
     private let sessions = NIOLockedValueBox<[String: String]>([:])
 
-    static let clientID = "gateway"
-    static let clientSecret = "s3cret"
+    package static let clientID = "gateway"
+    package static let clientSecret = "s3cret"
 
     private init(discovery: ScriptedAuthService, endpoints: ScriptedAuthService, script: NIOLockedValueBox<Script>) {
         self.discovery = discovery
@@ -39,7 +39,7 @@ final class ScriptedOIDCProvider: Sendable {
         self.script = script
     }
 
-    static func start(signer: JWTSigner = TestKeys.rsa) async throws -> ScriptedOIDCProvider {
+    package static func start(signer: JWTSigner = TestKeys.rsa) async throws -> ScriptedOIDCProvider {
         let script = NIOLockedValueBox(Script(signers: [signer]))
         let holder = NIOLockedValueBox<ScriptedOIDCProvider?>(nil)
         let discovery = try await ScriptedAuthService.start { request in
@@ -55,29 +55,29 @@ final class ScriptedOIDCProvider: Sendable {
         return provider
     }
 
-    var issuer: String { self.discovery.baseURL }
-    var documentFetches: Int { self.discovery.calls("/.well-known/openid-configuration") }
-    var jwksFetches: Int { self.discovery.calls("/jwks") }
-    var tokenCalls: Int { self.endpoints.calls("/token") }
-    var userinfoCalls: Int { self.endpoints.calls("/userinfo") }
-    var introspectionCalls: Int { self.endpoints.calls("/introspect") }
+    package var issuer: String { self.discovery.baseURL }
+    package var documentFetches: Int { self.discovery.calls("/.well-known/openid-configuration") }
+    package var jwksFetches: Int { self.discovery.calls("/jwks") }
+    package var tokenCalls: Int { self.endpoints.calls("/token") }
+    package var userinfoCalls: Int { self.endpoints.calls("/userinfo") }
+    package var introspectionCalls: Int { self.endpoints.calls("/introspect") }
 
-    func update(_ change: (inout Script) -> Void) { self.script.withLockedValue(change) }
+    package func update(_ change: (inout Script) -> Void) { self.script.withLockedValue(change) }
 
     /// An access token of this provider.
-    func token(subject: String, expiresIn: Double = 300, signer: JWTSigner? = nil) -> String {
+    package func token(subject: String, expiresIn: Double = 300, signer: JWTSigner? = nil) -> String {
         let signer = signer ?? self.script.withLockedValue { $0.signers[0] }
         return TestKeys.token(signer: signer, subject: subject, expiresIn: expiresIn, issuer: self.issuer)
     }
 
     /// A refresh token for `subject`, as if the user had logged in.
-    func login(subject: String) -> String {
+    package func login(subject: String) -> String {
         let token = "rt-" + UUID().uuidString.lowercased()
         self.sessions.withLockedValue { $0[token] = subject }
         return token
     }
 
-    func stop() async {
+    package func stop() async {
         await self.discovery.stop()
         await self.endpoints.stop()
     }
