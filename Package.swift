@@ -66,17 +66,27 @@ let package = Package(
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ]
         ),
-        // Harnesses shared by the tests and `Benchmarks/` (the embedded whole-request driver).
-        // It reaches the library's `package` declarations; the library itself has nothing
-        // that exists only for tests or benchmarks.
+        // Harnesses shared by the tests and `Benchmarks/` (the embedded whole-request driver),
+        // and the integration harness of the tests (gateways on 127.0.0.1:0, child processes,
+        // PostgreSQL clusters, scripted peers, test clients). It reaches the library's
+        // `package` declarations, never `@testable`, and does not use swift-testing (release
+        // builds of the benchmarks link it); the library itself has nothing that exists only
+        // for tests or benchmarks.
         .target(
             name: "AuthGatewayTesting",
             dependencies: [
                 "AuthGateway",
+                "AuthGatewayDemo",
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         .executableTarget(

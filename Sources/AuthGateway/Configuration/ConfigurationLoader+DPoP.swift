@@ -20,7 +20,7 @@ extension ConfigurationLoader {
         if let base = section.string("publicBaseURL") {
             switch UpstreamURL.parse(base) {
             case .success(let url) where url.pathAndQuery.isEmpty || url.pathAndQuery == "/":
-                dpop.publicBaseURL = DPoPTarget.normalizedBase(scheme: url.scheme.rawValue, authority: url.hostHeader)
+                dpop.publicBaseURL = URLAuthority.normalizedOrigin(scheme: url.scheme.rawValue, authority: url.hostHeader)
             case .success:
                 section.error("publicBaseURL", "must be a scheme and authority only, e.g. https://api.example.com")
             case .failure(let reason):

@@ -38,4 +38,15 @@ enum URLAuthority {
         }
         return .success((host.lowercased(), port))
     }
+
+    /// `scheme://authority` normalized as RFC 3986 §6.2.2–6.2.3 says: scheme and host
+    /// lower-cased, the scheme's default port dropped. The base of DPoP's `htu` (RFC 9449
+    /// §4.3), whether configured (`dpop.publicBaseURL`) or taken from a request.
+    static func normalizedOrigin(scheme: String, authority: String) -> String {
+        let scheme = scheme.lowercased()
+        var authority = authority.lowercased()
+        if scheme == "https", authority.hasSuffix(":443") { authority.removeLast(4) }
+        if scheme == "http", authority.hasSuffix(":80") { authority.removeLast(3) }
+        return "\(scheme)://\(authority)"
+    }
 }

@@ -5,6 +5,7 @@ import NIOHTTP1
 import Testing
 
 import AuthGatewayDemo
+import AuthGatewayTesting
 @testable import AuthGateway
 
 /// `tokens.introspection.forJWTs`: a verified JWT is introspected too; its own claims stay the

@@ -4,6 +4,7 @@ import NIOEmbedded
 import NIOHTTP1
 import Testing
 
+import AuthGatewayTesting
 import AuthGatewayDemo
 @testable import AuthGateway
 

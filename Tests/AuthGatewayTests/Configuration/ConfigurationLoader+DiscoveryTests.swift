@@ -1,5 +1,6 @@
 import Testing
 
+import AuthGatewayTesting
 @testable import AuthGateway
 
 /// `tokens.issuers[].discovery` and `authService.discoveryIssuer` (SPEC §4.10): what they

@@ -2,6 +2,7 @@ import Foundation
 import NIOSSL
 import Testing
 
+import AuthGatewayTesting
 @testable import AuthGateway
 
 /// `backends.<name>.tls` (SPEC §4.11): every file checked by `check`, each error with its

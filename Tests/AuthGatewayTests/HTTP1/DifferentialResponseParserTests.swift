@@ -3,6 +3,7 @@ import NIOEmbedded
 import NIOHTTP1
 import Testing
 
+import AuthGatewayTesting
 @testable import AuthGateway
 
 /// The gateway's response parser against an independent one: llhttp, through NIO's

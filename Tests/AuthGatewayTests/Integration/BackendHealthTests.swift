@@ -5,6 +5,7 @@ import NIOPosix
 import Synchronization
 import Testing
 
+import AuthGatewayTesting
 import AuthGatewayDemo
 @testable import AuthGateway
 

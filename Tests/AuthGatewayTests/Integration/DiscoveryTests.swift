@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import Testing
 
+import AuthGatewayTesting
 import AuthGatewayDemo
 @testable import AuthGateway
 

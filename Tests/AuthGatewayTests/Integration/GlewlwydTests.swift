@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 
+import AuthGatewayTesting
 @testable import AuthGateway
 
 /// `tokens.introspection.forJWTs` against a real provider: Glewlwyd 2.7 (the Debian package),

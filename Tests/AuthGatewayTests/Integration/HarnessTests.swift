@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import AuthGatewayTesting
 
 /// The test harness's own guarantees (SPEC-independent): children run as another user start in
 /// a folder they can enter and their stderr is not read as output; waits on children are

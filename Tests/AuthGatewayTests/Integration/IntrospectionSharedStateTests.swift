@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 
+import AuthGatewayTesting
 import AuthGatewayDemo
 @testable import AuthGateway
 

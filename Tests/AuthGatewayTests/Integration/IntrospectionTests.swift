@@ -4,6 +4,7 @@ import NIOCore
 import NIOHTTP1
 import Testing
 
+import AuthGatewayTesting
 import AuthGatewayDemo
 @testable import AuthGateway
 

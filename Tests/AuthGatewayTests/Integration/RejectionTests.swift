@@ -2,6 +2,7 @@ import Foundation
 import NIOCore
 import Testing
 
+import AuthGatewayTesting
 import AuthGatewayDemo
 @testable import AuthGateway
 

@@ -3,6 +3,7 @@ import NIOConcurrencyHelpers
 import NIOCore
 import Testing
 
+import AuthGatewayTesting
 import AuthGatewayDemo
 @testable import AuthGateway
 

@@ -3,6 +3,7 @@ import NIOCore
 import NIOSSL
 import Testing
 
+import AuthGatewayTesting
 import AuthGatewayDemo
 @testable import AuthGateway
 

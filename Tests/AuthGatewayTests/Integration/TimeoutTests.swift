@@ -4,6 +4,7 @@ import NIOHTTP1
 import NIOPosix
 import Testing
 
+import AuthGatewayTesting
 import AuthGatewayDemo
 @testable import AuthGateway
 

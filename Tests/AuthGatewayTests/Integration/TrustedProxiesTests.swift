@@ -2,6 +2,7 @@ import Foundation
 import NIOHTTP2
 import Testing
 
+import AuthGatewayTesting
 import AuthGatewayDemo
 @testable import AuthGateway
 

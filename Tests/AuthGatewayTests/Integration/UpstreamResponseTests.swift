@@ -4,6 +4,7 @@ import NIOCore
 import NIOPosix
 import Testing
 
+import AuthGatewayTesting
 import AuthGatewayDemo
 @testable import AuthGateway
 

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 
+import AuthGatewayTesting
 @testable import AuthGateway
 
 extension PostgreSQLTests {

@@ -4,6 +4,7 @@ import NIOConcurrencyHelpers
 import NIOCore
 import Testing
 
+import AuthGatewayTesting
 @testable import AuthGateway
 
 /// Builds shared states (as one gateway instance each) on a test database, in this process.

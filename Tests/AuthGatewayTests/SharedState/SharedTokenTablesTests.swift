@@ -2,6 +2,7 @@ import Foundation
 import NIOCore
 import Testing
 
+import AuthGatewayTesting
 @testable import AuthGateway
 
 extension PostgreSQLTests {

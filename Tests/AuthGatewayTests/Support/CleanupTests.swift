@@ -1,5 +1,6 @@
 import NIOConcurrencyHelpers
 import Testing
+import AuthGatewayTesting
 
 /// The harness's awaited cleanups: `atTestEnd` cleanups run when the test ends, last first,
 /// awaited, also when the test throws; `withCleanup` runs its cleanup after the body either way.

@@ -1,5 +1,6 @@
 import Testing
 
+import AuthGatewayTesting
 @testable import AuthGateway
 
 @Suite("LRUCache")

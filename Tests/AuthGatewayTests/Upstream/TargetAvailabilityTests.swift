@@ -113,7 +113,7 @@ struct TargetAvailabilityTests {
             """
         let configuration = try ConfigurationLoader(environment: [:]).load(text: text, baseDirectory: "/")
         let capture = LogCapture()
-        GatewayApplication.warnAboutInsecureBackends(configuration, logger: Logger(label: "test") { _ in capture })
+        GatewayComposition.warnAboutInsecureBackends(configuration, logger: Logger(label: "test") { _ in capture })
         #expect(capture.text.hasPrefix("warning backend.tls_verification_off"))
         #expect(capture.text.contains("lax") && !capture.text.contains("safe"))
         #expect(capture.text.split(separator: "\n").count == 1)

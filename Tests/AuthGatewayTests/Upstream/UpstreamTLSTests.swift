@@ -1,6 +1,7 @@
 import NIOSSL
 import Testing
 
+import AuthGatewayTesting
 @testable import AuthGateway
 
 /// `UpstreamTLS`: the name check behind `tls.serverName` (RFC 6125 §6.4 on the certificate's

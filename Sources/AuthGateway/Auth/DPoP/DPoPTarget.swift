@@ -3,13 +3,9 @@
 /// host lower-cased, the default port dropped, an empty path as "/", percent-encoded
 /// unreserved characters decoded and the remaining escapes upper-cased.
 enum DPoPTarget {
-    /// `scheme://authority`, normalized.
+    /// `scheme://authority`, normalized (`URLAuthority.normalizedOrigin`).
     static func normalizedBase(scheme: String, authority: String) -> String {
-        let scheme = scheme.lowercased()
-        var authority = authority.lowercased()
-        if scheme == "https", authority.hasSuffix(":443") { authority.removeLast(4) }
-        if scheme == "http", authority.hasSuffix(":80") { authority.removeLast(3) }
-        return "\(scheme)://\(authority)"
+        URLAuthority.normalizedOrigin(scheme: scheme, authority: authority)
     }
 
     /// The normalized URL of a request: `base` (already normalized) and the path of `uri`

@@ -5,6 +5,7 @@ import NIOHPACK
 import NIOHTTP2
 import Testing
 
+import AuthGatewayTesting
 import AuthGatewayDemo
 @testable import AuthGateway
 

@@ -4,6 +4,7 @@ import NIOHPACK
 import NIOSSL
 import Testing
 
+import AuthGatewayTesting
 import AuthGatewayDemo
 @testable import AuthGateway
 

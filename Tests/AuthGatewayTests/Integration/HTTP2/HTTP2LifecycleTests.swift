@@ -3,6 +3,7 @@ import NIOCore
 import NIOHTTP2
 import Testing
 
+import AuthGatewayTesting
 import AuthGatewayDemo
 @testable import AuthGateway
 

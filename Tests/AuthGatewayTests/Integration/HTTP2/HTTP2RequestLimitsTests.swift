@@ -4,6 +4,7 @@ import NIOHPACK
 import NIOHTTP2
 import Testing
 
+import AuthGatewayTesting
 import AuthGatewayDemo
 @testable import AuthGateway
 

@@ -1,0 +1,136 @@
+import Logging
+import NIOCore
+
+/// The composition root: what a validated configuration builds. The process-wide parts
+/// (`GatewayShared`), the parts a reload keeps while their section is unchanged
+/// (`ReloadableParts`) and the per-configuration `RuntimeSnapshot` the event loops read.
+/// `GatewayApplication` (the listening process) and the one-worker harness of
+/// `AuthGatewayTesting` both build through here, so they build the same gateway.
+enum GatewayComposition {
+    /// What all event loops share, as `serve` builds it; keys reach the loops through
+    /// `publisher`. The refresh store is shared through PostgreSQL when `sharedState` is
+    /// configured and there is an event loop group to run its client on (not in the embedded
+    /// one-worker harness), else process-local.
+    static func makeShared(
+        _ configuration: GatewayConfiguration, clock: @escaping @Sendable () -> Double, logger: Logger, connector: UpstreamConnector, publisher: KeyPublisher,
+        group: EventLoopGroup?, tracing: GatewayTracing? = nil, processMetrics: ProcessMetrics = ProcessMetrics()
+    ) throws -> GatewayShared {
+        let keyStore = KeyStore(configuration: configuration.tokens, metrics: processMetrics, clock: clock, logger: logger) { snapshot in
+            publisher.publish(snapshot)
+        }
+        // A discovery document may name https endpoints whatever the issuer's scheme. Backends
+        // have their own TLS (`UpstreamTLS.backends`): the auth service's CA is not theirs.
+        let usesTLSUpstream =
+            configuration.authService?.url?.isTLS == true || configuration.tokens.introspection?.url?.isTLS == true
+            || configuration.tokens.issuers.contains { $0.jwks?.url?.isTLS == true || $0.jwks?.discovery != nil }
+        let clientTLS = usesTLSUpstream ? try GatewayShared.makeClientTLS(caFile: configuration.authService?.caCertificatePEMFile) : nil
+        let sharedState = try configuration.sharedState.flatMap { sharedState in
+            try group.map {
+                try PostgresSharedState(configuration: sharedState, eventLoopGroup: $0, metrics: processMetrics, logger: logger, clock: clock)
+            }
+        }
+        return GatewayShared(
+            verifiedTokens: VerifiedTokenCache(capacity: configuration.tokens.verifiedCacheEntries),
+            keyStore: keyStore,
+            health: HealthState(),
+            processMetrics: processMetrics,
+            refreshStore: sharedState?.store ?? LocalRefreshStore(clock: clock),
+            clock: clock,
+            clientTLS: clientTLS,
+            connector: connector,
+            tracing: tracing,
+            sharedState: sharedState,
+            logger: logger,
+            dpopNonceKey: DPoPNonce.key(sharedSecret: configuration.sharedState?.encryptionKey)
+        )
+    }
+
+    /// The parts of a configuration that keep what they learned across reloads while their
+    /// section is unchanged: the profile cache (SPEC §2), the introspector's cache, the rate
+    /// limiter's buckets (SPEC §4.12).
+    struct ReloadableParts {
+        var profiles: ProfileCache?
+        var introspector: TokenIntrospector?
+        var rateLimiter: RateLimiter?
+    }
+
+    /// The reloadable parts for `configuration`, keeping those of `previous` whose section is
+    /// unchanged. The rate limiter syncs its usage through the shared state when there is one
+    /// (which then reads it).
+    static func reloadableParts(for configuration: GatewayConfiguration, keeping previous: ReloadableParts?, shared: GatewayShared) -> ReloadableParts {
+        let parts = ReloadableParts(
+            profiles: Self.profileCache(for: configuration, keeping: previous?.profiles, shared: shared),
+            introspector: Self.introspector(for: configuration, keeping: previous?.introspector, shared: shared),
+            rateLimiter: RateLimiter.make(configuration: configuration, keeping: previous?.rateLimiter, syncsUsage: shared.sharedState != nil)
+        )
+        shared.sharedState?.attachRateLimiter(parts.rateLimiter)
+        return parts
+    }
+
+    /// The refresher is rebuilt for each configuration; what it has learned lives in the
+    /// application's refresh store, which every configuration shares.
+    static func makeSnapshot(
+        _ configuration: GatewayConfiguration, generation: UInt64, shared: GatewayShared, parts: ReloadableParts, backendTLS: [String: UpstreamTLS]
+    ) -> RuntimeSnapshot {
+        let refresher = configuration.authService.flatMap { authService in
+            authService.refresh.map {
+                SessionRefresher(
+                    configuration: $0, callTimeoutMilliseconds: authService.timeoutMilliseconds, store: shared.refreshStore,
+                    metrics: shared.processMetrics, clock: shared.clock
+                )
+            }
+        }
+        return RuntimeSnapshot(
+            configuration: configuration, generation: generation, refresher: refresher, profiles: parts.profiles, introspector: parts.introspector,
+            rateLimiter: parts.rateLimiter, backendTLS: backendTLS, backendAvailability: shared.backendAvailabilities.update(for: configuration)
+        )
+    }
+
+    /// The introspector for `configuration`: the existing one (its cache) while
+    /// `tokens.introspection` is unchanged, else a new one (or none).
+    static func introspector(for configuration: GatewayConfiguration, keeping existing: TokenIntrospector?, shared: GatewayShared) -> TokenIntrospector? {
+        guard let introspection = configuration.tokens.introspection else { return nil }
+        if let existing, existing.configuration == introspection { return existing }
+        return TokenIntrospector(
+            configuration: introspection, capacity: max(configuration.tokens.verifiedCacheEntries, 1000), metrics: shared.processMetrics,
+            shared: shared.sharedState?.introspections, clock: shared.clock
+        )
+    }
+
+    /// The profile cache for `configuration`: the existing one while the profile section is
+    /// unchanged, else a new one (or none).
+    static func profileCache(for configuration: GatewayConfiguration, keeping existing: ProfileCache?, shared: GatewayShared) -> ProfileCache? {
+        guard let profile = configuration.authService?.profile else { return nil }
+        if let existing, existing.profileConfiguration == profile { return existing }
+        return ProfileCache(configuration: profile, metrics: shared.processMetrics, clock: shared.clock)
+    }
+
+    /// `tls.insecureSkipVerify` is loud: a warning per backend at every start and reload.
+    static func warnAboutInsecureBackends(_ configuration: GatewayConfiguration, logger: Logger) {
+        for backend in configuration.backends where backend.tls?.insecureSkipVerify == true {
+            logger.warning(
+                "backend.tls_verification_off",
+                metadata: ["backend": "\(backend.name)", "reason": "tls.insecureSkipVerify is true: the backend's certificate is not verified"]
+            )
+        }
+    }
+}
+
+extension GatewayApplication {
+    /// One worker built exactly as `serve` builds each of its loops' workers, on `eventLoop`
+    /// (an `EmbeddedEventLoop` in the in-process harness of `AuthGatewayTesting`), opening
+    /// upstream connections with `connector`. Must be called on `eventLoop`.
+    package static func makeWorker(
+        configuration: GatewayConfiguration, eventLoop: EventLoop, clock: @escaping @Sendable () -> Double, connector: UpstreamConnector
+    ) throws -> Worker {
+        let publisher = KeyPublisher()
+        let shared = try GatewayComposition.makeShared(
+            configuration, clock: clock, logger: Logger(label: "auth-gateway"), connector: connector, publisher: publisher, group: nil
+        )
+        let parts = GatewayComposition.reloadableParts(for: configuration, keeping: nil, shared: shared)
+        let snapshot = GatewayComposition.makeSnapshot(configuration, generation: 1, shared: shared, parts: parts, backendTLS: try UpstreamTLS.backends(configuration))
+        let worker = Worker(eventLoop: eventLoop, shared: shared, snapshot: snapshot)
+        publisher.attach([NIOLoopBound(worker, eventLoop: eventLoop)])
+        return worker
+    }
+}

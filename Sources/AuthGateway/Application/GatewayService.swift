@@ -1,0 +1,19 @@
+import ServiceLifecycle
+
+/// Runs the gateway until graceful shutdown (SIGTERM/SIGINT via the `ServiceGroup`), then
+/// drains and stops.
+public struct GatewayService: Service {
+    let application: GatewayApplication
+
+    public init(application: GatewayApplication) {
+        self.application = application
+    }
+
+    public func run() async throws {
+        try await self.application.start()
+        // Suspends until graceful shutdown is triggered (or the task is cancelled).
+        try? await gracefulShutdown()
+        await self.application.drain()
+        await self.application.shutdown()
+    }
+}

@@ -1,0 +1,85 @@
+import Foundation
+import Testing
+
+@testable import AuthGateway
+
+/// `ConfigurationReloader` (SPEC §2): a reload validates before anything changes, swaps every
+/// loop's snapshot, and is counted either way.
+@Suite("ConfigurationReloader", .awaitsCleanups)
+struct ConfigurationReloaderTests {
+    @Test func anInvalidFileKeepsTheRunningConfigurationAndCountsAFailure() async throws {
+        let application = try await GatewayApplication.make(configuration: try ApplicationTesting.configuration())
+        atTestEnd { await application.shutdown() }
+        var document = ApplicationTesting.document()
+        document["routes"] = [["name": "other", "pathPrefix": "/other", "backend": "api"]]
+        document["unknownSection"] = true
+        let path = try ApplicationTesting.file(JSONValue.object(document).jsonText)
+        atTestEnd { ApplicationTesting.remove(path) }
+
+        application.reloader.reload(path: path, loader: ConfigurationLoader(environment: [:]))
+
+        #expect(application.reloader.generation == 1)
+        #expect(application.configuration.routes.map(\.name) == ["default"])
+        #expect(try await ApplicationTesting.generations(application) == [1])
+        #expect(ApplicationTesting.reloads(application, .failure) == 1)
+        #expect(ApplicationTesting.reloads(application, .success) == 0)
+    }
+
+    @Test func aMissingFileIsAFailedReloadToo() async throws {
+        let application = try await GatewayApplication.make(configuration: try ApplicationTesting.configuration())
+        atTestEnd { await application.shutdown() }
+
+        application.reloader.reload(path: "/nonexistent/\(UUID().uuidString)/gateway.json", loader: ConfigurationLoader(environment: [:]))
+
+        #expect(application.reloader.generation == 1)
+        #expect(ApplicationTesting.reloads(application, .failure) == 1)
+    }
+
+    @Test func aValidFileSwapsEveryLoopsSnapshotAndCountsASuccess() async throws {
+        let configuration = try ApplicationTesting.configuration { $0["eventLoopThreads"] = 2 }
+        let application = try await GatewayApplication.make(configuration: configuration)
+        atTestEnd { await application.shutdown() }
+        var document = ApplicationTesting.document()
+        document["eventLoopThreads"] = 2
+        document["routes"] = [["name": "other", "pathPrefix": "/other", "backend": "api"]]
+        let path = try ApplicationTesting.file(JSONValue.object(document).jsonText)
+        atTestEnd { ApplicationTesting.remove(path) }
+
+        application.reloader.reload(path: path, loader: ConfigurationLoader(environment: [:]))
+
+        #expect(application.reloader.generation == 2)
+        #expect(application.configuration.routes.map(\.name) == ["other"])
+        // Each loop adopts it on the loop, in order: a task submitted after it sees it.
+        #expect(try await ApplicationTesting.generations(application) == [2, 2])
+        #expect(ApplicationTesting.reloads(application, .success) == 1)
+        #expect(ApplicationTesting.reloads(application, .failure) == 0)
+    }
+
+    /// What the reload keeps while its section is unchanged (SPEC §2): the profile cache.
+    @Test func aReloadKeepsTheProfileCacheUntilItsSectionChanges() async throws {
+        func withProfile(ttl: Int) -> (inout JSONObject) -> Void {
+            { $0["authService"] = ["url": "http://127.0.0.1:9", "profile": ["path": "/v1/user", "ttlSeconds": .number(JSONNumber(ttl))]] }
+        }
+        let application = try await GatewayApplication.make(configuration: try ApplicationTesting.configuration(withProfile(ttl: 60)))
+        atTestEnd { await application.shutdown() }
+        let first = try await Self.profileCache(application)
+
+        application.reload(try ApplicationTesting.configuration { document in
+            withProfile(ttl: 60)(&document)
+            document["stripInboundHeaderPrefixes"] = ["X-User-", "X-Other-"]
+        })
+        let kept = try await Self.profileCache(application)
+        application.reload(try ApplicationTesting.configuration(withProfile(ttl: 120)))
+        let replaced = try await Self.profileCache(application)
+
+        #expect(first != nil)
+        #expect(kept === first)
+        #expect(replaced != nil && replaced !== first)
+        #expect(application.reloader.generation == 3)
+    }
+
+    private static func profileCache(_ application: GatewayApplication) async throws -> ProfileCache? {
+        let worker = application.workers[0]
+        return try await worker.eventLoop.submit { worker.value.snapshot.authenticator.profiles }.get()
+    }
+}

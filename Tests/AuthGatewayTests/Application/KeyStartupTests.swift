@@ -1,0 +1,63 @@
+import Foundation
+import Testing
+
+import AuthGatewayTesting
+@testable import AuthGateway
+
+/// `KeyStartup`: the start-up fetch of each remote key set (SPEC §2: once), which
+/// `KeyRefreshService` waits for before scheduling refreshes.
+@Suite("KeyStartup", .awaitsCleanups)
+struct KeyStartupTests {
+    struct StartFailed: Error {}
+
+    /// An application whose one issuer takes its keys from `jwksURL` (not started).
+    private static func application(jwksURL: String) async throws -> GatewayApplication {
+        let configuration = try ApplicationTesting.configuration { document in
+            document["tokens"] = [
+                "issuers": [["issuer": .string(TestKeys.issuer), "audiences": [.string(TestKeys.audience)], "jwksURL": .string(jwksURL)]]
+            ]
+        }
+        return try await GatewayApplication.make(configuration: configuration)
+    }
+
+    @Test func theStartUpFetchIsMadeOnceAtTheStartAndItsOutcomeAwaited() async throws {
+        let refusing = try RefusingPort()
+        atTestEnd { refusing.close() }
+        let application = try await Self.application(jwksURL: "http://127.0.0.1:\(refusing.port)/jwks")
+        atTestEnd { await application.shutdown() }
+        let startup = application.keyStartup
+
+        // A waiter that comes before the start waits for it.
+        async let early = startup.startupFetch(issuer: TestKeys.issuer)
+        startup.begin()
+
+        // The JWKS cannot be fetched (the port refuses): the fetch reports false, not an error.
+        #expect(try await early == false)
+        #expect(try await startup.startupFetch(issuer: TestKeys.issuer) == false)
+        // An issuer without a start-up fetch: nil (the refresh service fetches it itself).
+        #expect(try await startup.startupFetch(issuer: "https://other.test") == nil)
+        #expect(!application.isReady)
+    }
+
+    @Test func aFailedStartFailsEveryWaiterAndTheFirstSettlementWins() async throws {
+        let refusing = try RefusingPort()
+        atTestEnd { refusing.close() }
+        let application = try await Self.application(jwksURL: "http://127.0.0.1:\(refusing.port)/jwks")
+        atTestEnd { await application.shutdown() }
+        let startup = application.keyStartup
+
+        startup.settle(with: StartFailed())
+        startup.begin()
+
+        await #expect(throws: StartFailed.self) { try await startup.startupFetch(issuer: TestKeys.issuer) }
+    }
+
+    @Test func aFetchWithStaticKeysFetchesNothing() async throws {
+        let application = try await GatewayApplication.make(configuration: try ApplicationTesting.configuration())
+        atTestEnd { await application.shutdown() }
+
+        application.keyStartup.begin()
+
+        #expect(try await application.keyStartup.startupFetch(issuer: TestKeys.issuer) == nil)
+    }
+}

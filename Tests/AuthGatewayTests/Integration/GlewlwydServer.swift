@@ -1,0 +1,270 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+import NIOCore
+import NIOHTTP1
+import Testing
+
+import AuthGatewayTesting
+@testable import AuthGateway
+
+/// A throwaway Glewlwyd (the Debian package `glewlwyd`, 2.7), a real OpenID provider with an
+/// RFC 7662 introspection endpoint and RFC 7009 revocation, for the introspection tests.
+///
+/// Everything lives in a temporary folder the test owns: a SQLite database made from the
+/// package's own `init.sqlite3.sql` (which creates the `admin` user, password `password`), a
+/// config file, an RS256 key made by `openssl`. The server listens on 127.0.0.1 only, on a port
+/// below the ephemeral range (`PostgresCluster.candidatePort`; another one when it cannot
+/// bind), and is set up through its admin REST API (docs/API.md of Glewlwyd): a scope `api`, a
+/// user, a confidential client allowed the password and client-credentials grants with HTTP
+/// Basic authentication (`token_endpoint_auth_method: client_secret_basic`, without which
+/// Glewlwyd refuses the client), and an OIDC plugin instance signing with the RSA key, whose
+/// `introspection-revocation-allowed` and `introspection-revocation-allow-target-client` let
+/// that client introspect and revoke the tokens issued to it.
+///
+/// Glewlwyd runs as root without complaint (checked with 2.7.5), so no user switch. Its life is
+/// bounded twice: `stop()` (SIGTERM to Glewlwyd, then SIGKILL), and `timeout` around it (600 s,
+/// its own alarm), should the test process die first. When the package is missing the test
+/// fails with how to install it.
+final class GlewlwydServer: Sendable {
+    static let clientID = "gateway"
+    static let username = "alice"
+    /// The scope the tokens carry (Glewlwyd puts it in `aud` too).
+    static let scope = "api"
+    let clientSecret = "gw-\(UUID().uuidString.prefix(12))"
+    let userPassword = "pw-\(UUID().uuidString.prefix(12))"
+
+    let port: Int
+    let directory: URL
+    private let process: ChildProcess
+
+    var apiBase: String { "http://127.0.0.1:\(self.port)/api" }
+    /// The OIDC plugin's issuer (its `iss` parameter, also the tokens' `iss`).
+    var issuer: String { self.apiBase + "/oidc" }
+    var jwksURL: String { self.issuer + "/jwks" }
+    var introspectionURL: String { self.issuer + "/introspect" }
+    /// Glewlwyd's own output (log level WARNING: no token is logged at that level).
+    var log: String { self.process.standardOutput + self.process.standardError }
+
+    struct Failure: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    private init(port: Int, directory: URL, process: ChildProcess) {
+        self.port = port
+        self.directory = directory
+        self.process = process
+    }
+
+    static let initScript = "/usr/share/doc/glewlwyd/database/init.sqlite3.sql.gz"
+
+    /// A running, set-up server.
+    static func start() async throws -> GlewlwydServer {
+        let glewlwyd = try ExternalTool.require("glewlwyd", package: "glewlwyd")
+        let sqlite = try ExternalTool.require("sqlite3", package: "sqlite3")
+        let openssl = try ExternalTool.require("openssl", package: "openssl")
+        guard FileManager.default.fileExists(atPath: Self.initScript) else {
+            Issue.record("\(Self.initScript) is missing: reinstall the glewlwyd package (apt-get install --reinstall -y glewlwyd) without excluding /usr/share/doc")
+            throw Failure(description: "no \(Self.initScript)")
+        }
+        let directory = URL(fileURLWithPath: "/tmp").appendingPathComponent("agglw-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        do {
+            let database = directory.appendingPathComponent("glewlwyd.sqlite3").path
+            try await Self.run("/bin/sh", ["-c", "gzip -dc \"$1\" | \"$2\" \"$3\"", "sh", Self.initScript, sqlite, database])
+            let key = directory.appendingPathComponent("key.pem").path
+            let publicKey = directory.appendingPathComponent("public.pem").path
+            try await Self.run(openssl, ["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out", key])
+            try await Self.run(openssl, ["pkey", "-in", key, "-pubout", "-out", publicKey])
+            let server = try await Self.startOnAFreePort(glewlwyd, directory: directory, database: database)
+            do {
+                try await server.setUp(privateKeyPEM: String(contentsOfFile: key, encoding: .utf8), publicKeyPEM: String(contentsOfFile: publicKey, encoding: .utf8))
+            } catch {
+                let log = server.log
+                await server.stop()
+                throw Failure(description: "Glewlwyd set-up failed: \(error); its log: \(log)")
+            }
+            return server
+        } catch {
+            try? FileManager.default.removeItem(at: directory)
+            throw error
+        }
+    }
+
+    private static func run(_ executable: String, _ arguments: [String]) async throws {
+        let result = try await ExternalTool.run(executable, arguments, timeout: .seconds(60))
+        guard result.status == 0 else { throw Failure(description: "\(executable) \(arguments.prefix(2).joined(separator: " ")) failed: \(result.stderr)") }
+    }
+
+    /// Starts the server and waits (bounded) for `GET /config` to answer; a server that exits
+    /// first (its port taken) is started again on another port.
+    private static func startOnAFreePort(_ glewlwyd: String, directory: URL, database: String) async throws -> GlewlwydServer {
+        var failures: [String] = []
+        for _ in 0..<5 {
+            let port = PostgresCluster.candidatePort()
+            let config = directory.appendingPathComponent("glewlwyd.conf")
+            try Self.configuration(port: port, database: database).write(to: config, atomically: true, encoding: .utf8)
+            let process = try ChildProcess(
+                ["/usr/bin/timeout", "600", glewlwyd, "--config-file", config.path, "--log-mode", "console", "--log-level", "WARNING"],
+                workingDirectory: directory.path
+            )
+            let server = GlewlwydServer(port: port, directory: directory, process: process)
+            let answered = await eventually(timeout: .seconds(30)) {
+                guard process.isRunning else { return true }
+                return (try? await server.request(TestRequest(.GET, "/config")))?.status == 200
+            }
+            if answered && process.isRunning { return server }
+            failures.append("port \(port): \(server.log.suffix(400))")
+            await server.stop(removingFiles: false)
+        }
+        try? FileManager.default.removeItem(at: directory)
+        throw Failure(description: "Glewlwyd did not start after 5 tries: \(failures.joined(separator: "; "))")
+    }
+
+    /// The server's configuration (libconfig syntax; the keys of the package's
+    /// /etc/glewlwyd/glewlwyd.conf). No `use_secure_connection`: the server refuses
+    /// `false` without certificate files.
+    private static func configuration(port: Int, database: String) -> String {
+        """
+        port=\(port)
+        bind_address="127.0.0.1"
+        external_url="http://127.0.0.1:\(port)"
+        login_url="login.html"
+        api_prefix="api"
+        allow_origin="*"
+        cookie_secure=0
+        session_expiration=3600
+        session_key="GLEWLWYD2_SESSION_ID"
+        admin_scope="g_admin"
+        profile_scope="g_profile"
+        login_api_enabled=true
+        user_module_path="/usr/lib/glewlwyd/user"
+        client_module_path="/usr/lib/glewlwyd/client"
+        user_auth_scheme_module_path="/usr/lib/glewlwyd/scheme"
+        plugin_module_path="/usr/lib/glewlwyd/plugin"
+        hash_algorithm="SHA512"
+        database =
+        {
+          type = "sqlite3"
+          path = "\(database)"
+        };
+
+        """
+    }
+
+    // MARK: Set-up through the admin API
+
+    private func setUp(privateKeyPEM: String, publicKeyPEM: String) async throws {
+        let login = try await self.request(TestRequest(.POST, "/api/auth/", headers: [("Content-Type", "application/json")], body: #"{"username":"admin","password":"password"}"#))
+        guard login.status == 200, let setCookie = login.header("set-cookie"), let cookie = setCookie.split(separator: ";").first else {
+            throw Failure(description: "admin login answered \(login.status)")
+        }
+        let session = String(cookie)
+        func admin(_ path: String, _ body: JSONObject) async throws {
+            let response = try await self.request(
+                TestRequest(.POST, "/api" + path, headers: [("Content-Type", "application/json"), ("Cookie", session)], body: JSONValue.object(body).jsonText)
+            )
+            guard response.status == 200 else { throw Failure(description: "POST /api\(path) answered \(response.status): \(response.text)") }
+        }
+        try await admin("/scope/", ["name": .string(Self.scope), "display_name": "API", "description": "auth-gateway tests", "password_required": false, "scheme": [:]])
+        try await admin(
+            "/user/",
+            ["username": .string(Self.username), "name": "Alice", "password": .string(self.userPassword), "scope": [.string(Self.scope)], "enabled": true]
+        )
+        try await admin(
+            "/client/",
+            [
+                "client_id": .string(Self.clientID), "name": "auth-gateway", "confidential": true, "password": .string(self.clientSecret),
+                "scope": [.string(Self.scope)], "enabled": true, "authorization_type": ["password", "client_credentials"],
+                "token_endpoint_auth_method": ["client_secret_basic"], "redirect_uri": ["http://127.0.0.1/unused"],
+            ]
+        )
+        try await admin(
+            "/mod/plugin/",
+            [
+                "module": "oidc", "name": "oidc", "display_name": "OIDC", "enabled": true,
+                "parameters": [
+                    "iss": .string(self.issuer), "jwt-type": "rsa", "jwt-key-size": "256", "key": .string(privateKeyPEM), "cert": .string(publicKeyPEM),
+                    "access-token-duration": 600, "refresh-token-duration": 3600, "code-duration": 600, "allow-non-oidc": true,
+                    "auth-type-password-enabled": true, "auth-type-client-enabled": true,
+                    "introspection-revocation-allowed": true, "introspection-revocation-allow-target-client": true,
+                ],
+            ]
+        )
+    }
+
+    // MARK: The OIDC plugin's endpoints
+
+    /// A new access token (a JWT signed RS256) for the user, by the resource-owner password
+    /// grant (RFC 6749 §4.3), the client authenticated with HTTP Basic.
+    func accessToken() async throws -> String {
+        let body = FormEncoding.body([("grant_type", "password"), ("username", Self.username), ("password", self.userPassword), ("scope", Self.scope)])
+        let response = try await self.clientCall("/api/oidc/token", body: body)
+        guard response.status == 200, let token = response.json?["access_token"]?.stringValue else {
+            throw Failure(description: "the token endpoint answered \(response.status)")
+        }
+        return token
+    }
+
+    /// Revokes `token` (RFC 7009) as the client it was issued to.
+    func revoke(_ token: String) async throws {
+        let response = try await self.clientCall("/api/oidc/revoke", body: FormEncoding.body([("token", token), ("token_type_hint", "access_token")]))
+        guard response.status == 200 else { throw Failure(description: "the revocation endpoint answered \(response.status)") }
+    }
+
+    /// Glewlwyd's own answer about `token` (RFC 7662), asked directly.
+    func introspect(_ token: String) async throws -> JSONValue {
+        let response = try await self.clientCall("/api/oidc/introspect", body: FormEncoding.body([("token", token), ("token_type_hint", "access_token")]))
+        guard response.status == 200, let answer = response.json else { throw Failure(description: "the introspection endpoint answered \(response.status)") }
+        return answer
+    }
+
+    private func clientCall(_ path: String, body: String) async throws -> TestResponse {
+        let credentials = Data("\(Self.clientID):\(self.clientSecret)".utf8).base64EncodedString()
+        return try await self.request(
+            TestRequest(.POST, path, headers: [("Content-Type", "application/x-www-form-urlencoded"), ("Authorization", "Basic \(credentials)")], body: body)
+        )
+    }
+
+    private func request(_ request: TestRequest) async throws -> TestResponse {
+        let connection = try await TestConnection.connect(port: self.port)
+        var request = request
+        request.headers.append(("Host", "127.0.0.1:\(self.port)"))
+        do {
+            let response = try await connection.send(request, timeout: .seconds(20))
+            await connection.close()
+            return response
+        } catch {
+            await connection.close()
+            throw error
+        }
+    }
+
+    // MARK: Stop
+
+    /// SIGTERM, then SIGKILL after 5 s; the folder (database, key) is removed.
+    func stop() async {
+        await self.stop(removingFiles: true)
+    }
+
+    /// Glewlwyd itself: the child of `timeout`.
+    private var serverProcess: pid_t? {
+        let parent = self.process.processIdentifier
+        guard let children = try? String(contentsOfFile: "/proc/\(parent)/task/\(parent)/children", encoding: .utf8) else { return nil }
+        return children.split(separator: " ").compactMap { pid_t($0) }.first
+    }
+
+    /// Glewlwyd is sent SIGTERM itself, not through `timeout`: the test process's threads block
+    /// most signals, `timeout` inherits that mask and never sees a SIGTERM sent to it (a
+    /// Glewlwyd outlived its test that way), whereas Glewlwyd waits for its signals with
+    /// `sigwait`, whatever the mask. `timeout` exits with it; whatever is left after 5 s is
+    /// killed.
+    private func stop(removingFiles: Bool) async {
+        let server = self.serverProcess
+        if let server { _ = Glibc.kill(server, SIGTERM) }
+        try? await self.process.exited(timeout: .seconds(5))
+        if let server, Glibc.kill(server, 0) == 0 { _ = Glibc.kill(server, SIGKILL) }
+        if removingFiles { try? FileManager.default.removeItem(at: self.directory) }
+    }
+}
