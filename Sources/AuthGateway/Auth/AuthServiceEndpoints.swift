@@ -1,10 +1,3 @@
-/// A call target of the gateway's own: one of the loop's clients (an origin) and the path
-/// (with query) on it.
-struct UpstreamEndpoint {
-    let client: UpstreamClient
-    let path: String
-}
-
 /// Where one event loop sends refresh calls and profile fetches (SPEC §4.3, §4.4, §4.10):
 /// a configured path on `authService.url`, or an endpoint of the `discoveryIssuer`'s
 /// discovery document.

@@ -558,7 +558,7 @@ struct RequestAuthenticator: Sendable {
         let accessToken = identity.replacementAccessToken ?? String(identity.accessToken.value)
         let metrics = services.metrics
         // The endpoint is resolved only when a fetch is made (a miss or a stale entry).
-        let lookup = profiles.lookup(key, accessToken: accessToken, eventLoop: services.eventLoop, endpoints: services.endpoints) { result in
+        let lookup = profiles.lookup(key, accessToken: accessToken, eventLoop: services.eventLoop, endpoint: services.endpoints.profileEndpoint) { result in
             metrics.increment(.profileCache(result))
         }
         switch lookup {

@@ -29,8 +29,8 @@ extension ConfigurationLoader {
             outlier.finish()
             backend.outlierDetection = detection
         }
-        if (backend.healthCheck != nil || backend.outlierDetection != nil) && backend.urls.count > TargetHealth.maxTrackedTargets {
-            section.error("urls", "healthCheck and outlierDetection track at most \(TargetHealth.maxTrackedTargets) URLs per backend")
+        if (backend.healthCheck != nil || backend.outlierDetection != nil) && backend.urls.count > BackendConfiguration.maxTrackedURLs {
+            section.error("urls", "healthCheck and outlierDetection track at most \(BackendConfiguration.maxTrackedURLs) URLs per backend")
         }
     }
 

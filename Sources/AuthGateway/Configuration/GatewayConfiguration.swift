@@ -261,6 +261,10 @@ public struct ProfileConfiguration: Sendable, Equatable {
 }
 
 public struct BackendConfiguration: Sendable, Equatable {
+    /// The most URLs a backend with `healthCheck` or `outlierDetection` may list: their states
+    /// are kept in 64-bit masks (`TargetHealth`, `TargetAvailability`).
+    static let maxTrackedURLs = 64
+
     /// How the gateway talks to a backend (SPEC §4.9).
     public enum WireProtocol: String, Sendable, Equatable {
         /// HTTP/1.1 with keep-alive.

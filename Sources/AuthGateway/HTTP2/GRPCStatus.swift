@@ -6,15 +6,6 @@ import NIOHTTP1
 /// `content-type: application/grpc`, `grpc-status` and a percent-encoded `grpc-message` in one
 /// HEADERS frame that ends the stream (gRPC over HTTP/2, "Responses").
 enum GRPCStatus {
-    /// Whether a request is gRPC: `application/grpc` or `application/grpc+…` (and `;` params).
-    static func isGRPC(contentType: String?) -> Bool {
-        guard let contentType else { return false }
-        let lowered = contentType.lowercased()
-        guard lowered.hasPrefix("application/grpc") else { return false }
-        let rest = lowered.dropFirst("application/grpc".count)
-        return rest.isEmpty || rest.first == "+" || rest.first == ";"
-    }
-
     /// The gRPC status code for an HTTP status the gateway answers with.
     static func code(forHTTPStatus status: Int) -> Int {
         switch status {

@@ -96,15 +96,10 @@ enum HTTP2Messages {
             framing = .chunked
         }
         let head = HTTPRequestHead(version: .http1_1, method: HTTPMethod(rawValue: method), uri: path, headers: HTTPHeaders(headers))
-        let isGRPC = GRPCStatus.isGRPC(contentType: contentType)
+        let isGRPC = HTTP2Fields.isGRPC(contentType: contentType)
         // `grpc-timeout` means something on gRPC calls only.
         return .success(Request(head: head, framing: framing, isGRPC: isGRPC, grpcTimeout: isGRPC ? grpcTimeout : nil))
     }
-
-    /// Fields that belong to one HTTP/1.1 connection, never sent on HTTP/2 (RFC 9113 §8.2.2),
-    /// for heads held as `HTTPHeaders` or `HPACKHeaders`; an HTTP/1.1 backend's response head is
-    /// filtered by `HTTP1ResponseHead.forEachEndToEndField`.
-    static let connectionSpecific: Set<String> = ["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "te", "trailer"]
 
     /// The response HEADERS for a backend's response head: `:status`, the backend's
     /// end-to-end fields lower-cased, `x-request-id` (unique to the response: never worth a

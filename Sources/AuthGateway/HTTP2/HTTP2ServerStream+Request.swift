@@ -15,7 +15,7 @@ extension HTTP2ServerStream {
             request = value
         case .failure(let error):
             self.exchange = Exchange.bare(requestID: requestID, protocol: .h2)
-            self.isGRPC = GRPCStatus.isGRPC(contentType: block.first(name: "content-type"))
+            self.isGRPC = HTTP2Fields.isGRPC(contentType: block.first(name: "content-type"))
             self.run(self.state.protocolError(error), context: context)
             return
         }

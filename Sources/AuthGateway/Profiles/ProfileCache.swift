@@ -46,7 +46,7 @@ final class ProfileCache: Sendable {
     /// The profile for `key`, or a fetch (made on the caller's `eventLoop`, to the profile
     /// endpoint `endpoints` resolves then) to wait for. `accessToken` authorizes the fetch;
     /// `result` receives the lookup's metric label.
-    func lookup(_ key: ProfileKey, accessToken: String, eventLoop: EventLoop, endpoints: AuthServiceEndpoints, result: (CacheLookup) -> Void) -> Lookup {
+    func lookup(_ key: ProfileKey, accessToken: String, eventLoop: EventLoop, endpoint: () -> UpstreamEndpoint?, result: (CacheLookup) -> Void) -> Lookup {
         let policy = LocalSingleFlight<ProfileKey, FetchResult>.Policy(
             freshSeconds: Double(self.configuration.ttlSeconds), staleSeconds: Double(self.configuration.staleSeconds)
         )
@@ -56,7 +56,7 @@ final class ProfileCache: Sendable {
             return .hit(profile)
         case .stale(.profile(let profile), let refresh):
             result(.stale)
-            if let refresh { self.fetch(refresh, accessToken: accessToken, endpoint: endpoints.profileEndpoint()) }
+            if let refresh { self.fetch(refresh, accessToken: accessToken, endpoint: endpoint()) }
             return .hit(profile)
         case .fresh(let other), .stale(let other, _):
             // Only profiles are remembered; answered as it is should that ever change.
@@ -67,7 +67,7 @@ final class ProfileCache: Sendable {
             return .pending(inFlight)
         case .lead(let flight):
             result(.miss)
-            self.fetch(flight, accessToken: accessToken, endpoint: endpoints.profileEndpoint())
+            self.fetch(flight, accessToken: accessToken, endpoint: endpoint())
             return .pending(flight.promise.futureResult)
         }
     }

@@ -47,7 +47,7 @@ struct HTTP2ResponseHead {
                 // NIOHTTP2 refuses the other connection-specific names; dropped here too (as
                 // `ResponseParser`'s hop-by-hop fields are), so that no client gets one
                 // whatever NIOHTTP2's settings.
-                if HTTP2Messages.connectionSpecific.contains(name) { continue }
+                if HTTP2Fields.connectionSpecific.contains(name) { continue }
             }
             fields.add(name: name, value: value, indexing: indexing)
         }

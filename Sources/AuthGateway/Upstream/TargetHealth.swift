@@ -20,8 +20,8 @@ import NIOCore
 /// Health: URLs start healthy; `unhealthyThreshold` failed probes in a row make a URL
 /// unhealthy, `healthyThreshold` passes in a row healthy again.
 struct TargetHealth {
-    /// Masks of URLs are 64 bits wide (`TargetAvailability`).
-    static let maxTrackedTargets = 64
+    /// Masks of URLs are 64 bits wide (`TargetAvailability`); `check` refuses more URLs.
+    static let maxTrackedTargets = BackendConfiguration.maxTrackedURLs
     static let maxEjection = TimeAmount.seconds(300)
 
     enum Failure: Equatable {

@@ -181,10 +181,10 @@ final class UpstreamStreamHandler: ChannelDuplexHandler {
         headers.add(name: ":path", value: head.uri)
         for (name, value) in head.headers {
             let lowered = name.lowercased()
-            guard lowered != "host", !HTTP2Messages.connectionSpecific.contains(lowered) else { continue }
+            guard lowered != "host", !HTTP2Fields.connectionSpecific.contains(lowered) else { continue }
             headers.add(name: lowered, value: value, indexing: secrets.names.indexing(lowered, peerNeverIndexed: secrets.peerNeverIndexed))
         }
-        if GRPCStatus.isGRPC(contentType: head.headers.first(name: "content-type")) { headers.add(name: "te", value: "trailers") }
+        if HTTP2Fields.isGRPC(contentType: head.headers.first(name: "content-type")) { headers.add(name: "te", value: "trailers") }
         return headers
     }
 

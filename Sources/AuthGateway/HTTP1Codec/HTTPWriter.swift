@@ -1,8 +1,8 @@
 import NIOCore
 import NIOHTTP1
 
-/// Writes HTTP/1.1 messages as bytes: request heads for backends, response heads for clients
-/// (from a backend's head, copying the kept fields' bytes), chunk framing.
+/// Writes HTTP/1.1 messages as bytes: request heads for backends, the gateway's own response
+/// heads, chunk framing (a backend's response head for a client: `HTTPWriter+ClientResponse`).
 ///
 /// No validation happens here: every name and value written was either checked by the parser
 /// (`HeadScanner`) or where it entered the gateway (identity values, refreshed tokens,
@@ -38,73 +38,6 @@ enum HTTPWriter {
         buffer.writeStaticString("\r\n")
     }
 
-    /// The client's response head from a backend's, HTTP/1.1 or HTTP/2: hop-by-hop fields (and
-    /// those the backend's `Connection` names) and `X-Request-Id` are dropped, `Content-Length`
-    /// too when the body is re-framed as chunked; the gateway's fields are appended (`Upgrade`
-    /// only for a 101 to an upgrade request). An HTTP/1.1 backend's kept fields are copied as
-    /// bytes, with its reason phrase; an HTTP/2 backend's go as they came, lower-case, with an
-    /// empty reason phrase (HTTP/2 has none).
-    static func clientResponseHead(
-        _ head: UpstreamResponseHead,
-        clientVersion: HTTPVersion,
-        requestID: String,
-        extra: [(name: String, value: String)],
-        chunked: Bool,
-        connection: String?,
-        upgrade: String? = nil,
-        into buffer: inout ByteBuffer
-    ) {
-        // One copy into memory sized for the worst case (like `requestHead`): every field of
-        // the backend's head kept, each with at most one byte more (": " after a bare colon).
-        var bound = 13 + head.estimatedBytes + 16 + requestID.utf8.count + 30
-        if case .http1(let head) = head { bound += head.fields.count }
-        for (name, value) in extra { bound += name.utf8.count + value.utf8.count + 4 }
-        if let connection { bound += 14 + connection.utf8.count }
-        if let upgrade { bound += 11 + upgrade.utf8.count }
-        func write(backendFields: (inout RawOutput) -> Void) {
-            buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: bound) { memory in
-                var output = RawOutput(memory)
-                Self.statusLine(version: clientVersion, code: head.status, into: &output)
-                backendFields(&output)
-                output.append("X-Request-Id: ")
-                output.append(requestID)
-                output.append("\r\n")
-                for (name, value) in extra { output.field(name, value) }
-                if chunked { output.append("Transfer-Encoding: chunked\r\n") }
-                if let connection { output.field("Connection", connection) }
-                if let upgrade { output.field("Upgrade", upgrade) }
-                output.append("\r\n")
-                return output.count
-            }
-        }
-        switch head {
-        case .http1(let head):
-            write { output in
-                head.bytes.withUnsafeReadableBytes { raw in
-                    output.append(UnsafeRawBufferPointer(rebasing: raw[head.reason]))
-                    output.append("\r\n")
-                }
-                head.forEachEndToEndField { field, raw in
-                    if chunked && field.kind == .contentLength { return }
-                    output.append(UnsafeRawBufferPointer(rebasing: raw[field.nameStart..<field.nameEnd]))
-                    output.append(": ")
-                    output.append(UnsafeRawBufferPointer(rebasing: raw[field.valueStart..<field.valueEnd]))
-                    output.append("\r\n")
-                }
-            }
-        case .http2(let head):
-            // Already without the connection-specific fields and `x-request-id`
-            // (`HTTP2ResponseHead`).
-            write { output in
-                output.append("\r\n")
-                for (name, value, _) in head.fields {
-                    if chunked && name == "content-length" { continue }
-                    output.field(name, value)
-                }
-            }
-        }
-    }
-
     /// One chunk of a chunked body: size line, data, CRLF.
     static func chunk(_ data: ByteBuffer, allocator: ByteBufferAllocator) -> ByteBuffer {
         var buffer = allocator.buffer(capacity: data.readableBytes + 20)
@@ -124,7 +57,7 @@ enum HTTPWriter {
     }
 
     /// `HTTP/1.x NNN ` (13 bytes).
-    private static func statusLine(version: HTTPVersion, code: Int, into output: inout RawOutput) {
+    static func statusLine(version: HTTPVersion, code: Int, into output: inout RawOutput) {
         output.append(version == .http1_0 ? "HTTP/1.0 " : "HTTP/1.1 ")
         output.append(byte: UInt8(ascii: "0") + UInt8(code / 100 % 10))
         output.append(byte: UInt8(ascii: "0") + UInt8(code / 10 % 10))
@@ -147,7 +80,7 @@ enum HTTPWriter {
 /// Appends bytes to memory sized beforehand (`HTTPWriter.requestHead` and
 /// `clientResponseHead`). Every append checks the bound (a compare per append): a sizing
 /// mistake stops the process instead of writing past the buffer.
-private struct RawOutput {
+struct RawOutput {
     private let memory: UnsafeMutableRawBufferPointer
     private(set) var count = 0
 
