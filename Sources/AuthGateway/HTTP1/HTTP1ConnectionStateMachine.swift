@@ -330,19 +330,21 @@ struct HTTP1ConnectionStateMachine: ExchangeEvents {
     /// the next request). A failed exchange closes the connection: its response was cut
     /// short, or its answer ends it.
     private mutating func translate(_ action: ExchangeStateMachine.Action, forceClose: Bool = false) -> Action {
-        guard case .exchange(let request) = self.state else { return .exchange(action) }
         let close: Bool
         switch action {
-        case .finishResponse, .forwardEndAndRelease:
-            close = request.responseMustClose || !request.keepAlive
-        case .writeLocalResponse, .respondWithError:
-            close = forceClose || self.closeRequested || !request.keepAlive
+        case .none, .lease, .sendRequest, .forwardBody, .forwardEnd, .writeResponseHead, .writeResponseBody, .finishResponseOnly, .retry,
+            .resumeClientReads, .resumeUpstreamReads:
+            // The exchange goes on: most events, so they look at nothing else.
+            return .exchange(action)
         case .failForwarding, .abandon:
             self.end()
             return .exchange(action)
-        case .none, .lease, .sendRequest, .forwardBody, .forwardEnd, .writeResponseHead, .writeResponseBody, .finishResponseOnly, .retry,
-            .resumeClientReads, .resumeUpstreamReads:
-            return .exchange(action)
+        case .finishResponse, .forwardEndAndRelease:
+            guard case .exchange(let request) = self.state else { return .exchange(action) }
+            close = request.responseMustClose || !request.keepAlive
+        case .writeLocalResponse, .respondWithError:
+            guard case .exchange(let request) = self.state else { return .exchange(action) }
+            close = forceClose || self.closeRequested || !request.keepAlive
         }
         if close {
             self.end()
