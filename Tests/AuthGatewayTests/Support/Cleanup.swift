@@ -15,7 +15,7 @@ import Testing
 /// would), and awaits them before the test counts as finished.
 ///
 /// For a helper whose resource must go before it returns (a connection per request), see
-/// `withCleanup(_:_:)`.
+/// `withCleanup(_:_:)` (in `AuthGatewayTesting`).
 func atTestEnd(sourceLocation: SourceLocation = #_sourceLocation, _ cleanup: @escaping @Sendable () async -> Void) {
     guard let cleanups = TestCleanups.current else {
         // A suite without the trait: still cleaned up, but the test fails so that it gets it.
@@ -24,20 +24,6 @@ func atTestEnd(sourceLocation: SourceLocation = #_sourceLocation, _ cleanup: @es
         return
     }
     cleanups.add(cleanup)
-}
-
-/// Runs `body`, then `cleanup` — awaited, whether `body` returned or threw — and returns what
-/// `body` returned.
-func withCleanup<T>(_ cleanup: () async -> Void, _ body: () async throws -> T) async rethrows -> T {
-    let result: T
-    do {
-        result = try await body()
-    } catch {
-        await cleanup()
-        throw error
-    }
-    await cleanup()
-    return result
 }
 
 /// The cleanups one running test registered (`atTestEnd`).
