@@ -200,7 +200,8 @@ struct HTTP1ConnectionStateMachine: ExchangeEvents {
     /// connections are a tunnel.
     mutating func upgraded() -> Action {
         guard case .exchange = self.state, self.current!.mayUpgrade else { return self.upstreamProtocolError() }
-        self.upstreamWritable = true
+        // The tunnel's backend is the exchange's upstream: its writability as the exchange saw it.
+        self.upstreamWritable = self.current!.upstreamWritable
         self.current = nil
         self.state = .tunnel
         return .exchange(.writeResponseHead)

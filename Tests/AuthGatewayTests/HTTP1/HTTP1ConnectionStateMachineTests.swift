@@ -882,6 +882,17 @@ struct HTTP1ConnectionStateMachineTests {
         #expect(driver.clientWritable(true) == .resumeUpstreamReads)
     }
 
+    @Test("a tunnel starts with its backend's writability as the exchange last saw it")
+    func tunnelKeepsUpstreamWritability() {
+        var driver = ProxyDriver()
+        driver.getAwaitingResponse()
+        #expect(driver.upstreamWritable(false) == .none)
+        #expect(driver.upgraded() == .writeResponseHead)
+        #expect(!driver.machine.shouldReadFromClient, "the backend cannot take the client's bytes yet")
+        #expect(driver.upstreamWritable(true) == .resumeClientReads)
+        #expect(driver.machine.shouldReadFromClient)
+    }
+
     @Test("a 101 is refused for a request with a body or once the response has started")
     func upgradeOnlyForBodilessRequestsAwaitingTheHead() {
         var post = ProxyDriver()
