@@ -290,8 +290,9 @@ struct BackendHealthTests {
         #expect(await eventually { flaky.probes > 0 && steady.probes > 0 })
 
         flaky.answerHealth(503)
-        // Within two intervals it is out of rotation (plus slack for the probe itself).
-        #expect(await eventually(timeout: .milliseconds(2500)) { (try? await Self.state(gateway, flaky)) == "unhealthy" })
+        // Out of rotation after its next probe (one interval on a quiet machine; the bound is
+        // generous: a fresh-clone CI run on a loaded 2-core machine once took over 2.5 s).
+        #expect(await eventually(timeout: .seconds(20)) { (try? await Self.state(gateway, flaky)) == "unhealthy" })
         let before = flaky.requests
         for index in 0..<6 { #expect(try await Self.get(gateway, "/sick/\(index)").status == 200) }
         #expect(flaky.requests == before)
@@ -300,7 +301,7 @@ struct BackendHealthTests {
         #expect(metrics.contains("auth_gateway_backend_up{backend=\"api\",url=\"\(flaky.url)\"} 0"))
 
         flaky.answerHealth(200)
-        #expect(await eventually(timeout: .seconds(3)) { (try? await Self.state(gateway, flaky)) == "healthy" })
+        #expect(await eventually(timeout: .seconds(20)) { (try? await Self.state(gateway, flaky)) == "healthy" })
         for index in 0..<4 { #expect(try await Self.get(gateway, "/well/\(index)").status == 200) }
         #expect(flaky.requests > before)
         // Probes never carry a user's token.
@@ -315,7 +316,7 @@ struct BackendHealthTests {
             urls, extra: ["healthCheck": ["path": "/health", "intervalSeconds": 1, "timeoutMilliseconds": 500, "unhealthyThreshold": 1, "healthyThreshold": 1]]
         )
         atTestEnd { await gateway.stop() }
-        #expect(await eventually(timeout: .seconds(3)) { (try? await Self.health(gateway).status) == "degraded" })
+        #expect(await eventually(timeout: .seconds(20)) { (try? await Self.health(gateway).status) == "degraded" })
         let health = try await Self.health(gateway)
         #expect(health.backend?["panicRouting"] == .bool(true))
         for url in urls { #expect(health.backend?["urls"]?[url.url]?["state"]?.stringValue == "unhealthy") }
