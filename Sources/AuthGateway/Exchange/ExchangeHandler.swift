@@ -77,6 +77,13 @@ extension ExchangeHandler {
         }
     }
 
+    /// The upstream died before answering a replayable request: drop it and lease another.
+    func retryOnAnotherUpstream(context: ChannelHandlerContext) {
+        self.upstream?.close()
+        self.upstream = nil
+        self.lease(context: context)
+    }
+
     func cancelLease() {
         if let pool = self.leasingPool {
             self.leasingPool = nil
@@ -145,6 +152,14 @@ extension ExchangeHandler {
         if error == GatewayError.upstreamTimeout { self.upstream?.timedOut() } else { self.upstream?.close() }
         self.upstream = nil
         if let error { self.countUpstreamError(error) }
+    }
+
+    /// The client left: whatever is in flight is dropped, and the exchange ends as 499
+    /// (nginx's "client closed request", so the access log tells who gave up). The framing then
+    /// closes the connection or resets the stream.
+    func abandonExchange() {
+        self.dropUpstream(after: nil)
+        self.finishExchange(status: 499, error: nil)
     }
 
     func countUpstreamError(_ error: GatewayError) {

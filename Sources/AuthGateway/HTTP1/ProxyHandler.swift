@@ -274,13 +274,9 @@ final class ProxyHandler: ChannelDuplexHandler, ExchangeHandler {
                 context.close(promise: nil)
             }
         case .retry:
-            self.upstream?.close()
-            self.upstream = nil
-            self.lease(context: context)
+            self.retryOnAnotherUpstream(context: context)
         case .abandon:
-            self.dropUpstream(after: nil)
-            // 499: nginx's "client closed request", so the access log tells who gave up.
-            self.finishExchange(status: 499, error: nil)
+            self.abandonExchange()
             context.close(promise: nil)
         case .resumeClientReads:
             if self.pendingRead, !self.holdingPipelinedRequest {

@@ -205,12 +205,9 @@ final class HTTP2ServerStream: ExchangeHandler {
                 self.reset()
             }
         case .retry:
-            self.upstream?.close()
-            self.upstream = nil
-            self.lease(context: context)
+            self.retryOnAnotherUpstream(context: context)
         case .abandon:
-            self.dropUpstream(after: nil)
-            self.finishExchange(status: 499, error: nil)
+            self.abandonExchange()
             self.reset()
         case .resumeClientReads:
             if let increment = self.inboundWindow.resume() {
