@@ -5,6 +5,7 @@
 # symbol). Needs perf, nginx, h2load and a prepared bench copy (scripts/bench/features.sh makes
 # one in .bench-work/bench) and the release binary.
 #   scripts/bench/profile-h2.sh [DURATION] [--h1]   (--h1: the same load over HTTP/1.1, 64 connections)
+# EVENT=probe_libc:malloc (after `perf probe -x <libc> malloc`) records who allocates instead.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BENCH=$ROOT/.bench-work/bench
@@ -36,7 +37,8 @@ for _ in $(seq 100); do curl -sf -o /dev/null -H "Authorization: Bearer $TOKEN" 
 if [ "$MODE" = --h1 ]; then load=(--h1 -c 64 -m 1); else load=(-c 16 -m 16); fi
 # Warm up, then profile a steady load.
 timeout 30 taskset -c 0 h2load -D 2 "${load[@]}" -t 1 -H "authorization: Bearer $TOKEN" http://127.0.0.1:18090/ >/dev/null 2>&1
-perf record -F 999 -g -p "$gw" -o "$OUT/perf.data" -- sleep "$DURATION" 2>/dev/null &
+if [ -n "${EVENT:-}" ]; then sampling=(-e "$EVENT" -c 1); else sampling=(-F 999); fi
+perf record "${sampling[@]}" -g -p "$gw" -o "$OUT/perf.data" -- sleep "$DURATION" 2>/dev/null &
 perfpid=$!
 timeout $((DURATION + 30)) taskset -c 0 h2load -D "$DURATION" "${load[@]}" -t 1 -H "authorization: Bearer $TOKEN" http://127.0.0.1:18090/ >"$OUT/h2load.txt" 2>&1 || true
 wait "$perfpid" || true

@@ -29,6 +29,14 @@ enum HTTPWriter {
         buffer.writeStaticString("\r\n")
     }
 
+    /// The bytes `requestHead` writes for `head`, so that its buffer is allocated once (a
+    /// bearer token makes most heads longer than any fixed first guess).
+    static func requestHeadLength(_ head: HTTPRequestHead) -> Int {
+        var length = head.method.rawValue.utf8.count + 1 + head.uri.utf8.count + 11 + 2
+        for (name, value) in head.headers { length += name.utf8.count + value.utf8.count + 4 }
+        return length
+    }
+
     /// A response head of the gateway's own (errors, health answers).
     static func responseHead(version: HTTPVersion, status: HTTPResponseStatus, headers: HTTPHeaders, into buffer: inout ByteBuffer) {
         Self.statusLine(version: version, code: Int(status.code), into: &buffer)

@@ -46,7 +46,7 @@ final class UpstreamConnection: UpstreamLease, Equatable {
         // Whatever the answer, a connection that was asked to switch protocols is not trusted
         // with another request (a backend may be half-way into the new protocol).
         if upgrade { self.reusable = false }
-        var buffer = self.channel.allocator.buffer(capacity: 512)
+        var buffer = self.channel.allocator.buffer(capacity: HTTPWriter.requestHeadLength(head))
         HTTPWriter.requestHead(head, into: &buffer)
         self.handler.write(buffer)
     }

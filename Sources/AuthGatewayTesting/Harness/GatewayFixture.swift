@@ -80,6 +80,7 @@ package final class GatewayFixture: Sendable {
     package func reload(_ configure: (inout JSONObject) -> Void) throws {
         var document = self.document
         configure(&document)
+        Self.loosenTimeouts(&document)
         let path = self.directory.appendingPathComponent("gateway.json").path
         try JSONValue.object(document).jsonText.write(toFile: path, atomically: true, encoding: .utf8)
         self.application.reload(try ConfigurationLoader(environment: self.environment).load(path: path))
@@ -125,13 +126,7 @@ package final class GatewayFixture: Sendable {
         }
         var document = Self.baseConfiguration(backendURL: backend.baseURL)
         configure(&document)
-        // The product's 3 s default call timeout turned answers of the scripted auth services
-        // into 503s on a loaded 2-core machine (the whole suite runs in parallel); a test about
-        // timeouts sets its own.
-        if case .object(var authService)? = document["authService"], authService["timeoutMilliseconds"] == nil {
-            authService["timeoutMilliseconds"] = 20_000
-            document["authService"] = .object(authService)
-        }
+        Self.loosenTimeouts(&document)
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("auth-gateway-test-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let path = directory.appendingPathComponent("gateway.json").path
@@ -146,12 +141,37 @@ package final class GatewayFixture: Sendable {
             let group = ServiceGroup(services: application.backgroundServices, gracefulShutdownSignals: [], logger: logger)
             services = Task { try? await group.run() }
         }
-        if waitUntilReady {
-            for _ in 0..<200 where !application.isReady { try await Task.sleep(for: .milliseconds(10)) }
-        }
-        return GatewayFixture(
+        let fixture = GatewayFixture(
             application: application, backend: backend, clock: clock, directory: directory, document: document, environment: environment, services: services
         )
+        // A fixed 2 s wait that went on regardless let a slow first key fetch on a loaded
+        // machine turn into 503s; a gateway that does not become ready is now the failure.
+        if waitUntilReady, !(await eventually { application.isReady }) {
+            await fixture.stop()
+            throw FixtureError.notReady
+        }
+        return fixture
+    }
+
+    /// The product's short default timeouts, loosened for tests (on start and on each reload)
+    /// where a test has not set its own: they tripped on a loaded 2-core machine running the
+    /// whole suite in parallel. A test about a timeout sets it.
+    private static func loosenTimeouts(_ document: inout JSONObject) {
+        // The 1 s default connect timeout is also the wait for a free pooled connection.
+        if case .object(var backends)? = document["backends"] {
+            for name in backends.keys {
+                guard case .object(var backend)? = backends[name], backend["connectTimeoutMilliseconds"] == nil else { continue }
+                backend["connectTimeoutMilliseconds"] = 20_000
+                backends[name] = .object(backend)
+            }
+            document["backends"] = .object(backends)
+        }
+        // The product's 3 s default call timeout turned answers of the scripted auth services
+        // into 503s in the same way.
+        if case .object(var authService)? = document["authService"], authService["timeoutMilliseconds"] == nil {
+            authService["timeoutMilliseconds"] = 20_000
+            document["authService"] = .object(authService)
+        }
     }
 
     package func connect(countOnly: Bool = false) async throws -> TestConnection {
@@ -194,5 +214,13 @@ extension JSONObject {
         var child = self[first]?.objectValue ?? JSONObject()
         child.set(parts.dropFirst(), value)
         self[first] = .object(child)
+    }
+}
+
+package enum FixtureError: Error, CustomStringConvertible {
+    case notReady
+
+    package var description: String {
+        "the gateway did not become ready within 30 s (a test about an unready gateway passes waitUntilReady: false)"
     }
 }

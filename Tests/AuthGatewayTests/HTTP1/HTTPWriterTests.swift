@@ -89,6 +89,21 @@ struct HTTPWriterTests {
         #expect(String(buffer: chunk) == "1a\r\n\(String(repeating: "z", count: 26))\r\n")
     }
 
+    @Test("a request head's length is known before it is written (its buffer is allocated once)")
+    func requestHeadLength() {
+        let token = String(repeating: "t", count: 700)
+        let heads = [
+            HTTPRequestHead(version: .http1_1, method: .GET, uri: "/", headers: ["Host": "h", "Authorization": "Bearer \(token)"]),
+            HTTPRequestHead(version: .http1_0, method: .RAW(value: "PROPFIND"), uri: "/é?x=ü", headers: ["X-Ü": "ä", "Empty": ""]),
+            HTTPRequestHead(version: .http1_1, method: .DELETE, uri: "*", headers: [:]),
+        ]
+        for head in heads {
+            var buffer = ByteBuffer()
+            HTTPWriter.requestHead(head, into: &buffer)
+            #expect(HTTPWriter.requestHeadLength(head) == buffer.readableBytes)
+        }
+    }
+
     @Test("a local response head")
     func localHead() {
         var buffer = ByteBuffer()
