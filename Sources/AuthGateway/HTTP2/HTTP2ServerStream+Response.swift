@@ -13,18 +13,24 @@ extension HTTP2ServerStream {
         self.write(.headers(.init(headers: headers, endStream: endStream)))
     }
 
-    /// The backend's response is complete: END_STREAM on the held HEADERS, on the trailers, or
-    /// on an empty DATA frame.
+    /// Writes the held response DATA; with `endStream` it ends the response.
+    func writeHeldBody(endStream: Bool) {
+        guard let body = self.heldBody else { return }
+        self.heldBody = nil
+        self.write(.data(.init(data: .byteBuffer(body), endStream: endStream)))
+    }
+
+    /// The backend's response is complete: END_STREAM on the trailers, on the held HEADERS or
+    /// DATA, or on an empty DATA frame.
     func endResponse() {
-        if self.responseHeaders != nil {
-            if let trailers = self.responseTrailers {
-                self.writeHeldHeaders(endStream: false)
-                self.write(.headers(.init(headers: trailers, endStream: true)))
-            } else {
-                self.writeHeldHeaders(endStream: true)
-            }
-        } else if let trailers = self.responseTrailers {
+        if let trailers = self.responseTrailers {
+            self.writeHeldHeaders(endStream: false)
+            self.writeHeldBody(endStream: false)
             self.write(.headers(.init(headers: trailers, endStream: true)))
+        } else if self.responseHeaders != nil {
+            self.writeHeldHeaders(endStream: true)
+        } else if self.heldBody != nil {
+            self.writeHeldBody(endStream: true)
         } else {
             self.write(.data(.init(data: .byteBuffer(ByteBuffer()), endStream: true)))
         }

@@ -38,8 +38,9 @@ extension HTTP2ServerStream {
 
     func upstreamReadComplete() {
         guard !self.isClosed else { return }
-        // A response whose body is still to come shows its head now.
+        // A response whose rest is still to come shows what it has now.
         self.writeHeldHeaders(endStream: false)
+        self.writeHeldBody(endStream: false)
         self.server.flushSoon()
     }
 }

@@ -42,6 +42,10 @@ final class HTTP2ServerStream: ExchangeHandler {
     /// The response HEADERS, held until the first DATA or the end (which then carries
     /// END_STREAM on the HEADERS frame itself).
     var responseHeaders: HPACKHeaders?
+    /// The response's latest DATA, held until the next part, the end of the backend's read
+    /// burst, or the end of the response, which then rides on it as END_STREAM (a body read in
+    /// one go is one DATA frame, not that and an empty one to end the stream).
+    var heldBody: ByteBuffer?
     /// Trailers from an HTTP/2 backend, sent with the end of the response.
     var responseTrailers: HPACKHeaders?
     var requestHeadSeen = false
@@ -178,7 +182,8 @@ final class HTTP2ServerStream: ExchangeHandler {
         case .writeResponseBody(let part):
             self.exchange?.bytesOut += part.readableBytes
             self.writeHeldHeaders(endStream: false)
-            self.write(.data(.init(data: .byteBuffer(part))))
+            self.writeHeldBody(endStream: false)
+            self.heldBody = part
         case .finishResponse(let reuseUpstream):
             self.releaseUpstream(reusable: reuseUpstream)
             self.endResponse()

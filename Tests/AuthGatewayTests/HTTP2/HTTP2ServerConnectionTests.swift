@@ -153,6 +153,34 @@ struct HTTP2ServerConnectionTests {
         #expect(try peer.handler.openStreamCount == 0, "the stream table forgets a finished stream")
     }
 
+    @Test func aBodyReadInOneGoIsOneDataFrameThatEndsTheStream() throws {
+        let peer = try Peer()
+        try peer.request(1, "GET", "/a")
+        try peer.answer(0)
+        let frames = peer.frames(on: 1)
+        #expect(frames.count == 2, "HEADERS and one DATA, no empty DATA to end the stream: \(frames)")
+        guard frames.count == 2, case .headers(let headers) = frames[0], case .data(let data) = frames[1] else { return }
+        #expect(!headers.endStream)
+        #expect(data.endStream)
+        #expect(peer.body(on: 1) == "ok")
+    }
+
+    @Test func aStreamedBodyGoesOutAtTheEndOfEachBackendRead() throws {
+        let peer = try Peer()
+        try peer.request(1, "GET", "/stream")
+        try peer.answer(0, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n")
+        // The part is not held back for an end that has not come.
+        #expect(peer.body(on: 1) == "hello")
+        #expect(!peer.ended(1))
+        try peer.answer(0, "6\r\n world\r\n")
+        #expect(peer.body(on: 1) == "hello world")
+        #expect(!peer.ended(1))
+        try peer.answer(0, "0\r\n\r\n")
+        #expect(peer.ended(1))
+        #expect(peer.body(on: 1) == "hello world")
+        #expect(try peer.handler.openStreamCount == 0)
+    }
+
     @Test func streamsAreAnsweredInTheOrderTheirBackendsAnswer() throws {
         let peer = try Peer()
         try peer.request(1, "GET", "/first")
