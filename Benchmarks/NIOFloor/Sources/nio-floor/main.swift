@@ -29,7 +29,8 @@ else {
 }
 let expectedAuthorization = "Bearer " + token
 
-/// Picks HTTP/1.1 or h2c from the first bytes, as the gateway's `CleartextProtocolDetector`.
+/// Picks HTTP/1.1 or h2c from the first bytes, as the gateway's `CleartextProtocolDetector`
+/// (but from the first read alone: the load generators send the whole preface at once).
 final class ProtocolDetector: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
 
