@@ -10,7 +10,7 @@ import AuthGatewayDemo
 /// client-supplied values of identity headers — also those no `stripInboundHeaderPrefixes`
 /// entry covers — including on WebSocket upgrades. Assertions are on the headers the echo
 /// backend reports it received.
-@Suite("Header stripping matrix (real sockets)")
+@Suite("Header stripping matrix (real sockets)", .awaitsCleanups)
 struct HeaderStrippingTests {
     enum RouteKind: String, CaseIterable, Sendable {
         case required, optional, none
@@ -37,11 +37,9 @@ struct HeaderStrippingTests {
     func refreshTokensAreNeverForwarded(_ kind: RouteKind) async throws {
         let service = try await Self.refusingAuthService()
         let gateway = try await Self.gateway(authService: service)
-        defer {
-            Task {
-                await gateway.stop()
-                await service.stop()
-            }
+        atTestEnd {
+            await gateway.stop()
+            await service.stop()
         }
         let token = TestKeys.token(subject: "alice", extra: ["tenant": "acme"])
         let client = try await gateway.connect()
@@ -77,11 +75,9 @@ struct HeaderStrippingTests {
     func forgedIdentityHeadersAreStripped(_ kind: RouteKind) async throws {
         let service = try await Self.refusingAuthService()
         let gateway = try await Self.gateway(authService: service)
-        defer {
-            Task {
-                await gateway.stop()
-                await service.stop()
-            }
+        atTestEnd {
+            await gateway.stop()
+            await service.stop()
         }
         let forged = [("X-Tenant", "forged-tenant"), ("x-tenant", "forged-again"), ("X-User-Subject", "forged-subject")]
         let client = try await gateway.connect()
@@ -117,11 +113,9 @@ struct HeaderStrippingTests {
     func webSocketUpgradesAreStrippedToo(_ kind: RouteKind) async throws {
         let service = try await Self.refusingAuthService()
         let gateway = try await Self.gateway(authService: service)
-        defer {
-            Task {
-                await gateway.stop()
-                await service.stop()
-            }
+        atTestEnd {
+            await gateway.stop()
+            await service.stop()
         }
         let token = TestKeys.token(subject: "alice", extra: ["tenant": "acme"])
         let raw = try await gateway.raw()

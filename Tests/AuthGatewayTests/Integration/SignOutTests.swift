@@ -11,7 +11,7 @@ import AuthGatewayDemo
 /// What the auth service says to a transparent refresh, and what the client must see (SPEC
 /// §4.3): a refusal signs the session out (401; a cookie session gets both cookies cleared),
 /// an unavailable service keeps it (503 with `Retry-After`, nothing cleared).
-@Suite("Transparent refresh: sign-out and unavailability (real sockets)")
+@Suite("Transparent refresh: sign-out and unavailability (real sockets)", .awaitsCleanups)
 struct SignOutTests {
     enum Answer: Sendable {
         case status(Int, JSONValue?)
@@ -109,11 +109,9 @@ struct SignOutTests {
     func refreshAnswer(_ testCase: Case) async throws {
         let service = try await Service(answer: testCase.answer, oauth2: testCase.oauth2)
         let gateway = try await Self.gateway(service: service, answer: testCase.answer, oauth2: testCase.oauth2)
-        defer {
-            Task {
-                await gateway.stop()
-                await service.stop()
-            }
+        atTestEnd {
+            await gateway.stop()
+            await service.stop()
         }
         let expired = TestKeys.token(expiresIn: -60)
         let refreshPath = testCase.oauth2 ? "/oauth2/token" : "/v1/login"
@@ -148,11 +146,9 @@ struct SignOutTests {
         let testCase = Case(name: "refreshed access token signed by another key", oauth2: oauth2, answer: .accessTokenSignedByAnotherKey, verdict: .signOut)
         let service = try await Service(answer: testCase.answer, oauth2: oauth2)
         let gateway = try await Self.gateway(service: service, answer: testCase.answer, oauth2: oauth2)
-        defer {
-            Task {
-                await gateway.stop()
-                await service.stop()
-            }
+        atTestEnd {
+            await gateway.stop()
+            await service.stop()
         }
         let expired = TestKeys.token(expiresIn: -60)
         let response = try await gateway.send(TestRequest(.GET, "/c", headers: [("Cookie", "access_token=\(expired); refresh_token=rt-cookie-session")]))

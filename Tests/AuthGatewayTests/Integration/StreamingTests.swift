@@ -63,9 +63,9 @@ struct StreamingTests {
 
     @Test func memoryIsReadFromTheSubprocess() async throws {
         let (gateway, backend, _) = try await Self.serve()
-        defer {
+        atTestEnd {
             gateway.kill()
-            Task { await backend.close() }
+            await backend.close()
         }
         let resident = try gateway.residentMemoryBytes()
         // A running Swift process: more than 1 MiB, less than 1 GiB.
@@ -88,9 +88,9 @@ struct StreamingTests {
 
     @Test func uploadOf64MiBStreamsIntact() async throws {
         let (gateway, backend, port) = try await Self.serve()
-        defer {
+        atTestEnd {
             gateway.kill()
-            Task { await backend.close() }
+            await backend.close()
         }
         let expected = Self.expectedSHA256(bytes: Self.size)
         let client = try await TestConnection.connect(port: port, group: Self.group)
@@ -128,9 +128,9 @@ struct StreamingTests {
 
     @Test func downloadOf64MiBStreamsIntact() async throws {
         let (gateway, backend, port) = try await Self.serve()
-        defer {
+        atTestEnd {
             gateway.kill()
-            Task { await backend.close() }
+            await backend.close()
         }
         let client = try await TestConnection.connect(port: port, countOnly: true, group: Self.group)
         _ = try await client.send(.get("/bytes/1048576", token: TestKeys.token()))

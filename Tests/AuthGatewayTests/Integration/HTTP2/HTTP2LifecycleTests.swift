@@ -13,7 +13,7 @@ struct HTTP2LifecycleTests {
     /// SIGTERM's drain: an HTTP/2 client gets GOAWAY, its stream in flight finishes, then the
     /// connection closes.
     @Test func drainSendsGoAwayAndLetsTheStreamInFlightFinish() async throws {
-        let gateway = try await GatewayFixture.start { config in config.set("timeouts.drainSeconds", 5) }
+        let gateway = try await GatewayFixture.start { config in config.set("timeouts.drainSeconds", 30) }
         atTestEnd { await gateway.stop() }
         let client = try await H2TestClient.connect(port: gateway.port)
         atTestEnd { await client.close() }
@@ -33,9 +33,9 @@ struct HTTP2LifecycleTests {
     /// download through a gateway whose client window is exhausted does not grow the gateway.
     @Test func aSlowHTTP2ReaderDoesNotGrowTheGateway() async throws {
         let (gateway, backend, port) = try await StreamingTests.serve()
-        defer {
+        atTestEnd {
             gateway.kill()
-            Task { await backend.close() }
+            await backend.close()
         }
         let token = TestKeys.token()
         let before = try gateway.residentMemoryBytes()
