@@ -50,7 +50,7 @@ package final class RawConnection: Sendable {
 
     /// Waits until `condition` holds for the received text (or the connection closes).
     @discardableResult
-    package func waitFor(timeout: Duration = .seconds(5), _ condition: @escaping @Sendable (String) -> Bool) async -> Bool {
+    package func waitFor(timeout: Duration = .seconds(30), _ condition: @escaping @Sendable (String) -> Bool) async -> Bool {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             if condition(self.received) { return true }
@@ -61,7 +61,7 @@ package final class RawConnection: Sendable {
     }
 
     /// Waits for the server to close the connection.
-    package func waitForClose(timeout: Duration = .seconds(5)) async -> Bool {
+    package func waitForClose(timeout: Duration = .seconds(30)) async -> Bool {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             if self.isClosed { return true }

@@ -149,7 +149,7 @@ package final class RunningGateway: Sendable {
 
     /// Waits until `condition` holds for the combined output.
     @discardableResult
-    package func waitForOutput(timeout: Duration = .seconds(5), _ condition: (String) -> Bool) async throws -> Bool {
+    package func waitForOutput(timeout: Duration = .seconds(30), _ condition: (String) -> Bool) async throws -> Bool {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             if condition(self.output) { return true }

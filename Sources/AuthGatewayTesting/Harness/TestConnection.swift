@@ -88,12 +88,12 @@ package final class TestConnection: Sendable {
         return TestConnection(channel: channel, collector: collector)
     }
 
-    package func send(_ request: TestRequest, timeout: TimeAmount = .seconds(10)) async throws -> TestResponse {
+    package func send(_ request: TestRequest, timeout: TimeAmount = .seconds(30)) async throws -> TestResponse {
         try await self.sendPipelined([request], timeout: timeout)[0]
     }
 
     /// Writes all requests at once, then collects their responses in order.
-    package func sendPipelined(_ requests: [TestRequest], timeout: TimeAmount = .seconds(10)) async throws -> [TestResponse] {
+    package func sendPipelined(_ requests: [TestRequest], timeout: TimeAmount = .seconds(30)) async throws -> [TestResponse] {
         let futures = try await self.channel.eventLoop.submit { [collector, channel] in
             var futures: [EventLoopFuture<TestResponse>] = []
             for request in requests {
@@ -151,7 +151,7 @@ package final class TestConnection: Sendable {
     }
 
     /// Whether the server closed the connection within `timeout`.
-    package func waitForClose(timeout: TimeAmount = .seconds(5)) async -> Bool {
+    package func waitForClose(timeout: TimeAmount = .seconds(30)) async -> Bool {
         let closed = self.channel.closeFuture.map { true }
         return (try? await Self.withTimeout(timeout, on: self.channel.eventLoop, closed)) ?? false
     }

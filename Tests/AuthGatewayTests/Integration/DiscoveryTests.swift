@@ -88,7 +88,7 @@ struct DiscoveryTests {
         #expect(authService?["status"]?.stringValue == "ok")
 
         // The document is refetched with the JWKS.
-        try await poll(timeout: .seconds(10)) { provider.documentFetches >= 2 && provider.jwksFetches >= 2 }
+        try await poll { provider.documentFetches >= 2 && provider.jwksFetches >= 2 }
         let metrics = try await Self.admin(gateway, "/metrics").text
         #expect(metrics.contains("auth_gateway_discovery_fetches_total{issuer=\"\(provider.issuer)\",result=\"updated\"} 1\n"))
         #expect(metrics.contains("auth_gateway_discovery_fetches_total{issuer=\"\(provider.issuer)\",result=\"unchanged\"}"))
@@ -191,7 +191,7 @@ struct DiscoveryTests {
         #expect(try await gateway.send(.get("/early", token: provider.token(subject: "bo"))).status == 503)
 
         provider.update { $0.documentStatus = 200 }
-        try await poll(timeout: .seconds(15)) { gateway.application.isReady }
+        try await poll { gateway.application.isReady }
         #expect(try await Self.admin(gateway, "/readyz").status == 200)
         #expect(try await gateway.send(.get("/late", token: provider.token(subject: "bo"))).status == 200)
         let health = try #require(try await Self.issuerHealth(gateway, provider))

@@ -97,7 +97,7 @@ struct FramingTests {
         // connecting until one is served (each turned-away attempt is closed by the gateway).
         await first.close()
         var fourth: TestConnection?
-        let admitted = try await eventually(timeout: .seconds(10)) {
+        let admitted = try await eventually {
             let attempt = try await gateway.connect()
             if (try? await attempt.send(.get("/4", token: TestKeys.token())))?.status == 200 {
                 fourth = attempt

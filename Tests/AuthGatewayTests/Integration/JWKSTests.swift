@@ -84,7 +84,7 @@ struct JWKSTests {
         // The periodic refresh happens; the second fetch is that refresh, a whole period
         // (2 s) after the start-up fetch — the old race fetched again 1 s after start-up.
         // Measured between the fetches' arrivals, so a late-resuming test cannot miss it.
-        try await poll(timeout: .seconds(20)) { endpoint.fetches >= 2 }
+        try await poll { endpoint.fetches >= 2 }
         let times = endpoint.fetchTimes
         try #require(times.count >= 2)
         #expect(times[1] - times[0] >= .milliseconds(1990), "fetched again \(times[1] - times[0]) after start-up")
@@ -122,7 +122,7 @@ struct JWKSTests {
         #expect(endpoint.fetches == 1)
         endpoint.serve([Self.second])
         // Polled: the new key verifies once the periodic fetch has reached every event loop.
-        #expect(try await eventually(timeout: .seconds(10)) {
+        #expect(try await eventually {
             try await gateway.send(.get("/new", token: TestKeys.token(signer: Self.second))).status == 200
         })
         #expect(endpoint.fetches >= 2)

@@ -75,11 +75,11 @@ struct LifecycleTests {
         gate.hold()
         let busy = try await gateway.connect()
         let inFlight = Task { try await busy.send(.get("/held", token: token)) }
-        #expect(await eventually(timeout: .seconds(10)) { gate.heldCount == 1 })
+        #expect(await eventually { gate.heldCount == 1 })
         let drain = Task { await gateway.application.drain() }
         // Readiness turns 503 on the admin listener; the main listener accepts no more.
-        #expect(await eventually(timeout: .seconds(10)) { (try? await TestConnection.connect(port: gateway.adminPort).send(.get("/readyz")).status) == 503 })
-        #expect(await eventually(timeout: .seconds(10)) { !(await acceptsConnections(port: gateway.port)) })
+        #expect(await eventually { (try? await TestConnection.connect(port: gateway.adminPort).send(.get("/readyz")).status) == 503 })
+        #expect(await eventually { !(await acceptsConnections(port: gateway.port)) })
         // The idle keep-alive connection is closed while the busy one's request is still in
         // flight (held: it cannot have finished).
         #expect(await idle.waitForClose(timeout: .seconds(10)))

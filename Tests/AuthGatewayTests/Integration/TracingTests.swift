@@ -96,7 +96,7 @@ struct TracingTests {
         #expect(forwarded.parentID != parentID)
         #expect(forwarded.flags == "01", "sampled")
 
-        try await poll(timeout: .seconds(10)) { Self.spans(collector).count >= 3 }
+        try await poll { Self.spans(collector).count >= 3 }
         let spans = Self.spans(collector)
         let server = try #require(spans.first { $0.kind == 2 })
         #expect(server.traceID == traceID)
@@ -140,7 +140,7 @@ struct TracingTests {
         #expect(forwarded[0].traceID != forwarded[1].traceID)
 
         // Both traces' server spans and the upstream spans the backend was handed, exported.
-        try await poll(timeout: .seconds(20)) {
+        try await poll {
             let spans = Self.spans(collector)
             return forwarded.allSatisfy { trace in
                 spans.contains { $0.kind == 2 && $0.traceID == trace.traceID } && spans.contains { $0.spanID == trace.parentID }
@@ -199,7 +199,7 @@ struct TracingTests {
         // A trace the client sampled is still followed.
         let followed = try await unsampled.send(.get("/followed", token: TestKeys.token(), headers: [("traceparent", "00-11111111111111111111111111111111-2222222222222222-01")]))
         #expect(followed.echoedHeader("traceparent").first?.hasPrefix("00-11111111111111111111111111111111-") == true)
-        try await poll(timeout: .seconds(10)) { !Self.spans(collector).isEmpty }
+        try await poll { !Self.spans(collector).isEmpty }
         #expect(Set(Self.spans(collector).map(\.traceID)) == ["11111111111111111111111111111111"])
 
         let dead = try await Self.gateway(collector: "http://127.0.0.1:1")

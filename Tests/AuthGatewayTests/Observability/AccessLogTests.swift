@@ -166,7 +166,7 @@ struct AccessLogTests {
         #expect(logged["trace-log-h2"]?["traceId"]?.stringValue == h2Forwarded.traceID)
         #expect(forwarded.traceID != clientTrace && h2Forwarded.traceID != forwarded.traceID, "each new request starts its own trace")
         // The exported server span of the new trace is the same trace.
-        try await poll(timeout: .seconds(20)) { TracingTests.spans(collector).contains { $0.kind == 2 && $0.traceID == forwarded.traceID } }
+        try await poll { TracingTests.spans(collector).contains { $0.kind == 2 && $0.traceID == forwarded.traceID } }
         gateway.signal(SIGTERM)
         #expect(try await gateway.waitForExit(timeout: .seconds(30)) == 0)
     }

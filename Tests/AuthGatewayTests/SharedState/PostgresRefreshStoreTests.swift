@@ -42,20 +42,20 @@ extension PostgreSQLTests {
         @Test func aWaiterIsWokenByTheNotificationNotByItsPoll() async throws {
             let cluster = try await PostgresCluster.shared()
             let configuration = try SharedStateTesting.configuration(cluster: cluster, database: try await cluster.createDatabase())
-            // The safety-net poll is 10 s here: only the NOTIFY can wake the waiter in time.
-            let a = try await SharedStateTesting.start(configuration, pollMillisecondsWhileListening: 10_000)
-            let b = try await SharedStateTesting.start(configuration, pollMillisecondsWhileListening: 10_000)
+            // The safety-net poll is 60 s here: only the NOTIFY can wake the waiter in time.
+            let a = try await SharedStateTesting.start(configuration, pollMillisecondsWhileListening: 60_000)
+            let b = try await SharedStateTesting.start(configuration, pollMillisecondsWhileListening: 60_000)
             atTestEnd { await a.stop(); await b.stop() }
             let digest = TokenDigest(of: "rt-notified"[...])
-            // A's call takes 800 ms under a 21 s lease (20 s timeout + 1 s).
+            // A's call takes 800 ms under a 61 s lease (60 s timeout + 1 s).
             let call = CountingCall(answer: Self.refreshed, delay: .milliseconds(800))
-            async let led = a.refresh(digest, callTimeoutMilliseconds: 20_000, on: TestGroup.shared.any(), call: call)
+            async let led = a.refresh(digest, callTimeoutMilliseconds: 60_000, on: TestGroup.shared.any(), call: call)
             try await SharedStateTesting.eventually("A calls") { call.calls == 1 }
             let started = ContinuousClock.now
-            #expect(try await b.refresh(digest, callTimeoutMilliseconds: 20_000, on: TestGroup.shared.any(), call: call) == (Self.refreshed, .joined))
-            // Without it, B would read again only when the poll (10 s) or the lease (21 s) ends:
-            // the bound leaves ~9 s for a loaded machine.
-            #expect(ContinuousClock.now - started < .seconds(9), "woken by the notification, not by the lease's end or the 10 s poll")
+            #expect(try await b.refresh(digest, callTimeoutMilliseconds: 60_000, on: TestGroup.shared.any(), call: call) == (Self.refreshed, .joined))
+            // Without it, B would read again only when the poll (60 s) or the lease (61 s) ends:
+            // the bound leaves ~40 s for a loaded machine.
+            #expect(ContinuousClock.now - started < .seconds(40), "woken by the notification, not by the lease's end or the 60 s poll")
             #expect(try await led == (Self.refreshed, .led))
             #expect(call.calls == 1)
         }
@@ -100,9 +100,10 @@ extension PostgreSQLTests {
             let waited = ContinuousClock.now - claimed
             #expect(call.calls == 1)
             #expect(waited >= .milliseconds(990), "took over before the lease ended: \(waited)")
-            // Taken over when the lease ended (plus at most one 250 ms poll and a statement or
-            // two): 2 s of margin for a loaded machine, less than a second lease.
-            #expect(waited < .seconds(3), "waited past the lease: \(waited)")
+            // `.led` proves the take-over (a waiter that gives up answers `.unavailable`); the
+            // bound, that it came when the lease ended (plus at most one 250 ms poll and a
+            // statement or two), with seconds of margin for a loaded machine.
+            #expect(waited < .seconds(10), "waited past the lease: \(waited)")
         }
 
         @Test func anUnreachableDatabaseFallsBackToTheLocalTableAtOnce() async throws {
@@ -113,7 +114,7 @@ extension PostgreSQLTests {
             let logs = LogCapture()
             let state = try await SharedStateTesting.start(
                 try SharedStateTesting.configuration(
-                    cluster: cluster, database: "unused", port: nobodyListens.port, password: "s3cret-pw", timeoutMilliseconds: 10_000
+                    cluster: cluster, database: "unused", port: nobodyListens.port, password: "s3cret-pw", timeoutMilliseconds: 60_000
                 ), logs: logs,
                 waitUntilUp: false
             )
@@ -128,9 +129,9 @@ extension PostgreSQLTests {
             async let first = state.refresh(digest, on: TestGroup.shared.any(), call: call)
             async let second = state.refresh(digest, on: TestGroup.shared.any(), call: call)
             let results = try await [first, second]
-            // Waiting for the database would take its 10 s timeout (the configuration's):
-            // seconds of margin for a loaded machine either way.
-            #expect(ContinuousClock.now - started < .seconds(5), "waited for the database")
+            // Waiting for the database would take its 60 s timeout (the configuration's):
+            // tens of seconds of margin for a loaded machine either way.
+            #expect(ContinuousClock.now - started < .seconds(30), "waited for the database")
             #expect(call.calls == 1, "the local single flight still holds")
             #expect(results.map(\.0) == [Self.refreshed, Self.refreshed])
             #expect(try await state.refresh(digest, on: TestGroup.shared.any(), call: call) == (Self.refreshed, .remembered))
@@ -194,10 +195,9 @@ extension PostgreSQLTests {
                 // wait for the database at all: no claim (so no claim failure) and an answer
                 // well within the timeout.
                 #expect(!state.database.usesDatabase)
-                let during = ContinuousClock.now
+                // (A claim would wait for the lock and fail at the 4 s timeout: a second claim
+                // error. No time bound: a loaded machine can take 4 s without waiting for it.)
                 #expect(try await state.refresh(TokenDigest(of: "rt-slow-2"[...]), on: TestGroup.shared.any(), call: call).1 == .led)
-                // Well within the 4 s timeout (seconds of margin for a loaded machine).
-                #expect(ContinuousClock.now - during < .milliseconds(3900))
                 #expect(metrics.sharedStateErrors(.claim) == 1, "the second refresh tried the database")
                 #expect(call.calls == 2)
             } catch {

@@ -43,8 +43,9 @@ enum SharedStateTesting {
         return state
     }
 
-    /// Polls `condition` every 20 ms for up to `seconds`.
-    static func eventually(_ what: String, seconds: Double = 10, sourceLocation: SourceLocation = #_sourceLocation, _ condition: () async throws -> Bool) async throws {
+    /// Polls `condition` every 20 ms for up to `seconds` (as generous as `eventually`: it only
+    /// lengthens a failing test).
+    static func eventually(_ what: String, seconds: Double = 30, sourceLocation: SourceLocation = #_sourceLocation, _ condition: () async throws -> Bool) async throws {
         let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
         while ContinuousClock.now < deadline {
             if try await condition() { return }

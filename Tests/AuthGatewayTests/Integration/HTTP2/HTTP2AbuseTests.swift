@@ -184,7 +184,7 @@ struct HTTP2AbuseTests {
         let raw = try await gateway.raw()
         try await raw.send(bytes: Self.preface)
         if acknowledgeSettings {
-            let settings = try await pollValue(timeout: .seconds(10)) { Self.frames(in: raw.receivedBytes).first { $0.type == 0x4 && $0.flags & 0x1 == 0 } }
+            let settings = try await pollValue { Self.frames(in: raw.receivedBytes).first { $0.type == 0x4 && $0.flags & 0x1 == 0 } }
             try #require(settings != nil, "the gateway sent no SETTINGS")
             try await raw.send(bytes: Self.frame(type: 0x4, flags: 0x1, stream: 0, payload: []))
         }
@@ -323,7 +323,7 @@ struct HTTP2AbuseTests {
             let raw = try await gateway.raw()
             atTestEnd { await raw.close() }
             try await raw.send(bytes: Self.preface)
-            let settings = try await pollValue(timeout: .seconds(10)) { Self.frames(in: raw.receivedBytes).first { $0.type == 0x4 && $0.flags & 0x1 == 0 } }
+            let settings = try await pollValue { Self.frames(in: raw.receivedBytes).first { $0.type == 0x4 && $0.flags & 0x1 == 0 } }
             try #require(settings != nil, "the gateway sent no SETTINGS")
             #expect(settings.flatMap { Self.setting(0x6, in: $0.payload) } == 8192, "SETTINGS_MAX_HEADER_LIST_SIZE")
             try await raw.send(bytes: Self.frame(type: 0x4, flags: 0x1, stream: 0, payload: []))
@@ -404,7 +404,7 @@ struct HTTP2AbuseTests {
 }
 
 /// Polls until `value` is non-nil (up to `timeout`).
-func pollValue<T>(timeout: Duration = .seconds(5), _ value: () -> T?) async throws -> T? {
+func pollValue<T>(timeout: Duration = .seconds(30), _ value: () -> T?) async throws -> T? {
     let deadline = ContinuousClock.now + timeout
     while ContinuousClock.now < deadline {
         if let found = value() { return found }
