@@ -22,7 +22,7 @@ extension PostgreSQLTests {
                 config["identityHeaders"] = ["X-User-Jkt": "dpop.jkt"]
                 config.set("tokens.dpop", ["publicBaseURL": .string(Self.base), "nonce": .bool(nonce)])
                 config["sharedState"] = [
-                    "postgres": ["url": .string(cluster.gatewayURL(database: database)), "tls": "disable", "timeoutMilliseconds": 1000],
+                    "postgres": ["url": .string(cluster.gatewayURL(database: database)), "tls": "disable", "timeoutMilliseconds": 10_000],
                     "encryptionKeyBase64": "${STATE_KEY}",
                 ]
             }

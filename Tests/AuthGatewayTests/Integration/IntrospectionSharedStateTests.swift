@@ -24,7 +24,7 @@ extension PostgreSQLTests {
                     ]
                 )
                 config["sharedState"] = [
-                    "postgres": ["url": .string(cluster.gatewayURL(database: database)), "tls": "disable", "timeoutMilliseconds": 3000],
+                    "postgres": ["url": .string(cluster.gatewayURL(database: database)), "tls": "disable", "timeoutMilliseconds": 10_000],
                     "encryptionKeyBase64": "${STATE_KEY}",
                 ]
             }

@@ -32,7 +32,7 @@ extension PostgreSQLTests {
                 "refresh": ["graceSeconds": .number(JSONNumber(grace)), "maxExpiredSeconds": 3600],
             ]
             document["sharedState"] = [
-                "postgres": ["url": .string(cluster.gatewayURL(database: database)), "tls": "disable", "timeoutMilliseconds": 3000],
+                "postgres": ["url": .string(cluster.gatewayURL(database: database)), "tls": "disable", "timeoutMilliseconds": 10_000],
                 "encryptionKeyBase64": "${AUTH_GATEWAY_STATE_KEY}",
             ]
             adjust(&document)

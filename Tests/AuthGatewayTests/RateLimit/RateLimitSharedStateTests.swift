@@ -25,7 +25,7 @@ extension PostgreSQLTests {
                 ["name": "per-user", "key": "claims.sub", "requestsPerSecond": .number(JSONNumber(text: "2", double: Self.rate)), "burst": .number(JSONNumber(Self.burst))]
             ]
             document["sharedState"] = [
-                "postgres": ["url": .string(cluster.gatewayURL(database: database)), "tls": "disable", "timeoutMilliseconds": 3000],
+                "postgres": ["url": .string(cluster.gatewayURL(database: database)), "tls": "disable", "timeoutMilliseconds": 10_000],
                 "encryptionKeyBase64": "${AUTH_GATEWAY_STATE_KEY}",
                 "rateLimitSyncMilliseconds": .number(JSONNumber(Self.syncMilliseconds)),
             ]

@@ -12,7 +12,7 @@ extension PostgreSQLTests {
     struct PostgresRefreshStoreTests {
         static let refreshed = RefreshOutcome.refreshed(accessToken: "eyJ.new-access", refreshToken: "rt-new")
 
-        func twoInstances(timeoutMilliseconds: Int = 3000) async throws -> (PostgresSharedState, PostgresSharedState) {
+        func twoInstances(timeoutMilliseconds: Int = 10_000) async throws -> (PostgresSharedState, PostgresSharedState) {
             let cluster = try await PostgresCluster.shared()
             let configuration = try SharedStateTesting.configuration(cluster: cluster, database: try await cluster.createDatabase(), timeoutMilliseconds: timeoutMilliseconds)
             return (try await SharedStateTesting.start(configuration), try await SharedStateTesting.start(configuration))

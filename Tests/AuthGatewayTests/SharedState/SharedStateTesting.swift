@@ -14,7 +14,7 @@ enum SharedStateTesting {
 
     static func configuration(
         cluster: PostgresCluster, database: String, host: String = "127.0.0.1", port: Int? = nil, password: String = PostgresCluster.gatewayPassword,
-        tls: PostgresTLSMode = .disable, caFile: String? = nil, timeoutMilliseconds: Int = 3000
+        tls: PostgresTLSMode = .disable, caFile: String? = nil, timeoutMilliseconds: Int = 10_000
     ) throws -> SharedStateConfiguration {
         let text = "postgres://\(PostgresCluster.gatewayRole):\(password)@\(host):\(port ?? cluster.port)/\(database)"
         return SharedStateConfiguration(
