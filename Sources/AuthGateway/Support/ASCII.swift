@@ -9,6 +9,14 @@ enum ASCII {
     static func equalsIgnoringCase(_ lhs: some StringProtocol, _ rhs: some StringProtocol) -> Bool {
         let a = lhs.utf8, b = rhs.utf8
         guard a.count == b.count else { return false }
+        // Native strings and substrings of them (every header name and value here) are
+        // contiguous: compare their bytes directly instead of stepping `String.Index`es
+        // (measured: ~1 % of an HTTP/1.1 request's CPU went to the indexed loop).
+        if let equal = a.withContiguousStorageIfAvailable({ x in b.withContiguousStorageIfAvailable { y in Self.equalsIgnoringCase(x, y) } }),
+            let equal
+        {
+            return equal
+        }
         var i = a.startIndex, j = b.startIndex
         while i != a.endIndex {
             if Self.lower(a[i]) != Self.lower(b[j]) { return false }
@@ -18,9 +26,20 @@ enum ASCII {
         return true
     }
 
+    /// Two byte runs of the same length, compared ignoring ASCII case.
+    private static func equalsIgnoringCase(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>) -> Bool {
+        for index in a.indices where Self.lower(a[index]) != Self.lower(b[index]) { return false }
+        return true
+    }
+
     static func hasPrefixIgnoringCase(_ text: some StringProtocol, _ prefix: some StringProtocol) -> Bool {
         let a = text.utf8, b = prefix.utf8
         guard a.count >= b.count else { return false }
+        if let equal = a.withContiguousStorageIfAvailable({ x in
+            b.withContiguousStorageIfAvailable { y in Self.equalsIgnoringCase(UnsafeBufferPointer(rebasing: x.prefix(y.count)), y) }
+        }), let equal {
+            return equal
+        }
         var i = a.startIndex, j = b.startIndex
         while j != b.endIndex {
             if Self.lower(a[i]) != Self.lower(b[j]) { return false }
