@@ -23,7 +23,9 @@ import AuthGatewayTesting
 /// `introspection-revocation-allowed` and `introspection-revocation-allow-target-client` let
 /// that client introspect and revoke the tokens issued to it.
 ///
-/// Glewlwyd runs as root without complaint (checked with 2.7.5), so no user switch. Its life is
+/// Glewlwyd would run as root without complaint (checked with 2.7.5), but a test has no reason
+/// to give a third-party server root: when the tests run as root, it runs as the unprivileged
+/// user PostgreSQL runs as (`setpriv`), in a folder that user owns. Its life is
 /// bounded twice: `stop()` (SIGTERM to Glewlwyd, then SIGKILL), and `timeout` around it (600 s,
 /// its own alarm), should the test process die first. When the package is missing the test
 /// fails with how to install it.
@@ -77,7 +79,12 @@ final class GlewlwydServer: Sendable {
             let publicKey = directory.appendingPathComponent("public.pem").path
             try await Self.run(openssl, ["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out", key])
             try await Self.run(openssl, ["pkey", "-in", key, "-pubout", "-out", publicKey])
-            let server = try await Self.startOnAFreePort(glewlwyd, directory: directory, database: database)
+            let owner = getuid() == 0 ? PostgresCluster.unprivilegedUser() : nil
+            if let owner {
+                // The database (and its journal, created beside it) must be writable by the server.
+                try await Self.run("/bin/chown", ["-R", "\(owner.uid):\(owner.gid)", directory.path])
+            }
+            let server = try await Self.startOnAFreePort(glewlwyd, directory: directory, database: database, owner: owner)
             do {
                 try await server.setUp(privateKeyPEM: String(contentsOfFile: key, encoding: .utf8), publicKeyPEM: String(contentsOfFile: publicKey, encoding: .utf8))
             } catch {
@@ -99,14 +106,17 @@ final class GlewlwydServer: Sendable {
 
     /// Starts the server and waits (bounded) for `GET /config` to answer; a server that exits
     /// first (its port taken) is started again on another port.
-    private static func startOnAFreePort(_ glewlwyd: String, directory: URL, database: String) async throws -> GlewlwydServer {
+    private static func startOnAFreePort(
+        _ glewlwyd: String, directory: URL, database: String, owner: (uid: UInt32, gid: UInt32)?
+    ) async throws -> GlewlwydServer {
+        let asOwner = owner.map { ["/usr/bin/setpriv", "--reuid=\($0.uid)", "--regid=\($0.gid)", "--clear-groups"] } ?? []
         var failures: [String] = []
         for _ in 0..<5 {
             let port = PostgresCluster.candidatePort()
             let config = directory.appendingPathComponent("glewlwyd.conf")
             try Self.configuration(port: port, database: database).write(to: config, atomically: true, encoding: .utf8)
             let process = try ChildProcess(
-                ["/usr/bin/timeout", "600", glewlwyd, "--config-file", config.path, "--log-mode", "console", "--log-level", "WARNING"],
+                ["/usr/bin/timeout", "600"] + asOwner + [glewlwyd, "--config-file", config.path, "--log-mode", "console", "--log-level", "WARNING"],
                 workingDirectory: directory.path
             )
             let server = GlewlwydServer(port: port, directory: directory, process: process)
@@ -246,6 +256,15 @@ final class GlewlwydServer: Sendable {
     /// SIGTERM, then SIGKILL after 5 s; the folder (database, key) is removed.
     func stop() async {
         await self.stop(removingFiles: true)
+    }
+
+    /// The real user id Glewlwyd runs as (from `/proc`), nil when it cannot be read.
+    var serverUID: UInt32? {
+        guard let server = self.serverProcess,
+            let status = try? String(contentsOfFile: "/proc/\(server)/status", encoding: .utf8),
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("Uid:") })
+        else { return nil }
+        return line.split(whereSeparator: { $0 == "\t" || $0 == " " }).dropFirst().first.flatMap { UInt32($0) }
     }
 
     /// Glewlwyd itself: the child of `timeout`.

@@ -48,6 +48,9 @@ struct GlewlwydTests {
     @Test func aRevokedJWTIsRefusedOnceTheAnswerExpiresAndAMadeUpOpaqueTokenIsRefused() async throws {
         let glewlwyd = try await GlewlwydServer.start()
         atTestEnd { await glewlwyd.stop() }
+        if getuid() == 0 {
+            #expect(glewlwyd.serverUID.map { $0 != 0 } == true, "Glewlwyd runs as root (uid \(String(describing: glewlwyd.serverUID)))")
+        }
         let token = try await glewlwyd.accessToken()
         let claims = try Self.payload(of: token)
         let subject = try #require(claims["sub"]?.stringValue)
