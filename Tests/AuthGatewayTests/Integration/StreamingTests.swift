@@ -65,6 +65,7 @@ struct StreamingTests {
         let (gateway, backend, _) = try await Self.serve()
         atTestEnd {
             gateway.kill()
+            _ = try? await gateway.waitForExit(timeout: .seconds(10))
             await backend.close()
         }
         let resident = try gateway.residentMemoryBytes()
@@ -90,6 +91,7 @@ struct StreamingTests {
         let (gateway, backend, port) = try await Self.serve()
         atTestEnd {
             gateway.kill()
+            _ = try? await gateway.waitForExit(timeout: .seconds(10))
             await backend.close()
         }
         let expected = Self.expectedSHA256(bytes: Self.size)
@@ -130,6 +132,7 @@ struct StreamingTests {
         let (gateway, backend, port) = try await Self.serve()
         atTestEnd {
             gateway.kill()
+            _ = try? await gateway.waitForExit(timeout: .seconds(10))
             await backend.close()
         }
         let client = try await TestConnection.connect(port: port, countOnly: true, group: Self.group)

@@ -35,6 +35,7 @@ struct HTTP2LifecycleTests {
         let (gateway, backend, port) = try await StreamingTests.serve()
         atTestEnd {
             gateway.kill()
+            _ = try? await gateway.waitForExit(timeout: .seconds(10))
             await backend.close()
         }
         let token = TestKeys.token()
