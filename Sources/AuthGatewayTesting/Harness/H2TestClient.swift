@@ -75,7 +75,7 @@ package final class H2TestClient: Sendable {
     }
 
     /// Opens a stream, writes `frames`, and waits (up to `timeout`) until the stream closes.
-    package func exchange(_ frames: [HTTP2Frame.FramePayload], timeout: TimeAmount = .seconds(10)) async throws -> StreamResult {
+    package func exchange(_ frames: [HTTP2Frame.FramePayload], timeout: TimeAmount = .seconds(30)) async throws -> StreamResult {
         let recorded = NIOLockedValueBox(StreamResult())
         let stream = try await self.multiplexer.createStreamChannel { channel in
             channel.eventLoop.makeCompletedFuture {
