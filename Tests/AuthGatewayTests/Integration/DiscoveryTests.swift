@@ -28,7 +28,7 @@ struct DiscoveryTests {
             ]
             var authService: JSONObject = [
                 "discoveryIssuer": .string(provider.issuer),
-                "timeoutMilliseconds": 10_000,
+                "timeoutMilliseconds": 60_000,
                 "refresh": ["clientId": .string(ScriptedOIDCProvider.clientID), "clientSecret": .string(ScriptedOIDCProvider.clientSecret), "maxExpiredSeconds": 3600],
                 "profile": [:],
             ]
@@ -263,7 +263,7 @@ struct DiscoveryTests {
         let provider = try await ScriptedOIDCProvider.start()
         atTestEnd { await provider.stop() }
         let introspection: JSONObject = [
-            "clientId": .string(ScriptedOIDCProvider.clientID), "clientSecret": .string(ScriptedOIDCProvider.clientSecret), "timeoutMilliseconds": 10_000,
+            "clientId": .string(ScriptedOIDCProvider.clientID), "clientSecret": .string(ScriptedOIDCProvider.clientSecret), "timeoutMilliseconds": 60_000,
         ]
         let gateway = try await Self.gateway(provider: provider, waitUntilReady: false, introspection: introspection)
         atTestEnd { await gateway.stop() }

@@ -34,7 +34,7 @@ struct ProfileTests {
         }
     }
 
-    static func gateway(service: ScriptedAuthService, clock: TestClock = TestClock(), ttl: Int = 60, stale: Int = 60, timeout: Int = 10_000) async throws -> GatewayFixture {
+    static func gateway(service: ScriptedAuthService, clock: TestClock = TestClock(), ttl: Int = 60, stale: Int = 60, timeout: Int = 60_000) async throws -> GatewayFixture {
         try await GatewayFixture.start(clock: clock) { config in
             config["eventLoopThreads"] = 2
             config["authService"] = [
@@ -76,7 +76,7 @@ struct ProfileTests {
         let gate = ReplyGate(holding: true)
         let service = try await Self.userService(gate: gate)
         atTestEnd { await service.stop() }
-        let gateway = try await Self.gateway(service: service, timeout: 30_000)
+        let gateway = try await Self.gateway(service: service, timeout: 120_000)
         atTestEnd { await gateway.stop() }
         let token = TestKeys.token(subject: "frank")
         let requests = Task {
@@ -112,7 +112,7 @@ struct ProfileTests {
         atTestEnd { await service.stop() }
         let gateway = try await GatewayFixture.start { config in
             config["authService"] = [
-                "url": .string(service.baseURL), "timeoutMilliseconds": 10_000,
+                "url": .string(service.baseURL), "timeoutMilliseconds": 60_000,
                 "profile": ["path": "/v1/user", "authorization": "raw", "ttlSeconds": 300, "staleSeconds": 300, "maxEntries": 3],
             ]
             config["identityHeaders"] = ["X-User-Id": "profile.user_id"]
