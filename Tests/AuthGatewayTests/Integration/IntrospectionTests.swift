@@ -64,6 +64,22 @@ final class ScriptedIntrospection: Sendable {
 struct IntrospectionTests {
     static let clientSecret = "s3cret:with/special+chars"
 
+    /// An endpoint and a gateway with `forJWTs` on (plus `configure`), both stopped when the
+    /// test ends.
+    static func forJWTsGateway(
+        configure: (inout JSONObject) -> Void = { _ in }
+    ) async throws -> (ScriptedIntrospection, TestClock, GatewayFixture) {
+        let endpoint = try await ScriptedIntrospection.start()
+        atTestEnd { await endpoint.service.stop() }
+        let clock = TestClock()
+        let gateway = try await Self.gateway(endpoint, clock: clock) { config in
+            config.set("tokens.introspection.forJWTs", true)
+            configure(&config)
+        }
+        atTestEnd { await gateway.stop() }
+        return (endpoint, clock, gateway)
+    }
+
     static func gateway(
         _ endpoint: ScriptedIntrospection, clock: TestClock = TestClock(), configure: (inout JSONObject) -> Void = { _ in }
     ) async throws -> GatewayFixture {
@@ -270,13 +286,7 @@ struct IntrospectionTests {
     /// `forJWTs`: a valid JWT that the provider revoked is refused, and never reaches the
     /// backend; an active one goes on with the JWT's own claims, not the answer's.
     @Test func forJWTsRefusesARevokedJWT() async throws {
-        let endpoint = try await ScriptedIntrospection.start()
-        atTestEnd { await endpoint.service.stop() }
-        let clock = TestClock()
-        let gateway = try await Self.gateway(endpoint, clock: clock) { config in
-            config.set("tokens.introspection.forJWTs", true)
-        }
-        atTestEnd { await gateway.stop() }
+        let (endpoint, clock, gateway) = try await Self.forJWTsGateway()
         let revoked = TestKeys.token(subject: "mallory")
         let good = TestKeys.token(subject: "grace")
         // The answer names another subject and scope: the signed JWT's claims win.
@@ -300,14 +310,7 @@ struct IntrospectionTests {
     /// `forJWTs`: one call per token while its answer lasts (N requests, 1 call), then asked
     /// again; concurrent first requests share one call.
     @Test func forJWTsAnswersAreCachedAndShared() async throws {
-        let endpoint = try await ScriptedIntrospection.start()
-        atTestEnd { await endpoint.service.stop() }
-        let clock = TestClock()
-        let gateway = try await Self.gateway(endpoint, clock: clock) { config in
-            config.set("tokens.introspection.forJWTs", true)
-            config["eventLoopThreads"] = 2
-        }
-        atTestEnd { await gateway.stop() }
+        let (endpoint, clock, gateway) = try await Self.forJWTsGateway { config in config["eventLoopThreads"] = 2 }
         let token = TestKeys.token(subject: "heidi", expiresIn: 3600)
         endpoint.set(token, Self.activeAnswer(subject: "heidi", clock: clock))
         endpoint.gate.hold()
@@ -338,13 +341,7 @@ struct IntrospectionTests {
     /// is then refused as `dpop.required`); an answer naming another key than the JWT's own
     /// binding is refused. Neither reaches the backend.
     @Test func forJWTsAnAnswersBindingOnlyTightens() async throws {
-        let endpoint = try await ScriptedIntrospection.start()
-        atTestEnd { await endpoint.service.stop() }
-        let clock = TestClock()
-        let gateway = try await Self.gateway(endpoint, clock: clock) { config in
-            config.set("tokens.introspection.forJWTs", true)
-        }
-        atTestEnd { await gateway.stop() }
+        let (endpoint, clock, gateway) = try await Self.forJWTsGateway()
         let unbound = TestKeys.token(subject: "judy")
         var binding = try #require(Self.activeAnswer(subject: "judy", clock: clock).objectValue)
         binding["cnf"] = ["jkt": "0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I"]
@@ -365,12 +362,7 @@ struct IntrospectionTests {
     /// `forJWTs` fails closed: an endpoint that is down gives 503 with Retry-After for a JWT
     /// that verified, and nothing is forwarded.
     @Test func forJWTsFailsClosedWhenTheEndpointIsDown() async throws {
-        let endpoint = try await ScriptedIntrospection.start()
-        atTestEnd { await endpoint.service.stop() }
-        let gateway = try await Self.gateway(endpoint) { config in
-            config.set("tokens.introspection.forJWTs", true)
-        }
-        atTestEnd { await gateway.stop() }
+        let (endpoint, _, gateway) = try await Self.forJWTsGateway()
         endpoint.set(.status(500))
         let response = try await Self.get(gateway, TestKeys.token(subject: "ivan"))
         #expect(response.status == 503)
