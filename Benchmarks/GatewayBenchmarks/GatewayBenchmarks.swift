@@ -38,7 +38,10 @@ let benchmarks: @Sendable () -> Void = {
     let verifier = try! GatewayBenchmarkSupport.Verifier(
         issuer: issuer,
         audience: audience,
-        keys: [("bench-rs256", "RS256", rsa.publicKeyPEM), ("bench-es256", "ES256", ec.publicKeyPEM), ("bench-ed", "EdDSA", ed.publicKeyPEM)]
+        keys: [
+            ("bench-rs256", "RS256", rsa.publicKeyPEM), ("bench-es256", "ES256", ec.publicKeyPEM),
+            ("bench-ed", "EdDSA", ed.publicKeyPEM),
+        ]
     )
     let tokens = [("RS256", try! rsa.sign(claims)), ("ES256", try! ec.sign(claims)), ("EdDSA", try! ed.sign(claims))]
 
@@ -77,15 +80,18 @@ let benchmarks: @Sendable () -> Void = {
          "logging":{"accessLog":false}}
         """
     let request = "GET / HTTP/1.1\r\nHost: 127.0.0.1:18090\r\nAuthorization: Bearer \(rsaToken)\r\n\r\n"
-    let response = "HTTP/1.1 200 OK\r\nServer: nginx/1.22.1\r\nDate: Sat, 21 Nov 2026 12:00:00 GMT\r\nContent-Type: application/octet-stream\r\nContent-Length: 3\r\nConnection: keep-alive\r\n\r\nok\n"
-    let wholeRequest = try! GatewayBenchmarkSupport.WholeRequest(configuration: configuration, request: request, response: response, now: now)
+    let response =
+        "HTTP/1.1 200 OK\r\nServer: nginx/1.22.1\r\nDate: Sat, 21 Nov 2026 12:00:00 GMT\r\nContent-Type: application/octet-stream\r\nContent-Length: 3\r\nConnection: keep-alive\r\n\r\nok\n"
+    let wholeRequest = try! GatewayBenchmarkSupport.WholeRequest(
+        configuration: configuration, request: request, response: response, now: now)
     precondition(try! wholeRequest.run() > 0, "the whole-request harness must produce a response")
     Benchmark("WholeRequest (GET, cached RS256 token, pooled upstream)") { benchmark in
         for _ in benchmark.scaledIterations { blackHole(try! wholeRequest.run()) }
     }
     // The same request as one HTTP/2 stream of a long-lived connection (SPEC §4.9 "Cost": a
     // stream should cost no more than a request).
-    let wholeStream = try! GatewayBenchmarkSupport.WholeHTTP2Stream(configuration: configuration, token: rsaToken, response: response, now: now)
+    let wholeStream = try! GatewayBenchmarkSupport.WholeHTTP2Stream(
+        configuration: configuration, token: rsaToken, response: response, now: now)
     precondition(try! wholeStream.run() > 0, "the whole-stream harness must produce a response")
     Benchmark("WholeHTTP2Stream (GET, cached RS256 token, pooled upstream)") { benchmark in
         for _ in benchmark.scaledIterations { blackHole(try! wholeStream.run()) }

@@ -24,8 +24,12 @@ public final class DemoAuthService: Sendable {
     }
 
     public static let users: [User] = [
-        User(userID: "u-1001", userName: "alice@example.com", password: "alice-password", name: "Alice", superAdmin: false),
-        User(userID: "u-1002", userName: "admin@example.com", password: "admin-password", name: "Ada Admin", superAdmin: true),
+        User(
+            userID: "u-1001", userName: "alice@example.com", password: "alice-password", name: "Alice",
+            superAdmin: false),
+        User(
+            userID: "u-1002", userName: "admin@example.com", password: "admin-password", name: "Ada Admin",
+            superAdmin: true),
     ]
 
     public let signer: JWTSigner
@@ -81,7 +85,9 @@ public final class DemoAuthService: Sendable {
             guard password == user.password else { return Self.failure("Incorrect user name or password") }
             let refreshToken = UUID().uuidString.lowercased()
             self.refreshTokens.withLockedValue { $0[refreshToken] = user.userName }
-            return self.tokens(for: user, refreshToken: refreshToken, description: "Login successful", dpopKey: body["dpop_jkt"]?.stringValue)
+            return self.tokens(
+                for: user, refreshToken: refreshToken, description: "Login successful",
+                dpopKey: body["dpop_jkt"]?.stringValue)
         }
         if case .string(let refreshToken)? = body["refreshtoken"] {
             guard self.refreshTokens.withLockedValue({ $0[refreshToken] }) == user.userName else {
@@ -92,18 +98,24 @@ public final class DemoAuthService: Sendable {
         return Self.failure("Missing password or refreshtoken")
     }
 
-    private func tokens(for user: User, refreshToken: String?, description: String, dpopKey: String? = nil) -> SimpleResponse {
+    private func tokens(
+        for user: User, refreshToken: String?, description: String, dpopKey: String? = nil
+    ) -> SimpleResponse {
         let now = Int(Date().timeIntervalSince1970)
         var claims: JSONObject = [
             "iss": .string(self.issuer), "aud": .string(self.audience), "sub": .string(user.userID),
-            "email": .string(user.userName), "iat": .number(JSONNumber(now)), "exp": .number(JSONNumber(now + self.tokenLifetimeSeconds)),
+            "email": .string(user.userName), "iat": .number(JSONNumber(now)),
+            "exp": .number(JSONNumber(now + self.tokenLifetimeSeconds)),
         ]
         if let dpopKey { claims["cnf"] = ["jkt": .string(dpopKey)] }
-        guard let accessToken = try? self.signer.sign(claims), let idToken = try? self.signer.sign(claims.merging(["token_use": "id"])) else {
+        guard let accessToken = try? self.signer.sign(claims),
+            let idToken = try? self.signer.sign(claims.merging(["token_use": "id"]))
+        else {
             return SimpleResponse(status: .internalServerError)
         }
         var document: JSONObject = [
-            "status": "success", "description": .string(description), "idtoken": .string(idToken), "accesstoken": .string(accessToken),
+            "status": "success", "description": .string(description), "idtoken": .string(idToken),
+            "accesstoken": .string(accessToken),
         ]
         if let refreshToken { document["refreshtoken"] = .string(refreshToken) }
         return .json(.ok, .object(document))
@@ -116,21 +128,31 @@ public final class DemoAuthService: Sendable {
         else {
             return .json(.unauthorized, ["status": "failure", "description": "Unauthorized"])
         }
-        return .json(.ok, [
-            "user_id": .string(user.userID), "user_name": .string(user.userName), "super_admin": .bool(user.superAdmin),
-            "picture_url": "", "name": .string(user.name), "mfa": false, "phone_number": "+10000000000",
-        ])
+        return .json(
+            .ok,
+            [
+                "user_id": .string(user.userID), "user_name": .string(user.userName),
+                "super_admin": .bool(user.superAdmin),
+                "picture_url": "", "name": .string(user.name), "mfa": false, "phone_number": "+10000000000",
+            ])
     }
 
     private func verifiedUser(_ token: Substring) -> User? {
-        guard let key = try? VerificationKey(kid: self.signer.kid, algorithm: .RS256, key: PublicKey(pem: self.signer.publicKeyPEM)) else { return nil }
+        guard
+            let key = try? VerificationKey(
+                kid: self.signer.kid, algorithm: .RS256, key: PublicKey(pem: self.signer.publicKeyPEM))
+        else { return nil }
         let issuer = KeySnapshot.Issuer(
             issuer: self.issuer, audiences: [self.audience], leewaySeconds: 0, requiredClaims: ["sub"],
             keysByID: [self.signer.kid: key], keysWithoutID: [], hasRemoteKeys: false, remoteKeysFetchedAt: nil
         )
         var token = token
-        let result = token.withUTF8 { TokenVerifier.verifySignature(token: UnsafeRawBufferPointer($0), keys: KeySnapshot(generation: 1, issuers: [issuer])) }
-        guard case .success(let verified) = result, verified.timeFailure(now: Date().timeIntervalSince1970) == nil else { return nil }
+        let result = token.withUTF8 {
+            TokenVerifier.verifySignature(
+                token: UnsafeRawBufferPointer($0), keys: KeySnapshot(generation: 1, issuers: [issuer]))
+        }
+        guard case .success(let verified) = result, verified.timeFailure(now: Date().timeIntervalSince1970) == nil
+        else { return nil }
         return Self.users.first { $0.userID == verified.subject }
     }
 

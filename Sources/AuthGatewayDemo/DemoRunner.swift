@@ -16,7 +16,10 @@ public struct DemoRunner: Sendable {
     /// Run only the auth service and the backend (for `serve --config config/gateway.json`).
     public var servicesOnly: Bool
 
-    public init(gatewayPort: Int = 8080, authServicePort: Int = 9000, backendPort: Int = 9100, tokenLifetimeSeconds: Int = 30, servicesOnly: Bool = false) {
+    public init(
+        gatewayPort: Int = 8080, authServicePort: Int = 9000, backendPort: Int = 9100, tokenLifetimeSeconds: Int = 30,
+        servicesOnly: Bool = false
+    ) {
         self.gatewayPort = gatewayPort
         self.authServicePort = authServicePort
         self.backendPort = backendPort
@@ -31,13 +34,15 @@ public struct DemoRunner: Sendable {
         try await authService.start(group: group, port: self.authServicePort)
         let backend = try await EchoBackend.start(group: group, port: self.backendPort)
         if self.servicesOnly {
-            FileHandle.standardOutput.write(Data("""
-                demo services running (Ctrl-C to stop):
-                  auth service  \(authService.baseURL)
-                  echo backend  \(backend.baseURL)
-                start the gateway with: swift run auth-gateway serve --config config/gateway.json
+            FileHandle.standardOutput.write(
+                Data(
+                    """
+                    demo services running (Ctrl-C to stop):
+                      auth service  \(authService.baseURL)
+                      echo backend  \(backend.baseURL)
+                    start the gateway with: swift run auth-gateway serve --config config/gateway.json
 
-                """.utf8))
+                    """.utf8))
             let signals = await UnixSignalsSequence(trapping: .sigterm, .sigint)
             for await _ in signals { break }
             await authService.stop()
@@ -45,10 +50,14 @@ public struct DemoRunner: Sendable {
             try? await group.shutdownGracefully()
             return
         }
-        let configuration = try Self.configuration(gatewayPort: self.gatewayPort, authService: authService, backend: backend)
+        let configuration = try Self.configuration(
+            gatewayPort: self.gatewayPort, authService: authService, backend: backend)
         let application = try await GatewayApplication.make(configuration: configuration, logger: logger)
         let serviceGroup = ServiceGroup(
-            services: [DemoService(application: application, authService: authService, backend: backend, group: group), KeyRefreshService(application: application)],
+            services: [
+                DemoService(application: application, authService: authService, backend: backend, group: group),
+                KeyRefreshService(application: application),
+            ],
             gracefulShutdownSignals: [.sigterm, .sigint],
             logger: logger
         )
@@ -56,7 +65,9 @@ public struct DemoRunner: Sendable {
     }
 
     /// The gateway configuration the demo runs with (the same shape as config/gateway.json).
-    static func configuration(gatewayPort: Int, authService: DemoAuthService, backend: EchoBackend) throws -> GatewayConfiguration {
+    static func configuration(
+        gatewayPort: Int, authService: DemoAuthService, backend: EchoBackend
+    ) throws -> GatewayConfiguration {
         try ConfigurationLoader(environment: [:]).load(
             text: Self.configurationText(gatewayPort: gatewayPort, authService: authService, backend: backend),
             baseDirectory: FileManager.default.currentDirectoryPath
@@ -64,40 +75,41 @@ public struct DemoRunner: Sendable {
     }
 
     /// The demo's configuration as JSON (the tests run the demo's walkthrough against it).
-    public static func configurationText(gatewayPort: Int, authService: DemoAuthService, backend: EchoBackend) -> String {
+    public static func configurationText(gatewayPort: Int, authService: DemoAuthService, backend: EchoBackend) -> String
+    {
         """
-            {
-              "listener": { "host": "127.0.0.1", "port": \(gatewayPort) },
-              "eventLoopThreads": 1,
-              "tokens": {
-                "issuers": [ {
-                  "issuer": "\(authService.issuer)",
-                  "audiences": ["\(authService.audience)"],
-                  "jwksURL": "\(authService.baseURL)/.well-known/jwks.json",
-                  "leewaySeconds": 0,
-                  "requiredClaims": ["sub"]
-                } ]
-              },
-              "authService": {
-                "url": "\(authService.baseURL)",
-                "refresh": { "protocol": "json", "path": "/v1/login" },
-                "profile": { "path": "/v1/user", "authorization": "raw" }
-              },
-              "backends": { "echo": { "urls": ["\(backend.baseURL)"] } },
-              "routes": [
-                { "name": "public", "pathPrefix": "/public/", "backend": "echo", "auth": "none" },
-                { "name": "admin", "pathPrefix": "/admin/", "backend": "echo", "require": { "profile.super_admin": true } },
-                { "name": "api", "pathPrefix": "/", "backend": "echo" }
-              ],
-              "identityHeaders": {
-                "X-User-Id": "profile.user_id",
-                "X-User-Name": "profile.user_name",
-                "X-User-Subject": "claims.sub",
-                "X-User-Super-Admin": "profile.super_admin"
-              },
-              "logging": { "level": "notice", "accessLog": false }
-            }
-            """
+        {
+          "listener": { "host": "127.0.0.1", "port": \(gatewayPort) },
+          "eventLoopThreads": 1,
+          "tokens": {
+            "issuers": [ {
+              "issuer": "\(authService.issuer)",
+              "audiences": ["\(authService.audience)"],
+              "jwksURL": "\(authService.baseURL)/.well-known/jwks.json",
+              "leewaySeconds": 0,
+              "requiredClaims": ["sub"]
+            } ]
+          },
+          "authService": {
+            "url": "\(authService.baseURL)",
+            "refresh": { "protocol": "json", "path": "/v1/login" },
+            "profile": { "path": "/v1/user", "authorization": "raw" }
+          },
+          "backends": { "echo": { "urls": ["\(backend.baseURL)"] } },
+          "routes": [
+            { "name": "public", "pathPrefix": "/public/", "backend": "echo", "auth": "none" },
+            { "name": "admin", "pathPrefix": "/admin/", "backend": "echo", "require": { "profile.super_admin": true } },
+            { "name": "api", "pathPrefix": "/", "backend": "echo" }
+          ],
+          "identityHeaders": {
+            "X-User-Id": "profile.user_id",
+            "X-User-Name": "profile.user_name",
+            "X-User-Subject": "claims.sub",
+            "X-User-Super-Admin": "profile.super_admin"
+          },
+          "logging": { "level": "notice", "accessLog": false }
+        }
+        """
     }
 
     static func walkthrough(gateway: String, authService: String, lifetime: Int) -> String {
@@ -165,7 +177,12 @@ private struct DemoService: Service {
             try? await Task.sleep(for: .milliseconds(50))
         }
         let gateway = self.application.mainAddress.map { "http://127.0.0.1:\($0.port ?? 0)" } ?? "?"
-        FileHandle.standardOutput.write(Data(DemoRunner.walkthrough(gateway: gateway, authService: self.authService.baseURL, lifetime: self.authService.tokenLifetimeSeconds).utf8))
+        FileHandle.standardOutput.write(
+            Data(
+                DemoRunner.walkthrough(
+                    gateway: gateway, authService: self.authService.baseURL,
+                    lifetime: self.authService.tokenLifetimeSeconds
+                ).utf8))
         try? await gracefulShutdown()
         await self.application.drain()
         await self.application.shutdown()

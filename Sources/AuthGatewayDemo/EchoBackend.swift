@@ -56,7 +56,8 @@ public final class EchoBackend: Sendable {
                             NIOHTTP2Handler(mode: .server, eventLoop: channel.eventLoop) { stream in
                                 stream.eventLoop.makeCompletedFuture {
                                     try stream.pipeline.syncOperations.addHandler(HTTP2FramePayloadToHTTP1ServerCodec())
-                                    try stream.pipeline.syncOperations.addHandler(EchoHandler(counters: counters, onStream: true))
+                                    try stream.pipeline.syncOperations.addHandler(
+                                        EchoHandler(counters: counters, onStream: true))
                                 }
                             }
                         )
@@ -128,7 +129,9 @@ private final class EchoHandler: ChannelDuplexHandler {
                 let body = context.channel.allocator.buffer(string: "early\n")
                 var headers = HTTPHeaders()
                 headers.add(name: "Content-Length", value: String(body.readableBytes))
-                context.write(self.wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: .ok, headers: headers))), promise: nil)
+                context.write(
+                    self.wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: .ok, headers: headers))),
+                    promise: nil)
                 context.write(self.wrapOutboundOut(.body(.byteBuffer(body))), promise: nil)
                 context.writeAndFlush(self.wrapOutboundOut(.end(nil)), promise: nil)
             }
@@ -196,8 +199,12 @@ private final class EchoHandler: ChannelDuplexHandler {
         headers.add(name: "Content-Type", value: "application/json")
         headers.add(name: "Content-Length", value: String(body.readableBytes))
         headers.add(name: "X-Echo-Backend", value: "1")
-        context.write(self.wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: status, headers: headers))), promise: nil)
-        if head.method != .HEAD && status.mayHaveResponseBody { context.write(self.wrapOutboundOut(.body(.byteBuffer(body))), promise: nil) }
+        context.write(
+            self.wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: status, headers: headers))),
+            promise: nil)
+        if head.method != .HEAD && status.mayHaveResponseBody {
+            context.write(self.wrapOutboundOut(.body(.byteBuffer(body))), promise: nil)
+        }
         self.finish(head: head, context: context)
     }
 
@@ -209,7 +216,9 @@ private final class EchoHandler: ChannelDuplexHandler {
         } else {
             headers.add(name: "Content-Length", value: String(count))
         }
-        context.write(self.wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: .ok, headers: headers))), promise: nil)
+        context.write(
+            self.wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: .ok, headers: headers))),
+            promise: nil)
         self.remaining = count
         self.sent = 0
         self.streamWhileWritable(context: context)

@@ -37,7 +37,9 @@ public struct JWTSigner: Sendable {
     public func sign(_ claims: JSONObject, header extra: JSONObject = JSONObject()) throws -> String {
         var header: JSONObject = ["alg": .string(self.algorithm), "typ": "JWT", "kid": .string(self.kid)]
         for entry in extra.entries { header[entry.key] = entry.value }
-        let input = Base64URL.encode(Array(JSONValue.object(header).jsonText.utf8)) + "." + Base64URL.encode(Array(JSONValue.object(claims).jsonText.utf8))
+        let input =
+            Base64URL.encode(Array(JSONValue.object(header).jsonText.utf8)) + "."
+            + Base64URL.encode(Array(JSONValue.object(claims).jsonText.utf8))
         let data = Data(input.utf8)
         let signature: Data
         switch self.key {
@@ -58,7 +60,8 @@ public struct JWTSigner: Sendable {
             let primitives = try key.publicKey.getKeyPrimitives()
             return [
                 "kty": "RSA", "use": "sig", "alg": "RS256", "kid": .string(self.kid),
-                "n": .string(Base64URL.encode(primitives.modulus)), "e": .string(Base64URL.encode(primitives.publicExponent)),
+                "n": .string(Base64URL.encode(primitives.modulus)),
+                "e": .string(Base64URL.encode(primitives.publicExponent)),
             ]
         case .es256(let key):
             let point = Array(key.publicKey.x963Representation)
@@ -81,7 +84,9 @@ public struct JWTSigner: Sendable {
         case .es256(let key): return key.publicKey.pemRepresentation
         case .edDSA(let key):
             // RFC 8410 SubjectPublicKeyInfo: fixed 12-byte prefix + the 32-byte key.
-            let der: [UInt8] = [0x30, 0x2A, 0x30, 0x05, 0x06, 0x03, 0x2B, 0x65, 0x70, 0x03, 0x21, 0x00] + Array(key.publicKey.rawRepresentation)
+            let der: [UInt8] =
+                [0x30, 0x2A, 0x30, 0x05, 0x06, 0x03, 0x2B, 0x65, 0x70, 0x03, 0x21, 0x00]
+                + Array(key.publicKey.rawRepresentation)
             return "-----BEGIN PUBLIC KEY-----\n\(Data(der).base64EncodedString())\n-----END PUBLIC KEY-----\n"
         }
     }

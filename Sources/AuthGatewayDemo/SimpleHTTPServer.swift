@@ -27,7 +27,9 @@ public struct SimpleResponse: Sendable {
         self.body = body
     }
 
-    public static func json(_ status: HTTPResponseStatus, _ document: JSONValue, headers: HTTPHeaders = [:]) -> SimpleResponse {
+    public static func json(
+        _ status: HTTPResponseStatus, _ document: JSONValue, headers: HTTPHeaders = [:]
+    ) -> SimpleResponse {
         var headers = headers
         headers.replaceOrAdd(name: "Content-Type", value: "application/json")
         return SimpleResponse(status: status, headers: headers, body: ByteBuffer(string: document.jsonText))
@@ -50,7 +52,10 @@ public final class SimpleHTTPServer: Sendable {
     public var baseURL: String { "http://127.0.0.1:\(self.port)" }
 
     /// Starts the server; with `tls`, it speaks HTTPS.
-    public static func start(group: EventLoopGroup, host: String = "127.0.0.1", port: Int = 0, tls: NIOSSLContext? = nil, handler: @escaping Handler) async throws -> SimpleHTTPServer {
+    public static func start(
+        group: EventLoopGroup, host: String = "127.0.0.1", port: Int = 0, tls: NIOSSLContext? = nil,
+        handler: @escaping Handler
+    ) async throws -> SimpleHTTPServer {
         let channel = try await ServerBootstrap(group: group)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
@@ -69,7 +74,10 @@ public final class SimpleHTTPServer: Sendable {
     }
 
     /// Convenience for handlers that answer at once.
-    public static func start(group: EventLoopGroup, host: String = "127.0.0.1", port: Int = 0, respond: @escaping @Sendable (SimpleRequest) -> SimpleResponse) async throws -> SimpleHTTPServer {
+    public static func start(
+        group: EventLoopGroup, host: String = "127.0.0.1", port: Int = 0,
+        respond: @escaping @Sendable (SimpleRequest) -> SimpleResponse
+    ) async throws -> SimpleHTTPServer {
         try await Self.start(group: group, host: host, port: port) { request, eventLoop in
             eventLoop.makeSucceededFuture(respond(request))
         }
@@ -103,13 +111,19 @@ private final class SimpleRequestHandler: ChannelInboundHandler {
             guard let head = self.head else { return }
             let request = SimpleRequest(method: head.method, uri: head.uri, headers: head.headers, body: self.body)
             let keepAlive = head.isKeepAlive
-            self.handler(request, context.eventLoop).hop(to: context.eventLoop).assumeIsolated().whenComplete { result in
+            self.handler(request, context.eventLoop).hop(to: context.eventLoop).assumeIsolated().whenComplete {
+                result in
                 let response = (try? result.get()) ?? SimpleResponse(status: .internalServerError)
                 var headers = response.headers
                 headers.replaceOrAdd(name: "Content-Length", value: String(response.body.readableBytes))
                 if !keepAlive { headers.replaceOrAdd(name: "Connection", value: "close") }
-                context.write(self.wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: response.status, headers: headers))), promise: nil)
-                if head.method != .HEAD { context.write(self.wrapOutboundOut(.body(.byteBuffer(response.body))), promise: nil) }
+                context.write(
+                    self.wrapOutboundOut(
+                        .head(HTTPResponseHead(version: head.version, status: response.status, headers: headers))),
+                    promise: nil)
+                if head.method != .HEAD {
+                    context.write(self.wrapOutboundOut(.body(.byteBuffer(response.body))), promise: nil)
+                }
                 let done = context.writeAndFlush(self.wrapOutboundOut(.end(nil)))
                 if !keepAlive { done.assumeIsolated().whenComplete { _ in context.close(promise: nil) } }
             }

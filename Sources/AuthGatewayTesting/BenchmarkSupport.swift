@@ -16,7 +16,8 @@ public enum GatewayBenchmarkSupport {
         /// `keys`: (kid, algorithm name, SubjectPublicKeyInfo PEM).
         public init(issuer: String, audience: String, keys: [(kid: String, algorithm: String, pem: String)]) throws {
             let verificationKeys = try keys.map { key in
-                try VerificationKey(kid: key.kid, algorithm: JWSAlgorithm(rawValue: key.algorithm)!, key: PublicKey(pem: key.pem))
+                try VerificationKey(
+                    kid: key.kid, algorithm: JWSAlgorithm(rawValue: key.algorithm)!, key: PublicKey(pem: key.pem))
             }
             var byID: [String: VerificationKey] = [:]
             for key in verificationKeys { byID[key.kid!] = key }
@@ -32,7 +33,10 @@ public enum GatewayBenchmarkSupport {
         public func verifyUncached(_ token: String) -> Bool {
             var token = token
             return token.withUTF8 { bytes in
-                if case .success = TokenVerifier.verifySignature(token: UnsafeRawBufferPointer(bytes), keys: self.keys) { return true }
+                if case .success = TokenVerifier.verifySignature(token: UnsafeRawBufferPointer(bytes), keys: self.keys)
+                {
+                    return true
+                }
                 return false
             }
         }
@@ -54,7 +58,10 @@ public enum GatewayBenchmarkSupport {
 
         /// A memo hit from the third call on (the first verifies, the second is a cache hit).
         public func verify(_ token: String, now: Double) -> Bool {
-            guard case .success(let verified) = self.memo.verify(token[...], keys: self.verifier.keys, through: self.verifier.cache) else {
+            guard
+                case .success(let verified) = self.memo.verify(
+                    token[...], keys: self.verifier.keys, through: self.verifier.cache)
+            else {
                 return false
             }
             return verified.timeFailure(now: now) == nil
@@ -69,7 +76,8 @@ public enum GatewayBenchmarkSupport {
             self.table = RouteTable(
                 (0..<count).map { index in
                     RouteConfiguration(
-                        name: "r\(index)", host: nil, pathMatch: .prefix("/service-\(index)/"), methods: ["GET", "POST"],
+                        name: "r\(index)", host: nil, pathMatch: .prefix("/service-\(index)/"),
+                        methods: ["GET", "POST"],
                         backend: "api", auth: .required, require: [], stripPathPrefix: false, forwardAccessToken: true
                     )
                 }

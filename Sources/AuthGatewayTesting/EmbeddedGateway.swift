@@ -17,7 +17,8 @@ package final class EmbeddedGateway {
     package init(configuration: String, clock: @escaping @Sendable () -> Double) throws {
         let parsed = try ConfigurationLoader(environment: [:]).load(text: configuration, baseDirectory: "/")
         self.connector = EmbeddedConnector(loop: self.loop)
-        self.worker = try GatewayApplication.makeWorker(configuration: parsed, eventLoop: self.loop, clock: clock, connector: self.connector)
+        self.worker = try GatewayApplication.makeWorker(
+            configuration: parsed, eventLoop: self.loop, clock: clock, connector: self.connector)
     }
 
     /// A new client connection from `peer`, with the gateway's pipeline on it.
@@ -45,7 +46,9 @@ private final class EmbeddedConnector: UpstreamConnector, @unchecked Sendable {
 
     init(loop: EmbeddedEventLoop) { self.loop = loop }
 
-    func connect(to target: UpstreamURL, eventLoop: EventLoop, timeout: TimeAmount, tls: UpstreamTLS?, http2: Bool) -> EventLoopFuture<Channel> {
+    func connect(
+        to target: UpstreamURL, eventLoop: EventLoop, timeout: TimeAmount, tls: UpstreamTLS?, http2: Bool
+    ) -> EventLoopFuture<Channel> {
         let channel = EmbeddedChannel(loop: self.loop)
         do {
             if http2 {

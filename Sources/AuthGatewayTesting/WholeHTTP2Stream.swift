@@ -28,14 +28,18 @@ extension GatewayBenchmarkSupport {
             var block = ByteBuffer()
             block.writeBytes([0x82, 0x86, 0x84])  // :method GET, :scheme http, :path / (static table)
             Self.writeLiteral(nameIndex: 1, value: "127.0.0.1:18090", neverIndexed: false, into: &block)  // :authority
-            Self.writeLiteral(nameIndex: 23, value: "Bearer \(token)", neverIndexed: true, into: &block)  // authorization
-            self.headersFrame = Self.frame(type: 0x1, flags: 0x5, stream: 1, payload: block)  // END_STREAM | END_HEADERS
+            // authorization
+            Self.writeLiteral(nameIndex: 23, value: "Bearer \(token)", neverIndexed: true, into: &block)
+            // END_STREAM | END_HEADERS
+            self.headersFrame = Self.frame(type: 0x1, flags: 0x5, stream: 1, payload: block)
             var preface = ByteBuffer(string: "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
             preface.writeImmutableBuffer(Self.frame(type: 0x4, flags: 0, stream: 0, payload: ByteBuffer()))  // SETTINGS
-            preface.writeImmutableBuffer(Self.frame(type: 0x4, flags: 0x1, stream: 0, payload: ByteBuffer()))  // its ACK
+            // its ACK
+            preface.writeImmutableBuffer(Self.frame(type: 0x4, flags: 0x1, stream: 0, payload: ByteBuffer()))
             var increment = ByteBuffer()
             increment.writeInteger(UInt32(Int32.max) - 65_535)
-            preface.writeImmutableBuffer(Self.frame(type: 0x8, flags: 0, stream: 0, payload: increment))  // WINDOW_UPDATE
+            // WINDOW_UPDATE
+            preface.writeImmutableBuffer(Self.frame(type: 0x8, flags: 0, stream: 0, payload: increment))
             try self.server.writeInbound(preface)
             _ = try self.drain()
         }
@@ -70,7 +74,9 @@ extension GatewayBenchmarkSupport {
         }
 
         /// RFC 7541 §6.2.2 / §6.2.3: a literal with an indexed name, not Huffman-coded.
-        private static func writeLiteral(nameIndex: Int, value: String, neverIndexed: Bool, into block: inout ByteBuffer) {
+        private static func writeLiteral(
+            nameIndex: Int, value: String, neverIndexed: Bool, into block: inout ByteBuffer
+        ) {
             self.writeInteger(nameIndex, prefixBits: 4, first: neverIndexed ? 0x10 : 0x00, into: &block)
             self.writeInteger(value.utf8.count, prefixBits: 7, first: 0x00, into: &block)
             block.writeString(value)

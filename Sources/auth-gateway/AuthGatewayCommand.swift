@@ -35,7 +35,8 @@ struct Serve: AsyncParsableCommand {
         do {
             configuration = try ConfigurationLoader().load(path: self.options.path)
         } catch {
-            FileHandle.standardError.write(Data("auth-gateway: invalid configuration \(self.options.path):\n\(error)\n".utf8))
+            FileHandle.standardError.write(
+                Data("auth-gateway: invalid configuration \(self.options.path):\n\(error)\n".utf8))
             throw ExitCode(1)
         }
         LoggingSetup.bootstrap(level: configuration.logging.level)
@@ -65,10 +66,14 @@ struct Check: ParsableCommand {
     func run() throws {
         do {
             let configuration = try ConfigurationLoader().load(path: self.options.path)
-            let sharedState = configuration.sharedState.map { ", shared state on \($0.postgres.url) (not contacted)" } ?? ""
-            print("\(self.options.path): OK (\(configuration.routes.count) routes, \(configuration.backends.count) backends, \(configuration.tokens.issuers.count) issuers\(sharedState))")
+            let sharedState =
+                configuration.sharedState.map { ", shared state on \($0.postgres.url) (not contacted)" } ?? ""
+            print(
+                "\(self.options.path): OK (\(configuration.routes.count) routes, \(configuration.backends.count) backends, \(configuration.tokens.issuers.count) issuers\(sharedState))"
+            )
         } catch {
-            FileHandle.standardError.write(Data("\(self.options.path): \(error.issues.count) error(s)\n\(error)\n".utf8))
+            FileHandle.standardError.write(
+                Data("\(self.options.path): \(error.issues.count) error(s)\n\(error)\n".utf8))
             throw ExitCode(1)
         }
     }
@@ -76,7 +81,8 @@ struct Check: ParsableCommand {
 
 struct Demo: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Run a sample auth service, an echo backend and the gateway on loopback, and print a curl walk-through."
+        abstract:
+            "Run a sample auth service, an echo backend and the gateway on loopback, and print a curl walk-through."
     )
 
     @Option(help: "Gateway port (0 picks a free one).")

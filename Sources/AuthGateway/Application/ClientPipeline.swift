@@ -30,7 +30,9 @@ package enum ClientPipeline {
 
         let connection = ClientConnectionInfo(
             peerIP: channel.remoteAddress?.ipAddress ?? "unknown",
-            peerIsTrustedProxy: channel.remoteAddress.map { address in configuration.trustedProxies.contains { $0.contains(address) } } ?? false,
+            peerIsTrustedProxy: channel.remoteAddress.map { address in
+                configuration.trustedProxies.contains { $0.contains(address) }
+            } ?? false,
             isTLS: tls != nil
         )
         let http2 = configuration.listener.http2
@@ -41,7 +43,8 @@ package enum ClientPipeline {
                 try Self.configureHTTP1(channel: channel, worker: worker, connection: connection)
                 return
             }
-            try sync.addHandler(NegotiationDeadline(timeout: worker.snapshot.requestHeaderTimeout), name: NegotiationDeadline.name)
+            try sync.addHandler(
+                NegotiationDeadline(timeout: worker.snapshot.requestHeaderTimeout), name: NegotiationDeadline.name)
             try sync.addHandler(NIOSSLServerHandler(context: tls))
             try sync.addHandler(
                 ApplicationProtocolNegotiationHandler { result, channel in
@@ -100,8 +103,10 @@ package enum ClientPipeline {
         )
         // Frame level, no stream multiplexer: `HTTP2ServerConnection` keeps the streams (and,
         // as NIOHTTP2's frame delegate, learns when each DATA frame leaves).
-        let server = HTTP2ServerConnection(environment: worker, connection: connection, streamDelegate: manager.http2StreamDelegate)
-        try sync.addHandler(NIOHTTP2Handler(mode: .server, frameDelegate: server, connectionConfiguration: connectionConfiguration))
+        let server = HTTP2ServerConnection(
+            environment: worker, connection: connection, streamDelegate: manager.http2StreamDelegate)
+        try sync.addHandler(
+            NIOHTTP2Handler(mode: .server, frameDelegate: server, connectionConfiguration: connectionConfiguration))
         try sync.addHandler(server)
         try sync.addHandler(manager)
         try sync.addHandler(HTTP2ConnectionMonitor(metrics: worker.metrics))
@@ -113,7 +118,8 @@ package enum ClientPipeline {
 enum RawResponse {
     static func bytes(_ error: GatewayError, requestID: String, allocator: ByteBufferAllocator) -> ByteBuffer {
         let body = error.problemJSON(requestID: requestID)
-        var head = "HTTP/1.1 \(error.status.code) \(error.status.reasonPhrase)\r\nContent-Type: application/problem+json\r\n"
+        var head =
+            "HTTP/1.1 \(error.status.code) \(error.status.reasonPhrase)\r\nContent-Type: application/problem+json\r\n"
         if let retryAfter = error.retryAfterSeconds { head += "Retry-After: \(retryAfter)\r\n" }
         head += "X-Request-Id: \(requestID)\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n"
         return allocator.buffer(string: head + body)

@@ -24,7 +24,8 @@ final class ConfigurationReloader: Sendable {
 
     /// `configuration` and `parts`: what generation 1 (the start) was built from.
     init(
-        configuration: GatewayConfiguration, parts: GatewayComposition.ReloadableParts, shared: GatewayShared, workers: [NIOLoopBound<Worker>],
+        configuration: GatewayConfiguration, parts: GatewayComposition.ReloadableParts, shared: GatewayShared,
+        workers: [NIOLoopBound<Worker>],
         prober: HealthProber, keys: KeyStartup, logger: Logger
     ) {
         self.shared = shared
@@ -72,7 +73,8 @@ final class ConfigurationReloader: Sendable {
             return (old, state.generation, state.parts)
         }
         self.warnAboutRestartOnlyChanges(from: old, to: configuration)
-        let snapshot = GatewayComposition.makeSnapshot(configuration, generation: generation, shared: shared, parts: parts, backendTLS: backendTLS)
+        let snapshot = GatewayComposition.makeSnapshot(
+            configuration, generation: generation, shared: shared, parts: parts, backendTLS: backendTLS)
         GatewayComposition.warnAboutInsecureBackends(configuration, logger: self.logger)
         self.prober.apply(snapshot)
         for worker in self.workers {
@@ -91,16 +93,22 @@ final class ConfigurationReloader: Sendable {
     }
 
     private func warnAboutRestartOnlyChanges(from old: GatewayConfiguration, to configuration: GatewayConfiguration) {
-        if old.listener != configuration.listener || old.admin != configuration.admin || old.eventLoopThreads != configuration.eventLoopThreads
+        if old.listener != configuration.listener || old.admin != configuration.admin
+            || old.eventLoopThreads != configuration.eventLoopThreads
             || old.tracing != configuration.tracing
         {
-            self.logger.warning("config.reload_needs_restart", metadata: ["reason": "listener, admin, eventLoopThreads or tracing changed; restart to apply them"])
+            self.logger.warning(
+                "config.reload_needs_restart",
+                metadata: ["reason": "listener, admin, eventLoopThreads or tracing changed; restart to apply them"])
         }
         if old.sharedState != configuration.sharedState {
             // The store (its connections, flights and outcomes) belongs to the application.
             self.logger.warning(
                 "config.reload_needs_restart",
-                metadata: ["reason": "sharedState changed; the running shared state (\(old.sharedState?.description ?? "off")) is kept until a restart"]
+                metadata: [
+                    "reason":
+                        "sharedState changed; the running shared state (\(old.sharedState?.description ?? "off")) is kept until a restart"
+                ]
             )
         }
     }

@@ -34,14 +34,18 @@ public final class GatewayApplication: Sendable {
         let threads = configuration.eventLoopThreads == 0 ? System.coreCount : configuration.eventLoopThreads
         let group = MultiThreadedEventLoopGroup(numberOfThreads: threads)
         do {
-            return try await GatewayApplication(configuration: configuration, logger: logger, clock: clock, group: group)
+            return try await GatewayApplication(
+                configuration: configuration, logger: logger, clock: clock, group: group)
         } catch {
             try? await group.shutdownGracefully()
             throw error
         }
     }
 
-    private init(configuration: GatewayConfiguration, logger: Logger, clock: @escaping @Sendable () -> Double, group: MultiThreadedEventLoopGroup) async throws {
+    private init(
+        configuration: GatewayConfiguration, logger: Logger, clock: @escaping @Sendable () -> Double,
+        group: MultiThreadedEventLoopGroup
+    ) async throws {
         self.logger = logger
         self.group = group
         let publisher = KeyPublisher()
@@ -54,16 +58,21 @@ public final class GatewayApplication: Sendable {
             backgroundServices.append(exporter)
         }
         let shared = try GatewayComposition.makeShared(
-            configuration, clock: clock, logger: logger, connector: SocketConnector(), publisher: publisher, group: group, tracing: tracing,
+            configuration, clock: clock, logger: logger, connector: SocketConnector(), publisher: publisher,
+            group: group, tracing: tracing,
             processMetrics: processMetrics
         )
         self.shared = shared
         let prober = HealthProber(shared: shared)
         backgroundServices.append(prober)
         self.backgroundServices = backgroundServices
-        let listenerTLS = try configuration.listener.tls.map { try GatewayListeners.makeServerTLS($0, http2: configuration.listener.http2) }
+        let listenerTLS = try configuration.listener.tls.map {
+            try GatewayListeners.makeServerTLS($0, http2: configuration.listener.http2)
+        }
         let parts = GatewayComposition.reloadableParts(for: configuration, keeping: nil, shared: shared)
-        let snapshot = GatewayComposition.makeSnapshot(configuration, generation: 1, shared: shared, parts: parts, backendTLS: try UpstreamTLS.backends(configuration))
+        let snapshot = GatewayComposition.makeSnapshot(
+            configuration, generation: 1, shared: shared, parts: parts,
+            backendTLS: try UpstreamTLS.backends(configuration))
         var workers: [NIOLoopBound<Worker>] = []
         for eventLoop in group.makeIterator() {
             let worker = try await eventLoop.submit {
@@ -75,10 +84,13 @@ public final class GatewayApplication: Sendable {
         prober.attach(eventLoop: workers[0].eventLoop)
         prober.apply(snapshot)
         publisher.attach(workers)
-        self.listeners = GatewayListeners(group: group, workers: workers, tls: listenerTLS, metrics: MetricsCollector(workers: workers, shared: shared))
+        self.listeners = GatewayListeners(
+            group: group, workers: workers, tls: listenerTLS,
+            metrics: MetricsCollector(workers: workers, shared: shared))
         self.keyStartup = KeyStartup(keyStore: shared.keyStore, worker: workers[0])
         self.reloader = ConfigurationReloader(
-            configuration: configuration, parts: parts, shared: shared, workers: workers, prober: prober, keys: self.keyStartup, logger: logger
+            configuration: configuration, parts: parts, shared: shared, workers: workers, prober: prober,
+            keys: self.keyStartup, logger: logger
         )
     }
 
@@ -106,9 +118,10 @@ public final class GatewayApplication: Sendable {
         }
         var tasks: [RepeatedTask] = []
         for worker in self.workers {
-            tasks.append(worker.eventLoop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { _ in
-                worker.value.accessLog.flush()
-            })
+            tasks.append(
+                worker.eventLoop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { _ in
+                    worker.value.accessLog.flush()
+                })
         }
         self.state.withLockedValue { $0.flushTasks = tasks }
         self.shared.health.markConfigActive()

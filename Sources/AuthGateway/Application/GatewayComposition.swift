@@ -12,10 +12,13 @@ enum GatewayComposition {
     /// configured and there is an event loop group to run its client on (not in the embedded
     /// one-worker harness), else process-local.
     static func makeShared(
-        _ configuration: GatewayConfiguration, clock: @escaping @Sendable () -> Double, logger: Logger, connector: UpstreamConnector, publisher: KeyPublisher,
+        _ configuration: GatewayConfiguration, clock: @escaping @Sendable () -> Double, logger: Logger,
+        connector: UpstreamConnector, publisher: KeyPublisher,
         group: EventLoopGroup?, tracing: GatewayTracing? = nil, processMetrics: ProcessMetrics = ProcessMetrics()
     ) throws -> GatewayShared {
-        let keyStore = KeyStore(configuration: configuration.tokens, metrics: processMetrics, clock: clock, logger: logger) { snapshot in
+        let keyStore = KeyStore(
+            configuration: configuration.tokens, metrics: processMetrics, clock: clock, logger: logger
+        ) { snapshot in
             publisher.publish(snapshot)
         }
         // A discovery document may name https endpoints whatever the issuer's scheme. Backends
@@ -23,10 +26,14 @@ enum GatewayComposition {
         let usesTLSUpstream =
             configuration.authService?.url?.isTLS == true || configuration.tokens.introspection?.url?.isTLS == true
             || configuration.tokens.issuers.contains { $0.jwks?.url?.isTLS == true || $0.jwks?.discovery != nil }
-        let clientTLS = usesTLSUpstream ? try GatewayShared.makeClientTLS(caFile: configuration.authService?.caCertificatePEMFile) : nil
+        let clientTLS =
+            usesTLSUpstream
+            ? try GatewayShared.makeClientTLS(caFile: configuration.authService?.caCertificatePEMFile) : nil
         let sharedState = try configuration.sharedState.flatMap { sharedState in
             try group.map {
-                try PostgresSharedState(configuration: sharedState, eventLoopGroup: $0, metrics: processMetrics, logger: logger, clock: clock)
+                try PostgresSharedState(
+                    configuration: sharedState, eventLoopGroup: $0, metrics: processMetrics, logger: logger,
+                    clock: clock)
             }
         }
         return GatewayShared(
@@ -57,11 +64,14 @@ enum GatewayComposition {
     /// The reloadable parts for `configuration`, keeping those of `previous` whose section is
     /// unchanged. The rate limiter syncs its usage through the shared state when there is one
     /// (which then reads it).
-    static func reloadableParts(for configuration: GatewayConfiguration, keeping previous: ReloadableParts?, shared: GatewayShared) -> ReloadableParts {
+    static func reloadableParts(
+        for configuration: GatewayConfiguration, keeping previous: ReloadableParts?, shared: GatewayShared
+    ) -> ReloadableParts {
         let parts = ReloadableParts(
             profiles: Self.profileCache(for: configuration, keeping: previous?.profiles, shared: shared),
             introspector: Self.introspector(for: configuration, keeping: previous?.introspector, shared: shared),
-            rateLimiter: RateLimiter.make(configuration: configuration, keeping: previous?.rateLimiter, syncsUsage: shared.sharedState != nil)
+            rateLimiter: RateLimiter.make(
+                configuration: configuration, keeping: previous?.rateLimiter, syncsUsage: shared.sharedState != nil)
         )
         shared.sharedState?.attachRateLimiter(parts.rateLimiter)
         return parts
@@ -70,36 +80,45 @@ enum GatewayComposition {
     /// The refresher is rebuilt for each configuration; what it has learned lives in the
     /// application's refresh store, which every configuration shares.
     static func makeSnapshot(
-        _ configuration: GatewayConfiguration, generation: UInt64, shared: GatewayShared, parts: ReloadableParts, backendTLS: [String: UpstreamTLS]
+        _ configuration: GatewayConfiguration, generation: UInt64, shared: GatewayShared, parts: ReloadableParts,
+        backendTLS: [String: UpstreamTLS]
     ) -> RuntimeSnapshot {
         let refresher = configuration.authService.flatMap { authService in
             authService.refresh.map {
                 SessionRefresher(
-                    configuration: $0, callTimeoutMilliseconds: authService.timeoutMilliseconds, store: shared.refreshStore,
+                    configuration: $0, callTimeoutMilliseconds: authService.timeoutMilliseconds,
+                    store: shared.refreshStore,
                     metrics: shared.processMetrics, clock: shared.clock
                 )
             }
         }
         return RuntimeSnapshot(
-            configuration: configuration, generation: generation, refresher: refresher, profiles: parts.profiles, introspector: parts.introspector,
-            rateLimiter: parts.rateLimiter, backendTLS: backendTLS, backendAvailability: shared.backendAvailabilities.update(for: configuration)
+            configuration: configuration, generation: generation, refresher: refresher, profiles: parts.profiles,
+            introspector: parts.introspector,
+            rateLimiter: parts.rateLimiter, backendTLS: backendTLS,
+            backendAvailability: shared.backendAvailabilities.update(for: configuration)
         )
     }
 
     /// The introspector for `configuration`: the existing one (its cache) while
     /// `tokens.introspection` is unchanged, else a new one (or none).
-    static func introspector(for configuration: GatewayConfiguration, keeping existing: TokenIntrospector?, shared: GatewayShared) -> TokenIntrospector? {
+    static func introspector(
+        for configuration: GatewayConfiguration, keeping existing: TokenIntrospector?, shared: GatewayShared
+    ) -> TokenIntrospector? {
         guard let introspection = configuration.tokens.introspection else { return nil }
         if let existing, existing.configuration == introspection { return existing }
         return TokenIntrospector(
-            configuration: introspection, capacity: max(configuration.tokens.verifiedCacheEntries, 1000), metrics: shared.processMetrics,
+            configuration: introspection, capacity: max(configuration.tokens.verifiedCacheEntries, 1000),
+            metrics: shared.processMetrics,
             shared: shared.sharedState?.introspections, clock: shared.clock
         )
     }
 
     /// The profile cache for `configuration`: the existing one while the profile section is
     /// unchanged, else a new one (or none).
-    static func profileCache(for configuration: GatewayConfiguration, keeping existing: ProfileCache?, shared: GatewayShared) -> ProfileCache? {
+    static func profileCache(
+        for configuration: GatewayConfiguration, keeping existing: ProfileCache?, shared: GatewayShared
+    ) -> ProfileCache? {
         guard let profile = configuration.authService?.profile else { return nil }
         if let existing, existing.profileConfiguration == profile { return existing }
         return ProfileCache(configuration: profile, metrics: shared.processMetrics, clock: shared.clock)
@@ -110,7 +129,10 @@ enum GatewayComposition {
         for backend in configuration.backends where backend.tls?.insecureSkipVerify == true {
             logger.warning(
                 "backend.tls_verification_off",
-                metadata: ["backend": "\(backend.name)", "reason": "tls.insecureSkipVerify is true: the backend's certificate is not verified"]
+                metadata: [
+                    "backend": "\(backend.name)",
+                    "reason": "tls.insecureSkipVerify is true: the backend's certificate is not verified",
+                ]
             )
         }
     }
@@ -121,14 +143,18 @@ extension GatewayApplication {
     /// (an `EmbeddedEventLoop` in the in-process harness of `AuthGatewayTesting`), opening
     /// upstream connections with `connector`. Must be called on `eventLoop`.
     package static func makeWorker(
-        configuration: GatewayConfiguration, eventLoop: EventLoop, clock: @escaping @Sendable () -> Double, connector: UpstreamConnector
+        configuration: GatewayConfiguration, eventLoop: EventLoop, clock: @escaping @Sendable () -> Double,
+        connector: UpstreamConnector
     ) throws -> Worker {
         let publisher = KeyPublisher()
         let shared = try GatewayComposition.makeShared(
-            configuration, clock: clock, logger: Logger(label: "auth-gateway"), connector: connector, publisher: publisher, group: nil
+            configuration, clock: clock, logger: Logger(label: "auth-gateway"), connector: connector,
+            publisher: publisher, group: nil
         )
         let parts = GatewayComposition.reloadableParts(for: configuration, keeping: nil, shared: shared)
-        let snapshot = GatewayComposition.makeSnapshot(configuration, generation: 1, shared: shared, parts: parts, backendTLS: try UpstreamTLS.backends(configuration))
+        let snapshot = GatewayComposition.makeSnapshot(
+            configuration, generation: 1, shared: shared, parts: parts,
+            backendTLS: try UpstreamTLS.backends(configuration))
         let worker = Worker(eventLoop: eventLoop, shared: shared, snapshot: snapshot)
         publisher.attach([NIOLoopBound(worker, eventLoop: eventLoop)])
         return worker

@@ -28,7 +28,8 @@ final class GatewayListeners: Sendable {
     static func makeServerTLS(_ files: ListenerTLS, http2: Bool) throws -> NIOSSLContext {
         let certificates = try NIOSSLCertificate.fromPEMFile(files.certificatePEMFile)
         let key = try NIOSSLPrivateKey(file: files.privateKeyPEMFile, format: .pem)
-        var configuration = TLSConfiguration.makeServerConfiguration(certificateChain: certificates.map { .certificate($0) }, privateKey: .privateKey(key))
+        var configuration = TLSConfiguration.makeServerConfiguration(
+            certificateChain: certificates.map { .certificate($0) }, privateKey: .privateKey(key))
         configuration.applicationProtocols = http2 ? ["h2", "http/1.1"] : ["http/1.1"]
         return try NIOSSLContext(configuration: configuration)
     }

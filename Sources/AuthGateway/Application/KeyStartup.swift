@@ -68,7 +68,8 @@ final class KeyStartup: Sendable {
     /// After a reload: fetches every remote issuer whose keys were never fetched (new ones).
     func fetchNeverFetched() {
         let status = self.keyStore.status
-        for issuer in self.keyStore.remoteIssuers where status.first(where: { $0.issuer == issuer.issuer })?.ageSeconds == nil {
+        for issuer in self.keyStore.remoteIssuers
+        where status.first(where: { $0.issuer == issuer.issuer })?.ageSeconds == nil {
             _ = self.fetch(issuer: issuer.issuer)
         }
     }

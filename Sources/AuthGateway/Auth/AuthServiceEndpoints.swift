@@ -36,7 +36,8 @@ final class AuthServiceEndpoints {
     /// The sources `configuration` asks for, with `authClient` as the loop's client for
     /// `authService.url`.
     convenience init(
-        configuration: AuthServiceConfiguration?, authClient: UpstreamClient?, keyStore: KeyStore, clients: @escaping (UpstreamURL) -> UpstreamClient?
+        configuration: AuthServiceConfiguration?, authClient: UpstreamClient?, keyStore: KeyStore,
+        clients: @escaping (UpstreamURL) -> UpstreamClient?
     ) {
         func source(path: String?, discovered field: KeyPath<DiscoveryDocument, UpstreamURL?>) -> Source {
             if let path {
@@ -47,7 +48,8 @@ final class AuthServiceEndpoints {
             return .discovered(issuer: issuer, field)
         }
         let refresh: Source = configuration?.refresh.map { source(path: $0.path, discovered: \.tokenEndpoint) } ?? .none
-        let profile: Source = configuration?.profile.map { source(path: $0.path, discovered: \.userinfoEndpoint) } ?? .none
+        let profile: Source =
+            configuration?.profile.map { source(path: $0.path, discovered: \.userinfoEndpoint) } ?? .none
         self.init(refresh: refresh, profile: profile, keyStore: keyStore, clients: clients)
     }
 

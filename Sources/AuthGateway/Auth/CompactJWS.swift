@@ -64,7 +64,9 @@ struct CompactJWS {
         guard let signature = Base64URL.decode(UnsafeRawBufferPointer(rebasing: token[afterSecond...])) else {
             throw .malformed
         }
-        return CompactJWS(algorithm: algorithm, header: header, keyID: keyID, payload: payload, signature: signature, signingInputLength: secondDot)
+        return CompactJWS(
+            algorithm: algorithm, header: header, keyID: keyID, payload: payload, signature: signature,
+            signingInputLength: secondDot)
     }
 
     /// The offset of the first "." at or after `start` (memchr: the generic

@@ -16,7 +16,9 @@ struct DiscoveryDocument: Sendable, Equatable {
 
     /// Parses and validates `text` for the issuer `expectedIssuer`; the endpoints named in
     /// `requirements` must be present. Optional endpoints that are absent or unusable are nil.
-    static func parse(_ text: String, expectedIssuer: String, requirements: DiscoveryConfiguration) throws(DiscoveryError) -> DiscoveryDocument {
+    static func parse(
+        _ text: String, expectedIssuer: String, requirements: DiscoveryConfiguration
+    ) throws(DiscoveryError) -> DiscoveryDocument {
         let value: JSONValue
         do {
             value = try JSONValue(parsing: text)
@@ -25,7 +27,9 @@ struct DiscoveryDocument: Sendable, Equatable {
         }
         guard case .object(let document) = value else { throw DiscoveryError(.notJSON) }
         guard case .string(let issuer)? = document["issuer"] else { throw DiscoveryError(.missing("issuer")) }
-        guard issuer == expectedIssuer else { throw DiscoveryError(.issuerMismatch(found: issuer, expected: expectedIssuer)) }
+        guard issuer == expectedIssuer else {
+            throw DiscoveryError(.issuerMismatch(found: issuer, expected: expectedIssuer))
+        }
         let secure = requirements.documentURL.isTLS
 
         func endpoint(_ name: String, required: Bool) throws(DiscoveryError) -> UpstreamURL? {
@@ -39,7 +43,9 @@ struct DiscoveryDocument: Sendable, Equatable {
             }
             switch UpstreamURL.parse(text) {
             case .success(let url) where secure && !url.isTLS:
-                if required { throw DiscoveryError(.invalidURL(name, reason: "\"\(text)\" is not https, but the issuer is")) }
+                if required {
+                    throw DiscoveryError(.invalidURL(name, reason: "\"\(text)\" is not https, but the issuer is"))
+                }
                 return nil
             case .success(let url):
                 return url
@@ -52,18 +58,26 @@ struct DiscoveryDocument: Sendable, Equatable {
         let jwksURI = try endpoint("jwks_uri", required: true)!
         let tokenEndpoint = try endpoint("token_endpoint", required: requirements.needsTokenEndpoint)
         let userinfoEndpoint = try endpoint("userinfo_endpoint", required: requirements.needsUserinfoEndpoint)
-        let introspectionEndpoint = try endpoint("introspection_endpoint", required: requirements.needsIntrospectionEndpoint)
+        let introspectionEndpoint = try endpoint(
+            "introspection_endpoint", required: requirements.needsIntrospectionEndpoint)
         return DiscoveryDocument(
-            issuer: issuer, jwksURI: jwksURI, tokenEndpoint: tokenEndpoint, userinfoEndpoint: userinfoEndpoint, introspectionEndpoint: introspectionEndpoint
+            issuer: issuer, jwksURI: jwksURI, tokenEndpoint: tokenEndpoint, userinfoEndpoint: userinfoEndpoint,
+            introspectionEndpoint: introspectionEndpoint
         )
     }
 
     /// Whether this (previously accepted) document still has what `requirements` ask for; a
     /// reason when not (a reload may start relying on an endpoint it lacks).
     func unmet(_ requirements: DiscoveryConfiguration) -> DiscoveryError? {
-        if requirements.needsTokenEndpoint && self.tokenEndpoint == nil { return DiscoveryError(.missing("token_endpoint")) }
-        if requirements.needsUserinfoEndpoint && self.userinfoEndpoint == nil { return DiscoveryError(.missing("userinfo_endpoint")) }
-        if requirements.needsIntrospectionEndpoint && self.introspectionEndpoint == nil { return DiscoveryError(.missing("introspection_endpoint")) }
+        if requirements.needsTokenEndpoint && self.tokenEndpoint == nil {
+            return DiscoveryError(.missing("token_endpoint"))
+        }
+        if requirements.needsUserinfoEndpoint && self.userinfoEndpoint == nil {
+            return DiscoveryError(.missing("userinfo_endpoint"))
+        }
+        if requirements.needsIntrospectionEndpoint && self.introspectionEndpoint == nil {
+            return DiscoveryError(.missing("introspection_endpoint"))
+        }
         return nil
     }
 }

@@ -30,7 +30,8 @@ enum IntrospectedJWT {
         var claims = verified.claims
         claims["cnf"] = .object(confirmation)
         return VerifiedToken(
-            issuerIndex: verified.issuerIndex, generation: verified.generation, claims: claims, subject: verified.subject, expiresAt: verified.expiresAt,
+            issuerIndex: verified.issuerIndex, generation: verified.generation, claims: claims,
+            subject: verified.subject, expiresAt: verified.expiresAt,
             notBefore: verified.notBefore, issuedAt: verified.issuedAt, leewaySeconds: verified.leewaySeconds
         )
     }

@@ -7,13 +7,16 @@ enum IntrospectionAnswer {
     /// `POST url` with `token=…&token_type_hint=access_token`, the client authenticated as for
     /// a refresh (RFC 6749 §2.3.1 Basic, or the credentials in the form).
     /// `path`: on the endpoint's origin (the configured `url`'s by default).
-    static func request(for token: String, configuration: IntrospectionConfiguration, path: String? = nil) -> UpstreamRequest {
+    static func request(
+        for token: String, configuration: IntrospectionConfiguration, path: String? = nil
+    ) -> UpstreamRequest {
         var headers = HTTPHeaders()
         headers.add(name: "Accept", value: "application/json")
         headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
         var form = [("token", token), ("token_type_hint", "access_token")]
         FormEncoding.authenticateClient(
-            configuration.clientID, secret: configuration.clientSecret, as: configuration.clientAuthentication, headers: &headers, form: &form
+            configuration.clientID, secret: configuration.clientSecret, as: configuration.clientAuthentication,
+            headers: &headers, form: &form
         )
         let body = FormEncoding.body(form)
         let path = (path ?? configuration.url?.pathAndQuery).flatMap { $0.isEmpty ? nil : $0 } ?? "/"
@@ -24,7 +27,9 @@ enum IntrospectionAnswer {
     /// `active` is an answer; anything else (4xx, 5xx, not JSON, no `active`) means the
     /// endpoint is unavailable. An active answer is refused (inactive) when it expired, is not
     /// valid yet, or names another issuer or audience.
-    static func outcome(of response: UpstreamResponse, configuration: IntrospectionConfiguration, now: Double) -> IntrospectionOutcome {
+    static func outcome(
+        of response: UpstreamResponse, configuration: IntrospectionConfiguration, now: Double
+    ) -> IntrospectionOutcome {
         guard (200..<300).contains(response.status.code),
             case .object(let document)? = try? JSONValue(parsing: String(buffer: response.body)),
             case .bool(let active)? = document["active"]

@@ -20,7 +20,8 @@ public final class KeySnapshot: Sendable {
         public var keyCount: Int { self.keysByID.count + self.keysWithoutID.count }
 
         package init(
-            issuer: String, audiences: [String]?, leewaySeconds: Int, requiredClaims: [String], keysByID: [String: VerificationKey],
+            issuer: String, audiences: [String]?, leewaySeconds: Int, requiredClaims: [String],
+            keysByID: [String: VerificationKey],
             keysWithoutID: [VerificationKey], hasRemoteKeys: Bool, remoteKeysFetchedAt: Double?
         ) {
             self.issuer = issuer

@@ -11,41 +11,54 @@ extension KeyStore {
     /// fetch next (the new document's, or the last good one's after a failure), nil when there
     /// is no usable document at all.
     func fetchDiscoveryDocument(
-        issuer: String, configuration: DiscoveryConfiguration, on eventLoop: EventLoop, clients: (UpstreamURL) -> UpstreamClient?
+        issuer: String, configuration: DiscoveryConfiguration, on eventLoop: EventLoop,
+        clients: (UpstreamURL) -> UpstreamClient?
     ) -> EventLoopFuture<UpstreamURL?> {
         guard let client = clients(configuration.documentURL) else {
             return eventLoop.makeSucceededFuture(
-                self.finishDiscovery(issuer: issuer, configuration: configuration, result: .failure(.unreachable("no client for \(configuration.documentURL)")), body: nil)
+                self.finishDiscovery(
+                    issuer: issuer, configuration: configuration,
+                    result: .failure(.unreachable("no client for \(configuration.documentURL)")), body: nil)
             )
         }
         var headers = HTTPHeaders()
         headers.add(name: "Accept", value: "application/json")
-        let request = UpstreamRequest(method: .GET, path: configuration.documentURL.pathAndQuery, headers: headers, body: nil)
+        let request = UpstreamRequest(
+            method: .GET, path: configuration.documentURL.pathAndQuery, headers: headers, body: nil)
         return client.execute(request).map { response -> UpstreamURL? in
             guard response.status == .ok else {
-                return self.finishDiscovery(issuer: issuer, configuration: configuration, result: .failure(.http(status: Int(response.status.code))), body: nil)
+                return self.finishDiscovery(
+                    issuer: issuer, configuration: configuration,
+                    result: .failure(.http(status: Int(response.status.code))), body: nil)
             }
             let result: Result<DiscoveryDocument, DiscoveryError>
             do throws(DiscoveryError) {
-                result = .success(try DiscoveryDocument.parse(String(buffer: response.body), expectedIssuer: issuer, requirements: configuration))
+                result = .success(
+                    try DiscoveryDocument.parse(
+                        String(buffer: response.body), expectedIssuer: issuer, requirements: configuration))
             } catch {
                 result = .failure(error)
             }
-            return self.finishDiscovery(issuer: issuer, configuration: configuration, result: result, body: response.body)
+            return self.finishDiscovery(
+                issuer: issuer, configuration: configuration, result: result, body: response.body)
         }.recover { error in
-            self.finishDiscovery(issuer: issuer, configuration: configuration, result: .failure(.unreachable("\(error)")), body: nil)
+            self.finishDiscovery(
+                issuer: issuer, configuration: configuration, result: .failure(.unreachable("\(error)")), body: nil)
         }
     }
 
     /// Records a document or a failure; returns the JWKS URL in force afterwards.
     private func finishDiscovery(
-        issuer: String, configuration: DiscoveryConfiguration, result: Result<DiscoveryDocument, DiscoveryError>, body: ByteBuffer?
+        issuer: String, configuration: DiscoveryConfiguration, result: Result<DiscoveryDocument, DiscoveryError>,
+        body: ByteBuffer?
     ) -> UpstreamURL? {
         let now = self.clock()
         let fingerprint = body.map { body in body.withUnsafeReadableBytes { SHA256.hash(data: $0) } }
         let (outcome, jwksURL): (FetchResult, UpstreamURL?) = self.state.withLockedValue { state in
             // A reload may have moved the issuer to another source while this fetch ran.
-            guard var remote = state.remote[issuer], case .discovery(let current) = remote.source, current.documentURL == configuration.documentURL else {
+            guard var remote = state.remote[issuer], case .discovery(let current) = remote.source,
+                current.documentURL == configuration.documentURL
+            else {
                 return (.error, nil)
             }
             var discovery = remote.discovery ?? DiscoveryState()
@@ -79,7 +92,8 @@ extension KeyStore {
             self.logger.warning(
                 "discovery.failed",
                 metadata: [
-                    "auth.issuer": "\(issuer)", "discovery.error": "\(error.errorType)", "discovery.reason": "\(error.description)",
+                    "auth.issuer": "\(issuer)", "discovery.error": "\(error.errorType)",
+                    "discovery.reason": "\(error.description)",
                     "discovery.last_good_kept": "\(jwksURL != nil)",
                 ]
             )

@@ -70,7 +70,8 @@ public final class KeyStore: Sendable {
 
     /// `publish` receives every new snapshot (the application hands it to each event loop).
     init(
-        configuration: TokensConfiguration, metrics: ProcessMetrics, clock: @escaping @Sendable () -> Double, logger: Logger = Logger(label: "auth-gateway.keys"),
+        configuration: TokensConfiguration, metrics: ProcessMetrics, clock: @escaping @Sendable () -> Double,
+        logger: Logger = Logger(label: "auth-gateway.keys"),
         publish: @escaping @Sendable (KeySnapshot) -> Void
     ) {
         var remote: [String: RemoteState] = [:]
@@ -78,7 +79,8 @@ public final class KeyStore: Sendable {
             if let jwks = issuer.jwks { remote[issuer.issuer] = RemoteState(jwks) }
         }
         let snapshot = KeySnapshot(generation: 1, issuers: KeySnapshot.issuers(from: configuration))
-        self.state = NIOLockedValueBox(State(configuration: configuration, generation: 1, snapshot: snapshot, remote: remote))
+        self.state = NIOLockedValueBox(
+            State(configuration: configuration, generation: 1, snapshot: snapshot, remote: remote))
         self.metrics = metrics
         self.clock = clock
         self.logger = logger
@@ -94,8 +96,10 @@ public final class KeyStore: Sendable {
     /// Why the keys are not ready (the first issuer still waiting, and its last error), or nil.
     var unreadyReason: String? {
         self.state.withLockedValue { state in
-            guard let (issuer, remote) = state.remote.filter({ $0.value.fetchedAt == nil }).min(by: { $0.key < $1.key }) else { return nil }
-            let pending = remote.discovery.map { $0.document == nil ? "discovery pending" : "fetch pending" } ?? "fetch pending"
+            guard let (issuer, remote) = state.remote.filter({ $0.value.fetchedAt == nil }).min(by: { $0.key < $1.key })
+            else { return nil }
+            let pending =
+                remote.discovery.map { $0.document == nil ? "discovery pending" : "fetch pending" } ?? "fetch pending"
             let reason: String = remote.discovery?.lastError ?? remote.lastError ?? pending
             return "signing keys not loaded for \(issuer): \(reason)"
         }
@@ -104,7 +108,9 @@ public final class KeyStore: Sendable {
     /// Issuers with a remote key set (a `jwksURL` or discovery).
     var remoteIssuers: [(issuer: String, refreshSeconds: Int)] {
         self.state.withLockedValue { state in
-            state.remote.map { (issuer: $0.key, refreshSeconds: $0.value.refreshSeconds) }.sorted { $0.issuer < $1.issuer }
+            state.remote.map { (issuer: $0.key, refreshSeconds: $0.value.refreshSeconds) }.sorted {
+                $0.issuer < $1.issuer
+            }
         }
     }
 
@@ -171,7 +177,8 @@ public final class KeyStore: Sendable {
                     existing.refreshSeconds = jwks.refreshSeconds
                     existing.minRefetchSeconds = jwks.minRefetchSeconds
                     // The kept document may lack an endpoint the new configuration relies on.
-                    if let requirements = jwks.discovery, let unmet = existing.discovery?.document?.unmet(requirements) {
+                    if let requirements = jwks.discovery, let unmet = existing.discovery?.document?.unmet(requirements)
+                    {
                         existing.discovery?.lastError = unmet.description
                     }
                     remote[issuer.issuer] = existing
@@ -192,7 +199,9 @@ public final class KeyStore: Sendable {
     /// names), or joins the fetch already running; the future tells whether keys were fetched.
     /// Never fails: a failed fetch is recorded and the last good keys (and document) stay.
     /// Runs on `eventLoop`; `clients` gives that loop's client for an URL's origin.
-    func fetch(issuer: String, on eventLoop: EventLoop, clients: @escaping (UpstreamURL) -> UpstreamClient?) -> EventLoopFuture<Bool> {
+    func fetch(
+        issuer: String, on eventLoop: EventLoop, clients: @escaping (UpstreamURL) -> UpstreamClient?
+    ) -> EventLoopFuture<Bool> {
         eventLoop.preconditionInEventLoop()
         let flight: LocalSingleFlight<String, Bool>.Flight
         switch self.fetches.lookup(issuer, now: self.clock(), policy: .init(freshSeconds: 0), eventLoop: eventLoop) {
@@ -203,32 +212,39 @@ public final class KeyStore: Sendable {
         case .lead(let lead):
             flight = lead
         }
-        let settle: @Sendable (Bool) -> Void = { fetched in self.fetches.settle(flight, now: self.clock(), outcome: fetched, remember: false) }
+        let settle: @Sendable (Bool) -> Void = { fetched in
+            self.fetches.settle(flight, now: self.clock(), outcome: fetched, remember: false)
+        }
         guard let source = self.state.withLockedValue({ $0.remote[issuer]?.source }) else {
             settle(false)
             return flight.promise.futureResult
         }
         switch source {
         case .url(let url):
-            self.fetchKeySet(issuer: issuer, url: url, source: source, on: eventLoop, clients: clients).whenSuccess(settle)
+            self.fetchKeySet(issuer: issuer, url: url, source: source, on: eventLoop, clients: clients).whenSuccess(
+                settle)
         case .discovery(let configuration):
-            self.fetchDiscoveryDocument(issuer: issuer, configuration: configuration, on: eventLoop, clients: clients).assumeIsolated().whenSuccess { jwksURL in
-                guard let jwksURL else {
-                    settle(false)
-                    return
+            self.fetchDiscoveryDocument(issuer: issuer, configuration: configuration, on: eventLoop, clients: clients)
+                .assumeIsolated().whenSuccess { jwksURL in
+                    guard let jwksURL else {
+                        settle(false)
+                        return
+                    }
+                    self.fetchKeySet(issuer: issuer, url: jwksURL, source: source, on: eventLoop, clients: clients)
+                        .whenSuccess(settle)
                 }
-                self.fetchKeySet(issuer: issuer, url: jwksURL, source: source, on: eventLoop, clients: clients).whenSuccess(settle)
-            }
         }
         return flight.promise.futureResult
     }
 
     /// One GET of a JWKS; true when it gave a usable key set.
     private func fetchKeySet(
-        issuer: String, url: UpstreamURL, source: RemoteJWKSConfiguration.Source, on eventLoop: EventLoop, clients: (UpstreamURL) -> UpstreamClient?
+        issuer: String, url: UpstreamURL, source: RemoteJWKSConfiguration.Source, on eventLoop: EventLoop,
+        clients: (UpstreamURL) -> UpstreamClient?
     ) -> EventLoopFuture<Bool> {
         guard let client = clients(url) else {
-            return eventLoop.makeSucceededFuture(self.finishFetch(issuer: issuer, source: source, result: .failure(UpstreamClientError.unreachable)))
+            return eventLoop.makeSucceededFuture(
+                self.finishFetch(issuer: issuer, source: source, result: .failure(UpstreamClientError.unreachable)))
         }
         let path = url.pathAndQuery.isEmpty ? "/" : url.pathAndQuery
         var headers = HTTPHeaders()
@@ -245,7 +261,9 @@ public final class KeyStore: Sendable {
     /// join a refetch in flight) and return the snapshot after it, or nil when the fetch failed
     /// (the caller answers 503: it could not check). A nil future means no refetch is allowed
     /// now and the token must be refused.
-    func refetchForUnknownKey(issuerIndex: Int, on eventLoop: EventLoop, clients: @escaping (UpstreamURL) -> UpstreamClient?) -> EventLoopFuture<KeySnapshot?>? {
+    func refetchForUnknownKey(
+        issuerIndex: Int, on eventLoop: EventLoop, clients: @escaping (UpstreamURL) -> UpstreamClient?
+    ) -> EventLoopFuture<KeySnapshot?>? {
         let now = self.clock()
         let target: (issuer: String, cooldown: Int)? = self.state.withLockedValue { state in
             guard issuerIndex < state.snapshot.issuers.count else { return nil }
@@ -263,14 +281,17 @@ public final class KeyStore: Sendable {
         case .lead(let flight):
             self.fetch(issuer: target.issuer, on: eventLoop, clients: clients).whenComplete { result in
                 // Remembered either way: the cooldown holds after a failed refetch too.
-                self.unknownKidRefetches.settle(flight, now: self.clock(), outcome: (try? result.get()) ?? false, remember: true)
+                self.unknownKidRefetches.settle(
+                    flight, now: self.clock(), outcome: (try? result.get()) ?? false, remember: true)
             }
             fetched = flight.promise.futureResult
         }
         return fetched.map { succeeded in succeeded ? self.snapshot : nil }
     }
 
-    private func finishFetch(issuer: String, source: RemoteJWKSConfiguration.Source, result: Result<UpstreamResponse, Error>) -> Bool {
+    private func finishFetch(
+        issuer: String, source: RemoteJWKSConfiguration.Source, result: Result<UpstreamResponse, Error>
+    ) -> Bool {
         let now = self.clock()
         var outcome = FetchResult.error
         var parsed: JWKSet.Parsed?
@@ -330,6 +351,8 @@ public final class KeyStore: Sendable {
         for (issuer, remote) in state.remote {
             if let fetchedAt = remote.fetchedAt { remoteKeys[issuer] = (remote.keys, fetchedAt) }
         }
-        return KeySnapshot(generation: state.generation, issuers: KeySnapshot.issuers(from: state.configuration, remoteKeys: remoteKeys))
+        return KeySnapshot(
+            generation: state.generation,
+            issuers: KeySnapshot.issuers(from: state.configuration, remoteKeys: remoteKeys))
     }
 }

@@ -29,7 +29,9 @@ final class RecentIntrospections {
 
     /// The identity of `token` while its answer lasts, if this loop adopted it.
     func lookup(_ token: Substring, introspector: TokenIntrospector, now: Double) -> VerifiedToken? {
-        guard let entry = self.table.entry(at: self.table.slot(of: token), owner: introspector), entry.validUntil > now, entry.token == token else {
+        guard let entry = self.table.entry(at: self.table.slot(of: token), owner: introspector), entry.validUntil > now,
+            entry.token == token
+        else {
             return nil
         }
         return entry.verified
@@ -37,7 +39,9 @@ final class RecentIntrospections {
 
     /// Remembers an active answer, adopted for `token`.
     func remember(_ token: Substring, verified: VerifiedToken, validUntil: Double, introspector: TokenIntrospector) {
-        self.table.store(Entry(token: String(token), verified: verified, validUntil: validUntil), at: self.table.slot(of: token), owner: introspector)
+        self.table.store(
+            Entry(token: String(token), verified: verified, validUntil: validUntil), at: self.table.slot(of: token),
+            owner: introspector)
     }
 }
 

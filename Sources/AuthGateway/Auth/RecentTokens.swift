@@ -36,14 +36,18 @@ package final class RecentTokens {
     }
 
     /// Verifies `token` through the memo, then through `shared` (which verifies and caches).
-    package func verify(_ token: Substring, keys: KeySnapshot, through shared: VerifiedTokenCache) -> Result<VerifiedToken, TokenRejection> {
+    package func verify(
+        _ token: Substring, keys: KeySnapshot, through shared: VerifiedTokenCache
+    ) -> Result<VerifiedToken, TokenRejection> {
         var checkedSignature = false
         return self.verify(token, keys: keys, through: shared, checkedSignature: &checkedSignature)
     }
 
     /// `verify`, telling whether the signature had to be checked (neither memo nor cache knew
     /// the token): a traced request records that as a span.
-    func verify(_ token: Substring, keys: KeySnapshot, through shared: VerifiedTokenCache, checkedSignature: inout Bool) -> Result<VerifiedToken, TokenRejection> {
+    func verify(
+        _ token: Substring, keys: KeySnapshot, through shared: VerifiedTokenCache, checkedSignature: inout Bool
+    ) -> Result<VerifiedToken, TokenRejection> {
         // A disabled shared cache means "verify every request": no memo either.
         guard shared.isEnabled else {
             checkedSignature = true

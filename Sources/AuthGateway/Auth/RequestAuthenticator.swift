@@ -93,7 +93,8 @@ enum AuthPhase {
     case refresh(VerifiedToken, access: ExtractedToken, refresh: ExtractedToken, keys: KeySnapshot)
     /// `keysRefetched`: the issuer's keys were refetched for the new token's unknown `kid`
     /// already (once per request).
-    case adoptRefresh(RefreshOutcome, access: ExtractedToken, refresh: ExtractedToken, keys: KeySnapshot, keysRefetched: Bool = false)
+    case adoptRefresh(
+        RefreshOutcome, access: ExtractedToken, refresh: ExtractedToken, keys: KeySnapshot, keysRefetched: Bool = false)
     /// An opaque token (or, with `forJWTs`, a verified JWT whose identity is `verified`) goes
     /// to the introspection endpoint.
     case introspect(ExtractedToken, verified: Identity?)
@@ -136,7 +137,10 @@ struct RequestAuthenticator: Sendable {
     /// refresh token came from a cookie.
     let accessTokenCookie: String?
 
-    init(configuration: GatewayConfiguration, refresher: SessionRefresher? = nil, profiles: ProfileCache? = nil, introspector: TokenIntrospector? = nil) {
+    init(
+        configuration: GatewayConfiguration, refresher: SessionRefresher? = nil, profiles: ProfileCache? = nil,
+        introspector: TokenIntrospector? = nil
+    ) {
         self.sources = configuration.tokens.sources
         self.refresh = configuration.authService?.refresh
         self.refresher = refresher
@@ -146,10 +150,11 @@ struct RequestAuthenticator: Sendable {
         self.dpopAlgorithms = configuration.tokens.dpop.algorithms.map(\.rawValue).joined(separator: " ")
         self.identityHeadersNeedProfile = configuration.identityHeaders.contains { $0.path.source == .profile }
         self.rateLimitProfileRoutes = configuration.routesWithProfileRateLimits
-        self.accessTokenCookie = configuration.tokens.sources.lazy.compactMap { source -> String? in
-            if case .cookie(let name) = source { return name }
-            return nil
-        }.first
+        self.accessTokenCookie =
+            configuration.tokens.sources.lazy.compactMap { source -> String? in
+                if case .cookie(let name) = source { return name }
+                return nil
+            }.first
     }
 
     /// Runs the phases from `extract` until one is done or must wait.
@@ -183,7 +188,9 @@ struct RequestAuthenticator: Sendable {
         case .verify(let token, let keys):
             // Not a compact JWS: an opaque token, for the introspection endpoint when there is
             // one (a JWS-shaped token never goes there unverified).
-            if self.introspector != nil && !CompactJWS.hasCompactShape(token.value) { return .next(.introspect(token, verified: nil)) }
+            if self.introspector != nil && !CompactJWS.hasCompactShape(token.value) {
+                return .next(.introspect(token, verified: nil))
+            }
             guard let trace = request.trace else { return self.verify(token, keys: keys, services) }
             return self.tracedVerify(token, keys: keys, services, trace: trace)
         case .refetchKeys(let token, let issuerIndex, let keys):
@@ -191,9 +198,11 @@ struct RequestAuthenticator: Sendable {
         case .checkTime(let verified, let token, let keys):
             return self.checkTime(verified, token, keys: keys, request)
         case .refresh(let verified, let access, let refresh, let keys):
-            return self.startRefresh(verified, access: access, refresh: refresh, keys: keys, services, trace: request.trace)
+            return self.startRefresh(
+                verified, access: access, refresh: refresh, keys: keys, services, trace: request.trace)
         case .adoptRefresh(let outcome, let access, let refresh, let keys, let keysRefetched):
-            return self.adoptRefresh(outcome, access: access, refresh: refresh, keys: keys, keysRefetched: keysRefetched, request, services)
+            return self.adoptRefresh(
+                outcome, access: access, refresh: refresh, keys: keys, keysRefetched: keysRefetched, request, services)
         case .introspect(let token, let verified):
             return self.introspect(token, verified: verified, services, now: request.now, trace: request.trace)
         case .adoptIntrospection(let outcome, let token, let verified):
@@ -226,15 +235,21 @@ struct RequestAuthenticator: Sendable {
 
     /// Signature and clock-independent claims, through the loop's memo and the shared cache.
     func verify(_ token: ExtractedToken, keys: KeySnapshot, _ services: AuthServices) -> AuthStep {
-        self.verify(services.recentTokens.verify(token.value, keys: keys, through: services.verifiedTokens), token: token, keys: keys)
+        self.verify(
+            services.recentTokens.verify(token.value, keys: keys, through: services.verifiedTokens), token: token,
+            keys: keys)
     }
 
-    private func verify(_ result: Result<VerifiedToken, TokenRejection>, token: ExtractedToken, keys: KeySnapshot) -> AuthStep {
+    private func verify(
+        _ result: Result<VerifiedToken, TokenRejection>, token: ExtractedToken, keys: KeySnapshot
+    ) -> AuthStep {
         switch result {
         case .success(let verified):
             return .next(.checkTime(verified, token, keys: keys))
         case .failure(let rejection):
-            guard rejection.failure == .unknownKey, let issuerIndex = rejection.issuerIndex, keys.issuers[issuerIndex].hasRemoteKeys else {
+            guard rejection.failure == .unknownKey, let issuerIndex = rejection.issuerIndex,
+                keys.issuers[issuerIndex].hasRemoteKeys
+            else {
                 return .done(.reject(.tokenRejected(rejection.failure)))
             }
             return .next(.refetchKeys(token, issuerIndex: issuerIndex, keys: keys))
@@ -242,10 +257,13 @@ struct RequestAuthenticator: Sendable {
     }
 
     /// `verify`, with a span when the signature had to be checked (a cache miss).
-    private func tracedVerify(_ token: ExtractedToken, keys: KeySnapshot, _ services: AuthServices, trace: RequestTrace) -> AuthStep {
+    private func tracedVerify(
+        _ token: ExtractedToken, keys: KeySnapshot, _ services: AuthServices, trace: RequestTrace
+    ) -> AuthStep {
         let start = DefaultTracerClock.now
         var checkedSignature = false
-        let result = services.recentTokens.verify(token.value, keys: keys, through: services.verifiedTokens, checkedSignature: &checkedSignature)
+        let result = services.recentTokens.verify(
+            token.value, keys: keys, through: services.verifiedTokens, checkedSignature: &checkedSignature)
         if checkedSignature {
             let span = trace.child("auth.verify", startedAt: start)
             if case .failure(let rejection) = result { span.attributes["auth.failure"] = rejection.failure.rawValue }
@@ -256,8 +274,12 @@ struct RequestAuthenticator: Sendable {
 
     /// An unknown `kid` of an issuer with a JWKS URL: refetch once (if the cooldown allows),
     /// then verify again against the new keys.
-    func refetchKeys(_ token: ExtractedToken, issuerIndex: Int, keys: KeySnapshot, _ services: AuthServices) -> AuthStep {
-        guard let refetch = services.keyStore.refetchForUnknownKey(issuerIndex: issuerIndex, on: services.eventLoop, clients: services.clients) else {
+    func refetchKeys(_ token: ExtractedToken, issuerIndex: Int, keys: KeySnapshot, _ services: AuthServices) -> AuthStep
+    {
+        guard
+            let refetch = services.keyStore.refetchForUnknownKey(
+                issuerIndex: issuerIndex, on: services.eventLoop, clients: services.clients)
+        else {
             // No refetch allowed now. If the issuer's keys were never fetched we cannot check
             // anything: 503, not the 401 Envoy answers when its JWKS fetch fails.
             let neverFetched = keys.issuers[issuerIndex].remoteKeysFetchedAt == nil
@@ -278,11 +300,17 @@ struct RequestAuthenticator: Sendable {
     /// The refreshed token's `kid` is unknown: refetch (if the cooldown allows), then adopt
     /// the outcome again against the new keys (once: a second unknown `kid` signs out).
     func refetchKeys(
-        forRefreshed outcome: RefreshOutcome, access: ExtractedToken, refresh: ExtractedToken, issuerIndex: Int, keys: KeySnapshot,
+        forRefreshed outcome: RefreshOutcome, access: ExtractedToken, refresh: ExtractedToken, issuerIndex: Int,
+        keys: KeySnapshot,
         _ services: AuthServices
     ) -> AuthStep {
-        let retry = { (snapshot: KeySnapshot) in AuthPhase.adoptRefresh(outcome, access: access, refresh: refresh, keys: snapshot, keysRefetched: true) }
-        guard let refetch = services.keyStore.refetchForUnknownKey(issuerIndex: issuerIndex, on: services.eventLoop, clients: services.clients) else {
+        let retry = { (snapshot: KeySnapshot) in
+            AuthPhase.adoptRefresh(outcome, access: access, refresh: refresh, keys: snapshot, keysRefetched: true)
+        }
+        guard
+            let refetch = services.keyStore.refetchForUnknownKey(
+                issuerIndex: issuerIndex, on: services.eventLoop, clients: services.clients)
+        else {
             // In the cooldown: another request refetched moments ago; its keys are the store's.
             return .next(retry(services.keyStore.snapshot))
         }
@@ -292,11 +320,16 @@ struct RequestAuthenticator: Sendable {
     }
 
     /// The clock checks; an expired token may be refreshed transparently (SPEC §4.3).
-    func checkTime(_ verified: VerifiedToken, _ token: ExtractedToken, keys: KeySnapshot, _ request: AuthRequest) -> AuthStep {
+    func checkTime(
+        _ verified: VerifiedToken, _ token: ExtractedToken, keys: KeySnapshot, _ request: AuthRequest
+    ) -> AuthStep {
         guard let failure = verified.timeFailure(now: request.now) else {
-            let identity = Identity(token: verified, accessToken: token, issuer: keys.issuers[verified.issuerIndex].issuer)
+            let identity = Identity(
+                token: verified, accessToken: token, issuer: keys.issuers[verified.issuerIndex].issuer)
             // `forJWTs`: a verified JWT is introspected too, so that a revoked one is refused.
-            if let introspector = self.introspector, introspector.configuration.forJWTs { return .next(.introspect(token, verified: identity)) }
+            if let introspector = self.introspector, introspector.configuration.forJWTs {
+                return .next(.introspect(token, verified: identity))
+            }
             return .next(.proofOfPossession(identity))
         }
         guard failure == .expired, let refresh = self.refresh, self.refresher != nil,
@@ -307,16 +340,20 @@ struct RequestAuthenticator: Sendable {
         switch TokenExtractor.extract(from: request.headers, sources: refresh.refreshTokenSources) {
         case .none: return .done(.reject(.tokenRejected(.expired)))
         case .conflict: return .done(.reject(.ambiguousToken))
-        case .found(let refreshToken): return .next(.refresh(verified, access: token, refresh: refreshToken, keys: keys))
+        case .found(let refreshToken):
+            return .next(.refresh(verified, access: token, refresh: refreshToken, keys: keys))
         }
     }
 
     /// Redeems the refresh token (once per token, process- or fleet-wide: `RefreshStore`).
     func startRefresh(
-        _ verified: VerifiedToken, access: ExtractedToken, refresh: ExtractedToken, keys: KeySnapshot, _ services: AuthServices, trace: RequestTrace? = nil
+        _ verified: VerifiedToken, access: ExtractedToken, refresh: ExtractedToken, keys: KeySnapshot,
+        _ services: AuthServices, trace: RequestTrace? = nil
     ) -> AuthStep {
         // Resolved here, on the refresh path: a discovered token_endpoint may have changed.
-        guard let refresher = self.refresher, let endpoint = services.endpoints.refreshEndpoint() else { return .done(.reject(.authServiceUnavailable)) }
+        guard let refresher = self.refresher, let endpoint = services.endpoints.refreshEndpoint() else {
+            return .done(.reject(.authServiceUnavailable))
+        }
         let span = trace?.child("auth.refresh", kind: .client)
         return .wait(
             refresher.refresh(refreshToken: refresh.value, claims: verified.claims, endpoint: endpoint).map { outcome in
@@ -330,7 +367,8 @@ struct RequestAuthenticator: Sendable {
     /// The refresh's outcome: the new token (verified like any other) replaces the old one,
     /// and goes back to the client; a refusal signs the client out.
     func adoptRefresh(
-        _ outcome: RefreshOutcome, access oldAccess: ExtractedToken, refresh oldRefresh: ExtractedToken, keys: KeySnapshot,
+        _ outcome: RefreshOutcome, access oldAccess: ExtractedToken, refresh oldRefresh: ExtractedToken,
+        keys: KeySnapshot,
         keysRefetched: Bool = false, _ request: AuthRequest, _ services: AuthServices
     ) -> AuthStep {
         let cookies = SessionCookies(isTLS: request.isTLS)
@@ -338,7 +376,10 @@ struct RequestAuthenticator: Sendable {
         case .unavailable:
             return .done(.reject(.authServiceUnavailable))
         case .rejected:
-            return .done(.rejected(.refreshRejected, headers: Self.signOutHeaders(oldAccess: oldAccess, oldRefresh: oldRefresh, cookies: cookies)))
+            return .done(
+                .rejected(
+                    .refreshRejected,
+                    headers: Self.signOutHeaders(oldAccess: oldAccess, oldRefresh: oldRefresh, cookies: cookies)))
         case .refreshed(let accessToken, let newRefreshToken):
             let verified: VerifiedToken
             switch services.verifiedTokens.verify(accessToken[...], keys: keys) {
@@ -347,7 +388,10 @@ struct RequestAuthenticator: Sendable {
             // The refresh token was spent on a token this gateway refuses: the session is over.
             case .success(let token):
                 Self.logMisconfiguration(reason: token.timeFailure(now: request.now)?.rawValue ?? "invalid")
-                return .done(.rejected(.refreshRejected, headers: Self.signOutHeaders(oldAccess: oldAccess, oldRefresh: oldRefresh, cookies: cookies)))
+                return .done(
+                    .rejected(
+                        .refreshRejected,
+                        headers: Self.signOutHeaders(oldAccess: oldAccess, oldRefresh: oldRefresh, cookies: cookies)))
             case .failure(let rejection)
             where rejection.failure == .unknownKey && !keysRefetched
                 && rejection.issuerIndex.map({ keys.issuers[$0].hasRemoteKeys }) == true:
@@ -355,35 +399,56 @@ struct RequestAuthenticator: Sendable {
                 // it: refetch the issuer's keys (cooldown permitting), then verify again —
                 // signing the user out for the gateway's own stale keys would waste a
                 // refresh token that the auth service has already rotated.
-                return self.refetchKeys(forRefreshed: outcome, access: oldAccess, refresh: oldRefresh, issuerIndex: rejection.issuerIndex!, keys: keys, services)
+                return self.refetchKeys(
+                    forRefreshed: outcome, access: oldAccess, refresh: oldRefresh, issuerIndex: rejection.issuerIndex!,
+                    keys: keys, services)
             case .failure(let rejection):
                 Self.logMisconfiguration(reason: rejection.failure.rawValue)
-                return .done(.rejected(.refreshRejected, headers: Self.signOutHeaders(oldAccess: oldAccess, oldRefresh: oldRefresh, cookies: cookies)))
+                return .done(
+                    .rejected(
+                        .refreshRejected,
+                        headers: Self.signOutHeaders(oldAccess: oldAccess, oldRefresh: oldRefresh, cookies: cookies)))
             }
-            var identity = Identity(token: verified, accessToken: oldAccess, issuer: keys.issuers[verified.issuerIndex].issuer)
+            var identity = Identity(
+                token: verified, accessToken: oldAccess, issuer: keys.issuers[verified.issuerIndex].issuer)
             identity.replacementAccessToken = accessToken
             // A rotated refresh token goes into a header or cookie: only a plain token may.
-            let rotated = newRefreshToken.flatMap { $0 == String(oldRefresh.value) || !SessionCookies.isSafeValue($0) ? nil : $0 }
+            let rotated = newRefreshToken.flatMap {
+                $0 == String(oldRefresh.value) || !SessionCookies.isSafeValue($0) ? nil : $0
+            }
             if case .cookie(let refreshCookie) = oldRefresh.location {
-                let accessCookie: String? = if case .cookie(let name) = oldAccess.location { name } else { self.accessTokenCookie }
-                if let accessCookie { identity.responseHeaders.append(("Set-Cookie", cookies.setting(accessCookie, to: accessToken))) }
-                if let rotated { identity.responseHeaders.append(("Set-Cookie", cookies.setting(refreshCookie, to: rotated))) }
+                let accessCookie: String? =
+                    if case .cookie(let name) = oldAccess.location { name } else { self.accessTokenCookie }
+                if let accessCookie {
+                    identity.responseHeaders.append(("Set-Cookie", cookies.setting(accessCookie, to: accessToken)))
+                }
+                if let rotated {
+                    identity.responseHeaders.append(("Set-Cookie", cookies.setting(refreshCookie, to: rotated)))
+                }
                 if accessCookie == nil, let header = self.refresh?.accessTokenResponseHeader {
                     identity.responseHeaders.append((header, accessToken))
                 }
             } else {
-                if let header = self.refresh?.accessTokenResponseHeader { identity.responseHeaders.append((header, accessToken)) }
-                if let rotated, let header = self.refresh?.refreshTokenResponseHeader { identity.responseHeaders.append((header, rotated)) }
+                if let header = self.refresh?.accessTokenResponseHeader {
+                    identity.responseHeaders.append((header, accessToken))
+                }
+                if let rotated, let header = self.refresh?.refreshTokenResponseHeader {
+                    identity.responseHeaders.append((header, rotated))
+                }
             }
             return .next(.proofOfPossession(identity))
         }
     }
 
     /// Sign-out: `Set-Cookie`s clearing the session cookies the client holds.
-    private static func signOutHeaders(oldAccess: ExtractedToken, oldRefresh: ExtractedToken, cookies: SessionCookies) -> [(name: String, value: String)] {
+    private static func signOutHeaders(
+        oldAccess: ExtractedToken, oldRefresh: ExtractedToken, cookies: SessionCookies
+    ) -> [(name: String, value: String)] {
         var headers: [(name: String, value: String)] = []
         if case .cookie(let refreshCookie) = oldRefresh.location {
-            if case .cookie(let accessCookie) = oldAccess.location { headers.append(("Set-Cookie", cookies.clearing(accessCookie))) }
+            if case .cookie(let accessCookie) = oldAccess.location {
+                headers.append(("Set-Cookie", cookies.clearing(accessCookie)))
+            }
             headers.append(("Set-Cookie", cookies.clearing(refreshCookie)))
         }
         return headers
@@ -391,7 +456,9 @@ struct RequestAuthenticator: Sendable {
 
     /// Asks the introspection endpoint about `token` (SPEC §4.13), through the process-wide
     /// cache and single flight.
-    func introspect(_ token: ExtractedToken, verified: Identity?, _ services: AuthServices, now: Double, trace: RequestTrace? = nil) -> AuthStep {
+    func introspect(
+        _ token: ExtractedToken, verified: Identity?, _ services: AuthServices, now: Double, trace: RequestTrace? = nil
+    ) -> AuthStep {
         guard let introspector = self.introspector, let endpoint = services.introspectionEndpoint else {
             return .done(.reject(.introspectionUnavailable))
         }
@@ -428,7 +495,9 @@ struct RequestAuthenticator: Sendable {
     /// For a JWT introspected with `forJWTs`, the JWT's own verified claims stay the request's
     /// claims — the answer only says whether it is still active — and a `cnf.jkt` in the answer
     /// can add a DPoP binding, never remove or change one (`IntrospectedJWT` says why).
-    func adoptIntrospection(_ outcome: IntrospectionOutcome, _ token: ExtractedToken, verified: Identity?, memo: RecentIntrospections? = nil) -> AuthStep {
+    func adoptIntrospection(
+        _ outcome: IntrospectionOutcome, _ token: ExtractedToken, verified: Identity?, memo: RecentIntrospections? = nil
+    ) -> AuthStep {
         switch outcome {
         case .unavailable:
             return .done(.reject(.introspectionUnavailable))
@@ -437,16 +506,21 @@ struct RequestAuthenticator: Sendable {
         case .active(let claims, let validUntil):
             if let verified {
                 // The provider names another key than the one the JWT is bound to.
-                guard let adopted = IntrospectedJWT.adopt(verified.token, answer: claims) else { return .done(.reject(.tokenRejected(.invalidClaim))) }
+                guard let adopted = IntrospectedJWT.adopt(verified.token, answer: claims) else {
+                    return .done(.reject(.tokenRejected(.invalidClaim)))
+                }
                 if let introspector = self.introspector {
                     memo?.remember(token.value, verified: adopted, validUntil: validUntil, introspector: introspector)
                 }
-                return .next(.proofOfPossession(Identity(token: adopted, accessToken: verified.accessToken, issuer: verified.issuer)))
+                return .next(
+                    .proofOfPossession(
+                        Identity(token: adopted, accessToken: verified.accessToken, issuer: verified.issuer)))
             }
             // No issuer index: an introspected identity never reaches the phases that use the
             // key snapshot (clock checks and refresh are the endpoint's business).
             let introspected = VerifiedToken(
-                issuerIndex: -1, generation: 0, claims: claims, subject: claims["sub"]?.stringValue, expiresAt: validUntil, notBefore: nil,
+                issuerIndex: -1, generation: 0, claims: claims, subject: claims["sub"]?.stringValue,
+                expiresAt: validUntil, notBefore: nil,
                 issuedAt: nil, leewaySeconds: 0
             )
             if let introspector = self.introspector {
@@ -464,10 +538,15 @@ struct RequestAuthenticator: Sendable {
         let mode = request.route.dpop
         guard mode != .off else { return .next(.profile(identity)) }
         let presented = identity.accessToken
-        guard case .object(let confirmation)? = identity.token.claims["cnf"], case .string(let boundKey)? = confirmation["jkt"] else {
+        guard case .object(let confirmation)? = identity.token.claims["cnf"],
+            case .string(let boundKey)? = confirmation["jkt"]
+        else {
             if mode == .required { return .done(.reject(.dpopRequired(algs: self.dpopAlgorithms))) }
             // RFC 9449 §7.2: the DPoP scheme is for bound tokens only.
-            if presented.dpopScheme { return .done(.reject(.dpopInvalidProof("the access token is not DPoP-bound", algs: self.dpopAlgorithms))) }
+            if presented.dpopScheme {
+                return .done(
+                    .reject(.dpopInvalidProof("the access token is not DPoP-bound", algs: self.dpopAlgorithms)))
+            }
             return .next(.profile(identity))
         }
         // A bound token as Bearer, raw or a cookie is refused like one without a proof.
@@ -479,16 +558,21 @@ struct RequestAuthenticator: Sendable {
             proof = value[...]
         }
         guard proofs > 0, let proof else { return .done(.reject(.dpopRequired(algs: self.dpopAlgorithms))) }
-        guard proofs == 1 else { return .done(.reject(.dpopInvalidProof("more than one DPoP header", algs: self.dpopAlgorithms))) }
+        guard proofs == 1 else {
+            return .done(.reject(.dpopInvalidProof("more than one DPoP header", algs: self.dpopAlgorithms)))
+        }
         let target = DPoPProof.Request(
-            method: request.method.rawValue, url: DPoPTarget.expected(base: self.dpopBase(request), uri: request.uri), accessToken: presented.value,
+            method: request.method.rawValue, url: DPoPTarget.expected(base: self.dpopBase(request), uri: request.uri),
+            accessToken: presented.value,
             now: request.now
         )
         switch DPoPProof.verify(ASCII.trimmingOWS(proof), for: target, configuration: self.dpop) {
         case .failure(let failure):
             return .done(.reject(.dpopInvalidProof(failure.check, algs: self.dpopAlgorithms)))
         case .success(let verified):
-            guard verified.thumbprint == boundKey else { return .done(.reject(.dpopInvalidProof("jkt", algs: self.dpopAlgorithms))) }
+            guard verified.thumbprint == boundKey else {
+                return .done(.reject(.dpopInvalidProof("jkt", algs: self.dpopAlgorithms)))
+            }
             var identity = identity
             identity.dpopThumbprint = verified.thumbprint
             // The server nonce (RFC 9449 §8), before the jti is used up: the client answers a
@@ -496,7 +580,8 @@ struct RequestAuthenticator: Sendable {
             if self.dpop.nonce, let nonceKey = services.dpopNonceKey {
                 let verdict = verified.nonce.map {
                     DPoPNonce.check(
-                        $0, key: nonceKey, now: request.now, lifetimeSeconds: Double(self.dpop.maxAgeSeconds), leewaySeconds: Double(self.dpop.leewaySeconds)
+                        $0, key: nonceKey, now: request.now, lifetimeSeconds: Double(self.dpop.maxAgeSeconds),
+                        leewaySeconds: Double(self.dpop.leewaySeconds)
                     )
                 }
                 switch verdict ?? .invalid {
@@ -518,10 +603,14 @@ struct RequestAuthenticator: Sendable {
             // seen it (the row outlives the window by the leeway, for clocks that differ).
             let keepSeconds = usableUntil - request.now + Double(self.dpop.leewaySeconds)
             if let shared = services.sharedDPoPReplay,
-                let firstUse = shared.firstUse(DPoPReplayCache.digest(of: verified), keepSeconds: keepSeconds, on: services.eventLoop)
+                let firstUse = shared.firstUse(
+                    DPoPReplayCache.digest(of: verified), keepSeconds: keepSeconds, on: services.eventLoop)
             {
                 let (algs, accepted) = (self.dpopAlgorithms, identity)
-                return .wait(firstUse.map { first in first ? .profile(accepted) : .refuse(.dpopInvalidProof("jti was used before", algs: algs)) })
+                return .wait(
+                    firstUse.map { first in
+                        first ? .profile(accepted) : .refuse(.dpopInvalidProof("jti was used before", algs: algs))
+                    })
             }
             return .next(.profile(identity))
         }
@@ -558,7 +647,9 @@ struct RequestAuthenticator: Sendable {
         let accessToken = identity.replacementAccessToken ?? String(identity.accessToken.value)
         let metrics = services.metrics
         // The endpoint is resolved only when a fetch is made (a miss or a stale entry).
-        let lookup = profiles.lookup(key, accessToken: accessToken, eventLoop: services.eventLoop, endpoint: services.endpoints.profileEndpoint) { result in
+        let lookup = profiles.lookup(
+            key, accessToken: accessToken, eventLoop: services.eventLoop, endpoint: services.endpoints.profileEndpoint
+        ) { result in
             metrics.increment(.profileCache(result))
         }
         switch lookup {
@@ -599,7 +690,9 @@ struct RequestAuthenticator: Sendable {
     /// The auth service issued an access token this gateway refuses: its keys, issuer or
     /// audience do not match the configuration. Logged (never the token), then 401.
     private static func logMisconfiguration(reason: String) {
-        Self.logger.error("refresh.token_not_accepted", metadata: ["auth.failure": "\(reason)", "hint": "check tokens.issuers against the auth service"])
+        Self.logger.error(
+            "refresh.token_not_accepted",
+            metadata: ["auth.failure": "\(reason)", "hint": "check tokens.issuers against the auth service"])
     }
 
     static func checkRequirements(_ identity: Identity, route: RouteConfiguration) -> AuthOutcome {
@@ -607,7 +700,8 @@ struct RequestAuthenticator: Sendable {
             let actual: JSONValue?
             switch requirement.path.source {
             case .claims: actual = IdentityLookup.value(named: requirement.path.name, in: identity.token.claims)
-            case .profile: actual = identity.profile.flatMap { IdentityLookup.value(named: requirement.path.name, in: $0) }
+            case .profile:
+                actual = identity.profile.flatMap { IdentityLookup.value(named: requirement.path.name, in: $0) }
             case .dpop: actual = identity.dpopThumbprint.map(JSONValue.string)
             }
             guard IdentityLookup.satisfies(actual, expected: requirement.expected, name: requirement.path.name) else {
@@ -647,6 +741,7 @@ struct SessionCookies {
     }
 
     func clearing(_ name: String) -> String {
-        "\(name)=; Path=/; Max-Age=0; Expires=Thu, 01 Jan 1970 00:00:00 GMT; HttpOnly; SameSite=Lax" + (self.isTLS ? "; Secure" : "")
+        "\(name)=; Path=/; Max-Age=0; Expires=Thu, 01 Jan 1970 00:00:00 GMT; HttpOnly; SameSite=Lax"
+            + (self.isTLS ? "; Secure" : "")
     }
 }

@@ -62,10 +62,13 @@ final class SessionRefresher: Sendable {
     }
 
     /// One call to the auth service.
-    private func call(refreshToken: String, claims: JSONObject, client: UpstreamClient, path: String) -> EventLoopFuture<Outcome> {
+    private func call(
+        refreshToken: String, claims: JSONObject, client: UpstreamClient, path: String
+    ) -> EventLoopFuture<Outcome> {
         let request: UpstreamRequest
         do {
-            request = try RefreshRequestBuilder.build(configuration: self.configuration, path: path, refreshToken: refreshToken, claims: claims)
+            request = try RefreshRequestBuilder.build(
+                configuration: self.configuration, path: path, refreshToken: refreshToken, claims: claims)
         } catch {
             // The expired token lacks a claim the template needs: the refresh cannot be made.
             return client.eventLoop.makeSucceededFuture(.rejected)
@@ -91,7 +94,8 @@ enum RefreshRequestBuilder {
             headers.add(name: "Content-Type", value: "application/json")
         case .oauth2(let clientID, let clientSecret, let authentication):
             var form = [("grant_type", "refresh_token"), ("refresh_token", refreshToken)]
-            FormEncoding.authenticateClient(clientID, secret: clientSecret, as: authentication, headers: &headers, form: &form)
+            FormEncoding.authenticateClient(
+                clientID, secret: clientSecret, as: authentication, headers: &headers, form: &form)
             body = FormEncoding.body(form)
             headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
         }
@@ -101,7 +105,8 @@ enum RefreshRequestBuilder {
 
 /// Classifies the auth service's answer to a refresh (SPEC §4.3).
 enum RefreshResponseReader {
-    static func outcome(of response: UpstreamResponse, configuration: RefreshConfiguration) -> SessionRefresher.Outcome {
+    static func outcome(of response: UpstreamResponse, configuration: RefreshConfiguration) -> SessionRefresher.Outcome
+    {
         switch response.status.code {
         case 200..<300:
             guard let document = try? JSONValue(parsing: String(buffer: response.body)),
@@ -132,7 +137,8 @@ enum FormEncoding {
     /// introspection endpoint: HTTP Basic with both parts form-encoded before base64, or the
     /// credentials in the form. Nothing without a client id.
     static func authenticateClient(
-        _ clientID: String?, secret: String?, as authentication: RefreshConfiguration.ClientAuthentication, headers: inout HTTPHeaders,
+        _ clientID: String?, secret: String?, as authentication: RefreshConfiguration.ClientAuthentication,
+        headers: inout HTTPHeaders,
         form: inout [(String, String)]
     ) {
         guard let clientID else { return }
@@ -150,7 +156,8 @@ enum FormEncoding {
         var output = ""
         for byte in text.utf8 {
             switch byte {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"),
                 UInt8(ascii: "*"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"):
                 output.unicodeScalars.append(Unicode.Scalar(byte))
             case UInt8(ascii: " "):

@@ -33,12 +33,20 @@ enum TokenExtractor {
                 for (headerName, value) in headers where ASCII.equalsIgnoringCase(headerName, name) {
                     if acceptsDPoP, let token = Self.dpopToken(inHeaderValue: value[...]) {
                         if let found, found.value != token { return .conflict }
-                        if found == nil { found = ExtractedToken(value: token, location: .header(name: name, bearer: true), dpopScheme: true) }
+                        if found == nil {
+                            found = ExtractedToken(
+                                value: token, location: .header(name: name, bearer: true), dpopScheme: true)
+                        }
                         continue
                     }
-                    guard let candidate = Self.token(inHeaderValue: value[...], bearer: bearer, raw: raw) else { continue }
+                    guard let candidate = Self.token(inHeaderValue: value[...], bearer: bearer, raw: raw) else {
+                        continue
+                    }
                     if let found, found.value != candidate.value { return .conflict }
-                    if found == nil { found = ExtractedToken(value: candidate.value, location: .header(name: name, bearer: candidate.bearer)) }
+                    if found == nil {
+                        found = ExtractedToken(
+                            value: candidate.value, location: .header(name: name, bearer: candidate.bearer))
+                    }
                 }
             case .cookie(let name):
                 for (headerName, value) in headers where ASCII.equalsIgnoringCase(headerName, "cookie") {

@@ -35,7 +35,8 @@ final class TokenIntrospector: Sendable {
     private let state = NIOLockedValueBox(EndpointState())
 
     init(
-        configuration: IntrospectionConfiguration, capacity: Int, metrics: ProcessMetrics, shared: SharedIntrospections? = nil,
+        configuration: IntrospectionConfiguration, capacity: Int, metrics: ProcessMetrics,
+        shared: SharedIntrospections? = nil,
         clock: @escaping @Sendable () -> Double
     ) {
         self.configuration = configuration
@@ -54,10 +55,14 @@ final class TokenIntrospector: Sendable {
     /// only then, on the caller's loop `eventLoop`: a discovered endpoint may have moved; nil
     /// when there is none yet, which is `unavailable`). `counted` receives the label of an
     /// answer made without a call.
-    func lookup(_ token: Substring, eventLoop: EventLoop, endpoint: () -> UpstreamEndpoint?, counted: (String) -> Void) -> Lookup {
+    func lookup(
+        _ token: Substring, eventLoop: EventLoop, endpoint: () -> UpstreamEndpoint?, counted: (String) -> Void
+    ) -> Lookup {
         let now = self.clock()
         let digest = TokenDigest(of: token)
-        let step = self.table.lookup(digest, now: now, policy: self.policy, eventLoop: eventLoop) { $0.isCurrent(at: now) }
+        let step = self.table.lookup(digest, now: now, policy: self.policy, eventLoop: eventLoop) {
+            $0.isCurrent(at: now)
+        }
         switch step {
         case .fresh(let outcome), .stale(let outcome, _):
             counted("cached")
@@ -74,7 +79,10 @@ final class TokenIntrospector: Sendable {
             }
             if let shared = self.shared {
                 let bound = NIOLoopBound(endpoint, eventLoop: eventLoop)
-                let resolving = shared.resolve(digest, clock: self.clock, call: { eventLoop.flatSubmit { self.call(token: token, endpoint: bound.value) } }) {
+                let resolving = shared.resolve(
+                    digest, clock: self.clock,
+                    call: { eventLoop.flatSubmit { self.call(token: token, endpoint: bound.value) } }
+                ) {
                     outcome, fromTable in
                     if fromTable { self.metrics.increment(.introspection(outcome: "shared")) }
                     self.settle(flight, outcome)
@@ -87,7 +95,9 @@ final class TokenIntrospector: Sendable {
     }
 
     /// Ends the flight; definite outcomes are remembered until their `validUntil`.
-    private func settle(_ flight: LocalSingleFlight<TokenDigest, IntrospectionOutcome>.Flight, _ outcome: IntrospectionOutcome) {
+    private func settle(
+        _ flight: LocalSingleFlight<TokenDigest, IntrospectionOutcome>.Flight, _ outcome: IntrospectionOutcome
+    ) {
         self.table.settle(flight, now: self.clock(), outcome: outcome, remember: outcome != .unavailable)
     }
 
@@ -101,7 +111,8 @@ final class TokenIntrospector: Sendable {
             let finished = self.clock()
             let outcome: IntrospectionOutcome
             switch result {
-            case .success(let response): outcome = IntrospectionAnswer.outcome(of: response, configuration: configuration, now: finished)
+            case .success(let response):
+                outcome = IntrospectionAnswer.outcome(of: response, configuration: configuration, now: finished)
             case .failure: outcome = .unavailable
             }
             self.metrics.observe(.authServiceDuration(.introspection), seconds: finished - started)

@@ -13,7 +13,10 @@ public final class VerifiedToken: Sendable {
     public let issuedAt: Double?
     public let leewaySeconds: Double
 
-    init(issuerIndex: Int, generation: UInt64, claims: JSONObject, subject: String?, expiresAt: Double, notBefore: Double?, issuedAt: Double?, leewaySeconds: Double) {
+    init(
+        issuerIndex: Int, generation: UInt64, claims: JSONObject, subject: String?, expiresAt: Double,
+        notBefore: Double?, issuedAt: Double?, leewaySeconds: Double
+    ) {
         self.issuerIndex = issuerIndex
         self.generation = generation
         self.claims = claims
@@ -57,23 +60,32 @@ public enum TokenVerifier {
     /// Order (each step only runs when the ones before passed): structure → supported `alg` →
     /// `crit` → issuer by the unverified `iss` → key by `kid` (or by `alg` when there is no
     /// `kid`) → `alg` matches the key → signature → claims.
-    public static func verifySignature(token: UnsafeRawBufferPointer, keys: KeySnapshot) -> Result<VerifiedToken, TokenRejection> {
+    public static func verifySignature(
+        token: UnsafeRawBufferPointer, keys: KeySnapshot
+    ) -> Result<VerifiedToken, TokenRejection> {
         let jws: CompactJWS
         do {
             jws = try CompactJWS.parse(token)
         } catch {
             return .failure(TokenRejection(error))
         }
-        guard case .string(let issuerName)? = jws.payload["iss"], let issuerIndex = keys.issuerIndex(for: issuerName) else {
+        guard case .string(let issuerName)? = jws.payload["iss"], let issuerIndex = keys.issuerIndex(for: issuerName)
+        else {
             return .failure(TokenRejection(.wrongIssuer))
         }
         let issuer = keys.issuers[issuerIndex]
         let signingInput = UnsafeRawBufferPointer(rebasing: token[..<jws.signingInputLength])
 
         if let kid = jws.keyID {
-            guard let key = issuer.keysByID[kid] else { return .failure(TokenRejection(.unknownKey, issuerIndex: issuerIndex)) }
-            guard key.algorithm.rawValue == jws.algorithm else { return .failure(TokenRejection(.algorithmMismatch, issuerIndex: issuerIndex)) }
-            guard key.isValidSignature(jws.signature, for: signingInput) else { return .failure(TokenRejection(.badSignature, issuerIndex: issuerIndex)) }
+            guard let key = issuer.keysByID[kid] else {
+                return .failure(TokenRejection(.unknownKey, issuerIndex: issuerIndex))
+            }
+            guard key.algorithm.rawValue == jws.algorithm else {
+                return .failure(TokenRejection(.algorithmMismatch, issuerIndex: issuerIndex))
+            }
+            guard key.isValidSignature(jws.signature, for: signingInput) else {
+                return .failure(TokenRejection(.badSignature, issuerIndex: issuerIndex))
+            }
         } else {
             let candidates = issuer.keysWithoutID.filter { $0.algorithm.rawValue == jws.algorithm }
             guard !candidates.isEmpty else { return .failure(TokenRejection(.unknownKey, issuerIndex: issuerIndex)) }
@@ -84,7 +96,9 @@ public enum TokenVerifier {
         return Self.checkClaims(jws.payload, issuer: issuer, issuerIndex: issuerIndex, generation: keys.generation)
     }
 
-    private static func checkClaims(_ claims: JSONObject, issuer: KeySnapshot.Issuer, issuerIndex: Int, generation: UInt64) -> Result<VerifiedToken, TokenRejection> {
+    private static func checkClaims(
+        _ claims: JSONObject, issuer: KeySnapshot.Issuer, issuerIndex: Int, generation: UInt64
+    ) -> Result<VerifiedToken, TokenRejection> {
         func reject(_ failure: TokenFailure) -> Result<VerifiedToken, TokenRejection> {
             .failure(TokenRejection(failure, issuerIndex: issuerIndex))
         }

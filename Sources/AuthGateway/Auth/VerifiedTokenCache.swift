@@ -24,7 +24,9 @@ public final class VerifiedTokenCache: Sendable {
 
     /// `verify`, also telling whether the answer came from the cache (the token was seen
     /// before) rather than from a signature check just now.
-    func lookUpOrVerify(_ token: Substring, keys: KeySnapshot) -> (result: Result<VerifiedToken, TokenRejection>, fromCache: Bool) {
+    func lookUpOrVerify(
+        _ token: Substring, keys: KeySnapshot
+    ) -> (result: Result<VerifiedToken, TokenRejection>, fromCache: Bool) {
         var token = token
         return token.withUTF8 { utf8 in
             let bytes = UnsafeRawBufferPointer(utf8)

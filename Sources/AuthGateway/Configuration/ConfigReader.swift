@@ -80,7 +80,8 @@ final class ConfigReader {
     func int(_ key: String, in range: ClosedRange<Int>) -> Int? {
         guard let value = self.value(key) else { return nil }
         guard case .number(let number) = value, let integer = number.exactInt else {
-            self.error(key, "expected a whole number, found \(value.typeName == "number" ? value.jsonText : value.typeName)")
+            self.error(
+                key, "expected a whole number, found \(value.typeName == "number" ? value.jsonText : value.typeName)")
             return nil
         }
         guard range.contains(integer) else {
@@ -143,7 +144,8 @@ final class ConfigReader {
             self.error(key, "expected an object, found \(value.typeName)")
             return nil
         }
-        return ConfigReader(object: object, path: self.childPath(key), issues: self.issues, environment: self.environment)
+        return ConfigReader(
+            object: object, path: self.childPath(key), issues: self.issues, environment: self.environment)
     }
 
     /// The elements of an array of objects, each as a reader with its indexed path.
@@ -160,7 +162,8 @@ final class ConfigReader {
                 self.issues.add(elementPath, "expected an object, found \(element.typeName)")
                 continue
             }
-            readers.append(ConfigReader(object: object, path: elementPath, issues: self.issues, environment: self.environment))
+            readers.append(
+                ConfigReader(object: object, path: elementPath, issues: self.issues, environment: self.environment))
         }
         return readers
     }
@@ -199,7 +202,9 @@ final class ConfigReader {
         case .object(let object):
             var result = JSONObject()
             for entry in object.entries {
-                guard let substituted = self.substituteAll(in: entry.value, path: "\(path).\(entry.key)") else { return nil }
+                guard let substituted = self.substituteAll(in: entry.value, path: "\(path).\(entry.key)") else {
+                    return nil
+                }
                 result[entry.key] = substituted
             }
             return .object(result)

@@ -9,7 +9,9 @@ extension ConfigurationLoader {
         var url: UpstreamURL?
         let discoveryIssuer = section.nonEmptyString("discoveryIssuer")
         if discoveryIssuer == nil && !section.has("url") {
-            section.error("url", "is required (unless discoveryIssuer names an issuer whose discovery document supplies the endpoints)")
+            section.error(
+                "url",
+                "is required (unless discoveryIssuer names an issuer whose discovery document supplies the endpoints)")
         }
         if let text = section.string("url") {
             switch UpstreamURL.parse(text) {
@@ -46,25 +48,35 @@ extension ConfigurationLoader {
         if !section.has("url") && discovered {
             if let refresh, refresh.path != nil {
                 if case .json = refresh.protocol, section.value("refresh")?["path"] == nil {
-                    section.error("refresh", "protocol \"json\" posts to authService.url + path: set authService.url (only an oauth2 refresh can use the discovered token_endpoint)")
+                    section.error(
+                        "refresh",
+                        "protocol \"json\" posts to authService.url + path: set authService.url (only an oauth2 refresh can use the discovered token_endpoint)"
+                    )
                 } else {
-                    section.error("refresh.path", "needs authService.url (leave the path out to use the discovered token_endpoint)")
+                    section.error(
+                        "refresh.path",
+                        "needs authService.url (leave the path out to use the discovered token_endpoint)")
                 }
             }
             if let profile, profile.path != nil {
-                section.error("profile.path", "needs authService.url (leave the path out to use the discovered userinfo_endpoint)")
+                section.error(
+                    "profile.path", "needs authService.url (leave the path out to use the discovered userinfo_endpoint)"
+                )
             }
         }
         if section.has("url") && url == nil { return nil }
         if url == nil && !discovered { return nil }
         return AuthServiceConfiguration(
-            url: url, discoveryIssuer: discoveryIssuer, timeoutMilliseconds: timeout, caCertificatePEMFile: caFile, refresh: refresh, profile: profile
+            url: url, discoveryIssuer: discoveryIssuer, timeoutMilliseconds: timeout, caCertificatePEMFile: caFile,
+            refresh: refresh, profile: profile
         )
     }
 
     /// `clientAuthentication` (`basic` by default, or `form`) of a section with `clientId` and
     /// `clientSecret`: an oauth2 refresh, an introspection endpoint.
-    static func clientAuthentication(_ section: ConfigReader, clientID: String?, clientSecret: String?) -> RefreshConfiguration.ClientAuthentication {
+    static func clientAuthentication(
+        _ section: ConfigReader, clientID: String?, clientSecret: String?
+    ) -> RefreshConfiguration.ClientAuthentication {
         if clientSecret != nil && clientID == nil { section.error("clientSecret", "needs clientId") }
         guard let name = section.string("clientAuthentication") else { return .basic }
         guard let parsed = RefreshConfiguration.ClientAuthentication(rawValue: name) else {
@@ -94,12 +106,17 @@ extension ConfigurationLoader {
             let clientID = section.nonEmptyString("clientId")
             let clientSecret = section.string("clientSecret")
             let authentication = Self.clientAuthentication(section, clientID: clientID, clientSecret: clientSecret)
-            if section.has("jsonBody") { _ = section.value("jsonBody"); section.error("jsonBody", "applies only to protocol \"json\"") }
-            refreshProtocol = .oauth2(clientID: clientID, clientSecret: clientSecret, clientAuthentication: authentication)
+            if section.has("jsonBody") {
+                _ = section.value("jsonBody"); section.error("jsonBody", "applies only to protocol \"json\"")
+            }
+            refreshProtocol = .oauth2(
+                clientID: clientID, clientSecret: clientSecret, clientAuthentication: authentication)
         } else {
             var template: JSONValue = ["user_name": "{claims.email}", "refreshtoken": "{refreshToken}"]
             if let value = section.value("jsonBody") {
-                if case .object = value, let substituted = section.substituteAll(in: value, path: section.childPath("jsonBody")) {
+                if case .object = value,
+                    let substituted = section.substituteAll(in: value, path: section.childPath("jsonBody"))
+                {
                     template = substituted
                 } else if case .object = value {
                     // substitution error already recorded
@@ -114,7 +131,9 @@ extension ConfigurationLoader {
             refreshProtocol = .json(bodyTemplate: template)
         }
 
-        var sources: [TokenSourceConfiguration] = [.header(name: "X-Refresh-Token", bearer: false, raw: true), .cookie(name: "refresh_token")]
+        var sources: [TokenSourceConfiguration] = [
+            .header(name: "X-Refresh-Token", bearer: false, raw: true), .cookie(name: "refresh_token"),
+        ]
         if let configured = Self.tokenSources(section, key: "refreshTokenSources") {
             if configured.isEmpty { section.error("refreshTokenSources", "must list at least one source") }
             sources = configured
@@ -131,7 +150,9 @@ extension ConfigurationLoader {
             accessHeader = named("accessToken", default: accessHeader)
             refreshHeader = named("refreshToken", default: refreshHeader)
             for (key, value) in [("accessToken", accessHeader), ("refreshToken", refreshHeader)] {
-                if let value, !HTTPToken.isValid(value) { headers.error(key, "\"\(value)\" is not a valid header name") }
+                if let value, !HTTPToken.isValid(value) {
+                    headers.error(key, "\"\(value)\" is not a valid header name")
+                }
             }
             headers.finish()
         }
@@ -156,7 +177,8 @@ extension ConfigurationLoader {
     static func profile(_ section: ConfigReader, discovered: Bool = false) -> ProfileConfiguration? {
         let userinfo = discovered && !section.has("path")
         var profile = ProfileConfiguration(
-            path: userinfo ? nil : "/v1/user", authorization: userinfo ? .bearer : .raw, ttlSeconds: 300, staleSeconds: 3600, maxEntries: 100_000
+            path: userinfo ? nil : "/v1/user", authorization: userinfo ? .bearer : .raw, ttlSeconds: 300,
+            staleSeconds: 3600, maxEntries: 100_000
         )
         if let path = section.string("path") {
             if path.hasPrefix("/") { profile.path = path } else { section.error("path", "must start with \"/\"") }

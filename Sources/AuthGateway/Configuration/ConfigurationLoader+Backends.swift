@@ -23,20 +23,30 @@ extension ConfigurationLoader {
         }
         if let outlier = section.object("outlierDetection") {
             var detection = OutlierDetectionConfiguration()
-            detection.consecutiveFailures = outlier.int("consecutiveFailures", in: 1...10_000) ?? detection.consecutiveFailures
-            detection.baseEjectionSeconds = outlier.int("baseEjectionSeconds", in: 1...300) ?? detection.baseEjectionSeconds
-            detection.maxEjectionPercent = outlier.int("maxEjectionPercent", in: 1...100) ?? detection.maxEjectionPercent
+            detection.consecutiveFailures =
+                outlier.int("consecutiveFailures", in: 1...10_000) ?? detection.consecutiveFailures
+            detection.baseEjectionSeconds =
+                outlier.int("baseEjectionSeconds", in: 1...300) ?? detection.baseEjectionSeconds
+            detection.maxEjectionPercent =
+                outlier.int("maxEjectionPercent", in: 1...100) ?? detection.maxEjectionPercent
             outlier.finish()
             backend.outlierDetection = detection
         }
-        if (backend.healthCheck != nil || backend.outlierDetection != nil) && backend.urls.count > BackendConfiguration.maxTrackedURLs {
-            section.error("urls", "healthCheck and outlierDetection track at most \(BackendConfiguration.maxTrackedURLs) URLs per backend")
+        if (backend.healthCheck != nil || backend.outlierDetection != nil)
+            && backend.urls.count > BackendConfiguration.maxTrackedURLs
+        {
+            section.error(
+                "urls",
+                "healthCheck and outlierDetection track at most \(BackendConfiguration.maxTrackedURLs) URLs per backend"
+            )
         }
     }
 
     /// `backends.<name>.tls`: every file readable and parseable, the key matching the
     /// certificate, both or neither of them, and only on a backend with an `https` URL.
-    static func backendTLS(_ backend: ConfigReader, urls: [UpstreamURL], files: FileResolver) -> BackendTLSConfiguration? {
+    static func backendTLS(
+        _ backend: ConfigReader, urls: [UpstreamURL], files: FileResolver
+    ) -> BackendTLSConfiguration? {
         guard let section = backend.object("tls") else { return nil }
         defer { section.finish() }
         var tls = BackendTLSConfiguration()
@@ -46,8 +56,15 @@ extension ConfigurationLoader {
         tls.insecureSkipVerify = section.bool("insecureSkipVerify") ?? false
         if let name = section.nonEmptyString("serverName") {
             if Self.isIPLiteral(name) {
-                section.error("serverName", "\"\(name)\" is an IP address: SNI and certificate names need a DNS name (leave serverName out to check the URL's IP)")
-            } else if name.utf8.count > 253 || !name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "." || $0 == "_") }) {
+                section.error(
+                    "serverName",
+                    "\"\(name)\" is an IP address: SNI and certificate names need a DNS name (leave serverName out to check the URL's IP)"
+                )
+            } else if name.utf8.count > 253
+                || !name.allSatisfy({
+                    $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "." || $0 == "_")
+                })
+            {
                 section.error("serverName", "\"\(name)\" is not a DNS name")
             } else {
                 tls.serverName = name
@@ -66,7 +83,9 @@ extension ConfigurationLoader {
             let present = section.has("certificatePEMFile") ? "certificatePEMFile" : "privateKeyPEMFile"
             section.error(missing, "is required with \(present) (mutual TLS needs the certificate and its key)")
         }
-        if let certificateFile, let chain = Self.certificates(certificateFile, key: "certificatePEMFile", section: section, files: files) {
+        if let certificateFile,
+            let chain = Self.certificates(certificateFile, key: "certificatePEMFile", section: section, files: files)
+        {
             tls.certificatePEMFile = certificateFile
             tls.certificateChain = chain
         }
@@ -77,17 +96,23 @@ extension ConfigurationLoader {
                 tls.privateKeyPEMFile = keyFile
                 tls.privateKey = key
             } else {
-                section.error("privateKeyPEMFile", "\(keyFile) is not a PEM private key (an encrypted key is not supported)")
+                section.error(
+                    "privateKeyPEMFile", "\(keyFile) is not a PEM private key (an encrypted key is not supported)")
             }
         }
-        if let key = tls.privateKey, !tls.certificateChain.isEmpty, !Self.keyMatches(key, certificates: tls.certificateChain) {
-            section.error("privateKeyPEMFile", "\(keyFile ?? "") does not match the certificate in \(certificateFile ?? "")")
+        if let key = tls.privateKey, !tls.certificateChain.isEmpty,
+            !Self.keyMatches(key, certificates: tls.certificateChain)
+        {
+            section.error(
+                "privateKeyPEMFile", "\(keyFile ?? "") does not match the certificate in \(certificateFile ?? "")")
         }
         return tls
     }
 
     /// The PEM certificates in `file`, or nil after recording why there are none.
-    private static func certificates(_ file: String, key: String, section: ConfigReader, files: FileResolver) -> [NIOSSLCertificate]? {
+    private static func certificates(
+        _ file: String, key: String, section: ConfigReader, files: FileResolver
+    ) -> [NIOSSLCertificate]? {
         if let problem = files.unreadable(file) {
             section.error(key, problem)
             return nil

@@ -9,7 +9,8 @@ extension ConfigurationLoader {
                     if !algorithms.contains(algorithm) { algorithms.append(algorithm) }
                 } else {
                     // `none` and HMAC are not JWSAlgorithm cases: a proof must be asymmetric.
-                    section.error("algorithms[\(index)]", "\"\(name)\" is not an asymmetric JWS algorithm the gateway verifies")
+                    section.error(
+                        "algorithms[\(index)]", "\"\(name)\" is not an asymmetric JWS algorithm the gateway verifies")
                 }
             }
             if names.isEmpty { section.error("algorithms", "must list at least one algorithm") }
@@ -20,7 +21,8 @@ extension ConfigurationLoader {
         if let base = section.string("publicBaseURL") {
             switch UpstreamURL.parse(base) {
             case .success(let url) where url.pathAndQuery.isEmpty || url.pathAndQuery == "/":
-                dpop.publicBaseURL = URLAuthority.normalizedOrigin(scheme: url.scheme.rawValue, authority: url.hostHeader)
+                dpop.publicBaseURL = URLAuthority.normalizedOrigin(
+                    scheme: url.scheme.rawValue, authority: url.hostHeader)
             case .success:
                 section.error("publicBaseURL", "must be a scheme and authority only, e.g. https://api.example.com")
             case .failure(let reason):

@@ -25,12 +25,16 @@ extension ConfigurationLoader {
         let timeout = section.duration("timeoutMilliseconds") ?? 1000
         let issuer = section.nonEmptyString("issuer")
         let audiences = section.stringArray("audiences")
-        if audiences?.isEmpty == true { section.error("audiences", "must not be empty (leave it out to skip the audience check)") }
+        if audiences?.isEmpty == true {
+            section.error("audiences", "must not be empty (leave it out to skip the audience check)")
+        }
         let forJWTs = section.bool("forJWTs") ?? false
         guard !urlRefused else { return nil }
         return IntrospectionConfiguration(
-            url: url, discoveryIssuer: discoveryIssuer, clientID: clientID, clientSecret: clientSecret, clientAuthentication: authentication, cacheSeconds: cacheSeconds,
-            negativeCacheSeconds: negativeCacheSeconds, timeoutMilliseconds: timeout, issuer: issuer, audiences: audiences, forJWTs: forJWTs
+            url: url, discoveryIssuer: discoveryIssuer, clientID: clientID, clientSecret: clientSecret,
+            clientAuthentication: authentication, cacheSeconds: cacheSeconds,
+            negativeCacheSeconds: negativeCacheSeconds, timeoutMilliseconds: timeout, issuer: issuer,
+            audiences: audiences, forJWTs: forJWTs
         )
     }
 
@@ -41,9 +45,13 @@ extension ConfigurationLoader {
     ///
     /// Also: `forJWTs` needs an issuer in `tokens.issuers`, without which no JWT is ever
     /// verified, and so none introspected.
-    static func linkIntrospectionDiscovery(_ tokens: inout TokensConfiguration, authService: AuthServiceConfiguration?, root: ConfigReader) {
+    static func linkIntrospectionDiscovery(
+        _ tokens: inout TokensConfiguration, authService: AuthServiceConfiguration?, root: ConfigReader
+    ) {
         if tokens.introspection?.forJWTs == true && tokens.issuers.isEmpty {
-            root.error("tokens.introspection.forJWTs", "needs an issuer in tokens.issuers (it introspects JWTs that verified against one)")
+            root.error(
+                "tokens.introspection.forJWTs",
+                "needs an issuer in tokens.issuers (it introspects JWTs that verified against one)")
         }
         guard var introspection = tokens.introspection, introspection.url == nil else { return }
         let explicit = introspection.discoveryIssuer != nil
@@ -61,7 +69,9 @@ extension ConfigurationLoader {
         }
         guard var jwks = tokens.issuers[index].jwks, var discovery = jwks.discovery else {
             // `authService.discoveryIssuer` reports its own issuer's lack of discovery.
-            if explicit { root.error(path, "issuer \"\(name)\" does not have \"discovery\": true (tokens.issuers[\(index)])") }
+            if explicit {
+                root.error(path, "issuer \"\(name)\" does not have \"discovery\": true (tokens.issuers[\(index)])")
+            }
             return
         }
         discovery.needsIntrospectionEndpoint = true

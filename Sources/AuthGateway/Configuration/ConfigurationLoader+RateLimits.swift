@@ -26,7 +26,9 @@ extension ConfigurationLoader {
             if let text = entry.requiredString("key") {
                 key = RateLimitConfiguration.Key(parsing: text)
                 if key == nil {
-                    entry.error("key", "expected \"claims.<name>\", \"profile.<name>\", \"client.ip\" or \"route\", found \"\(text)\"")
+                    entry.error(
+                        "key",
+                        "expected \"claims.<name>\", \"profile.<name>\", \"client.ip\" or \"route\", found \"\(text)\"")
                 }
             }
             var rate: Double?
@@ -36,10 +38,13 @@ extension ConfigurationLoader {
             } else if let value = entry.value("requestsPerSecond") {
                 if case .number(let number) = value {
                     let double = number.double
-                    if double.isFinite, double >= Self.minimumRequestsPerSecond, double <= Self.maximumRequestsPerSecond {
+                    if double.isFinite, double >= Self.minimumRequestsPerSecond, double <= Self.maximumRequestsPerSecond
+                    {
                         rate = double
                     } else {
-                        entry.error("requestsPerSecond", "must be greater than 0 (at least 0.000001, at most 1000000000), found \(number.text)")
+                        entry.error(
+                            "requestsPerSecond",
+                            "must be greater than 0 (at least 0.000001, at most 1000000000), found \(number.text)")
                     }
                 } else {
                     entry.error("requestsPerSecond", "expected a number, found \(value.typeName)")
@@ -55,7 +60,9 @@ extension ConfigurationLoader {
             let maxKeys = entry.int("maxKeys", in: 1...100_000_000) ?? RateLimitConfiguration.defaultMaxKeys
             var routes: [String]?
             if let list = entry.stringArray("routes") {
-                if list.isEmpty { entry.error("routes", "must name at least one route (leave it out to apply to every route)") }
+                if list.isEmpty {
+                    entry.error("routes", "must name at least one route (leave it out to apply to every route)")
+                }
                 if let routeNames {
                     for (index, route) in list.enumerated() where !routeNames.contains(route) {
                         entry.error("routes[\(index)]", "\"\(route)\" is not the name of a route")
@@ -64,7 +71,9 @@ extension ConfigurationLoader {
                 routes = list
             }
             guard let name, let key, let rate, let burst else { continue }
-            limits.append(RateLimitConfiguration(name: name, key: key, requestsPerSecond: rate, burst: burst, routes: routes, maxKeys: maxKeys))
+            limits.append(
+                RateLimitConfiguration(
+                    name: name, key: key, requestsPerSecond: rate, burst: burst, routes: routes, maxKeys: maxKeys))
         }
         return limits
     }

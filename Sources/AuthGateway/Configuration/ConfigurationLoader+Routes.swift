@@ -15,7 +15,8 @@ extension ConfigurationLoader {
                 root.error("identityHeaders.\(member.name)", "duplicate header (names are case-insensitive)")
             }
             guard case .string(let text) = member.value, let path = IdentityValuePath(parsing: text) else {
-                root.error("identityHeaders.\(member.name)", "expected \"claims.<name>\", \"profile.<name>\" or \"dpop.jkt\"")
+                root.error(
+                    "identityHeaders.\(member.name)", "expected \"claims.<name>\", \"profile.<name>\" or \"dpop.jkt\"")
                 continue
             }
             headers.append(IdentityHeader(name: member.name, path: path))
@@ -23,7 +24,9 @@ extension ConfigurationLoader {
         return headers
     }
 
-    static func routes(_ root: ConfigReader, backends: [BackendConfiguration], issuerCount: Int) -> [RouteConfiguration]? {
+    static func routes(
+        _ root: ConfigReader, backends: [BackendConfiguration], issuerCount: Int
+    ) -> [RouteConfiguration]? {
         guard let entries = root.objectArray("routes") else {
             if !root.has("routes") { root.error("routes", "is required") }
             return nil
@@ -44,9 +47,17 @@ extension ConfigurationLoader {
             var pathMatch: RouteConfiguration.PathMatch?
             switch (prefix, exact) {
             case (let prefix?, nil):
-                if prefix.hasPrefix("/") { pathMatch = .prefix(prefix) } else { entry.error("pathPrefix", "must start with \"/\"") }
+                if prefix.hasPrefix("/") {
+                    pathMatch = .prefix(prefix)
+                } else {
+                    entry.error("pathPrefix", "must start with \"/\"")
+                }
             case (nil, let exact?):
-                if exact.hasPrefix("/") { pathMatch = .exact(exact) } else { entry.error("path", "must start with \"/\"") }
+                if exact.hasPrefix("/") {
+                    pathMatch = .exact(exact)
+                } else {
+                    entry.error("path", "must start with \"/\"")
+                }
             case (.some, .some):
                 entry.error("a route takes \"path\" or \"pathPrefix\", not both")
             case (nil, nil):
@@ -73,7 +84,8 @@ extension ConfigurationLoader {
                 }
             }
             if auth != .none && issuerCount == 0 {
-                entry.error("auth", "\"\(auth.rawValue)\" needs at least one entry in tokens.issuers (or tokens.introspection)")
+                entry.error(
+                    "auth", "\"\(auth.rawValue)\" needs at least one entry in tokens.issuers (or tokens.introspection)")
             }
             var requirements: [Requirement] = []
             if let members = entry.members("require") {

@@ -20,7 +20,9 @@ extension ConfigurationLoader {
         let sweep = section.duration("sweepIntervalSeconds") ?? 60
         let rateLimitSync = section.int("rateLimitSyncMilliseconds", in: 10...60_000) ?? 200
         guard let postgres, let key else { return nil }
-        return SharedStateConfiguration(postgres: postgres, encryptionKey: key, sweepIntervalSeconds: sweep, rateLimitSyncMilliseconds: rateLimitSync)
+        return SharedStateConfiguration(
+            postgres: postgres, encryptionKey: key, sweepIntervalSeconds: sweep,
+            rateLimitSyncMilliseconds: rateLimitSync)
     }
 
     static func postgres(_ section: ConfigReader, files: FileResolver) -> PostgresSettings? {
@@ -43,7 +45,9 @@ extension ConfigurationLoader {
         if let ca = section.nonEmptyString("caCertificatePEMFile") {
             let path = files.resolve(ca)
             if tls != .verifyFull {
-                section.error("caCertificatePEMFile", "applies only to tls \"verify-full\" (\"\(tls.rawValue)\" checks no certificate)")
+                section.error(
+                    "caCertificatePEMFile",
+                    "applies only to tls \"verify-full\" (\"\(tls.rawValue)\" checks no certificate)")
             } else if let problem = files.unreadable(path) {
                 section.error("caCertificatePEMFile", problem)
             } else if (try? NIOSSLCertificate.fromPEMFile(path))?.isEmpty != false {

@@ -24,7 +24,8 @@ extension ConfigurationLoader {
                         switch scheme.lowercased() {
                         case "bearer": bearer = true
                         case "raw": raw = true
-                        default: entry.error("schemes[\(index)]", "unknown scheme \"\(scheme)\" (use \"Bearer\" or \"raw\")")
+                        default:
+                            entry.error("schemes[\(index)]", "unknown scheme \"\(scheme)\" (use \"Bearer\" or \"raw\")")
                         }
                     }
                     if schemes.isEmpty { entry.error("schemes", "must list at least one scheme") }
@@ -67,17 +68,22 @@ extension ConfigurationLoader {
             defer { entry.finish() }
             return Self.introspection(entry)
         }
-        let dpop = section?.object("dpop").map { entry in
-            defer { entry.finish() }
-            return Self.dpop(entry)
-        } ?? DPoPConfiguration()
-        return TokensConfiguration(sources: sources, issuers: issuers, verifiedCacheEntries: cacheEntries, introspection: introspection, dpop: dpop)
+        let dpop =
+            section?.object("dpop").map { entry in
+                defer { entry.finish() }
+                return Self.dpop(entry)
+            } ?? DPoPConfiguration()
+        return TokensConfiguration(
+            sources: sources, issuers: issuers, verifiedCacheEntries: cacheEntries, introspection: introspection,
+            dpop: dpop)
     }
 
     static func issuer(_ entry: ConfigReader, files: FileResolver) -> IssuerConfiguration? {
         let name = entry.requiredString("issuer")
         let audiences = entry.stringArray("audiences")
-        if audiences?.isEmpty == true { entry.error("audiences", "must not be empty (leave it out to skip the audience check)") }
+        if audiences?.isEmpty == true {
+            entry.error("audiences", "must not be empty (leave it out to skip the audience check)")
+        }
         let leeway = entry.duration("leewaySeconds", minimum: 0) ?? 30
         let requiredClaims = entry.stringArray("requiredClaims") ?? []
 
@@ -115,7 +121,8 @@ extension ConfigurationLoader {
         if let text = entry.nonEmptyString("jwksURL") {
             switch UpstreamURL.parse(text) {
             case .success(let url):
-                jwks = RemoteJWKSConfiguration(source: .url(url), refreshSeconds: refresh, minRefetchSeconds: minRefetch)
+                jwks = RemoteJWKSConfiguration(
+                    source: .url(url), refreshSeconds: refresh, minRefetchSeconds: minRefetch)
             case .failure(let reason):
                 entry.error("jwksURL", "\"\(text)\" \(reason)")
             }
@@ -123,14 +130,20 @@ extension ConfigurationLoader {
         if discovery {
             if entry.has("jwksURL") {
                 jwks = nil
-                entry.error("jwksURL", "cannot be set together with \"discovery\": true (the discovery document's jwks_uri is used)")
+                entry.error(
+                    "jwksURL",
+                    "cannot be set together with \"discovery\": true (the discovery document's jwks_uri is used)")
             } else if let name {
                 if let documentURL = DiscoveryConfiguration.documentURL(forIssuer: name) {
                     jwks = RemoteJWKSConfiguration(
-                        source: .discovery(DiscoveryConfiguration(documentURL: documentURL)), refreshSeconds: refresh, minRefetchSeconds: minRefetch
+                        source: .discovery(DiscoveryConfiguration(documentURL: documentURL)), refreshSeconds: refresh,
+                        minRefetchSeconds: minRefetch
                     )
                 } else {
-                    entry.error("issuer", "\"\(name)\": discovery needs the issuer to be an http:// or https:// URL without query or fragment")
+                    entry.error(
+                        "issuer",
+                        "\"\(name)\": discovery needs the issuer to be an http:// or https:// URL without query or fragment"
+                    )
                 }
             }
         }
@@ -155,7 +168,10 @@ extension ConfigurationLoader {
         let present = sourceKeys.filter { entry.has($0) }
         guard present.count == 1, let sourceKey = present.first else {
             for key in sourceKeys { _ = entry.value(key) }
-            entry.error(present.isEmpty ? "a key needs one of \(sourceKeys.joined(separator: ", "))" : "a key takes only one of \(present.joined(separator: ", "))")
+            entry.error(
+                present.isEmpty
+                    ? "a key needs one of \(sourceKeys.joined(separator: ", "))"
+                    : "a key takes only one of \(present.joined(separator: ", "))")
             return nil
         }
         guard let sourceValue = entry.nonEmptyString(sourceKey) else { return nil }

@@ -62,16 +62,21 @@ public struct ConfigurationLoader: Sendable {
     // MARK: - Sections
 
     static func read(_ root: ConfigReader, files: FileResolver) -> GatewayConfiguration? {
-        let listener = Self.listener(root, key: "listener", required: true, defaultHost: "0.0.0.0", defaultPort: 8080, files: files, isMain: true)
-        let admin = Self.listener(root, key: "admin", required: false, defaultHost: "127.0.0.1", defaultPort: 9901, files: files)
+        let listener = Self.listener(
+            root, key: "listener", required: true, defaultHost: "0.0.0.0", defaultPort: 8080, files: files, isMain: true
+        )
+        let admin = Self.listener(
+            root, key: "admin", required: false, defaultHost: "127.0.0.1", defaultPort: 9901, files: files)
         let eventLoopThreads = root.int("eventLoopThreads", in: 0...1024) ?? 0
 
         var limits = LimitsConfiguration()
         if let section = root.object("limits") {
             limits.maxHeaderBytes = section.int("maxHeaderBytes", in: 1024...1_048_576) ?? limits.maxHeaderBytes
-            limits.maxRequestBodyBytes = section.int("maxRequestBodyBytes", in: 0...Int.max) ?? limits.maxRequestBodyBytes
+            limits.maxRequestBodyBytes =
+                section.int("maxRequestBodyBytes", in: 0...Int.max) ?? limits.maxRequestBodyBytes
             limits.maxConnections = section.int("maxConnections", in: 1...10_000_000) ?? limits.maxConnections
-            limits.maxConcurrentStreams = section.int("maxConcurrentStreams", in: 1...10_000) ?? limits.maxConcurrentStreams
+            limits.maxConcurrentStreams =
+                section.int("maxConcurrentStreams", in: 1...10_000) ?? limits.maxConcurrentStreams
             section.finish()
         }
 
@@ -109,7 +114,9 @@ public struct ConfigurationLoader: Sendable {
 
         var health = HealthConfiguration()
         if let section = root.object("health") {
-            for (key, keyPath) in [("path", \HealthConfiguration.path), ("readyPath", \.readyPath), ("livePath", \.livePath)] {
+            for (key, keyPath) in [
+                ("path", \HealthConfiguration.path), ("readyPath", \.readyPath), ("livePath", \.livePath),
+            ] {
                 guard let value = section.string(key) else { continue }
                 if value.hasPrefix("/") && !value.contains("?") && !value.contains(where: \.isWhitespace) {
                     health[keyPath: keyPath] = value
@@ -140,12 +147,16 @@ public struct ConfigurationLoader: Sendable {
             identityHeaders?.contains { $0.path.source == .profile } == true
             || routes?.contains { $0.require.contains { $0.path.source == .profile } } == true
             // Judged on the file: a limit refused for another field still reads the profile.
-            || (root.value("rateLimits")?.arrayValue ?? []).contains { $0["key"]?.stringValue?.hasPrefix("profile.") == true }
+            || (root.value("rateLimits")?.arrayValue ?? []).contains {
+                $0["key"]?.stringValue?.hasPrefix("profile.") == true
+            }
         // Judged on the file, not on what survived parsing: a broken authService.url must not
         // also read as a missing profile section.
         let profileDeclared = root.value("authService")?["profile"] != nil
         if usesProfile && !profileDeclared {
-            root.error("authService.profile", "is required because identityHeaders, a route's require or a rate limit's key uses profile.*")
+            root.error(
+                "authService.profile",
+                "is required because identityHeaders, a route's require or a rate limit's key uses profile.*")
         }
         if let refresh = authService?.refresh, case .json(let template) = refresh.protocol {
             Self.checkTemplate(template, path: "authService.refresh.jsonBody", root: root)
@@ -155,7 +166,9 @@ public struct ConfigurationLoader: Sendable {
         }
         if tokens != nil { Self.linkIntrospectionDiscovery(&tokens!, authService: authService, root: root) }
 
-        guard let listener, let backends, let tokens, let routes, let identityHeaders, let rateLimits else { return nil }
+        guard let listener, let backends, let tokens, let routes, let identityHeaders, let rateLimits else {
+            return nil
+        }
         var configuration = GatewayConfiguration(
             sourcePath: nil,
             listener: listener,
@@ -266,9 +279,11 @@ public struct ConfigurationLoader: Sendable {
             // h2 is negotiated by ALPN over TLS; h2c is cleartext by prior knowledge.
             for (index, url) in urls.enumerated() {
                 if wireProtocol == .h2 && !url.isTLS {
-                    section.error("urls[\(index)]", "\"\(url)\": protocol \"h2\" needs an https URL (use \"h2c\" for cleartext)")
+                    section.error(
+                        "urls[\(index)]", "\"\(url)\": protocol \"h2\" needs an https URL (use \"h2c\" for cleartext)")
                 } else if wireProtocol == .h2c && url.isTLS {
-                    section.error("urls[\(index)]", "\"\(url)\": protocol \"h2c\" needs an http URL (use \"h2\" over TLS)")
+                    section.error(
+                        "urls[\(index)]", "\"\(url)\": protocol \"h2c\" needs an http URL (use \"h2\" over TLS)")
                 }
             }
             var backend = BackendConfiguration(
@@ -287,20 +302,30 @@ public struct ConfigurationLoader: Sendable {
 
     /// `authService.discoveryIssuer` must name an issuer with `discovery: true`; that issuer's
     /// document must then carry the endpoints the refresh and profile sections leave to it.
-    static func linkDiscoveryIssuer(_ name: String, authService: AuthServiceConfiguration, tokens: inout TokensConfiguration, root: ConfigReader) {
+    static func linkDiscoveryIssuer(
+        _ name: String, authService: AuthServiceConfiguration, tokens: inout TokensConfiguration, root: ConfigReader
+    ) {
         guard let index = tokens.issuers.firstIndex(where: { $0.issuer == name }) else {
             let known = tokens.issuers.map { "\"\($0.issuer)\"" }.joined(separator: ", ")
-            root.error("authService.discoveryIssuer", "\"\(name)\" is not an issuer of tokens.issuers" + (known.isEmpty ? "" : " (\(known))"))
+            root.error(
+                "authService.discoveryIssuer",
+                "\"\(name)\" is not an issuer of tokens.issuers" + (known.isEmpty ? "" : " (\(known))"))
             return
         }
         guard var jwks = tokens.issuers[index].jwks, var discovery = jwks.discovery else {
             // Declared but refused (e.g. beside a jwksURL): that error is already reported.
-            let declared = root.value("tokens")?["issuers"]?.arrayValue?.first { $0["issuer"]?.stringValue == name }?["discovery"]?.boolValue == true
+            let declared =
+                root.value("tokens")?["issuers"]?.arrayValue?.first { $0["issuer"]?.stringValue == name }?["discovery"]?
+                .boolValue == true
             if declared { return }
-            root.error("authService.discoveryIssuer", "issuer \"\(name)\" does not have \"discovery\": true (tokens.issuers[\(index)])")
+            root.error(
+                "authService.discoveryIssuer",
+                "issuer \"\(name)\" does not have \"discovery\": true (tokens.issuers[\(index)])")
             return
         }
-        if let refresh = authService.refresh, case .oauth2 = refresh.protocol, refresh.path == nil { discovery.needsTokenEndpoint = true }
+        if let refresh = authService.refresh, case .oauth2 = refresh.protocol, refresh.path == nil {
+            discovery.needsTokenEndpoint = true
+        }
         if let profile = authService.profile, profile.path == nil { discovery.needsUserinfoEndpoint = true }
         jwks.source = .discovery(discovery)
         tokens.issuers[index].jwks = jwks
@@ -316,7 +341,9 @@ public struct ConfigurationLoader: Sendable {
                 }
             }
         case .array(let elements):
-            for (index, element) in elements.enumerated() { Self.checkTemplate(element, path: "\(path)[\(index)]", root: root) }
+            for (index, element) in elements.enumerated() {
+                Self.checkTemplate(element, path: "\(path)[\(index)]", root: root)
+            }
         case .object(let object):
             for entry in object.entries { Self.checkTemplate(entry.value, path: "\(path).\(entry.key)", root: root) }
         case .null, .bool, .number:
@@ -337,7 +364,9 @@ struct FileResolver {
     /// Why `path` cannot be read, or nil when it can.
     func unreadable(_ path: String) -> String? {
         var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else { return "cannot read \(path): no such file" }
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+            return "cannot read \(path): no such file"
+        }
         if isDirectory.boolValue { return "cannot read \(path): it is a directory" }
         guard FileManager.default.isReadableFile(atPath: path) else { return "cannot read \(path): permission denied" }
         return nil

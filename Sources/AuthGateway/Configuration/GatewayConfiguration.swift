@@ -201,7 +201,9 @@ public struct DiscoveryConfiguration: Sendable, Equatable {
     /// `/.well-known/openid-configuration`. Nil when the issuer is not an http(s) URL without
     /// query or fragment (OpenID Connect Core §2 `iss`).
     public static func documentURL(forIssuer issuer: String) -> UpstreamURL? {
-        guard !issuer.contains("?"), !issuer.contains("#"), case .success(var url) = UpstreamURL.parse(issuer) else { return nil }
+        guard !issuer.contains("?"), !issuer.contains("#"), case .success(var url) = UpstreamURL.parse(issuer) else {
+            return nil
+        }
         var path = url.pathAndQuery
         while path.hasSuffix("/") { path.removeLast() }
         url.pathAndQuery = path + "/.well-known/openid-configuration"
@@ -323,7 +325,8 @@ public struct RouteConfiguration: Sendable {
     }
 
     package init(
-        name: String, host: String?, pathMatch: PathMatch, methods: Set<String>?, backend: String, auth: AuthMode, require: [Requirement],
+        name: String, host: String?, pathMatch: PathMatch, methods: Set<String>?, backend: String, auth: AuthMode,
+        require: [Requirement],
         stripPathPrefix: Bool, forwardAccessToken: Bool
     ) {
         self.name = name

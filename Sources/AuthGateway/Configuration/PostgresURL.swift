@@ -31,7 +31,9 @@ public struct PostgresURL: Sendable, Equatable, CustomStringConvertible {
     /// are decoded.
     public static func parse(_ text: String) -> Result<PostgresURL, ParseError> {
         let rest: Substring
-        if let schemeEnd = text.range(of: "://"), ["postgres", "postgresql"].contains(text[..<schemeEnd.lowerBound].lowercased()) {
+        if let schemeEnd = text.range(of: "://"),
+            ["postgres", "postgresql"].contains(text[..<schemeEnd.lowerBound].lowercased())
+        {
             rest = text[schemeEnd.upperBound...]
         } else {
             return .failure(.init("must start with postgres:// or postgresql://"))
@@ -42,7 +44,8 @@ public struct PostgresURL: Sendable, Equatable, CustomStringConvertible {
         let userInfo = rest[..<at]
         let location = rest[rest.index(after: at)...]
         if location.contains("?") || location.contains("#") {
-            return .failure(.init("must not have query parameters or a fragment (TLS is set by sharedState.postgres.tls)"))
+            return .failure(
+                .init("must not have query parameters or a fragment (TLS is set by sharedState.postgres.tls)"))
         }
         let username: Substring
         var password: Secret?
@@ -52,7 +55,9 @@ public struct PostgresURL: Sendable, Equatable, CustomStringConvertible {
         } else {
             username = userInfo
         }
-        guard !username.isEmpty else { return .failure(.init("has no user name (write postgres://USER:PASSWORD@HOST:PORT/DATABASE)")) }
+        guard !username.isEmpty else {
+            return .failure(.init("has no user name (write postgres://USER:PASSWORD@HOST:PORT/DATABASE)"))
+        }
         let authorityEnd = location.firstIndex(of: "/") ?? location.endIndex
         let authority = location[..<authorityEnd]
         var database = location[authorityEnd...].dropFirst()

@@ -51,7 +51,10 @@ public struct RateLimitConfiguration: Sendable, Equatable {
     /// Keys remembered per limit; the least recently used past it is forgotten.
     public var maxKeys: Int
 
-    public init(name: String, key: Key, requestsPerSecond: Double, burst: Int, routes: [String]? = nil, maxKeys: Int = Self.defaultMaxKeys) {
+    public init(
+        name: String, key: Key, requestsPerSecond: Double, burst: Int, routes: [String]? = nil,
+        maxKeys: Int = Self.defaultMaxKeys
+    ) {
         self.name = name
         self.key = key
         self.requestsPerSecond = requestsPerSecond

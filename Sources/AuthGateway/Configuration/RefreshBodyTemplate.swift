@@ -20,13 +20,16 @@ enum RefreshBodyTemplate {
         case missingClaim(String)
     }
 
-    static func render(_ template: JSONValue, refreshToken: String, claims: JSONObject) throws(RenderError) -> JSONValue {
+    static func render(_ template: JSONValue, refreshToken: String, claims: JSONObject) throws(RenderError) -> JSONValue
+    {
         switch template {
         case .string(let text):
             return try Self.renderString(text, refreshToken: refreshToken, claims: claims)
         case .array(let elements):
             var rendered: [JSONValue] = []
-            for element in elements { rendered.append(try Self.render(element, refreshToken: refreshToken, claims: claims)) }
+            for element in elements {
+                rendered.append(try Self.render(element, refreshToken: refreshToken, claims: claims))
+            }
             return .array(rendered)
         case .object(let object):
             var rendered = JSONObject()
@@ -39,7 +42,9 @@ enum RefreshBodyTemplate {
         }
     }
 
-    private static func value(of name: String, refreshToken: String, claims: JSONObject) throws(RenderError) -> JSONValue? {
+    private static func value(
+        of name: String, refreshToken: String, claims: JSONObject
+    ) throws(RenderError) -> JSONValue? {
         if name == "refreshToken" { return .string(refreshToken) }
         guard name.hasPrefix("claims.") else { return nil }
         let claim = String(name.dropFirst("claims.".count))
@@ -47,7 +52,9 @@ enum RefreshBodyTemplate {
         return value
     }
 
-    private static func renderString(_ text: String, refreshToken: String, claims: JSONObject) throws(RenderError) -> JSONValue {
+    private static func renderString(
+        _ text: String, refreshToken: String, claims: JSONObject
+    ) throws(RenderError) -> JSONValue {
         let names = Self.placeholders(in: text)
         if names.count == 1, text == "{\(names[0])}",
             let value = try Self.value(of: names[0], refreshToken: refreshToken, claims: claims)

@@ -8,11 +8,15 @@ enum URLAuthority {
     }
 
     /// `example` completes the message for an unbracketed IPv6 address ("write …").
-    static func hostAndPort(_ authority: Substring, defaultPort: Int, example: String) -> Result<(host: String, port: Int), Problem> {
+    static func hostAndPort(
+        _ authority: Substring, defaultPort: Int, example: String
+    ) -> Result<(host: String, port: Int), Problem> {
         var host: Substring
         var portText: Substring?
         if authority.hasPrefix("[") {
-            guard let close = authority.firstIndex(of: "]") else { return .failure(Problem("has an unterminated IPv6 address")) }
+            guard let close = authority.firstIndex(of: "]") else {
+                return .failure(Problem("has an unterminated IPv6 address"))
+            }
             host = authority[authority.index(after: authority.startIndex)..<close]
             let afterBracket = authority[authority.index(after: close)...]
             if !afterBracket.isEmpty {
@@ -28,12 +32,18 @@ enum URLAuthority {
             host = authority
         }
         guard !host.isEmpty else { return .failure(Problem("has no host")) }
-        guard host.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "." || $0 == "-" || $0 == ":" || $0 == "_") }) else {
+        guard
+            host.allSatisfy({
+                $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "." || $0 == "-" || $0 == ":" || $0 == "_")
+            })
+        else {
             return .failure(Problem("has an invalid host"))
         }
         var port = defaultPort
         if let portText {
-            guard let parsed = Int(portText), (1...65535).contains(parsed) else { return .failure(Problem("port must be between 1 and 65535")) }
+            guard let parsed = Int(portText), (1...65535).contains(parsed) else {
+                return .failure(Problem("port must be between 1 and 65535"))
+            }
             port = parsed
         }
         return .success((host.lowercased(), port))

@@ -43,7 +43,9 @@ public struct UpstreamURL: Sendable, Hashable, CustomStringConvertible {
         if pathAndQuery.contains("#") { return .failure(.init("must not contain a fragment")) }
         if authority.contains("@") { return .failure(.init("must not contain credentials")) }
         if pathAndQuery.contains(where: { $0.isWhitespace }) { return .failure(.init("must not contain spaces")) }
-        switch URLAuthority.hostAndPort(authority, defaultPort: scheme == .https ? 443 : 80, example: "http://[::1]:8080") {
+        switch URLAuthority.hostAndPort(
+            authority, defaultPort: scheme == .https ? 443 : 80, example: "http://[::1]:8080")
+        {
         case .success(let (host, port)):
             return .success(UpstreamURL(scheme: scheme, host: host, port: port, pathAndQuery: pathAndQuery))
         case .failure(let problem):

@@ -67,7 +67,9 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
     /// `dpop: required` route (SPEC §4.14); `algs` lists the accepted proof algorithms.
     public static func dpopRequired(algs: String) -> GatewayError { .init(kind: .dpopRequired(algs: algs)) }
     /// A proof that failed `check` (named in the detail).
-    public static func dpopInvalidProof(_ check: String, algs: String) -> GatewayError { .init(kind: .dpopInvalidProof(check: check, algs: algs)) }
+    public static func dpopInvalidProof(_ check: String, algs: String) -> GatewayError {
+        .init(kind: .dpopInvalidProof(check: check, algs: algs))
+    }
     /// A proof without the current server nonce (RFC 9449 §8); the answer carries `DPoP-Nonce`.
     public static func dpopUseNonce(algs: String) -> GatewayError { .init(kind: .dpopUseNonce(algs: algs)) }
     /// Refused by the rate limit `limit` (SPEC §4.12); its name is configuration, not secret.
@@ -115,12 +117,14 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
         case .requestTimeout: return .requestTimeout
         case .upgradeUnsupported: return .notImplemented
         case .routeNotFound: return .notFound
-        case .tokenMissing, .tokenRejected, .refreshRejected, .profileRejected, .tokenInactive, .dpopRequired, .dpopInvalidProof, .dpopUseNonce:
+        case .tokenMissing, .tokenRejected, .refreshRejected, .profileRejected, .tokenInactive, .dpopRequired,
+            .dpopInvalidProof, .dpopUseNonce:
             return .unauthorized
         case .forbidden: return .forbidden
         case .upstreamUnreachable, .upstreamProtocolError: return .badGateway
         case .upstreamTimeout: return .gatewayTimeout
-        case .upstreamBusy, .authServiceUnavailable, .keysUnavailable, .overloaded, .introspectionUnavailable: return .serviceUnavailable
+        case .upstreamBusy, .authServiceUnavailable, .keysUnavailable, .overloaded, .introspectionUnavailable:
+            return .serviceUnavailable
         case .rateLimited: return .tooManyRequests
         }
     }
@@ -185,12 +189,14 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
         case .dpopRequired(let algs):
             return "DPoP algs=\"\(algs)\""
         case .dpopInvalidProof(let check, let algs):
-            return "DPoP error=\"invalid_dpop_proof\", error_description=\"The DPoP proof failed its check: \(check)\", algs=\"\(algs)\""
+            return
+                "DPoP error=\"invalid_dpop_proof\", error_description=\"The DPoP proof failed its check: \(check)\", algs=\"\(algs)\""
         case .dpopUseNonce(let algs):
             return "DPoP error=\"use_dpop_nonce\", error_description=\"\(self.detail)\", algs=\"\(algs)\""
         case .tokenRejected, .refreshRejected, .profileRejected, .forbidden, .tokenInactive:
             // quoted-string (RFC 9110 §5.6.4): the detail may name a configured claim.
-            let description = self.detail.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+            let description = self.detail.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(
+                of: "\"", with: "\\\"")
             return "Bearer realm=\"auth-gateway\", error=\"\(self.oauthError!)\", error_description=\"\(description)\""
         default:
             return nil

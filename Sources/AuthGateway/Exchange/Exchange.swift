@@ -39,7 +39,8 @@ final class Exchange {
     }
 
     init(
-        requestID: String, protocol wireProtocol: ClientProtocol = .http1, method: HTTPMethod, uri: String, start: NIODeadline,
+        requestID: String, protocol wireProtocol: ClientProtocol = .http1, method: HTTPMethod, uri: String,
+        start: NIODeadline,
         requestChunked: Bool
     ) {
         self.requestID = requestID
@@ -52,7 +53,8 @@ final class Exchange {
 
     /// An exchange for input that never became a request head (parse error, slow headers).
     static func bare(requestID: String, protocol wireProtocol: ClientProtocol = .http1) -> Exchange {
-        Exchange(requestID: requestID, protocol: wireProtocol, method: .GET, uri: "-", start: .now(), requestChunked: false)
+        Exchange(
+            requestID: requestID, protocol: wireProtocol, method: .GET, uri: "-", start: .now(), requestChunked: false)
     }
 
     /// The one place every request ends (DESIGN.md habit 6): request metrics (under the

@@ -45,8 +45,12 @@ extension ExchangeHandler {
     /// Plans the request whose head arrived (route, authenticate, rewrite), now or once the
     /// auth service or a key refetch has answered.
     func decide(_ head: HTTPRequestHead, framing: BodyFraming, requestID: String, context: ChannelHandlerContext) {
-        let planner = RequestPlanner(environment: self.environment, snapshot: self.environment.snapshot, connection: self.connection)
-        switch planner.plan(head: head, framing: framing, requestID: requestID, now: self.environment.wallClock(), trace: self.exchange?.trace) {
+        let planner = RequestPlanner(
+            environment: self.environment, snapshot: self.environment.snapshot, connection: self.connection)
+        switch planner.plan(
+            head: head, framing: framing, requestID: requestID, now: self.environment.wallClock(),
+            trace: self.exchange?.trace)
+        {
         case .ready(let plan):
             self.adopt(plan, context: context)
         case .pending(let future, let route):
@@ -132,7 +136,8 @@ extension ExchangeHandler {
     /// The backend's response head arrived: its latency, for the upstream histogram.
     func observeUpstreamLatency(_ exchange: Exchange, backend: String) {
         guard let sentAt = exchange.upstreamSentAt else { return }
-        self.environment.metrics.observeUpstreamDuration(backend: backend, seconds: Double((NIODeadline.now() - sentAt).nanoseconds) / 1e9)
+        self.environment.metrics.observeUpstreamDuration(
+            backend: backend, seconds: Double((NIODeadline.now() - sentAt).nanoseconds) / 1e9)
     }
 
     // MARK: Finishing

@@ -78,7 +78,9 @@ package enum HeaderRewriter {
                 continue
             } else if ASCII.equalsIgnoringCase(name, "x-request-id") {
                 continue
-            } else if !traceContext.isEmpty, ASCII.equalsIgnoringCase(name, "traceparent") || ASCII.equalsIgnoringCase(name, "tracestate") {
+            } else if !traceContext.isEmpty,
+                ASCII.equalsIgnoringCase(name, "traceparent") || ASCII.equalsIgnoringCase(name, "tracestate")
+            {
                 // Replaced by the gateway's own span context below.
                 continue
             }
@@ -124,7 +126,9 @@ package enum HeaderRewriter {
     }
 
     /// Adds one header after applying the token edits that concern it.
-    private static func addApplying(_ edits: [TokenEdit], name: String, value: String, to output: inout [(String, String)]) {
+    private static func addApplying(
+        _ edits: [TokenEdit], name: String, value: String, to output: inout [(String, String)]
+    ) {
         var value = value
         for edit in edits {
             switch edit.location {
@@ -134,7 +138,8 @@ package enum HeaderRewriter {
                 value = bearer ? "Bearer \(replacement)" : replacement
             case .cookie(let cookieName):
                 guard ASCII.equalsIgnoringCase(name, "cookie") else { continue }
-                guard let rewritten = CookieHeader.rewrite(value, name: cookieName, replacement: edit.replacement) else { return }
+                guard let rewritten = CookieHeader.rewrite(value, name: cookieName, replacement: edit.replacement)
+                else { return }
                 value = rewritten
             }
         }

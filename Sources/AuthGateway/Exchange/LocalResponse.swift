@@ -10,14 +10,17 @@ struct LocalResponse {
     var error: GatewayError?
 
     /// An RFC 9457 problem document with the RFC 6750 headers (SPEC §4.2).
-    static func problem(_ error: GatewayError, requestID: String, extraHeaders: [(name: String, value: String)] = []) -> LocalResponse {
+    static func problem(
+        _ error: GatewayError, requestID: String, extraHeaders: [(name: String, value: String)] = []
+    ) -> LocalResponse {
         var headers = HTTPHeaders()
         headers.add(name: "Content-Type", value: "application/problem+json")
         headers.add(name: "Cache-Control", value: "no-store")
         if let challenge = error.wwwAuthenticate { headers.add(name: "WWW-Authenticate", value: challenge) }
         if let retryAfter = error.retryAfterSeconds { headers.add(name: "Retry-After", value: String(retryAfter)) }
         for (name, value) in extraHeaders { headers.add(name: name, value: value) }
-        return LocalResponse(status: error.status, headers: headers, body: error.problemJSON(requestID: requestID), error: error)
+        return LocalResponse(
+            status: error.status, headers: headers, body: error.problemJSON(requestID: requestID), error: error)
     }
 
     static func json(_ status: HTTPResponseStatus, _ document: JSONValue) -> LocalResponse {
@@ -27,7 +30,9 @@ struct LocalResponse {
         return LocalResponse(status: status, headers: headers, body: document.jsonText, error: nil)
     }
 
-    static func text(_ status: HTTPResponseStatus, _ text: String, contentType: String = "text/plain; charset=utf-8") -> LocalResponse {
+    static func text(
+        _ status: HTTPResponseStatus, _ text: String, contentType: String = "text/plain; charset=utf-8"
+    ) -> LocalResponse {
         var headers = HTTPHeaders()
         headers.add(name: "Content-Type", value: contentType)
         headers.add(name: "Cache-Control", value: "no-store")

@@ -31,7 +31,8 @@ final class ForwardPlan {
 
     init(
         route: RouteConfiguration, pool: UpstreamPool, head: HTTPRequestHead, responseTimeout: TimeAmount,
-        responseHeaders: [(name: String, value: String)], subject: String?, upgrade: String?, upstreamSpan: (any Span)? = nil,
+        responseHeaders: [(name: String, value: String)], subject: String?, upgrade: String?,
+        upstreamSpan: (any Span)? = nil,
         secretHeaders: SecretHeaderNames = SecretHeaderNames()
     ) {
         self.secretHeaders = secretHeaders
@@ -60,7 +61,9 @@ struct RequestPlanner {
     let snapshot: RuntimeSnapshot
     let connection: ClientConnectionInfo
 
-    func plan(head: HTTPRequestHead, framing: BodyFraming, requestID: String, now: Double, trace: RequestTrace? = nil) -> PlanDecision {
+    func plan(
+        head: HTTPRequestHead, framing: BodyFraming, requestID: String, now: Double, trace: RequestTrace? = nil
+    ) -> PlanDecision {
         let target: RequestTarget
         do {
             target = try RequestTarget(parsing: head.uri)
@@ -77,31 +80,44 @@ struct RequestPlanner {
         // tokens naming them are hop-by-hop, never forwarded (SPEC §4.9).
         if RequestFraming.isUpgrade(head), let protocolName = RequestFraming.webSocketUpgrade(head) {
             guard head.method == .GET, head.version == .http1_1, framing == .none else {
-                return .ready(.respond(.problem(.malformedRequest("A WebSocket upgrade is an HTTP/1.1 GET without a body"), requestID: requestID), close: true))
+                return .ready(
+                    .respond(
+                        .problem(
+                            .malformedRequest("A WebSocket upgrade is an HTTP/1.1 GET without a body"),
+                            requestID: requestID), close: true))
             }
             upgrade = protocolName
         }
-        let host = target.authority.map(RouteTable.hostWithoutPort) ?? head.headers.first(name: "host").map { RouteTable.hostWithoutPort($0[...]) }
+        let host =
+            target.authority.map(RouteTable.hostWithoutPort)
+            ?? head.headers.first(name: "host").map { RouteTable.hostWithoutPort($0[...]) }
         guard let route = self.snapshot.routes.match(host: host, path: target.path, method: head.method.rawValue) else {
             return .ready(.respond(.problem(.routeNotFound, requestID: requestID), close: false))
         }
         guard let pool = self.environment.pool(forBackend: route.backend) else {
             // Unreachable with a validated configuration.
-            return .ready(.respond(.problem(.upstreamUnreachable, requestID: requestID), close: false, route: route.name))
+            return .ready(
+                .respond(.problem(.upstreamUnreachable, requestID: requestID), close: false, route: route.name))
         }
         let request = AuthRequest(
-            headers: head.headers, route: route, keys: self.environment.keys, now: now, isTLS: self.connection.isTLS, trace: trace, method: head.method,
+            headers: head.headers, route: route, keys: self.environment.keys, now: now, isTLS: self.connection.isTLS,
+            trace: trace, method: head.method,
             uri: head.uri, peerIsTrustedProxy: self.connection.peerIsTrustedProxy
         )
         let decision = self.snapshot.authenticator.authenticate(request, services: self.environment.authServices)
         switch decision {
         case .done(let outcome):
-            return .ready(self.finish(outcome, head: head, framing: framing, target: target, route: route, pool: pool, requestID: requestID, upgrade: upgrade, trace: trace))
+            return .ready(
+                self.finish(
+                    outcome, head: head, framing: framing, target: target, route: route, pool: pool,
+                    requestID: requestID, upgrade: upgrade, trace: trace))
         case .pending(let future):
             let planner = self
             return .pending(
                 future.assumeIsolated().map { outcome in
-                    planner.finish(outcome, head: head, framing: framing, target: target, route: route, pool: pool, requestID: requestID, upgrade: upgrade, trace: trace)
+                    planner.finish(
+                        outcome, head: head, framing: framing, target: target, route: route, pool: pool,
+                        requestID: requestID, upgrade: upgrade, trace: trace)
                 }.nonisolated(),
                 route: route.name
             )
@@ -122,7 +138,8 @@ struct RequestPlanner {
         var identity: Identity?
         switch outcome {
         case .rejected(let error, let headers):
-            return .respond(.problem(error, requestID: requestID, extraHeaders: headers), close: false, route: route.name)
+            return .respond(
+                .problem(error, requestID: requestID, extraHeaders: headers), close: false, route: route.name)
         case .anonymous:
             identity = nil
         case .authenticated(let authenticated):
@@ -131,13 +148,18 @@ struct RequestPlanner {
         // Rate limits (SPEC §4.12): after authentication, before anything goes upstream.
         var responseHeaders = identity?.responseHeaders ?? []
         if let limiter = self.snapshot.rateLimiter, let tables = limiter.tables(forRoute: route.name) {
-            switch limiter.check(tables, request: self.rateLimitRequest(head: head, route: route, identity: identity), now: NIODeadline.now().uptimeNanoseconds, memo: self.environment.rateLimitKeys) {
+            switch limiter.check(
+                tables, request: self.rateLimitRequest(head: head, route: route, identity: identity),
+                now: NIODeadline.now().uptimeNanoseconds, memo: self.environment.rateLimitKeys)
+            {
             case .admitted(let header):
                 if let header { responseHeaders.append(("RateLimit", header)) }
             case .refused(let limit, let retryAfter, let headers):
                 let error = GatewayError.rateLimited(limit, retryAfterSeconds: retryAfter)
                 // A refresh already rotated the client's tokens: the refusal carries them.
-                return .respond(.problem(error, requestID: requestID, extraHeaders: responseHeaders + headers), close: false, route: route.name)
+                return .respond(
+                    .problem(error, requestID: requestID, extraHeaders: responseHeaders + headers), close: false,
+                    route: route.name)
             }
         }
         var edits = self.snapshot.refreshTokenRemovals
@@ -173,8 +195,11 @@ struct RequestPlanner {
             upstreamHeaders.add(name: "Connection", value: "upgrade")
             upstreamHeaders.add(name: "Upgrade", value: upgrade)
         }
-        let strip: String? = if route.stripPathPrefix, case .prefix(let prefix) = route.pathMatch { prefix } else { nil }
-        let upstreamHead = HTTPRequestHead(version: .http1_1, method: head.method, uri: target.upstreamURI(strippingPrefix: strip), headers: upstreamHeaders)
+        let strip: String? =
+            if route.stripPathPrefix, case .prefix(let prefix) = route.pathMatch { prefix } else { nil }
+        let upstreamHead = HTTPRequestHead(
+            version: .http1_1, method: head.method, uri: target.upstreamURI(strippingPrefix: strip),
+            headers: upstreamHeaders)
         return .forward(
             ForwardPlan(
                 route: route,
@@ -190,9 +215,12 @@ struct RequestPlanner {
         )
     }
 
-    private func rateLimitRequest(head: HTTPRequestHead, route: RouteConfiguration, identity: Identity?) -> RateLimitRequest {
+    private func rateLimitRequest(
+        head: HTTPRequestHead, route: RouteConfiguration, identity: Identity?
+    ) -> RateLimitRequest {
         RateLimitRequest(
-            route: route.name, claims: identity?.token.claims, profile: identity?.profile, headers: head.headers, connection: self.connection,
+            route: route.name, claims: identity?.token.claims, profile: identity?.profile, headers: head.headers,
+            connection: self.connection,
             trustedProxies: self.snapshot.forwarding.trustedProxies
         )
     }

@@ -29,7 +29,8 @@ final class RuntimeSnapshot: Sendable {
 
     init(
         configuration: GatewayConfiguration, generation: UInt64, refresher: SessionRefresher?, profiles: ProfileCache?,
-        introspector: TokenIntrospector? = nil, rateLimiter: RateLimiter? = nil, backendTLS: [String: UpstreamTLS] = [:],
+        introspector: TokenIntrospector? = nil, rateLimiter: RateLimiter? = nil,
+        backendTLS: [String: UpstreamTLS] = [:],
         backendAvailability: [String: TargetAvailability] = [:]
     ) {
         self.backendTLS = backendTLS
@@ -39,7 +40,8 @@ final class RuntimeSnapshot: Sendable {
         self.generation = generation
         self.routes = RouteTable(configuration.routes)
         self.forwarding = ForwardingPolicy(configuration: configuration)
-        self.authenticator = RequestAuthenticator(configuration: configuration, refresher: refresher, profiles: profiles, introspector: introspector)
+        self.authenticator = RequestAuthenticator(
+            configuration: configuration, refresher: refresher, profiles: profiles, introspector: introspector)
         self.idleTimeout = .seconds(Int64(configuration.timeouts.idleSeconds))
         self.requestHeaderTimeout = .seconds(Int64(configuration.timeouts.requestHeaderSeconds))
         var timeouts: [String: TimeAmount] = [:]
@@ -51,7 +53,8 @@ final class RuntimeSnapshot: Sendable {
         self.secretHeaders = SecretHeaderNames(configuration: configuration)
         self.refreshTokenRemovals = (configuration.authService?.refresh?.refreshTokenSources ?? []).map { source in
             switch source {
-            case .header(let name, _, _): return TokenEdit(location: .header(name: name, bearer: false), replacement: nil)
+            case .header(let name, _, _):
+                return TokenEdit(location: .header(name: name, bearer: false), replacement: nil)
             case .cookie(let name): return TokenEdit(location: .cookie(name: name), replacement: nil)
             }
         }

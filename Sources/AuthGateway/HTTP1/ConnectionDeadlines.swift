@@ -62,7 +62,9 @@ struct ConnectionDeadlines {
     }
 
     /// The connection's state changed: the deadline that applies now, and the timer for it.
-    mutating func update(for timeout: ExchangeStateMachine.Timeout, isIdle: Bool, now: NIODeadline, limits: Limits) -> TimerAction {
+    mutating func update(
+        for timeout: ExchangeStateMachine.Timeout, isIdle: Bool, now: NIODeadline, limits: Limits
+    ) -> TimerAction {
         switch timeout {
         case .none:
             self.deadline = nil

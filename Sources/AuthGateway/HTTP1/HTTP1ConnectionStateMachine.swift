@@ -72,7 +72,8 @@ struct HTTP1ConnectionStateMachine: ExchangeEvents {
     mutating func requestHead(keepAlive: Bool, expectsContinue: Bool, replayable: Bool, hasBody: Bool) -> Action {
         switch self.state {
         case .idle:
-            self.current = ExchangeStateMachine(replayable: replayable, hasBody: hasBody, maxBodyBytes: self.maxBodyBytes)
+            self.current = ExchangeStateMachine(
+                replayable: replayable, hasBody: hasBody, maxBodyBytes: self.maxBodyBytes)
             self.state = .exchange(Request(keepAlive: keepAlive, expectsContinue: expectsContinue && hasBody))
             return .decide
         case .exchange, .tunnel:
@@ -333,7 +334,8 @@ struct HTTP1ConnectionStateMachine: ExchangeEvents {
     private mutating func translate(_ action: ExchangeStateMachine.Action, forceClose: Bool = false) -> Action {
         let close: Bool
         switch action {
-        case .none, .lease, .sendRequest, .forwardBody, .forwardEnd, .writeResponseHead, .writeResponseBody, .finishResponseOnly, .retry,
+        case .none, .lease, .sendRequest, .forwardBody, .forwardEnd, .writeResponseHead, .writeResponseBody,
+            .finishResponseOnly, .retry,
             .resumeClientReads, .resumeUpstreamReads:
             // The exchange goes on: most events, so they look at nothing else.
             return .exchange(action)

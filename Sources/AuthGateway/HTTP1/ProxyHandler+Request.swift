@@ -4,9 +4,13 @@ import NIOHTTP1
 /// A request head's decision (route, authenticate, plan), the upstream lease, and the request
 /// going upstream.
 extension ProxyHandler {
-    func receivedHead(_ head: HTTPRequestHead, framing: Result<BodyFraming, GatewayError>, context: ChannelHandlerContext) {
+    func receivedHead(
+        _ head: HTTPRequestHead, framing: Result<BodyFraming, GatewayError>, context: ChannelHandlerContext
+    ) {
         let requestID = self.environment.requestID(forwarded: head.headers.first(name: "x-request-id"))
-        self.exchange = Exchange(requestID: requestID, method: head.method, uri: head.uri, start: .now(), requestChunked: (try? framing.get()) == .chunked)
+        self.exchange = Exchange(
+            requestID: requestID, method: head.method, uri: head.uri, start: .now(),
+            requestChunked: (try? framing.get()) == .chunked)
         self.requestVersion = head.version
         self.requestKeepAlive = head.isKeepAlive
         if let tracing = self.environment.tracing { self.exchange?.trace = tracing.start(head, protocol: .http1) }
@@ -16,9 +20,12 @@ extension ProxyHandler {
         case .success(let body): hasBody = body != .none
         case .failure: hasBody = false
         }
-        let expectsContinue = head.headers[canonicalForm: "expect"].contains { ASCII.equalsIgnoringCase($0, "100-continue") }
+        let expectsContinue = head.headers[canonicalForm: "expect"].contains {
+            ASCII.equalsIgnoringCase($0, "100-continue")
+        }
         let replayable = !hasBody && head.method.isIdempotent
-        let action = self.state.requestHead(keepAlive: head.isKeepAlive, expectsContinue: expectsContinue, replayable: replayable, hasBody: hasBody)
+        let action = self.state.requestHead(
+            keepAlive: head.isKeepAlive, expectsContinue: expectsContinue, replayable: replayable, hasBody: hasBody)
         guard case .decide = action else {
             self.run(action, context: context)
             return
@@ -48,7 +55,9 @@ extension ProxyHandler {
 
     func sendRequest(body: [ByteBuffer], end: Bool, context: ChannelHandlerContext) {
         guard let upstream = self.upstream, let plan = self.exchange?.plan else { return }
-        upstream.sendHead(plan.head, chunkedBody: self.exchange?.requestChunked ?? false, upgrade: plan.upgrade != nil, secrets: RequestSecrets(names: plan.secretHeaders))
+        upstream.sendHead(
+            plan.head, chunkedBody: self.exchange?.requestChunked ?? false, upgrade: plan.upgrade != nil,
+            secrets: RequestSecrets(names: plan.secretHeaders))
         self.exchange?.upstreamSentAt = .now()
         for part in body { upstream.sendBody(part) }
         if end { upstream.sendEnd() }

@@ -53,7 +53,9 @@ extension ProxyHandler {
     /// Writes `tail` and flushes; closes the connection afterwards when `close`.
     func flushResponse(_ tail: ByteBuffer?, close: Bool, context: ChannelHandlerContext) {
         if close {
-            context.writeAndFlush(self.wrapOutboundOut(tail ?? ByteBuffer())).assumeIsolated().whenComplete { _ in context.close(promise: nil) }
+            context.writeAndFlush(self.wrapOutboundOut(tail ?? ByteBuffer())).assumeIsolated().whenComplete { _ in
+                context.close(promise: nil)
+            }
         } else if let tail {
             context.writeAndFlush(self.wrapOutboundOut(tail), promise: nil)
         } else {
@@ -80,7 +82,9 @@ extension ProxyHandler {
         }
         self.finishExchange(status: Int(response.status.code), error: response.error)
         if close {
-            context.writeAndFlush(self.wrapOutboundOut(bytes)).assumeIsolated().whenComplete { _ in context.close(promise: nil) }
+            context.writeAndFlush(self.wrapOutboundOut(bytes)).assumeIsolated().whenComplete { _ in
+                context.close(promise: nil)
+            }
         } else {
             context.writeAndFlush(self.wrapOutboundOut(bytes), promise: nil)
             self.requestFinished(context: context)

@@ -15,7 +15,8 @@ extension ProxyHandler {
     /// The state may have changed: keep the timer armed for the deadline that applies now.
     func updateTimer(context: ChannelHandlerContext) {
         guard !self.state.isClosed else { return }
-        let action = self.deadlines.update(for: self.state.timeout, isIdle: self.state.isIdle, now: .now(), limits: self.timeoutLimits)
+        let action = self.deadlines.update(
+            for: self.state.timeout, isIdle: self.state.isIdle, now: .now(), limits: self.timeoutLimits)
         if case .arm(let at) = action { self.arm(at, context: context) }
     }
 
@@ -28,7 +29,9 @@ extension ProxyHandler {
 
     private func timerFired(context: ChannelHandlerContext) {
         self.timer = nil
-        switch self.deadlines.timerFired(now: .now(), isIdle: self.state.isIdle, granularity: self.environment.snapshot.timerGranularity) {
+        switch self.deadlines.timerFired(
+            now: .now(), isIdle: self.state.isIdle, granularity: self.environment.snapshot.timerGranularity)
+        {
         case .none:
             break
         case .rearm(let at):

@@ -36,7 +36,10 @@ extension ProxyHandler {
 
     /// The backend switched protocols (only ever for a WebSocket upgrade the client asked
     /// for): the 101 goes to the client and both connections become a tunnel.
-    private func startTunnel(_ head: UpstreamResponseHead, upgrade: String, exchange: Exchange, plan: ForwardPlan, context: ChannelHandlerContext) {
+    private func startTunnel(
+        _ head: UpstreamResponseHead, upgrade: String, exchange: Exchange, plan: ForwardPlan,
+        context: ChannelHandlerContext
+    ) {
         var bytes = context.channel.allocator.buffer(capacity: head.estimatedBytes + 128)
         HTTPWriter.clientResponseHead(
             head, clientVersion: .http1_1, requestID: exchange.requestID, extra: plan.responseHeaders, chunked: false,
@@ -67,7 +70,10 @@ extension ProxyHandler {
     func upstreamResponseEnd() {
         guard let context = self.context else { return }
         let keepAlive = self.upstream?.reusable ?? false
-        self.run(self.state.responseEnd(upstreamKeepAlive: keepAlive, clientMustClose: self.exchange?.closeAfterResponse ?? true), context: context)
+        self.run(
+            self.state.responseEnd(
+                upstreamKeepAlive: keepAlive, clientMustClose: self.exchange?.closeAfterResponse ?? true),
+            context: context)
         self.updateTimer(context: context)
     }
 

@@ -201,7 +201,9 @@ final class ProxyHandler: ChannelDuplexHandler, ExchangeHandler {
         case .endExchange(let action, let close):
             self.runExchange(action, close: close, context: context)
         case .sendContinueAndRequest(let body, let end):
-            context.writeAndFlush(self.wrapOutboundOut(context.channel.allocator.buffer(staticString: HTTPWriter.continueResponse)), promise: nil)
+            context.writeAndFlush(
+                self.wrapOutboundOut(context.channel.allocator.buffer(staticString: HTTPWriter.continueResponse)),
+                promise: nil)
             self.sendRequest(body: body, end: end, context: context)
         case .closeConnection:
             context.close(promise: nil)
@@ -232,7 +234,9 @@ final class ProxyHandler: ChannelDuplexHandler, ExchangeHandler {
             break
         case .writeResponseBody(let part):
             self.exchange?.bytesOut += part.readableBytes
-            let framed = self.exchange?.responseChunked == true ? HTTPWriter.chunk(part, allocator: context.channel.allocator) : part
+            let framed =
+                self.exchange?.responseChunked == true
+                ? HTTPWriter.chunk(part, allocator: context.channel.allocator) : part
             self.writeResponse(framed, context: context)
         case .finishResponse(let reuseUpstream):
             self.finishResponse(reuseUpstream: reuseUpstream, closeClient: close, context: context)

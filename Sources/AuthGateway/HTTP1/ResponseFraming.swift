@@ -11,13 +11,16 @@ struct ClientResponseFraming: Equatable {
     /// A body without a length (chunked or close-delimited) goes to an HTTP/1.1 client
     /// chunked; an HTTP/1.0 client cannot take chunks, so its body ends with the connection.
     /// The connection also ends when the client did not ask to keep it, or the gateway drains.
-    static func decide(upstream: BodyFraming, clientVersion: HTTPVersion, clientKeepAlive: Bool, mustClose: Bool) -> ClientResponseFraming {
+    static func decide(
+        upstream: BodyFraming, clientVersion: HTTPVersion, clientKeepAlive: Bool, mustClose: Bool
+    ) -> ClientResponseFraming {
         let unsized: Bool
         switch upstream {
         case .chunked, .untilClose: unsized = true
         case .none, .contentLength: unsized = false
         }
         let isHTTP11 = clientVersion == .http1_1
-        return ClientResponseFraming(chunked: unsized && isHTTP11, close: (unsized && !isHTTP11) || !clientKeepAlive || mustClose)
+        return ClientResponseFraming(
+            chunked: unsized && isHTTP11, close: (unsized && !isHTTP11) || !clientKeepAlive || mustClose)
     }
 }

@@ -32,7 +32,9 @@ struct ChunkedBody {
                 guard let line = Self.readLine(&buffer, limit: Self.maxSizeLineBytes) else {
                     return buffer.readableBytes > Self.maxSizeLineBytes ? self.fail("Chunk size line too long") : nil
                 }
-                guard case .success(let text) = line, let size = Self.chunkSize(text) else { return self.fail("Invalid chunk size") }
+                guard case .success(let text) = line, let size = Self.chunkSize(text) else {
+                    return self.fail("Invalid chunk size")
+                }
                 self.state = size == 0 ? .trailers(bytes: 0) : .data(remaining: size)
             case .data(let remaining):
                 guard buffer.readableBytes > 0 else { return nil }
@@ -42,7 +44,9 @@ struct ChunkedBody {
                 return .data(part)
             case .dataEnd:
                 guard buffer.readableBytes >= 2 else { return nil }
-                guard buffer.readInteger(as: UInt16.self) == 0x0D0A else { return self.fail("Missing CRLF after chunk data") }
+                guard buffer.readInteger(as: UInt16.self) == 0x0D0A else {
+                    return self.fail("Missing CRLF after chunk data")
+                }
                 self.state = .size
             case .trailers(let bytes):
                 let available = buffer.readableBytes

@@ -17,7 +17,9 @@ enum HTTPWriter {
     static func requestHead(_ head: HTTPRequestHead, into buffer: inout ByteBuffer) {
         let method = head.method.rawValue
         let version: StaticString = head.version == .http1_0 ? " HTTP/1.0\r\n" : " HTTP/1.1\r\n"
-        buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: method.utf8.count + 1 + head.uri.utf8.count + version.utf8CodeUnitCount) { memory in
+        buffer.writeWithUnsafeMutableBytes(
+            minimumWritableBytes: method.utf8.count + 1 + head.uri.utf8.count + version.utf8CodeUnitCount
+        ) { memory in
             var output = RawOutput(memory)
             output.append(method)
             output.append(" ")
@@ -38,7 +40,9 @@ enum HTTPWriter {
     }
 
     /// A response head of the gateway's own (errors, health answers).
-    static func responseHead(version: HTTPVersion, status: HTTPResponseStatus, headers: HTTPHeaders, into buffer: inout ByteBuffer) {
+    static func responseHead(
+        version: HTTPVersion, status: HTTPResponseStatus, headers: HTTPHeaders, into buffer: inout ByteBuffer
+    ) {
         Self.statusLine(version: version, code: Int(status.code), into: &buffer)
         buffer.writeString(status.reasonPhrase)
         buffer.writeStaticString("\r\n")

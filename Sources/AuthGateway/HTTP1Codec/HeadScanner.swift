@@ -46,7 +46,9 @@ enum HeadScanner {
         let count = bytes.count
         while index < count {
             // Eight bytes at a time past the long lines (the token): most words hold no LF.
-            if index + 8 <= count, !SWAR.contains(bytes.loadUnaligned(fromByteOffset: index, as: UInt64.self), UInt8(ascii: "\n")) {
+            if index + 8 <= count,
+                !SWAR.contains(bytes.loadUnaligned(fromByteOffset: index, as: UInt64.self), UInt8(ascii: "\n"))
+            {
                 index += 8
                 continue
             }
@@ -72,7 +74,9 @@ enum HeadScanner {
         while lineStart < end {
             if bytes[lineStart] == UInt8(ascii: "\r") {
                 // The empty line: `headEnd` put the end right after it.
-                guard lineStart + 2 == end, bytes[lineStart + 1] == UInt8(ascii: "\n") else { return .failure(.bareLineFeed) }
+                guard lineStart + 2 == end, bytes[lineStart + 1] == UInt8(ascii: "\n") else {
+                    return .failure(.bareLineFeed)
+                }
                 break
             }
             switch Self.field(bytes, lineStart, end) {
@@ -102,7 +106,9 @@ enum HeadScanner {
 
     /// `field-name ":" OWS field-value OWS CRLF` (RFC 9112 §5) at `start`; the field and the
     /// start of the next line.
-    private static func field(_ bytes: UnsafeRawBufferPointer, _ start: Int, _ end: Int) -> Result<(HeaderField, Int), HeadError> {
+    private static func field(
+        _ bytes: UnsafeRawBufferPointer, _ start: Int, _ end: Int
+    ) -> Result<(HeaderField, Int), HeadError> {
         let first = bytes[start]
         if first == UInt8(ascii: " ") || first == UInt8(ascii: "\t") { return .failure(.obsFold) }
         var index = start
@@ -119,19 +125,25 @@ enum HeadScanner {
         // The value runs to the CRLF; every byte is checked, eight at a time where no control
         // character is among them (measured: the byte loop over a 700-byte token cost ~3 %).
         while true {
-            while index + 8 <= end, SWAR.isPlainText(bytes.loadUnaligned(fromByteOffset: index, as: UInt64.self)) { index += 8 }
+            while index + 8 <= end, SWAR.isPlainText(bytes.loadUnaligned(fromByteOffset: index, as: UInt64.self)) {
+                index += 8
+            }
             guard index < end else { return .failure(.bareLineFeed) }
             let byte = bytes[index]
             if byte == UInt8(ascii: "\r") {
                 guard index + 1 < end, bytes[index + 1] == UInt8(ascii: "\n") else { return .failure(.bareLineFeed) }
                 break
             }
-            guard Self.isFieldValueByte(byte) else { return .failure(byte == UInt8(ascii: "\n") ? .bareLineFeed : .invalidHeaderValue) }
+            guard Self.isFieldValueByte(byte) else {
+                return .failure(byte == UInt8(ascii: "\n") ? .bareLineFeed : .invalidHeaderValue)
+            }
             index += 1
         }
         let lineEnd = index
         var valueEnd = lineEnd
-        while valueEnd > valueStart, bytes[valueEnd - 1] == UInt8(ascii: " ") || bytes[valueEnd - 1] == UInt8(ascii: "\t") { valueEnd -= 1 }
+        while valueEnd > valueStart,
+            bytes[valueEnd - 1] == UInt8(ascii: " ") || bytes[valueEnd - 1] == UInt8(ascii: "\t")
+        { valueEnd -= 1 }
         let kind = HeaderNames.kind(bytes, start, nameEnd)
         if valueEnd != lineEnd, kind == .contentLength || kind == .transferEncoding {
             // Trailing whitespace is legal (and trimmed) elsewhere; in the two fields that
@@ -139,14 +151,19 @@ enum HeadScanner {
             // framing are how requests get smuggled.
             return .failure(.invalidHeaderValue)
         }
-        return .success((HeaderField(nameStart: start, nameEnd: nameEnd, valueStart: valueStart, valueEnd: valueEnd, kind: kind), lineEnd + 2))
+        return .success(
+            (
+                HeaderField(nameStart: start, nameEnd: nameEnd, valueStart: valueStart, valueEnd: valueEnd, kind: kind),
+                lineEnd + 2
+            ))
     }
 
     /// A field line without its CRLF (a trailer): `field-name ":" field-value`, by the same
     /// rules as a head's fields.
     static func isValidFieldLine(_ line: [UInt8]) -> Bool {
         guard let colon = line.firstIndex(of: UInt8(ascii: ":")), colon > 0 else { return false }
-        return line[..<colon].allSatisfy(HTTPToken.isTokenByte) && line[(colon + 1)...].allSatisfy(Self.isFieldValueByte)
+        return line[..<colon].allSatisfy(HTTPToken.isTokenByte)
+            && line[(colon + 1)...].allSatisfy(Self.isFieldValueByte)
     }
 
     /// HTAB, SP, VCHAR and obs-text: no NUL, CR, LF or other control characters.

@@ -3,7 +3,8 @@ enum HeaderNames {
     /// Headers that describe one connection and are never forwarded (RFC 9110 §7.6.1), plus
     /// `Expect`, which the gateway answers itself.
     private static let hopByHop: [[UInt8]] = [
-        "keep-alive", "proxy-connection", "te", "trailer", "upgrade", "proxy-authorization", "proxy-authenticate", "expect",
+        "keep-alive", "proxy-connection", "te", "trailer", "upgrade", "proxy-authorization", "proxy-authenticate",
+        "expect",
     ].map { Array($0.utf8) }
     private static let contentLength = Array("content-length".utf8)
     private static let transferEncoding = Array("transfer-encoding".utf8)
@@ -50,7 +51,9 @@ enum HeaderNames {
 
     /// Whether the comma-separated list in `bytes[start..<end]` names the header
     /// `bytes[nameStart..<nameEnd]`.
-    static func listContains(_ bytes: UnsafeRawBufferPointer, _ start: Int, _ end: Int, nameStart: Int, nameEnd: Int) -> Bool {
+    static func listContains(
+        _ bytes: UnsafeRawBufferPointer, _ start: Int, _ end: Int, nameStart: Int, nameEnd: Int
+    ) -> Bool {
         var found = false
         Self.forEachListElement(bytes, start, end) { elementStart, elementEnd in
             guard elementEnd - elementStart == nameEnd - nameStart else { return }
@@ -69,13 +72,17 @@ enum HeaderNames {
     /// returns false. For the fields that frame a message, where an element skipped by one
     /// parser and counted by another is two readings of where the message ends.
     @inline(__always)
-    static func forEachListElementRefusingEmpty(_ bytes: UnsafeRawBufferPointer, _ start: Int, _ end: Int, _ body: (Int, Int) -> Bool) -> Bool {
+    static func forEachListElementRefusingEmpty(
+        _ bytes: UnsafeRawBufferPointer, _ start: Int, _ end: Int, _ body: (Int, Int) -> Bool
+    ) -> Bool {
         Self.forEachTrimmedElement(bytes, start, end) { s, e in e > s && body(s, e) }
     }
 
     /// Calls `body` with each non-empty, whitespace-trimmed element of a comma-separated list.
     @inline(__always)
-    static func forEachListElement(_ bytes: UnsafeRawBufferPointer, _ start: Int, _ end: Int, _ body: (Int, Int) -> Void) {
+    static func forEachListElement(
+        _ bytes: UnsafeRawBufferPointer, _ start: Int, _ end: Int, _ body: (Int, Int) -> Void
+    ) {
         _ = Self.forEachTrimmedElement(bytes, start, end) { s, e in
             if e > s { body(s, e) }
             return true
@@ -86,7 +93,9 @@ enum HeaderNames {
     /// spaces and tabs (an empty element as `s == e`), while it returns true; false when it
     /// did not.
     @inline(__always)
-    private static func forEachTrimmedElement(_ bytes: UnsafeRawBufferPointer, _ start: Int, _ end: Int, _ body: (Int, Int) -> Bool) -> Bool {
+    private static func forEachTrimmedElement(
+        _ bytes: UnsafeRawBufferPointer, _ start: Int, _ end: Int, _ body: (Int, Int) -> Bool
+    ) -> Bool {
         var elementStart = start
         var index = start
         while index <= end {

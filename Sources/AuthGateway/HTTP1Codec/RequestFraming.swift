@@ -27,7 +27,9 @@ enum RequestFraming {
                 // same text ("5" and "05" are refused together: no room for two readings).
                 for part in value.split(separator: ",", omittingEmptySubsequences: false) {
                     let text = ASCII.trimmingOWS(part)
-                    guard let parsed = Self.parseLength(text) else { return .failure(.malformedRequest("Invalid Content-Length")) }
+                    guard let parsed = Self.parseLength(text) else {
+                        return .failure(.malformedRequest("Invalid Content-Length"))
+                    }
                     if let existing = contentLengthText, existing != text {
                         return .failure(.malformedRequest("Conflicting Content-Length headers"))
                     }
@@ -72,7 +74,8 @@ enum RequestFraming {
     private static func isValidHost(_ value: String) -> Bool {
         !value.isEmpty
             && value.utf8.allSatisfy { byte in
-                HTTPToken.isTokenByte(byte) || byte == UInt8(ascii: ":") || byte == UInt8(ascii: "[") || byte == UInt8(ascii: "]")
+                HTTPToken.isTokenByte(byte) || byte == UInt8(ascii: ":") || byte == UInt8(ascii: "[")
+                    || byte == UInt8(ascii: "]")
             }
     }
 

@@ -98,7 +98,9 @@ struct RequestParser {
         while let byte = buffer.getInteger(at: buffer.readerIndex, as: UInt8.self) {
             if byte == UInt8(ascii: "\n") {
                 buffer.moveReaderIndex(forwardBy: 1)
-            } else if byte == UInt8(ascii: "\r"), buffer.getInteger(at: buffer.readerIndex + 1, as: UInt8.self) == UInt8(ascii: "\n") {
+            } else if byte == UInt8(ascii: "\r"),
+                buffer.getInteger(at: buffer.readerIndex + 1, as: UInt8.self) == UInt8(ascii: "\n")
+            {
                 buffer.moveReaderIndex(forwardBy: 2)
             } else {
                 return
@@ -117,17 +119,22 @@ struct RequestParser {
         let line = lines.startLine
         var index = line.lowerBound
         while index < line.upperBound, HTTPToken.isTokenByte(bytes[index]) { index += 1 }
-        guard index > line.lowerBound, index < line.upperBound, bytes[index] == UInt8(ascii: " ") else { return .failure(.invalidStartLine) }
+        guard index > line.lowerBound, index < line.upperBound, bytes[index] == UInt8(ascii: " ") else {
+            return .failure(.invalidStartLine)
+        }
         let method = Self.method(bytes, line.lowerBound, index)
         index += 1
         let targetStart = index
         // Visible ASCII only: no controls, spaces or raw non-ASCII bytes in the target.
         while index < line.upperBound, bytes[index] > 0x20, bytes[index] < 0x7F { index += 1 }
-        guard index > targetStart, index < line.upperBound, bytes[index] == UInt8(ascii: " ") else { return .failure(.invalidStartLine) }
+        guard index > targetStart, index < line.upperBound, bytes[index] == UInt8(ascii: " ") else {
+            return .failure(.invalidStartLine)
+        }
         let target = Self.string(bytes, targetStart, index)
         index += 1
         guard let version = Self.version(bytes, index, line.upperBound) else {
-            return .failure(Self.looksLikeVersion(bytes, index, line.upperBound) ? .unsupportedVersion : .invalidStartLine)
+            return .failure(
+                Self.looksLikeVersion(bytes, index, line.upperBound) ? .unsupportedVersion : .invalidStartLine)
         }
         // Built as an array and wrapped once: `HTTPHeaders.add` re-checks every name for
         // non-ASCII bytes and compares it with "connection" (measured, ~1 % of a request);
@@ -135,17 +142,24 @@ struct RequestParser {
         var fields: [(String, String)] = []
         fields.reserveCapacity(lines.fields.count)
         for field in lines.fields {
-            fields.append((Self.string(bytes, field.nameStart, field.nameEnd), Self.string(bytes, field.valueStart, field.valueEnd)))
+            fields.append(
+                (
+                    Self.string(bytes, field.nameStart, field.nameEnd),
+                    Self.string(bytes, field.valueStart, field.valueEnd)
+                ))
         }
         return .success(HTTPRequestHead(version: version, method: method, uri: target, headers: HTTPHeaders(fields)))
     }
 
     private static func method(_ bytes: UnsafeRawBufferPointer, _ start: Int, _ end: Int) -> HTTPMethod {
         // The two methods nearly every request uses, without building a String.
-        if end - start == 3, bytes[start] == UInt8(ascii: "G"), bytes[start + 1] == UInt8(ascii: "E"), bytes[start + 2] == UInt8(ascii: "T") {
+        if end - start == 3, bytes[start] == UInt8(ascii: "G"), bytes[start + 1] == UInt8(ascii: "E"),
+            bytes[start + 2] == UInt8(ascii: "T")
+        {
             return .GET
         }
-        if end - start == 4, bytes[start] == UInt8(ascii: "P"), bytes[start + 1] == UInt8(ascii: "O"), bytes[start + 2] == UInt8(ascii: "S"),
+        if end - start == 4, bytes[start] == UInt8(ascii: "P"), bytes[start + 1] == UInt8(ascii: "O"),
+            bytes[start + 2] == UInt8(ascii: "S"),
             bytes[start + 3] == UInt8(ascii: "T")
         {
             return .POST
@@ -155,7 +169,9 @@ struct RequestParser {
 
     /// "HTTP/1.1" or "HTTP/1.0".
     static func version(_ bytes: UnsafeRawBufferPointer, _ start: Int, _ end: Int) -> HTTPVersion? {
-        guard end - start == 8, Self.looksLikeVersion(bytes, start, end), bytes[start + 5] == UInt8(ascii: "1") else { return nil }
+        guard end - start == 8, Self.looksLikeVersion(bytes, start, end), bytes[start + 5] == UInt8(ascii: "1") else {
+            return nil
+        }
         switch bytes[start + 7] {
         case UInt8(ascii: "1"): return .http1_1
         case UInt8(ascii: "0"): return .http1_0

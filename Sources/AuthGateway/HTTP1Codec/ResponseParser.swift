@@ -39,7 +39,9 @@ struct HTTP1ResponseHead {
     /// The end-to-end fields as lower-cased names and values, for an HTTP/2 client.
     func forEachEndToEndField(_ body: (String, String) -> Void) {
         self.forEachEndToEndField { field, raw in
-            body(RequestParser.string(raw, field.nameStart, field.nameEnd).lowercased(), RequestParser.string(raw, field.valueStart, field.valueEnd))
+            body(
+                RequestParser.string(raw, field.nameStart, field.nameEnd).lowercased(),
+                RequestParser.string(raw, field.valueStart, field.valueEnd))
         }
     }
 
@@ -47,7 +49,8 @@ struct HTTP1ResponseHead {
     func isNamedByConnection(_ field: HeaderField, _ raw: UnsafeRawBufferPointer) -> Bool {
         self.fields.contains { connection in
             connection.kind == .connection
-                && HeaderNames.listContains(raw, connection.valueStart, connection.valueEnd, nameStart: field.nameStart, nameEnd: field.nameEnd)
+                && HeaderNames.listContains(
+                    raw, connection.valueStart, connection.valueEnd, nameStart: field.nameStart, nameEnd: field.nameEnd)
         }
     }
 
@@ -56,9 +59,12 @@ struct HTTP1ResponseHead {
         self.bytes.withUnsafeReadableBytes { raw in
             var headers = HTTPHeaders()
             for field in self.fields {
-                headers.add(name: RequestParser.string(raw, field.nameStart, field.nameEnd), value: RequestParser.string(raw, field.valueStart, field.valueEnd))
+                headers.add(
+                    name: RequestParser.string(raw, field.nameStart, field.nameEnd),
+                    value: RequestParser.string(raw, field.valueStart, field.valueEnd))
             }
-            return HTTPResponseHead(version: self.version, status: HTTPResponseStatus(statusCode: self.status), headers: headers)
+            return HTTPResponseHead(
+                version: self.version, status: HTTPResponseStatus(statusCode: self.status), headers: headers)
         }
     }
 }
@@ -138,7 +144,9 @@ struct ResponseParser {
         return .end
     }
 
-    private mutating func head(_ buffer: inout ByteBuffer, resumeAt initialResumeAt: Int, method: HTTPMethod, upgrade: Bool) -> Event? {
+    private mutating func head(
+        _ buffer: inout ByteBuffer, resumeAt initialResumeAt: Int, method: HTTPMethod, upgrade: Bool
+    ) -> Event? {
         var resumeAt = initialResumeAt
         while true {
             guard buffer.readableBytes > 0 else { return nil }
@@ -190,7 +198,9 @@ struct ResponseParser {
     private static let proxyConnection = Array("proxy-connection".utf8)
 
     /// `HTTP-version SP 3DIGIT [SP reason-phrase]` and the fields; the framing by RFC 9112 §6.3.
-    static func responseHead(_ raw: UnsafeRawBufferPointer, bytes: ByteBuffer, method: HTTPMethod) -> Result<HTTP1ResponseHead, Invalid> {
+    static func responseHead(
+        _ raw: UnsafeRawBufferPointer, bytes: ByteBuffer, method: HTTPMethod
+    ) -> Result<HTTP1ResponseHead, Invalid> {
         let lines: HeadLines
         switch HeadScanner.split(raw, end: raw.count) {
         case .success(let value): lines = value
@@ -198,13 +208,17 @@ struct ResponseParser {
         }
         let line = lines.startLine
         let start = line.lowerBound
-        guard line.count >= 12, let version = RequestParser.version(raw, start, start + 8), raw[start + 8] == UInt8(ascii: " ") else {
+        guard line.count >= 12, let version = RequestParser.version(raw, start, start + 8),
+            raw[start + 8] == UInt8(ascii: " ")
+        else {
             return .failure(Invalid(message: "Invalid status line"))
         }
         var status = 0
         for offset in 9..<12 {
             let byte = raw[start + offset]
-            guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return .failure(Invalid(message: "Invalid status code")) }
+            guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else {
+                return .failure(Invalid(message: "Invalid status code"))
+            }
             status = status * 10 + Int(byte - UInt8(ascii: "0"))
         }
         guard status >= 100 else { return .failure(Invalid(message: "Invalid status code")) }
@@ -213,7 +227,9 @@ struct ResponseParser {
             guard raw[start + 12] == UInt8(ascii: " ") else { return .failure(Invalid(message: "Invalid status line")) }
             reason = (start + 13)..<line.upperBound
             // Copied to the client as it is: no control characters.
-            guard raw[reason].allSatisfy(HeadScanner.isFieldValueByte) else { return .failure(Invalid(message: "Invalid reason phrase")) }
+            guard raw[reason].allSatisfy(HeadScanner.isFieldValueByte) else {
+                return .failure(Invalid(message: "Invalid reason phrase"))
+            }
         }
 
         var contentLength: (text: Range<Int>, value: Int)?
@@ -231,14 +247,17 @@ struct ResponseParser {
                 hasTransferEncoding = true
                 // Empty elements are refused, not skipped (RFC 9110 §5.6.1 would skip them):
                 // llhttp reads "chunked," as not chunked.
-                let complete = HeaderNames.forEachListElementRefusingEmpty(raw, field.valueStart, field.valueEnd) { s, e in
+                let complete = HeaderNames.forEachListElementRefusingEmpty(raw, field.valueStart, field.valueEnd) {
+                    s, e in
                     lastTransferCoding = s..<e
                     return true
                 }
                 guard complete else { return .failure(Invalid(message: "Invalid Transfer-Encoding")) }
             case .connection:
                 if HeaderNames.listContains(raw, field.valueStart, field.valueEnd, token: Self.close) { close = true }
-                if HeaderNames.listContains(raw, field.valueStart, field.valueEnd, token: Self.keepAlive) { keepAliveToken = true }
+                if HeaderNames.listContains(raw, field.valueStart, field.valueEnd, token: Self.keepAlive) {
+                    keepAliveToken = true
+                }
             case .hopByHop:
                 // llhttp reads Proxy-Connection as Connection: its close is honoured (its
                 // keep-alive is not), so the gateway never reads on where llhttp stops.
@@ -263,7 +282,8 @@ struct ResponseParser {
         if method == .HEAD || status < 200 || status == 204 || status == 304 {
             framing = .none
         } else if hasTransferEncoding {
-            let chunked = lastTransferCoding.map { HeaderNames.equals(raw, $0.lowerBound, $0.upperBound, Self.chunked) } ?? false
+            let chunked =
+                lastTransferCoding.map { HeaderNames.equals(raw, $0.lowerBound, $0.upperBound, Self.chunked) } ?? false
             framing = chunked ? .chunked : .untilClose
             if !chunked { keepAlive = false }
         } else if let contentLength {
@@ -273,7 +293,9 @@ struct ResponseParser {
             keepAlive = false
         }
         return .success(
-            HTTP1ResponseHead(bytes: bytes, version: version, status: status, reason: reason, fields: lines.fields, framing: framing, keepAlive: keepAlive)
+            HTTP1ResponseHead(
+                bytes: bytes, version: version, status: status, reason: reason, fields: lines.fields, framing: framing,
+                keepAlive: keepAlive)
         )
     }
 
@@ -281,7 +303,9 @@ struct ResponseParser {
     /// set by the first element): a list ("5, 5") or repeated field is one length only when
     /// every element is the same text, as for requests (`RequestFraming`); "5" beside "05" or
     /// an empty element is refused, as llhttp refuses them: no room for two readings.
-    private static func contentLength(_ raw: UnsafeRawBufferPointer, _ start: Int, _ end: Int, first: inout (text: Range<Int>, value: Int)?) -> Bool {
+    private static func contentLength(
+        _ raw: UnsafeRawBufferPointer, _ start: Int, _ end: Int, first: inout (text: Range<Int>, value: Int)?
+    ) -> Bool {
         HeaderNames.forEachListElementRefusingEmpty(raw, start, end) { s, e in
             if let first { return raw[s..<e].elementsEqual(raw[first.text]) }
             guard let value = Self.decimal(raw, s, e) else { return false }

@@ -26,11 +26,15 @@ enum GRPCStatus {
         headers.add(name: ":status", value: "200")
         headers.add(name: "content-type", value: "application/grpc")
         headers.add(name: "grpc-status", value: String(Self.code(forHTTPStatus: Int(response.status.code))))
-        headers.add(name: "grpc-message", value: Self.percentEncoded(response.error?.grpcMessage ?? response.status.reasonPhrase))
+        headers.add(
+            name: "grpc-message",
+            value: Self.percentEncoded(response.error?.grpcMessage ?? response.status.reasonPhrase))
         for (name, value) in response.headers {
             let lowered = name.lowercased()
             // The challenge and cookies clearing a session travel as they do over HTTP.
-            if lowered == "www-authenticate" || lowered == "set-cookie" || lowered == "retry-after" || lowered.hasPrefix("x-") {
+            if lowered == "www-authenticate" || lowered == "set-cookie" || lowered == "retry-after"
+                || lowered.hasPrefix("x-")
+            {
                 headers.add(name: lowered, value: value, indexing: secrets.indexing(lowered))
             }
         }
@@ -55,7 +59,9 @@ enum GRPCStatus {
     /// least one millisecond: a zero or nanosecond deadline has passed before anything could
     /// be forwarded.
     static func timeout(_ value: String) -> TimeAmount? {
-        guard let unit = value.last, value.count >= 2, value.count <= 9, let amount = Int64(value.dropLast()), amount >= 0 else { return nil }
+        guard let unit = value.last, value.count >= 2, value.count <= 9, let amount = Int64(value.dropLast()),
+            amount >= 0
+        else { return nil }
         let timeout: TimeAmount
         switch unit {
         case "H": timeout = .hours(amount)

@@ -31,7 +31,9 @@ enum HTTP2Messages {
         var contentType: String?
         var grpcTimeout: TimeAmount?
         for (name, value, _) in block {
-            guard HTTPToken.isSafeHeaderValue(value) else { return .failure(.malformedRequest("A header value holds a control character")) }
+            guard HTTPToken.isSafeHeaderValue(value) else {
+                return .failure(.malformedRequest("A header value holds a control character"))
+            }
             if name.utf8.first == UInt8(ascii: ":") {
                 switch name {
                 case ":method": method = value
@@ -42,7 +44,9 @@ enum HTTP2Messages {
                 }
                 continue
             }
-            guard HTTPToken.isValid(name), !name.utf8.contains(where: { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") }) else {
+            guard HTTPToken.isValid(name),
+                !name.utf8.contains(where: { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") })
+            else {
                 return .failure(.malformedRequest("Invalid header name"))
             }
             switch name {
@@ -50,7 +54,9 @@ enum HTTP2Messages {
                 // NIOHTTP2 refuses these first; a second line of defence against desync.
                 return .failure(.malformedRequest("Connection-specific header \(name) in an HTTP/2 request"))
             case "content-length":
-                guard let length = Int(value), length >= 0, String(length) == value, contentLength == nil || contentLength == length else {
+                guard let length = Int(value), length >= 0, String(length) == value,
+                    contentLength == nil || contentLength == length
+                else {
                     return .failure(.malformedRequest("Invalid content-length"))
                 }
                 contentLength = length
@@ -89,13 +95,16 @@ enum HTTP2Messages {
         let framing: BodyFraming
         if endStream {
             framing = .none
-            if let contentLength, contentLength != 0 { return .failure(.malformedRequest("content-length disagrees with the body")) }
+            if let contentLength, contentLength != 0 {
+                return .failure(.malformedRequest("content-length disagrees with the body"))
+            }
         } else if let contentLength {
             framing = contentLength == 0 ? .none : .contentLength(contentLength)
         } else {
             framing = .chunked
         }
-        let head = HTTPRequestHead(version: .http1_1, method: HTTPMethod(rawValue: method), uri: path, headers: HTTPHeaders(headers))
+        let head = HTTPRequestHead(
+            version: .http1_1, method: HTTPMethod(rawValue: method), uri: path, headers: HTTPHeaders(headers))
         let isGRPC = HTTP2Fields.isGRPC(contentType: contentType)
         // `grpc-timeout` means something on gRPC calls only.
         return .success(Request(head: head, framing: framing, isGRPC: isGRPC, grpcTimeout: isGRPC ? grpcTimeout : nil))
@@ -108,7 +117,8 @@ enum HTTP2Messages {
     /// headers and `set-cookie` among them), and those an HTTP/2 backend sent never-indexed,
     /// stay out of the HPACK dynamic table (SPEC §4.9).
     static func responseHeaders(
-        _ head: UpstreamResponseHead, requestID: String, extra: [(name: String, value: String)], secrets: SecretHeaderNames
+        _ head: UpstreamResponseHead, requestID: String, extra: [(name: String, value: String)],
+        secrets: SecretHeaderNames
     ) -> HPACKHeaders {
         var headers = HPACKHeaders()
         headers.add(name: ":status", value: String(head.status))
@@ -121,7 +131,9 @@ enum HTTP2Messages {
         case .http2(let head):
             headers.reserveCapacity(head.fields.count + extra.count + 2)
             for (name, value, indexing) in head.fields {
-                headers.add(name: name, value: value, indexing: indexing == .neverIndexed ? .neverIndexed : secrets.indexing(name))
+                headers.add(
+                    name: name, value: value,
+                    indexing: indexing == .neverIndexed ? .neverIndexed : secrets.indexing(name))
             }
         }
         headers.add(name: "x-request-id", value: requestID, indexing: .nonIndexable)
@@ -134,7 +146,9 @@ enum HTTP2Messages {
 
     /// The HEADERS of a response the gateway makes itself (its body follows in DATA); cookies
     /// and new tokens among its fields are never-indexed.
-    static func localResponseHeaders(_ response: LocalResponse, requestID: String, sendsBody: Bool, secrets: SecretHeaderNames) -> HPACKHeaders {
+    static func localResponseHeaders(
+        _ response: LocalResponse, requestID: String, sendsBody: Bool, secrets: SecretHeaderNames
+    ) -> HPACKHeaders {
         var headers = HPACKHeaders()
         headers.add(name: ":status", value: String(response.status.code))
         for (name, value) in response.headers {

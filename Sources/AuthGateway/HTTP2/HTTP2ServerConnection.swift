@@ -51,7 +51,9 @@ final class HTTP2ServerConnection: ChannelDuplexHandler, NIOHTTP2FrameDelegate {
     private var upstreamsToFlush: [HTTP2ServerStream] = []
     private(set) var isWritable = true
 
-    init(environment: any ExchangeEnvironment, connection: ClientConnectionInfo, streamDelegate: NIOHTTP2StreamDelegate?) {
+    init(
+        environment: any ExchangeEnvironment, connection: ClientConnectionInfo, streamDelegate: NIOHTTP2StreamDelegate?
+    ) {
         self.environment = environment
         self.connection = connection
         self.streamDelegate = streamDelegate
@@ -90,7 +92,9 @@ final class HTTP2ServerConnection: ChannelDuplexHandler, NIOHTTP2FrameDelegate {
             stream.received(frame.payload, context: context)
         } else if case .headers = frame.payload {
             // NIOHTTP2 lets a HEADERS frame through only for a new stream it accepted.
-            let stream = HTTP2ServerStream(id: frame.streamID, server: self, environment: self.environment, connection: self.connection, windowSize: Self.windowSize)
+            let stream = HTTP2ServerStream(
+                id: frame.streamID, server: self, environment: self.environment, connection: self.connection,
+                windowSize: Self.windowSize)
             self.streams[frame.streamID] = stream
             self.lastStreamID = max(self.lastStreamID, frame.streamID)
             self.idleDeadline = nil
@@ -146,7 +150,9 @@ final class HTTP2ServerConnection: ChannelDuplexHandler, NIOHTTP2FrameDelegate {
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
         self.isWritable = context.channel.isWritable
-        for stream in self.streams.values { stream.writabilityChanged(connectionWritable: self.isWritable, context: context) }
+        for stream in self.streams.values {
+            stream.writabilityChanged(connectionWritable: self.isWritable, context: context)
+        }
         context.fireChannelWritabilityChanged()
     }
 
@@ -219,7 +225,8 @@ final class HTTP2ServerConnection: ChannelDuplexHandler, NIOHTTP2FrameDelegate {
     /// A stream's deadline is now `deadline`: the timer fires no later.
     func streamDeadlineSet(_ deadline: NIODeadline) {
         guard let context = self.context,
-            let at = self.deadlines.deadlineSet(deadline, now: context.eventLoop.now, granularity: self.environment.snapshot.timerGranularity)
+            let at = self.deadlines.deadlineSet(
+                deadline, now: context.eventLoop.now, granularity: self.environment.snapshot.timerGranularity)
         else { return }
         self.arm(at)
     }
@@ -248,7 +255,10 @@ final class HTTP2ServerConnection: ChannelDuplexHandler, NIOHTTP2FrameDelegate {
         if let idle = self.idleDeadline, idle <= now, self.streams.isEmpty {
             // Idle: GOAWAY naming the last stream served, then close (RFC 9113 §6.8).
             self.idleDeadline = nil
-            self.write(HTTP2Frame(streamID: .rootStream, payload: .goAway(lastStreamID: self.lastStreamID, errorCode: .noError, opaqueData: nil)))
+            self.write(
+                HTTP2Frame(
+                    streamID: .rootStream,
+                    payload: .goAway(lastStreamID: self.lastStreamID, errorCode: .noError, opaqueData: nil)))
             self.flushPending = false
             context.flush()
             context.close(promise: nil)
@@ -263,7 +273,9 @@ final class HTTP2ServerConnection: ChannelDuplexHandler, NIOHTTP2FrameDelegate {
         for stream in self.streams.values {
             if let deadline = stream.deadline, earliest.map({ deadline < $0 }) ?? true { earliest = deadline }
         }
-        if let at = self.deadlines.fired(earliestPending: earliest, now: now, granularity: self.environment.snapshot.timerGranularity) {
+        if let at = self.deadlines.fired(
+            earliestPending: earliest, now: now, granularity: self.environment.snapshot.timerGranularity)
+        {
             self.arm(at)
         }
     }

@@ -63,8 +63,10 @@ extension HTTP2ServerStream {
 
     func sendRequest(body: [ByteBuffer], end: Bool, context: ChannelHandlerContext) {
         guard let upstream = self.upstream, let plan = self.exchange?.plan else { return }
-        let secrets = RequestSecrets(names: plan.secretHeaders, peerNeverIndexed: self.exchange?.neverIndexedFields ?? [])
-        upstream.sendHead(plan.head, chunkedBody: self.exchange?.requestChunked ?? false, upgrade: false, secrets: secrets)
+        let secrets = RequestSecrets(
+            names: plan.secretHeaders, peerNeverIndexed: self.exchange?.neverIndexedFields ?? [])
+        upstream.sendHead(
+            plan.head, chunkedBody: self.exchange?.requestChunked ?? false, upgrade: false, secrets: secrets)
         self.exchange?.upstreamSentAt = .now()
         for part in body { upstream.sendBody(part) }
         if end { self.endUpstreamRequest(upstream) }

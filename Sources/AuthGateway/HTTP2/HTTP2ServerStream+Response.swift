@@ -53,7 +53,8 @@ extension HTTP2ServerStream {
     }
 
     func respond(with error: GatewayError) {
-        let exchange = self.exchange ?? Exchange.bare(requestID: self.environment.requestID(forwarded: nil), protocol: .h2)
+        let exchange =
+            self.exchange ?? Exchange.bare(requestID: self.environment.requestID(forwarded: nil), protocol: .h2)
         exchange.local = exchange.problem(error)
         self.exchange = exchange
         self.writeLocalResponse()
@@ -63,11 +64,14 @@ extension HTTP2ServerStream {
     func writeLocalResponse() {
         guard let exchange = self.exchange, let response = exchange.local else { return }
         if self.isGRPC {
-            let headers = GRPCStatus.trailersOnly(response, requestID: exchange.requestID, secrets: self.environment.snapshot.secretHeaders)
+            let headers = GRPCStatus.trailersOnly(
+                response, requestID: exchange.requestID, secrets: self.environment.snapshot.secretHeaders)
             self.write(.headers(.init(headers: headers, endStream: true)))
         } else {
             let sendsBody = exchange.method != .HEAD && !response.body.isEmpty
-            let headers = HTTP2Messages.localResponseHeaders(response, requestID: exchange.requestID, sendsBody: sendsBody, secrets: self.environment.snapshot.secretHeaders)
+            let headers = HTTP2Messages.localResponseHeaders(
+                response, requestID: exchange.requestID, sendsBody: sendsBody,
+                secrets: self.environment.snapshot.secretHeaders)
             self.write(.headers(.init(headers: headers, endStream: !sendsBody)))
             if sendsBody {
                 exchange.bytesOut = response.body.utf8.count

@@ -14,7 +14,8 @@ extension HTTP2ServerStream {
         exchange.responseStatus = head.status
         let action = self.state.responseHead()
         if case .writeResponseHead = action {
-            self.responseHeaders = HTTP2Messages.responseHeaders(head, requestID: exchange.requestID, extra: plan.responseHeaders, secrets: plan.secretHeaders)
+            self.responseHeaders = HTTP2Messages.responseHeaders(
+                head, requestID: exchange.requestID, extra: plan.responseHeaders, secrets: plan.secretHeaders)
         }
         self.run(action, context: context)
         self.updateTimer(context: context)

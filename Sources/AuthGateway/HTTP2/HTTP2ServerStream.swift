@@ -59,12 +59,17 @@ final class HTTP2ServerStream: ExchangeHandler {
     var declaredLength: Int?
     var receivedLength = 0
 
-    init(id: HTTP2StreamID, server: HTTP2ServerConnection, environment: any ExchangeEnvironment, connection: ClientConnectionInfo, windowSize: Int) {
+    init(
+        id: HTTP2StreamID, server: HTTP2ServerConnection, environment: any ExchangeEnvironment,
+        connection: ClientConnectionInfo, windowSize: Int
+    ) {
         self.id = id
         self.server = server
         self.environment = environment
         self.connection = connection
-        self.state = ExchangeStateMachine(replayable: false, hasBody: false, maxBodyBytes: environment.snapshot.configuration.limits.maxRequestBodyBytes)
+        self.state = ExchangeStateMachine(
+            replayable: false, hasBody: false,
+            maxBodyBytes: environment.snapshot.configuration.limits.maxRequestBodyBytes)
         self.inboundWindow = InboundWindow(target: windowSize)
     }
 
@@ -89,7 +94,9 @@ final class HTTP2ServerStream: ExchangeHandler {
                 // backends get none. The body ends here, and must add up to content-length.
                 self.requestEnded = true
                 if let declared = self.declaredLength, self.receivedLength != declared {
-                    self.run(self.state.protocolError(.malformedRequest("The DATA disagrees with content-length")), context: context)
+                    self.run(
+                        self.state.protocolError(.malformedRequest("The DATA disagrees with content-length")),
+                        context: context)
                     return
                 }
                 if !headers.headers.isEmpty { self.requestTrailers = headers.headers }
@@ -108,8 +115,11 @@ final class HTTP2ServerStream: ExchangeHandler {
     private func receivedData(_ data: HTTP2Frame.FramePayload.Data, context: ChannelHandlerContext) {
         guard case .byteBuffer(let bytes) = data.data else { return }
         self.receivedLength += bytes.readableBytes
-        if let declared = self.declaredLength, self.receivedLength > declared || (data.endStream && self.receivedLength != declared) {
-            self.run(self.state.protocolError(.malformedRequest("The DATA disagrees with content-length")), context: context)
+        if let declared = self.declaredLength,
+            self.receivedLength > declared || (data.endStream && self.receivedLength != declared)
+        {
+            self.run(
+                self.state.protocolError(.malformedRequest("The DATA disagrees with content-length")), context: context)
             return
         }
         if bytes.readableBytes > 0 {
@@ -149,7 +159,9 @@ final class HTTP2ServerStream: ExchangeHandler {
     /// Writes a frame of this stream (flushed with the connection's next flush).
     func write(_ payload: HTTP2Frame.FramePayload) {
         guard !self.isClosed else { return }
-        if case .data(let data) = payload, case .byteBuffer(let bytes) = data.data, self.backlog.wrote(bytes.readableBytes) {
+        if case .data(let data) = payload, case .byteBuffer(let bytes) = data.data,
+            self.backlog.wrote(bytes.readableBytes)
+        {
             self.writabilityChanged(connectionWritable: self.server.isWritable, context: self.server.context!)
         }
         self.server.write(HTTP2Frame(streamID: self.id, payload: payload))

@@ -72,7 +72,8 @@ public enum JWKSet {
                 throw PublicKeyError("invalid RSA key")
             }
             guard rsa.keySizeInBits >= PublicKey.minimumRSABits else {
-                throw PublicKeyError("RSA key of \(rsa.keySizeInBits) bits is too short (minimum \(PublicKey.minimumRSABits))")
+                throw PublicKeyError(
+                    "RSA key of \(rsa.keySizeInBits) bits is too short (minimum \(PublicKey.minimumRSABits))")
             }
             key = .rsa(rsa)
         case "EC":

@@ -74,7 +74,8 @@ extension PublicKey {
             case Self.oidRSAEncryption:
                 let key = try _RSA.Signing.PublicKey(unsafeDERRepresentation: der)
                 guard key.keySizeInBits >= Self.minimumRSABits else {
-                    throw PublicKeyError("RSA key of \(key.keySizeInBits) bits is too short (minimum \(Self.minimumRSABits))")
+                    throw PublicKeyError(
+                        "RSA key of \(key.keySizeInBits) bits is too short (minimum \(Self.minimumRSABits))")
                 }
                 self = .rsa(key)
             case Self.oidECPublicKey where curve == Self.oidP256:
@@ -116,7 +117,8 @@ extension PublicKey {
             do {
                 let key = try _RSA.Signing.PublicKey(unsafePEMRepresentation: pem)
                 guard key.keySizeInBits >= Self.minimumRSABits else {
-                    throw PublicKeyError("RSA key of \(key.keySizeInBits) bits is too short (minimum \(Self.minimumRSABits))")
+                    throw PublicKeyError(
+                        "RSA key of \(key.keySizeInBits) bits is too short (minimum \(Self.minimumRSABits))")
                 }
                 self = .rsa(key)
             } catch let error as PublicKeyError {
@@ -149,7 +151,9 @@ extension PublicKey {
                     }
                     // serialNumber (node), signature, issuer, validity, subject, then the key.
                     for _ in 0..<4 { _ = fields.next() }
-                    guard node != nil, let keyInfo = fields.next() else { throw PublicKeyError("truncated certificate") }
+                    guard node != nil, let keyInfo = fields.next() else {
+                        throw PublicKeyError("truncated certificate")
+                    }
                     while fields.next() != nil {}
                     return keyInfo.encodedBytes
                 }

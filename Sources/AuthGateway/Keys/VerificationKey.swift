@@ -23,17 +23,23 @@ public struct VerificationKey: Sendable {
     public func isValidSignature(_ signature: [UInt8], for signingInput: UnsafeRawBufferPointer) -> Bool {
         switch (self.key, self.algorithm) {
         case (.rsa(let key), .RS256):
-            return key.isValidSignature(.init(rawRepresentation: signature), for: SHA256.hash(data: signingInput), padding: .insecurePKCS1v1_5)
+            return key.isValidSignature(
+                .init(rawRepresentation: signature), for: SHA256.hash(data: signingInput), padding: .insecurePKCS1v1_5)
         case (.rsa(let key), .RS384):
-            return key.isValidSignature(.init(rawRepresentation: signature), for: SHA384.hash(data: signingInput), padding: .insecurePKCS1v1_5)
+            return key.isValidSignature(
+                .init(rawRepresentation: signature), for: SHA384.hash(data: signingInput), padding: .insecurePKCS1v1_5)
         case (.rsa(let key), .RS512):
-            return key.isValidSignature(.init(rawRepresentation: signature), for: SHA512.hash(data: signingInput), padding: .insecurePKCS1v1_5)
+            return key.isValidSignature(
+                .init(rawRepresentation: signature), for: SHA512.hash(data: signingInput), padding: .insecurePKCS1v1_5)
         case (.rsa(let key), .PS256):
-            return key.isValidSignature(.init(rawRepresentation: signature), for: SHA256.hash(data: signingInput), padding: .PSS)
+            return key.isValidSignature(
+                .init(rawRepresentation: signature), for: SHA256.hash(data: signingInput), padding: .PSS)
         case (.rsa(let key), .PS384):
-            return key.isValidSignature(.init(rawRepresentation: signature), for: SHA384.hash(data: signingInput), padding: .PSS)
+            return key.isValidSignature(
+                .init(rawRepresentation: signature), for: SHA384.hash(data: signingInput), padding: .PSS)
         case (.rsa(let key), .PS512):
-            return key.isValidSignature(.init(rawRepresentation: signature), for: SHA512.hash(data: signingInput), padding: .PSS)
+            return key.isValidSignature(
+                .init(rawRepresentation: signature), for: SHA512.hash(data: signingInput), padding: .PSS)
         case (.p256(let key), .ES256):
             guard let ecdsa = try? P256.Signing.ECDSASignature(rawRepresentation: signature) else { return false }
             return key.isValidSignature(ecdsa, for: SHA256.hash(data: signingInput))

@@ -1,7 +1,9 @@
 /// A Prometheus-style cumulative histogram of durations in seconds. A plain value: each event
 /// loop owns its own and the scrape adds them up, so recording takes no lock.
 struct Histogram: Sendable {
-    static let defaultBounds: [Double] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]
+    static let defaultBounds: [Double] = [
+        0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30,
+    ]
 
     let bounds: [Double]
     /// Non-cumulative counts per bucket; the last slot is `+Inf`.

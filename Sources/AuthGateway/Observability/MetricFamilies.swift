@@ -6,20 +6,32 @@ extension MetricKey {
     // MARK: Requests and backends
 
     static func authFailure(reason: String) -> MetricKey { MetricKey(MetricName.authFailures, ["reason": reason]) }
-    static func rateLimited(limit: String, route: String?) -> MetricKey { MetricKey(MetricName.rateLimited, ["limit": limit, "route": route ?? "-"]) }
+    static func rateLimited(limit: String, route: String?) -> MetricKey {
+        MetricKey(MetricName.rateLimited, ["limit": limit, "route": route ?? "-"])
+    }
     static func upstreamError(backend: String, _ error: GatewayError) -> MetricKey {
         MetricKey(MetricName.upstreamErrors, ["backend": backend, "kind": error.errorType])
     }
-    static func upstreamDuration(backend: String) -> MetricKey { MetricKey(MetricName.upstreamDuration, ["backend": backend]) }
-    static func backendUp(backend: String, url: String) -> MetricKey { MetricKey(MetricName.backendUp, ["backend": backend, "url": url]) }
-    static func backendEjection(backend: String, url: String) -> MetricKey { MetricKey(MetricName.backendEjections, ["backend": backend, "url": url]) }
+    static func upstreamDuration(backend: String) -> MetricKey {
+        MetricKey(MetricName.upstreamDuration, ["backend": backend])
+    }
+    static func backendUp(backend: String, url: String) -> MetricKey {
+        MetricKey(MetricName.backendUp, ["backend": backend, "url": url])
+    }
+    static func backendEjection(backend: String, url: String) -> MetricKey {
+        MetricKey(MetricName.backendEjections, ["backend": backend, "url": url])
+    }
     static let openConnections = MetricKey(MetricName.openConnections)
-    static func http2Abuse(_ kind: HTTP2AbuseKind) -> MetricKey { MetricKey(MetricName.http2Abuse, ["kind": kind.rawValue]) }
+    static func http2Abuse(_ kind: HTTP2AbuseKind) -> MetricKey {
+        MetricKey(MetricName.http2Abuse, ["kind": kind.rawValue])
+    }
 
     // MARK: Tokens, keys, sessions, profiles
 
     static let verifiedCacheEntries = MetricKey(MetricName.verifiedCacheEntries)
-    static func keySetFetch(issuer: String, _ result: FetchResult) -> MetricKey { MetricKey(MetricName.jwksFetches, ["issuer": issuer, "result": result.rawValue]) }
+    static func keySetFetch(issuer: String, _ result: FetchResult) -> MetricKey {
+        MetricKey(MetricName.jwksFetches, ["issuer": issuer, "result": result.rawValue])
+    }
     static func keySetAge(issuer: String) -> MetricKey { MetricKey(MetricName.jwksKeyAge, ["issuer": issuer]) }
     static func discoveryFetch(issuer: String, _ result: FetchResult) -> MetricKey {
         MetricKey(MetricName.discoveryFetches, ["issuer": issuer, "result": result.rawValue])
@@ -28,20 +40,30 @@ extension MetricKey {
     static func refresh(outcome: String) -> MetricKey { MetricKey(MetricName.refreshes, ["outcome": outcome]) }
     static let refreshJoin = MetricKey(MetricName.refreshJoins)
     static let refreshGraceHit = MetricKey(MetricName.refreshGraceHits)
-    static func introspection(outcome: String) -> MetricKey { MetricKey(MetricName.introspections, ["outcome": outcome]) }
+    static func introspection(outcome: String) -> MetricKey {
+        MetricKey(MetricName.introspections, ["outcome": outcome])
+    }
     /// Built once: counted on every request with a cached opaque token.
     static let introspectionCached = MetricKey.introspection(outcome: "cached")
-    static func profileCache(_ lookup: CacheLookup) -> MetricKey { MetricKey(MetricName.profileCache, ["result": lookup.rawValue]) }
+    static func profileCache(_ lookup: CacheLookup) -> MetricKey {
+        MetricKey(MetricName.profileCache, ["result": lookup.rawValue])
+    }
     static func authServiceDuration(_ operation: AuthServiceOperation) -> MetricKey {
         MetricKey(MetricName.authServiceDuration, ["operation": operation.rawValue])
     }
 
     // MARK: The process
 
-    static func configReload(_ result: ReloadResult) -> MetricKey { MetricKey(MetricName.configReloads, ["result": result.rawValue]) }
-    static func sharedStateError(operation: String) -> MetricKey { MetricKey(MetricName.sharedStateErrors, ["operation": operation]) }
+    static func configReload(_ result: ReloadResult) -> MetricKey {
+        MetricKey(MetricName.configReloads, ["result": result.rawValue])
+    }
+    static func sharedStateError(operation: String) -> MetricKey {
+        MetricKey(MetricName.sharedStateErrors, ["operation": operation])
+    }
     static let sharedStateUp = MetricKey(MetricName.sharedStateUp)
-    static func traceSpansDropped(_ reason: TraceDropReason) -> MetricKey { MetricKey(MetricName.traceSpansDropped, ["reason": reason.rawValue]) }
+    static func traceSpansDropped(_ reason: TraceDropReason) -> MetricKey {
+        MetricKey(MetricName.traceSpansDropped, ["reason": reason.rawValue])
+    }
 }
 
 /// How a fetch of a key set or a discovery document went.

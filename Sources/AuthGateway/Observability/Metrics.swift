@@ -51,13 +51,16 @@ final class WorkerMetrics {
     var values: MetricsSnapshot {
         var snapshot = self.recorded
         for (backend, histogram) in self.upstreamDurations {
-            snapshot.histograms[MetricKey.upstreamDuration(backend: backend), default: Histogram(bounds: histogram.bounds)].merge(histogram)
+            snapshot.histograms[
+                MetricKey.upstreamDuration(backend: backend), default: Histogram(bounds: histogram.bounds)
+            ].merge(histogram)
         }
         return snapshot
     }
 
     func countRequest(route: String, status: Int, protocol wireProtocol: ClientProtocol) {
-        self.recorded.requests[.init(route: route, statusClass: status / 100, wireProtocol: wireProtocol), default: 0] += 1
+        self.recorded.requests[
+            .init(route: route, statusClass: status / 100, wireProtocol: wireProtocol), default: 0] += 1
     }
 
     func increment(_ key: MetricKey, by amount: UInt64 = 1) {
@@ -151,11 +154,26 @@ enum MetricName {
         (discoveryAge, "gauge", "Seconds since the discovery document of an issuer was last fetched and accepted"),
         (authServiceDuration, "histogram", "Auth service call duration, by operation"),
         (verifiedCacheEntries, "gauge", "Entries in the verified-token cache"),
-        (sharedStateErrors, "counter", "Failed shared-state database operations, by operation (the request fell back to the local table)"),
-        (sharedStateUp, "gauge", "1 while refreshes go through the shared-state database, 0 while they fall back to the local table"),
-        (http2Abuse, "counter", "HTTP/2 client connections closed for abuse (rapid reset, floods, oversized header blocks), by kind"),
-        (traceSpansDropped, "counter", "Sampled spans the trace exporter dropped, by reason (export_failed: collector down or refusing; queue_full)"),
-        (introspections, "counter", "Opaque-token introspections, by outcome: calls (active, inactive, unavailable) and answers without a call (cached, coalesced)"),
+        (
+            sharedStateErrors, "counter",
+            "Failed shared-state database operations, by operation (the request fell back to the local table)"
+        ),
+        (
+            sharedStateUp, "gauge",
+            "1 while refreshes go through the shared-state database, 0 while they fall back to the local table"
+        ),
+        (
+            http2Abuse, "counter",
+            "HTTP/2 client connections closed for abuse (rapid reset, floods, oversized header blocks), by kind"
+        ),
+        (
+            traceSpansDropped, "counter",
+            "Sampled spans the trace exporter dropped, by reason (export_failed: collector down or refusing; queue_full)"
+        ),
+        (
+            introspections, "counter",
+            "Opaque-token introspections, by outcome: calls (active, inactive, unavailable) and answers without a call (cached, coalesced)"
+        ),
         (backendUp, "gauge", "1 while a backend URL is healthy and not ejected (whatever panic routing does), else 0"),
         (backendEjections, "counter", "Times a backend URL was ejected by outlier detection"),
         (rateLimited, "counter", "Requests refused by a rate limit, by limit and route"),
@@ -172,10 +190,13 @@ enum PrometheusText {
             output += "# HELP \(family.name) \(family.help)\n# TYPE \(family.name) \(family.type)\n"
             if family.name == MetricName.requests {
                 let rows = metrics.requests.sorted {
-                    ($0.key.route, $0.key.statusClass, $0.key.wireProtocol.rawValue) < ($1.key.route, $1.key.statusClass, $1.key.wireProtocol.rawValue)
+                    ($0.key.route, $0.key.statusClass, $0.key.wireProtocol.rawValue) < (
+                        $1.key.route, $1.key.statusClass, $1.key.wireProtocol.rawValue
+                    )
                 }
                 for (key, value) in rows {
-                    output += "\(family.name){route=\"\(Self.escape(key.route))\",status_class=\"\(key.statusClass)xx\",protocol=\"\(key.wireProtocol.rawValue)\"} \(value)\n"
+                    output +=
+                        "\(family.name){route=\"\(Self.escape(key.route))\",status_class=\"\(key.statusClass)xx\",protocol=\"\(key.wireProtocol.rawValue)\"} \(value)\n"
                 }
                 continue
             }
@@ -203,7 +224,8 @@ enum PrometheusText {
         return output
     }
 
-    private static func sorted<Value>(_ values: [MetricKey: Value], _ name: String) -> [(key: MetricKey, value: Value)] {
+    private static func sorted<Value>(_ values: [MetricKey: Value], _ name: String) -> [(key: MetricKey, value: Value)]
+    {
         values.filter { $0.key.name == name }.sorted { Self.labels($0.key.labels) < Self.labels($1.key.labels) }
     }
 
@@ -214,7 +236,8 @@ enum PrometheusText {
     }
 
     static func escape(_ value: String) -> String {
-        value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"").replacingOccurrences(of: "\n", with: "\\n")
+        value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+            .replacingOccurrences(of: "\n", with: "\\n")
     }
 
     static func number(_ value: Double) -> String {

@@ -6,7 +6,9 @@ import Tracing
 extension GatewayTracing {
     /// The tracer and the background service that batches and exports its spans (run it in the
     /// service group). swift-otel's own `OTEL_*` environment variables still apply on top.
-    static func make(_ configuration: TracingConfiguration, metrics: ProcessMetrics) throws -> (GatewayTracing, any Service) {
+    static func make(
+        _ configuration: TracingConfiguration, metrics: ProcessMetrics
+    ) throws -> (GatewayTracing, any Service) {
         var otel = OTel.Configuration.default
         // swift-otel's own warnings go to the gateway's log; the spans it drops are counted.
         var diagnostics = Logger(label: "auth-gateway.otel")
@@ -20,12 +22,18 @@ extension GatewayTracing {
         otel.traces.sampler = .alwaysOn
         // The configured URL is the collector's base (SPEC §4.10); swift-otel takes an explicit
         // endpoint as the signal's full URL.
-        let base = configuration.otlpEndpoint.hasSuffix("/") ? String(configuration.otlpEndpoint.dropLast()) : configuration.otlpEndpoint
+        let base =
+            configuration.otlpEndpoint.hasSuffix("/")
+            ? String(configuration.otlpEndpoint.dropLast()) : configuration.otlpEndpoint
         otel.traces.otlpExporter.endpoint = base + "/v1/traces"
         otel.traces.otlpExporter.protocol = configuration.otlpProtocol == .json ? .httpJSON : .httpProtobuf
         otel.traces.batchSpanProcessor.scheduleDelay = .seconds(1)
         otel.propagators = [.traceContext]
         let (tracer, service) = try OTel.makeTracingBackend(configuration: otel)
-        return (GatewayTracing(tracer: tracer, sampleRatio: configuration.sampleRatio, recordSubject: configuration.recordSubject), service)
+        return (
+            GatewayTracing(
+                tracer: tracer, sampleRatio: configuration.sampleRatio, recordSubject: configuration.recordSubject),
+            service
+        )
     }
 }

@@ -98,7 +98,8 @@ struct TraceParent: Equatable {
 
     init?(parsing value: String) {
         let parts = value.split(separator: "-", omittingEmptySubsequences: false)
-        guard parts.count >= 4, parts[0].count == 2, parts[0] != "ff", parts[1].count == 32, parts[2].count == 16, parts[3].count == 2,
+        guard parts.count >= 4, parts[0].count == 2, parts[0] != "ff", parts[1].count == 32, parts[2].count == 16,
+            parts[3].count == 2,
             parts.allSatisfy({ $0.utf8.allSatisfy(Self.isLowerHex) }),
             parts[1].contains(where: { $0 != "0" }), parts[2].contains(where: { $0 != "0" }),
             let flags = UInt8(parts[3], radix: 16)
@@ -111,7 +112,8 @@ struct TraceParent: Equatable {
     }
 
     private static func isLowerHex(_ byte: UInt8) -> Bool {
-        (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")) || (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "f"))
+        (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9"))
+            || (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "f"))
     }
 }
 
@@ -120,5 +122,7 @@ private struct HeaderExtractor: Extractor {
 }
 
 private struct HeaderInjector: Injector {
-    func inject(_ value: String, forKey key: String, into carrier: inout HTTPHeaders) { carrier.replaceOrAdd(name: key, value: value) }
+    func inject(_ value: String, forKey key: String, into carrier: inout HTTPHeaders) {
+        carrier.replaceOrAdd(name: key, value: value)
+    }
 }

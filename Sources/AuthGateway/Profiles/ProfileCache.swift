@@ -46,7 +46,10 @@ final class ProfileCache: Sendable {
     /// The profile for `key`, or a fetch (made on the caller's `eventLoop`, to the profile
     /// endpoint `endpoints` resolves then) to wait for. `accessToken` authorizes the fetch;
     /// `result` receives the lookup's metric label.
-    func lookup(_ key: ProfileKey, accessToken: String, eventLoop: EventLoop, endpoint: () -> UpstreamEndpoint?, result: (CacheLookup) -> Void) -> Lookup {
+    func lookup(
+        _ key: ProfileKey, accessToken: String, eventLoop: EventLoop, endpoint: () -> UpstreamEndpoint?,
+        result: (CacheLookup) -> Void
+    ) -> Lookup {
         let policy = LocalSingleFlight<ProfileKey, FetchResult>.Policy(
             freshSeconds: Double(self.configuration.ttlSeconds), staleSeconds: Double(self.configuration.staleSeconds)
         )
@@ -74,15 +77,20 @@ final class ProfileCache: Sendable {
 
     /// One fetch for `flight`; without an endpoint (no discovery document yet) it settles at
     /// once as the auth service being unavailable.
-    private func fetch(_ flight: LocalSingleFlight<ProfileKey, FetchResult>.Flight, accessToken: String, endpoint: UpstreamEndpoint?) {
+    private func fetch(
+        _ flight: LocalSingleFlight<ProfileKey, FetchResult>.Flight, accessToken: String, endpoint: UpstreamEndpoint?
+    ) {
         var headers = HTTPHeaders()
         headers.add(name: "Accept", value: "application/json")
-        headers.add(name: "Authorization", value: self.configuration.authorization == .bearer ? "Bearer \(accessToken)" : accessToken)
+        headers.add(
+            name: "Authorization",
+            value: self.configuration.authorization == .bearer ? "Bearer \(accessToken)" : accessToken)
         let started = self.clock()
         let usableSeconds = Double(self.configuration.ttlSeconds + self.configuration.staleSeconds)
         let call: EventLoopFuture<UpstreamResponse>
         if let endpoint {
-            call = endpoint.client.execute(UpstreamRequest(method: .GET, path: endpoint.path, headers: headers, body: nil))
+            call = endpoint.client.execute(
+                UpstreamRequest(method: .GET, path: endpoint.path, headers: headers, body: nil))
         } else {
             call = flight.promise.futureResult.eventLoop.makeFailedFuture(UpstreamClientError.unreachable)
         }
@@ -109,7 +117,9 @@ final class ProfileCache: Sendable {
         guard case .success(let response) = response else { return .unavailable }
         switch response.status.code {
         case 200..<300:
-            guard case .object(let profile)? = try? JSONValue(parsing: String(buffer: response.body)) else { return .unavailable }
+            guard case .object(let profile)? = try? JSONValue(parsing: String(buffer: response.body)) else {
+                return .unavailable
+            }
             return .profile(profile)
         case 401, 403:
             // The endpoint refuses this token (403: e.g. a missing userinfo scope).

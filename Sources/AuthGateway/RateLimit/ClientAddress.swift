@@ -5,7 +5,9 @@ import NIOHTTP1
 /// the peer is one of `trustedProxies` — the first `X-Forwarded-For` hop, from the right, that
 /// is not a trusted proxy. Hops left of it were written by the client and are not believed.
 enum ClientAddress {
-    static func resolve(peerIP: String, peerIsTrustedProxy: Bool, headers: HTTPHeaders, trustedProxies: [CIDR]) -> String {
+    static func resolve(
+        peerIP: String, peerIsTrustedProxy: Bool, headers: HTTPHeaders, trustedProxies: [CIDR]
+    ) -> String {
         guard peerIsTrustedProxy else { return peerIP }
         // Comma-separated elements of every X-Forwarded-For line, trimmed, in order.
         let hops = headers[canonicalForm: "x-forwarded-for"].filter { !$0.isEmpty }

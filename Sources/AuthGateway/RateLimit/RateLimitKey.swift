@@ -37,7 +37,10 @@ struct RateLimitKey: Hashable, Sendable, CustomStringConvertible {
         value.withUTF8 { hmac.update(data: UnsafeRawBufferPointer($0)) }
         let code = hmac.finalize()
         (self.high, self.low) = code.withUnsafeBytes { raw in
-            (UInt64(bigEndian: raw.loadUnaligned(fromByteOffset: 0, as: UInt64.self)), UInt64(bigEndian: raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self)))
+            (
+                UInt64(bigEndian: raw.loadUnaligned(fromByteOffset: 0, as: UInt64.self)),
+                UInt64(bigEndian: raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
+            )
         }
     }
 
@@ -45,7 +48,8 @@ struct RateLimitKey: Hashable, Sendable, CustomStringConvertible {
     var description: String {
         let high = String(self.high, radix: 16)
         let low = String(self.low, radix: 16)
-        return String(repeating: "0", count: 16 - high.count) + high + String(repeating: "0", count: 16 - low.count) + low
+        return String(repeating: "0", count: 16 - high.count) + high + String(repeating: "0", count: 16 - low.count)
+            + low
     }
 
     /// The bits are already uniformly random: one word is enough to hash.
@@ -67,7 +71,9 @@ struct RateLimitKey: Hashable, Sendable, CustomStringConvertible {
 extension RateLimitKey {
     /// Parses the 32 hex digits of `description`.
     init?(hex: some StringProtocol) {
-        guard hex.utf8.count == 32, let high = UInt64(hex.prefix(16), radix: 16), let low = UInt64(hex.suffix(16), radix: 16) else { return nil }
+        guard hex.utf8.count == 32, let high = UInt64(hex.prefix(16), radix: 16),
+            let low = UInt64(hex.suffix(16), radix: 16)
+        else { return nil }
         self.init(high: high, low: low)
     }
 }

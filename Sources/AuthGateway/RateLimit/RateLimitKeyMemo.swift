@@ -19,9 +19,12 @@ final class RateLimitKeyMemo {
     }
 
     /// The key of `value` under `limiter`, from the memo or made (and remembered).
-    func key(_ kind: RateLimitKey.Kind, _ value: String, limiter: RateLimiter, make: () -> RateLimitKey) -> RateLimitKey {
+    func key(_ kind: RateLimitKey.Kind, _ value: String, limiter: RateLimiter, make: () -> RateLimitKey) -> RateLimitKey
+    {
         let slot = self.table.slot(of: value)
-        if let entry = self.table.entry(at: slot, owner: limiter), entry.kind == kind, entry.value == value { return entry.key }
+        if let entry = self.table.entry(at: slot, owner: limiter), entry.kind == kind, entry.value == value {
+            return entry.key
+        }
         let key = make()
         self.table.store(Entry(kind: kind, value: value, key: key), at: slot, owner: limiter)
         return key

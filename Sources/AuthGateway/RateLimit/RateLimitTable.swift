@@ -24,7 +24,9 @@ final class RateLimitTable: Sendable {
         self.configuration = configuration
         self.bucket = TokenBucket(requestsPerSecond: configuration.requestsPerSecond, burst: configuration.burst)
         self.tracksUsage = tracksUsage
-        self.shards = Sharded(capacity: configuration.maxKeys, maximumCount: 64) { Shard(buckets: LRUCache(capacity: $0)) }
+        self.shards = Sharded(capacity: configuration.maxKeys, maximumCount: 64) {
+            Shard(buckets: LRUCache(capacity: $0))
+        }
     }
 
     var name: String { self.configuration.name }
@@ -33,7 +35,8 @@ final class RateLimitTable: Sendable {
     /// routes may differ: they choose which requests reach the table, not how it counts.
     func countsLike(_ other: RateLimitConfiguration) -> Bool {
         let mine = self.configuration
-        return mine.name == other.name && mine.key == other.key && mine.requestsPerSecond == other.requestsPerSecond && mine.burst == other.burst
+        return mine.name == other.name && mine.key == other.key && mine.requestsPerSecond == other.requestsPerSecond
+            && mine.burst == other.burst
             && mine.maxKeys == other.maxKeys
     }
 

@@ -17,17 +17,26 @@ final class RateLimiter: Sendable {
 
     /// nil when the configuration has no limits: requests then pay nothing. `syncsUsage`: the
     /// tables count admissions for the shared-state sync (with a running `sharedState`).
-    static func make(configuration: GatewayConfiguration, keeping previous: RateLimiter?, syncsUsage: Bool = false) -> RateLimiter? {
+    static func make(
+        configuration: GatewayConfiguration, keeping previous: RateLimiter?, syncsUsage: Bool = false
+    ) -> RateLimiter? {
         guard !configuration.rateLimits.isEmpty else { return nil }
-        let key = previous?.hashingKey ?? RateLimitKey.hashingKey(sharedStateKey: configuration.sharedState?.encryptionKey.bytes)
-        return RateLimiter(configuration: configuration, keeping: previous?.tables ?? [], hashingKey: key, syncsUsage: syncsUsage)
+        let key =
+            previous?.hashingKey
+            ?? RateLimitKey.hashingKey(sharedStateKey: configuration.sharedState?.encryptionKey.bytes)
+        return RateLimiter(
+            configuration: configuration, keeping: previous?.tables ?? [], hashingKey: key, syncsUsage: syncsUsage)
     }
 
-    init(configuration: GatewayConfiguration, keeping previous: [RateLimitTable] = [], hashingKey: SymmetricKey, syncsUsage: Bool = false) {
+    init(
+        configuration: GatewayConfiguration, keeping previous: [RateLimitTable] = [], hashingKey: SymmetricKey,
+        syncsUsage: Bool = false
+    ) {
         self.hashingKey = hashingKey
         self.keyedHMAC = HMAC<SHA256>(key: hashingKey)
         self.tables = configuration.rateLimits.map { limit in
-            previous.first { $0.countsLike(limit) && $0.tracksUsage == syncsUsage } ?? RateLimitTable(configuration: limit, tracksUsage: syncsUsage)
+            previous.first { $0.countsLike(limit) && $0.tracksUsage == syncsUsage }
+                ?? RateLimitTable(configuration: limit, tracksUsage: syncsUsage)
         }
         var byRoute: [String: [RateLimitTable]] = [:]
         for route in configuration.routes {
@@ -46,7 +55,9 @@ final class RateLimiter: Sendable {
 
     /// Runs a request through `tables`: every one must admit it; when one refuses, what the
     /// others admitted is given back, so a refused request consumes nothing.
-    func check(_ tables: [RateLimitTable], request: RateLimitRequest, now: UInt64, memo: RateLimitKeyMemo? = nil) -> RateLimitVerdict {
+    func check(
+        _ tables: [RateLimitTable], request: RateLimitRequest, now: UInt64, memo: RateLimitKeyMemo? = nil
+    ) -> RateLimitVerdict {
         // The limit with the fewest requests left names the `RateLimit` header.
         var tightest: (table: RateLimitTable, remaining: Int, reset: Int)?
         for (index, table) in tables.enumerated() {
@@ -55,7 +66,9 @@ final class RateLimiter: Sendable {
                 if tightest == nil || remaining < tightest!.remaining { tightest = (table, remaining, reset) }
             case .refused(let retryAfter):
                 // Rare: the keys are made again rather than kept for every request.
-                for earlier in tables[..<index] { earlier.refund(self.key(for: earlier.configuration.key, request: request, memo: memo)) }
+                for earlier in tables[..<index] {
+                    earlier.refund(self.key(for: earlier.configuration.key, request: request, memo: memo))
+                }
                 return .refused(
                     limit: table.name,
                     retryAfterSeconds: retryAfter,
@@ -67,7 +80,8 @@ final class RateLimiter: Sendable {
             }
         }
         guard let tightest else { return .admitted(header: nil) }
-        return .admitted(header: Self.rateLimitHeader(tightest.table.name, remaining: tightest.remaining, reset: tightest.reset))
+        return .admitted(
+            header: Self.rateLimitHeader(tightest.table.name, remaining: tightest.remaining, reset: tightest.reset))
     }
 
     // MARK: Shared state (SPEC §4.12, across instances)
@@ -76,7 +90,9 @@ final class RateLimiter: Sendable {
     func drainUsage() -> [RateLimitUsage] {
         var usage: [RateLimitUsage] = []
         for table in self.tables {
-            for (key, requests) in table.drainUsage() { usage.append(RateLimitUsage(limit: table.name, key: key, requests: requests)) }
+            for (key, requests) in table.drainUsage() {
+                usage.append(RateLimitUsage(limit: table.name, key: key, requests: requests))
+            }
         }
         return usage
     }
@@ -101,7 +117,9 @@ final class RateLimiter: Sendable {
     /// The key of `request` under `kind`; a request without that value (an anonymous request
     /// under `claims.sub`) is counted under its client address.
     /// `memo`: this loop's memo of recent keys (nil: always computed).
-    func key(for kind: RateLimitConfiguration.Key, request: RateLimitRequest, memo: RateLimitKeyMemo? = nil) -> RateLimitKey {
+    func key(
+        for kind: RateLimitConfiguration.Key, request: RateLimitRequest, memo: RateLimitKeyMemo? = nil
+    ) -> RateLimitKey {
         let value: JSONValue?
         switch kind {
         case .route:
@@ -160,7 +178,8 @@ struct RateLimitRequest {
     /// Computed only when a limit needs it (it may walk `X-Forwarded-For`).
     var clientIP: String {
         ClientAddress.resolve(
-            peerIP: self.connection.peerIP, peerIsTrustedProxy: self.connection.peerIsTrustedProxy, headers: self.headers, trustedProxies: self.trustedProxies
+            peerIP: self.connection.peerIP, peerIsTrustedProxy: self.connection.peerIsTrustedProxy,
+            headers: self.headers, trustedProxies: self.trustedProxies
         )
     }
 }

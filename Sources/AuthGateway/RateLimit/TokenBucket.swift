@@ -49,7 +49,9 @@ struct TokenBucket: Sendable, Equatable {
         guard ahead <= self.capacity else {
             return .refused(retryAfterSeconds: max(1, self.seconds(roundingUp: ahead - self.capacity)))
         }
-        return .admitted(tat: next, remaining: Int((self.capacity - ahead) / Self.interval), resetSeconds: self.seconds(roundingUp: ahead))
+        return .admitted(
+            tat: next, remaining: Int((self.capacity - ahead) / Self.interval),
+            resetSeconds: self.seconds(roundingUp: ahead))
     }
 
     /// Gives back one admitted request (another limit refused it): the inverse of `consume`'s

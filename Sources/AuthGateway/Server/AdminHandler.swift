@@ -35,7 +35,9 @@ final class AdminHandler: ChannelInboundHandler {
 
     private func respond(to head: HTTPRequestHead, context: ChannelHandlerContext) {
         let path = head.uri.split(separator: "?", maxSplits: 1).first.map(String.init) ?? head.uri
-        if let health = HealthEndpoints.response(for: path, method: head.method, worker: self.worker, snapshot: self.worker.snapshot) {
+        if let health = HealthEndpoints.response(
+            for: path, method: head.method, worker: self.worker, snapshot: self.worker.snapshot)
+        {
             self.write(health, head: head, context: context)
             return
         }
@@ -53,7 +55,10 @@ final class AdminHandler: ChannelInboundHandler {
         let body = context.channel.allocator.buffer(string: response.body)
         headers.add(name: "Content-Length", value: String(body.readableBytes))
         if !head.isKeepAlive { headers.add(name: "Connection", value: "close") }
-        context.write(self.wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: response.status, headers: headers))), promise: nil)
+        context.write(
+            self.wrapOutboundOut(
+                .head(HTTPResponseHead(version: head.version, status: response.status, headers: headers))), promise: nil
+        )
         if head.method != .HEAD { context.write(self.wrapOutboundOut(.body(.byteBuffer(body))), promise: nil) }
         let done = context.writeAndFlush(self.wrapOutboundOut(.end(nil)))
         if !head.isKeepAlive { done.assumeIsolated().whenComplete { _ in context.close(promise: nil) } }

@@ -28,10 +28,12 @@ final class BackendAvailabilities: Sendable {
                     continue
                 }
                 next[backend.name] = TargetAvailability(
-                    name: backend.name, urls: backend.urls, outlier: backend.outlierDetection, healthCheck: backend.healthCheck, logger: self.logger
+                    name: backend.name, urls: backend.urls, outlier: backend.outlierDetection,
+                    healthCheck: backend.healthCheck, logger: self.logger
                 ) { change, availability in
                     if case .ejected(let index, _) = change {
-                        metrics.increment(.backendEjection(backend: availability.name, url: availability.urls[index].description))
+                        metrics.increment(
+                            .backendEjection(backend: availability.name, url: availability.urls[index].description))
                     }
                 }
             }
@@ -48,7 +50,8 @@ final class BackendAvailabilities: Sendable {
         for (name, availability) in self.all {
             let (states, _) = availability.states(now: now)
             for (index, state) in states.enumerated() {
-                gauges[MetricKey.backendUp(backend: name, url: availability.urls[index].description)] = state == .healthy ? 1 : 0
+                gauges[MetricKey.backendUp(backend: name, url: availability.urls[index].description)] =
+                    state == .healthy ? 1 : 0
             }
         }
         return gauges

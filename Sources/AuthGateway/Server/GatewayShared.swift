@@ -36,8 +36,11 @@ final class GatewayShared: Sendable {
     let backendAvailabilities: BackendAvailabilities
     private let openConnectionCount = Atomic<Int>(0)
 
-    init(verifiedTokens: VerifiedTokenCache, keyStore: KeyStore, health: HealthState, processMetrics: ProcessMetrics, refreshStore: RefreshStore, clock: @escaping @Sendable () -> Double, clientTLS: NIOSSLContext?,
-        connector: UpstreamConnector = SocketConnector(), tracing: GatewayTracing? = nil, sharedState: PostgresSharedState? = nil,
+    init(
+        verifiedTokens: VerifiedTokenCache, keyStore: KeyStore, health: HealthState, processMetrics: ProcessMetrics,
+        refreshStore: RefreshStore, clock: @escaping @Sendable () -> Double, clientTLS: NIOSSLContext?,
+        connector: UpstreamConnector = SocketConnector(), tracing: GatewayTracing? = nil,
+        sharedState: PostgresSharedState? = nil,
         logger: Logger = Logger(label: "auth-gateway"), dpopNonceKey: SymmetricKey = DPoPNonce.key(sharedSecret: nil)
     ) {
         self.dpopNonceKey = dpopNonceKey

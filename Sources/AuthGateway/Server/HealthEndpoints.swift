@@ -4,7 +4,9 @@ import NIOHTTP1
 /// `livePath`, `readyPath` and `path` (SPEC §4.6), served on the main and admin listeners.
 enum HealthEndpoints {
     /// The answer for a health path, or nil when `path` is not one.
-    static func response(for path: String, method: HTTPMethod, worker: Worker, snapshot: RuntimeSnapshot) -> LocalResponse? {
+    static func response(
+        for path: String, method: HTTPMethod, worker: Worker, snapshot: RuntimeSnapshot
+    ) -> LocalResponse? {
         guard method == .GET || method == .HEAD else { return nil }
         let paths = snapshot.configuration.health
         switch path {
@@ -12,7 +14,9 @@ enum HealthEndpoints {
             return .json(.ok, ["status": "live"])
         case paths.readyPath:
             let (ready, reason) = Self.readiness(worker.shared)
-            return ready ? .json(.ok, ["status": "ready"]) : .json(.serviceUnavailable, ["status": "not ready", "reason": .string(reason)])
+            return ready
+                ? .json(.ok, ["status": "ready"])
+                : .json(.serviceUnavailable, ["status": "not ready", "reason": .string(reason)])
         case paths.path:
             let document = Self.detail(worker: worker, snapshot: snapshot)
             let status: HTTPResponseStatus = document["status"] == .string("unavailable") ? .serviceUnavailable : .ok
@@ -48,7 +52,9 @@ enum HealthEndpoints {
                 entry["discovery"] = .object(Self.discoveryDetail(discovery))
                 if discovery.lastError != nil && status == "ok" { status = "degraded" }
                 // The issuer's keys come from the document: without one, its failure is why.
-                if discovery.document == nil, issuer.lastError == nil, let error = discovery.lastError { entry["lastError"] = .string(error) }
+                if discovery.document == nil, issuer.lastError == nil, let error = discovery.lastError {
+                    entry["lastError"] = .string(error)
+                }
             }
             if status != "ok" { degraded = true }
             entry["status"] = .string(status)
@@ -131,12 +137,16 @@ enum HealthEndpoints {
                 entry["url"] = .string(url.description)
             } else if let issuer = introspector.configuration.discoveryIssuer {
                 entry["discoveryIssuer"] = .string(issuer)
-                if let url = shared.keyStore.discoveryDocument(issuer: issuer)?.introspectionEndpoint { entry["url"] = .string(url.description) }
+                if let url = shared.keyStore.discoveryDocument(issuer: issuer)?.introspectionEndpoint {
+                    entry["url"] = .string(url.description)
+                }
             }
             let failing = state.consecutiveFailures > 0
             entry["status"] = .string(failing ? "failing" : (state.lastOutcome == nil ? "unknown" : "ok"))
             if let outcome = state.lastOutcome { entry["lastOutcome"] = .string(outcome) }
-            if let at = state.lastCallAt { entry["lastCallAgeSeconds"] = .number(JSONNumber(Int(max(0, shared.clock() - at)))) }
+            if let at = state.lastCallAt {
+                entry["lastCallAgeSeconds"] = .number(JSONNumber(Int(max(0, shared.clock() - at))))
+            }
             if failing {
                 entry["consecutiveFailures"] = .number(JSONNumber(state.consecutiveFailures))
                 degraded = true

@@ -52,7 +52,9 @@ final class HealthProber: Service, Sendable {
                 let now = ContinuousClock.now
                 if let snapshot, let eventLoop {
                     for backend in snapshot.configuration.backends {
-                        guard let check = backend.healthCheck, let availability = snapshot.backendAvailability[backend.name] else {
+                        guard let check = backend.healthCheck,
+                            let availability = snapshot.backendAvailability[backend.name]
+                        else {
                             due.removeValue(forKey: backend.name)
                             continue
                         }
@@ -64,7 +66,9 @@ final class HealthProber: Service, Sendable {
                             let key = ProbeKey(availability: ObjectIdentifier(availability), index: index)
                             guard self.inFlight.withLockedValue({ $0.insert(key).inserted }) else { continue }
                             group.addTask {
-                                let passed = await Self.probe(url, backend: backend, check: check, tls: tls, connector: connector, eventLoop: eventLoop)
+                                let passed = await Self.probe(
+                                    url, backend: backend, check: check, tls: tls, connector: connector,
+                                    eventLoop: eventLoop)
                                 availability.probed(index, passed: passed, now: .now())
                                 self.inFlight.withLockedValue { _ = $0.remove(key) }
                             }
@@ -80,16 +84,19 @@ final class HealthProber: Service, Sendable {
     /// One probe: a pool of its own for this one request (closed afterwards), so a probe
     /// shares nothing with users' traffic.
     static func probe(
-        _ url: UpstreamURL, backend: BackendConfiguration, check: HealthCheckConfiguration, tls: UpstreamTLS?, connector: UpstreamConnector, eventLoop: EventLoop
+        _ url: UpstreamURL, backend: BackendConfiguration, check: HealthCheckConfiguration, tls: UpstreamTLS?,
+        connector: UpstreamConnector, eventLoop: EventLoop
     ) async -> Bool {
         let timeout = TimeAmount.milliseconds(Int64(check.timeoutMilliseconds))
         let future = eventLoop.flatSubmit { () -> EventLoopFuture<Bool> in
             let pool = UpstreamPool(
-                name: "health check \(backend.name)", eventLoop: eventLoop, targets: [url], maxConnections: 1, connectTimeout: timeout, tls: tls,
+                name: "health check \(backend.name)", eventLoop: eventLoop, targets: [url], maxConnections: 1,
+                connectTimeout: timeout, tls: tls,
                 connector: connector, wireProtocol: backend.wireProtocol
             )
             let client = UpstreamClient(pool: pool, timeout: timeout, hostHeader: url.hostHeader)
-            let request = UpstreamRequest(method: .GET, path: check.path, headers: ["User-Agent": "auth-gateway-health-check"], body: nil)
+            let request = UpstreamRequest(
+                method: .GET, path: check.path, headers: ["User-Agent": "auth-gateway-health-check"], body: nil)
             return client.execute(request).assumeIsolated()
                 .map { response -> Bool in
                     pool.shutdown()

@@ -107,14 +107,16 @@ package final class Worker {
     /// the upstream clients change (a closure or struct built per request would cost).
     private(set) lazy var authServices: AuthServices = self.makeAuthServices(authClient: nil, configuration: nil)
 
-    private func makeAuthServices(authClient: UpstreamClient?, configuration: AuthServiceConfiguration?) -> AuthServices {
+    private func makeAuthServices(authClient: UpstreamClient?, configuration: AuthServiceConfiguration?) -> AuthServices
+    {
         let clients: (UpstreamURL) -> UpstreamClient? = { [unowned self] url in self.client(for: url) }
         var services = AuthServices(
             eventLoop: self.eventLoop,
             verifiedTokens: self.shared.verifiedTokens,
             recentTokens: self.recentTokens,
             keyStore: self.shared.keyStore,
-            endpoints: AuthServiceEndpoints(configuration: configuration, authClient: authClient, keyStore: self.shared.keyStore, clients: clients),
+            endpoints: AuthServiceEndpoints(
+                configuration: configuration, authClient: authClient, keyStore: self.shared.keyStore, clients: clients),
             clients: clients,
             metrics: self.metrics
         )
@@ -161,19 +163,23 @@ package final class Worker {
         var clients: [String: UpstreamClient] = [:]
         var authClient: UpstreamClient?
         if let url = configuration.authService?.url {
-            authClient = self.makeClient(name: "auth service", url: url, timeout: timeout, reuse: self.clients[Self.origin(url)])
+            authClient = self.makeClient(
+                name: "auth service", url: url, timeout: timeout, reuse: self.clients[Self.origin(url)])
             clients[Self.origin(url)] = authClient
         }
         for issuer in configuration.tokens.issuers {
             guard let source = issuer.jwks?.source, clients[Self.origin(source.fetchURL)] == nil else { continue }
             let name = if case .discovery = source { "discovery" } else { "jwks" }
-            clients[Self.origin(source.fetchURL)] = self.makeClient(name: name, url: source.fetchURL, timeout: timeout, reuse: self.clients[Self.origin(source.fetchURL)])
+            clients[Self.origin(source.fetchURL)] = self.makeClient(
+                name: name, url: source.fetchURL, timeout: timeout, reuse: self.clients[Self.origin(source.fetchURL)])
         }
         // Clients for what the current discovery documents name stay (with their connections).
         var discovered: Set<String> = []
         for url in self.shared.keyStore.discoveredURLs {
             let origin = Self.origin(url)
-            guard clients[origin] == nil, let existing = self.clients[origin], existing.timeout == timeout, self.discoveredOrigins.contains(origin) else { continue }
+            guard clients[origin] == nil, let existing = self.clients[origin], existing.timeout == timeout,
+                self.discoveredOrigins.contains(origin)
+            else { continue }
             clients[origin] = existing
             discovered.insert(origin)
         }
@@ -186,9 +192,12 @@ package final class Worker {
         let introspection = configuration.tokens.introspection
         // A discovered endpoint's client is made (or kept) when a call needs it.
         let introspectionClient = introspection.flatMap { introspection in
-            guard let url = introspection.url else { return introspection.discoveryIssuer == nil ? nil : self.introspectionClient }
+            guard let url = introspection.url else {
+                return introspection.discoveryIssuer == nil ? nil : self.introspectionClient
+            }
             return self.makeClient(
-                name: "introspection", url: url, timeout: .milliseconds(Int64(introspection.timeoutMilliseconds)), reuse: self.introspectionClient
+                name: "introspection", url: url, timeout: .milliseconds(Int64(introspection.timeoutMilliseconds)),
+                reuse: self.introspectionClient
             )
         }
         if let old = self.introspectionClient, old !== introspectionClient { old.pool.shutdown() }
@@ -205,26 +214,33 @@ package final class Worker {
         if let url = introspection.url {
             return self.introspectionClient.map { UpstreamEndpoint(client: $0, path: url.pathAndQuery) }
         }
-        guard let issuer = introspection.discoveryIssuer, let url = self.shared.keyStore.discoveryDocument(issuer: issuer)?.introspectionEndpoint,
+        guard let issuer = introspection.discoveryIssuer,
+            let url = self.shared.keyStore.discoveryDocument(issuer: issuer)?.introspectionEndpoint,
             !url.isTLS || self.shared.clientTLS != nil
         else { return nil }
         let base = UpstreamURL(scheme: url.scheme, host: url.host, port: url.port, pathAndQuery: "")
         let timeout = TimeAmount.milliseconds(Int64(introspection.timeoutMilliseconds))
-        let client = self.makeClient(name: "introspection", url: base, timeout: timeout, reuse: self.introspectionClient)
+        let client = self.makeClient(
+            name: "introspection", url: base, timeout: timeout, reuse: self.introspectionClient)
         if let old = self.introspectionClient, old !== client { old.pool.shutdown() }
         self.introspectionClient = client
         return UpstreamEndpoint(client: client, path: url.pathAndQuery)
     }
 
-    private func makeClient(name: String, url: UpstreamURL, timeout: TimeAmount, reuse existing: UpstreamClient?) -> UpstreamClient {
-        if let existing, existing.pool.name == name, existing.pool.targets == [url], existing.timeout == timeout { return existing }
+    private func makeClient(
+        name: String, url: UpstreamURL, timeout: TimeAmount, reuse existing: UpstreamClient?
+    ) -> UpstreamClient {
+        if let existing, existing.pool.name == name, existing.pool.targets == [url], existing.timeout == timeout {
+            return existing
+        }
         let tls = self.shared.clientTLS.map { UpstreamTLS(context: $0, serverName: nil) }
         let pool = self.makePool(name: name, targets: [url], maxConnections: 64, connectTimeout: timeout, tls: tls)
         return UpstreamClient(pool: pool, timeout: timeout, hostHeader: url.hostHeader)
     }
 
     private func makePool(
-        name: String, targets: [UpstreamURL], maxConnections: Int, connectTimeout: TimeAmount, wireProtocol: BackendConfiguration.WireProtocol = .http1,
+        name: String, targets: [UpstreamURL], maxConnections: Int, connectTimeout: TimeAmount,
+        wireProtocol: BackendConfiguration.WireProtocol = .http1,
         tls: UpstreamTLS?, availability: TargetAvailability? = nil
     ) -> UpstreamPool {
         let pool = UpstreamPool(

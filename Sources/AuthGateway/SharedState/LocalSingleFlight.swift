@@ -28,7 +28,9 @@ final class LocalSingleFlight<Key: Hashable & Sendable, Value: Sendable>: Sendab
         self.shards = Sharded(capacity: capacity) { SingleFlightTable(capacity: $0) }
     }
 
-    func lookup(_ key: Key, now: Double, policy: Policy, eventLoop: EventLoop, isCurrent: (Value) -> Bool = { _ in true }) -> Step {
+    func lookup(
+        _ key: Key, now: Double, policy: Policy, eventLoop: EventLoop, isCurrent: (Value) -> Bool = { _ in true }
+    ) -> Step {
         var promise: EventLoopPromise<Value>?
         let lookup = self.shards.withShard(for: key) { table in
             table.lookup(key, now: now, policy: policy, isCurrent: isCurrent) {
@@ -51,7 +53,10 @@ final class LocalSingleFlight<Key: Hashable & Sendable, Value: Sendable>: Sendab
 
     /// Ends `flight`: `decide` sees the previous outcome (and when it was stored) and says what
     /// to keep and what the leader and every joiner receive.
-    func settle(_ flight: Flight, now: Double, decide: (_ previous: (value: Value, storedAt: Double)?) -> (keep: Keep, deliver: Value)) {
+    func settle(
+        _ flight: Flight, now: Double,
+        decide: (_ previous: (value: Value, storedAt: Double)?) -> (keep: Keep, deliver: Value)
+    ) {
         let deliver: Value = self.shards.withShard(for: flight.key) { table in
             let decision = decide(table.peek(flight.key))
             table.settle(flight.key, now: now, keep: decision.keep)

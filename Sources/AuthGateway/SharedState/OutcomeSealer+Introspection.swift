@@ -13,7 +13,9 @@ extension OutcomeSealer {
     }
 
     /// The stored answer, valid until `validUntil` (the reader's clock).
-    func openIntrospection(_ sealed: [UInt8], for digest: TokenDigest, validUntil: Double) throws(OpenError) -> IntrospectionOutcome {
+    func openIntrospection(
+        _ sealed: [UInt8], for digest: TokenDigest, validUntil: Double
+    ) throws(OpenError) -> IntrospectionOutcome {
         let document = try self.openDocument(sealed, for: digest)
         switch document["o"]?.stringValue {
         case "active":

@@ -24,7 +24,8 @@ struct OutcomeSealer: Sendable {
         var description: String {
             switch self.reason {
             case .unknownFormat: return "stored outcome has an unknown format"
-            case .notAuthentic: return "stored outcome does not open with this key (is encryptionKeyBase64 the same on every instance?)"
+            case .notAuthentic:
+                return "stored outcome does not open with this key (is encryptionKeyBase64 the same on every instance?)"
             case .unreadable: return "stored outcome is unreadable"
             }
         }
@@ -42,7 +43,9 @@ struct OutcomeSealer: Sendable {
     }
 
     func open(_ sealed: [UInt8], for digest: TokenDigest) throws(OpenError) -> RefreshOutcome {
-        guard let outcome = Self.decode(try self.openDocument(sealed, for: digest)) else { throw OpenError(reason: .unreadable) }
+        guard let outcome = Self.decode(try self.openDocument(sealed, for: digest)) else {
+            throw OpenError(reason: .unreadable)
+        }
         return outcome
     }
 
@@ -63,7 +66,9 @@ struct OutcomeSealer: Sendable {
         } catch {
             throw OpenError(reason: .notAuthentic)
         }
-        guard let document = try? JSONValue(parsing: String(decoding: plaintext, as: UTF8.self)) else { throw OpenError(reason: .unreadable) }
+        guard let document = try? JSONValue(parsing: String(decoding: plaintext, as: UTF8.self)) else {
+            throw OpenError(reason: .unreadable)
+        }
         return document
     }
 

@@ -12,11 +12,14 @@ extension PostgresRefreshStore {
         let subscription = self.wakeups.subscribe(request.digest)
         defer { self.wakeups.unsubscribe(subscription) }
         let poll = self.wakeups.isListening ? self.pollMillisecondsWhileListening : Self.pollMilliseconds
-        var decision = SharedFlightDecision(me: me, leaseMilliseconds: request.leaseMilliseconds, pollMilliseconds: poll, now: Self.nowMilliseconds())
+        var decision = SharedFlightDecision(
+            me: me, leaseMilliseconds: request.leaseMilliseconds, pollMilliseconds: poll, now: Self.nowMilliseconds())
         var waited = false
         do {
             var step = decision.claimed(
-                try await self.database.claim(request.digest, claimant: me, leaseMilliseconds: request.leaseMilliseconds), now: Self.nowMilliseconds()
+                try await self.database.claim(
+                    request.digest, claimant: me, leaseMilliseconds: request.leaseMilliseconds),
+                now: Self.nowMilliseconds()
             )
             while true {
                 switch step {
@@ -24,7 +27,9 @@ extension PostgresRefreshStore {
                     return await self.lead(request, claimant: me)
                 case .use(let sealed, let remaining, let role):
                     do throws(OutcomeSealer.OpenError) {
-                        return SharedFlightAnswer(outcome: try self.sealer.open(sealed, for: request.digest), role: role, remainingMilliseconds: remaining)
+                        return SharedFlightAnswer(
+                            outcome: try self.sealer.open(sealed, for: request.digest), role: role,
+                            remainingMilliseconds: remaining)
                     } catch {
                         self.database.record(SharedStateFailure(operation: .decrypt, reason: error.description))
                         return await self.fallback(request)
@@ -37,11 +42,14 @@ extension PostgresRefreshStore {
                     // Polled at the short interval again as soon as LISTEN is lost mid-wait.
                     let wait = self.wakeups.isListening ? milliseconds : min(milliseconds, Self.pollMilliseconds)
                     await subscription.wait(milliseconds: wait, on: request.eventLoop)
-                    if Task.isCancelled { return SharedFlightAnswer(outcome: .unavailable, role: .joined, remainingMilliseconds: 0) }
+                    if Task.isCancelled {
+                        return SharedFlightAnswer(outcome: .unavailable, role: .joined, remainingMilliseconds: 0)
+                    }
                     step = decision.read(try await self.database.read(request.digest), now: Self.nowMilliseconds())
                 case .claim:
                     step = decision.claimed(
-                        try await self.database.claim(request.digest, claimant: me, leaseMilliseconds: request.leaseMilliseconds),
+                        try await self.database.claim(
+                            request.digest, claimant: me, leaseMilliseconds: request.leaseMilliseconds),
                         now: Self.nowMilliseconds()
                     )
                 case .giveUp:
@@ -51,7 +59,9 @@ extension PostgresRefreshStore {
         } catch {
             // Stopping (shutdown cancelled the flights): no auth-service call whose outcome
             // nobody would keep.
-            if Task.isCancelled { return SharedFlightAnswer(outcome: .unavailable, role: .joined, remainingMilliseconds: 0) }
+            if Task.isCancelled {
+                return SharedFlightAnswer(outcome: .unavailable, role: .joined, remainingMilliseconds: 0)
+            }
             // Counted and logged by the database; this request goes on as if alone.
             let answer = await self.fallback(request)
             if error.operation == .claim, case .refreshed = answer.outcome {
@@ -71,7 +81,10 @@ extension PostgresRefreshStore {
         let sealed = self.sealer.seal(outcome, for: request.digest)
         let keep = Int64(request.graceSeconds) * 1000
         let database = self.database
-        Task { _ = try? await database.settle(request.digest, claimant: claimant, sealedOutcome: sealed, keepMilliseconds: keep) }
+        Task {
+            _ = try? await database.settle(
+                request.digest, claimant: claimant, sealedOutcome: sealed, keepMilliseconds: keep)
+        }
     }
 
     /// This instance holds the lease: call, then store the outcome for every instance. When
@@ -83,7 +96,9 @@ extension PostgresRefreshStore {
         let own = SharedFlightAnswer(outcome: outcome, role: .led, remainingMilliseconds: keep)
         do {
             let sealed = self.sealer.seal(outcome, for: request.digest)
-            if try await self.database.settle(request.digest, claimant: claimant, sealedOutcome: sealed, keepMilliseconds: keep) {
+            if try await self.database.settle(
+                request.digest, claimant: claimant, sealedOutcome: sealed, keepMilliseconds: keep)
+            {
                 return own
             }
             guard let row = try await self.database.read(request.digest), let stored = row.sealedOutcome,
@@ -98,7 +113,9 @@ extension PostgresRefreshStore {
     }
 
     private func fallback(_ request: SharedFlightRequest) async -> SharedFlightAnswer {
-        SharedFlightAnswer(outcome: await Self.callAuthService(request), role: .led, remainingMilliseconds: Int64(request.graceSeconds) * 1000)
+        SharedFlightAnswer(
+            outcome: await Self.callAuthService(request), role: .led,
+            remainingMilliseconds: Int64(request.graceSeconds) * 1000)
     }
 
     private static func callAuthService(_ request: SharedFlightRequest) async -> RefreshOutcome {

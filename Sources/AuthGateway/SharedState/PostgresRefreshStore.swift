@@ -44,7 +44,8 @@ final class PostgresRefreshStore: RefreshStore {
         joined: @escaping @Sendable () -> Void,
         call: @escaping () -> EventLoopFuture<RefreshOutcome>
     ) -> EventLoopFuture<(RefreshOutcome, SingleFlightRole)> {
-        switch self.local.lookup(key, now: now, policy: .init(freshSeconds: Double(graceSeconds)), eventLoop: eventLoop) {
+        switch self.local.lookup(key, now: now, policy: .init(freshSeconds: Double(graceSeconds)), eventLoop: eventLoop)
+        {
         case .fresh(let outcome), .stale(let outcome, _):
             return eventLoop.makeSucceededFuture((outcome, .remembered))
         case .joined(let inFlight):
@@ -57,7 +58,8 @@ final class PostgresRefreshStore: RefreshStore {
             let result = eventLoop.makePromise(of: (RefreshOutcome, SingleFlightRole).self)
             let call = NIOLoopBound(call, eventLoop: eventLoop)
             let request = SharedFlightRequest(
-                digest: key, graceSeconds: graceSeconds, leaseMilliseconds: Int64(callTimeoutMilliseconds) + 1000, eventLoop: eventLoop,
+                digest: key, graceSeconds: graceSeconds, leaseMilliseconds: Int64(callTimeoutMilliseconds) + 1000,
+                eventLoop: eventLoop,
                 joined: joined
             ) {
                 eventLoop.flatSubmit { call.value() }
@@ -78,14 +80,19 @@ final class PostgresRefreshStore: RefreshStore {
     ) -> EventLoopFuture<(RefreshOutcome, SingleFlightRole)> {
         call().whenComplete { result in
             let outcome = (try? result.get()) ?? .unavailable
-            self.settleLocally(flight, SharedFlightAnswer(outcome: outcome, role: .led, remainingMilliseconds: Int64(graceSeconds) * 1000), graceSeconds: graceSeconds)
+            self.settleLocally(
+                flight,
+                SharedFlightAnswer(outcome: outcome, role: .led, remainingMilliseconds: Int64(graceSeconds) * 1000),
+                graceSeconds: graceSeconds)
         }
         return flight.promise.futureResult.map { ($0, .led) }
     }
 
     /// Ends the local flight, remembering a definite outcome for as long as the database
     /// keeps it (the grace period started when it was stored, perhaps by another instance).
-    private func settleLocally(_ flight: LocalSingleFlight<TokenDigest, RefreshOutcome>.Flight, _ answer: SharedFlightAnswer, graceSeconds: Int) {
+    private func settleLocally(
+        _ flight: LocalSingleFlight<TokenDigest, RefreshOutcome>.Flight, _ answer: SharedFlightAnswer, graceSeconds: Int
+    ) {
         let remaining = Double(answer.remainingMilliseconds) / 1000
         let remember = answer.outcome != .unavailable && remaining > 0
         let storedAt = self.clock() - max(0, Double(graceSeconds) - remaining)

@@ -18,14 +18,17 @@ extension PostgresSharedState {
             var failure: Error?
             do {
                 let connection = try await PostgresConnection.connect(
-                    on: self.eventLoopGroup.any(), configuration: configuration, id: connectionID, logger: SharedStateDatabase.silent
+                    on: self.eventLoopGroup.any(), configuration: configuration, id: connectionID,
+                    logger: SharedStateDatabase.silent
                 )
                 do {
                     try await withTaskCancellationHandler {
                         try await connection.listen(on: SharedRefreshTable.channel) { notifications in
                             self.wakeups.setListening(true)
                             backoff = Self.listenBackoff.initial
-                            self.logger.info("shared_state.listening", metadata: ["shared_state.channel": "\(SharedRefreshTable.channel)"])
+                            self.logger.info(
+                                "shared_state.listening",
+                                metadata: ["shared_state.channel": "\(SharedRefreshTable.channel)"])
                             // Anything stored while nobody listened is found by the waiters' polls.
                             for try await notification in notifications {
                                 if let digest = TokenDigest(hex: notification.payload) { self.wakeups.wake(digest) }
@@ -44,7 +47,9 @@ extension PostgresSharedState {
                 failure = error
             }
             if let failure, !Task.isCancelled {
-                let reason = (failure as? SharedStateFailure)?.reason ?? SharedStateDatabase.describe(failure, timeoutMilliseconds: 0)
+                let reason =
+                    (failure as? SharedStateFailure)?.reason
+                    ?? SharedStateDatabase.describe(failure, timeoutMilliseconds: 0)
                 self.database.record(SharedStateFailure(operation: .listen, reason: reason))
                 // Counted, not an outage by itself: the probe says whether the database is down
                 // (and records that failure) or only this connection was lost.
@@ -69,14 +74,19 @@ extension PostgresSharedState {
             if self.database.isProbeDue() {
                 self.tokenTables.set(false)
                 try? await self.database.probe()
-            } else if self.database.usesDatabase, !self.tokenTables.isReady, SharedStateDatabase.monotonicSeconds() >= tokenTablesAttempt.at {
+            } else if self.database.usesDatabase, !self.tokenTables.isReady,
+                SharedStateDatabase.monotonicSeconds() >= tokenTablesAttempt.at
+            {
                 do {
                     try await self.database.ensureTokenTables()
                     self.tokenTables.set(true)
                     tokenTablesAttempt.backoff = Self.listenBackoff.initial
                 } catch {
                     // Counted as `token_tables`; DPoP and introspection stay process-local.
-                    tokenTablesAttempt = (SharedStateDatabase.monotonicSeconds() + tokenTablesAttempt.backoff, min(tokenTablesAttempt.backoff * 2, 60))
+                    tokenTablesAttempt = (
+                        SharedStateDatabase.monotonicSeconds() + tokenTablesAttempt.backoff,
+                        min(tokenTablesAttempt.backoff * 2, 60)
+                    )
                 }
             } else if self.database.usesDatabase, SharedStateDatabase.monotonicSeconds() >= nextSweep {
                 try? await self.database.sweep()

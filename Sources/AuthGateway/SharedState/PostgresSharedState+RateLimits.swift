@@ -36,7 +36,8 @@ extension PostgresSharedState {
                     schemaReady = true
                 }
                 let rows = try await self.database.syncRateLimits(
-                    instance: state.instance, sequence: state.nextSequence(), usage: usage, retentionSeconds: limiter.usageRetentionSeconds,
+                    instance: state.instance, sequence: state.nextSequence(), usage: usage,
+                    retentionSeconds: limiter.usageRetentionSeconds,
                     watermarks: state.watermarks
                 )
                 limiter.debit(state.accept(rows), now: NIODeadline.now().uptimeNanoseconds)

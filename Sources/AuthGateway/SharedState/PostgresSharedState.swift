@@ -36,17 +36,21 @@ final class PostgresSharedState: Sendable {
     /// `pollMillisecondsWhileListening`: the waiters' safety-net poll while notifications
     /// work (tests lengthen it to show that notifications alone wake them).
     init(
-        configuration: SharedStateConfiguration, eventLoopGroup: EventLoopGroup, metrics: ProcessMetrics, logger: Logger,
+        configuration: SharedStateConfiguration, eventLoopGroup: EventLoopGroup, metrics: ProcessMetrics,
+        logger: Logger,
         pollMillisecondsWhileListening: Int64 = 250, clock: @escaping @Sendable () -> Double
     ) throws {
         self.configuration = configuration
         self.eventLoopGroup = eventLoopGroup
         self.metrics = metrics
         self.logger = logger
-        self.database = try SharedStateDatabase(settings: configuration.postgres, eventLoopGroup: eventLoopGroup, metrics: metrics, logger: logger)
+        self.database = try SharedStateDatabase(
+            settings: configuration.postgres, eventLoopGroup: eventLoopGroup, metrics: metrics, logger: logger)
         let sealer = OutcomeSealer(key: configuration.encryptionKey)
-        self.dpopReplay = SharedDPoPReplay(database: self.database, tasks: self.requestTasks, tablesReady: self.tokenTables)
-        self.introspections = SharedIntrospections(database: self.database, tasks: self.requestTasks, tablesReady: self.tokenTables, sealer: sealer)
+        self.dpopReplay = SharedDPoPReplay(
+            database: self.database, tasks: self.requestTasks, tablesReady: self.tokenTables)
+        self.introspections = SharedIntrospections(
+            database: self.database, tasks: self.requestTasks, tablesReady: self.tokenTables, sealer: sealer)
         self.store = PostgresRefreshStore(
             database: self.database, wakeups: self.wakeups, sealer: sealer,
             pollMillisecondsWhileListening: pollMillisecondsWhileListening, clock: clock
@@ -56,7 +60,10 @@ final class PostgresSharedState: Sendable {
     func start() {
         self.logger.info(
             "shared_state.starting",
-            metadata: ["shared_state.database": "\(self.configuration.postgres.url)", "shared_state.tls": "\(self.configuration.postgres.tls.rawValue)"]
+            metadata: [
+                "shared_state.database": "\(self.configuration.postgres.url)",
+                "shared_state.tls": "\(self.configuration.postgres.tls.rawValue)",
+            ]
         )
         let task = Task {
             await withTaskGroup(of: Void.self) { group in
@@ -75,10 +82,12 @@ final class PostgresSharedState: Sendable {
     func stop() async {
         await self.store.stop()
         await self.requestTasks.stop()
-        guard let task = self.background.withLockedValue({ state -> Task<Void, Never>? in
-            defer { state = nil }
-            return state
-        }) else { return }
+        guard
+            let task = self.background.withLockedValue({ state -> Task<Void, Never>? in
+                defer { state = nil }
+                return state
+            })
+        else { return }
         task.cancel()
         await task.value
         self.wakeups.setListening(false)
@@ -93,7 +102,8 @@ final class PostgresSharedState: Sendable {
         var detail: JSONObject = [
             "database": .string(self.configuration.postgres.url.description),
             "tls": .string(self.configuration.postgres.tls.rawValue),
-            "connection": .string(availability.status == .up ? "ok" : (availability.lastFailure == nil ? "starting" : "failing")),
+            "connection": .string(
+                availability.status == .up ? "ok" : (availability.lastFailure == nil ? "starting" : "failing")),
             "notifications": .string(listening ? "listening" : "polling"),
         ]
         if availability.status != .up {

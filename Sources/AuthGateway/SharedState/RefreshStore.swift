@@ -55,7 +55,8 @@ final class LocalRefreshStore: RefreshStore {
         joined: @escaping @Sendable () -> Void,
         call: @escaping () -> EventLoopFuture<RefreshOutcome>
     ) -> EventLoopFuture<(RefreshOutcome, SingleFlightRole)> {
-        switch self.table.lookup(key, now: now, policy: .init(freshSeconds: Double(graceSeconds)), eventLoop: eventLoop) {
+        switch self.table.lookup(key, now: now, policy: .init(freshSeconds: Double(graceSeconds)), eventLoop: eventLoop)
+        {
         case .fresh(let outcome), .stale(let outcome, _):
             return eventLoop.makeSucceededFuture((outcome, .remembered))
         case .joined(let inFlight):

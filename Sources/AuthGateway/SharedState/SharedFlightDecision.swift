@@ -81,7 +81,10 @@ struct SharedFlightDecision: Sendable {
             return self.finish(.lead)
         }
         if let sealed = row.sealedOutcome {
-            return self.finish(.use(sealedOutcome: sealed, remainingMilliseconds: row.remainingMilliseconds, role: takeover ? .joined : .remembered))
+            return self.finish(
+                .use(
+                    sealedOutcome: sealed, remainingMilliseconds: row.remainingMilliseconds,
+                    role: takeover ? .joined : .remembered))
         }
         let remaining = max(row.remainingMilliseconds, 0)
         if !takeover {
@@ -103,7 +106,8 @@ struct SharedFlightDecision: Sendable {
         }
         guard let row else { return self.reclaim(awaited: awaited, tookOver: tookOver, now: now) }
         if let sealed = row.sealedOutcome {
-            return self.finish(.use(sealedOutcome: sealed, remainingMilliseconds: row.remainingMilliseconds, role: .joined))
+            return self.finish(
+                .use(sealedOutcome: sealed, remainingMilliseconds: row.remainingMilliseconds, role: .joined))
         }
         if let awaited, awaited != row.claimant {
             return self.finish(.giveUp)
@@ -119,7 +123,8 @@ struct SharedFlightDecision: Sendable {
         if now >= deadline {
             return self.reclaim(awaited: row.claimant, tookOver: tookOver, now: now)
         }
-        return self.wait(for: row.claimant, deadline: min(deadline, now + row.remainingMilliseconds), tookOver: tookOver, now: now)
+        return self.wait(
+            for: row.claimant, deadline: min(deadline, now + row.remainingMilliseconds), tookOver: tookOver, now: now)
     }
 
     private mutating func reclaim(awaited: UUID?, tookOver: Bool, now: Int64) -> Step {

@@ -16,7 +16,9 @@ final class SharedIntrospections: Sendable {
     private let tablesReady: TokenTablesReadiness
     private let sealer: OutcomeSealer
 
-    init(database: SharedStateDatabase, tasks: SharedStateTasks, tablesReady: TokenTablesReadiness, sealer: OutcomeSealer) {
+    init(
+        database: SharedStateDatabase, tasks: SharedStateTasks, tablesReady: TokenTablesReadiness, sealer: OutcomeSealer
+    ) {
         self.database = database
         self.tasks = tasks
         self.tablesReady = tablesReady
@@ -30,7 +32,8 @@ final class SharedIntrospections: Sendable {
     /// receives the answer (`fromTable`: read from the table, no call made). False, with
     /// nothing started, when the database is not in use: the caller calls the endpoint itself.
     func resolve(
-        _ digest: TokenDigest, clock: @escaping @Sendable () -> Double, call: @escaping @Sendable () -> EventLoopFuture<IntrospectionOutcome>,
+        _ digest: TokenDigest, clock: @escaping @Sendable () -> Double,
+        call: @escaping @Sendable () -> EventLoopFuture<IntrospectionOutcome>,
         settle: @escaping @Sendable (_ outcome: IntrospectionOutcome, _ fromTable: Bool) -> Void
     ) -> Bool {
         guard self.isInUse else { return false }
@@ -46,9 +49,12 @@ final class SharedIntrospections: Sendable {
     }
 
     private func read(_ digest: TokenDigest, clock: @Sendable () -> Double) async -> IntrospectionOutcome? {
-        guard let row = try? await self.database.readIntrospection(digest), row.remainingMilliseconds > 0 else { return nil }
+        guard let row = try? await self.database.readIntrospection(digest), row.remainingMilliseconds > 0 else {
+            return nil
+        }
         do throws(OutcomeSealer.OpenError) {
-            return try self.sealer.openIntrospection(row.sealed, for: digest, validUntil: clock() + Double(row.remainingMilliseconds) / 1000)
+            return try self.sealer.openIntrospection(
+                row.sealed, for: digest, validUntil: clock() + Double(row.remainingMilliseconds) / 1000)
         } catch {
             self.database.record(SharedStateFailure(operation: .decrypt, reason: error.description))
             return nil
@@ -62,7 +68,9 @@ final class SharedIntrospections: Sendable {
         case .unavailable: return
         }
         let keep = Int64((validUntil - clock()) * 1000)
-        guard keep > 0, self.isInUse, !Task.isCancelled, let sealed = self.sealer.seal(outcome, for: digest) else { return }
+        guard keep > 0, self.isInUse, !Task.isCancelled, let sealed = self.sealer.seal(outcome, for: digest) else {
+            return
+        }
         try? await self.database.storeIntrospection(digest, sealedOutcome: sealed, keepMilliseconds: keep)
     }
 }

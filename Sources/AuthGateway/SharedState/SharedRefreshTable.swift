@@ -69,7 +69,9 @@ enum SharedRefreshTable {
     /// outcome is already stored (a late leader whose lease another instance took over):
     /// the first outcome wins. Inserts the row if a sweep removed it after its lease. One
     /// row back when stored.
-    static func settle(_ digest: TokenDigest, claimant: UUID, sealedOutcome: [UInt8], keepMilliseconds: Int64) -> PostgresQuery {
+    static func settle(
+        _ digest: TokenDigest, claimant: UUID, sealedOutcome: [UInt8], keepMilliseconds: Int64
+    ) -> PostgresQuery {
         let key = ByteBuffer(bytes: digest.bytes)
         return """
             WITH settled AS (

@@ -11,14 +11,18 @@ extension SharedStateDatabase {
             try await client.withTransaction(logger: Self.silent) { connection in
                 for try await _ in try await connection.query(RateLimitUsageTable.schemaLock, logger: Self.silent) {}
                 var existing = (table: false, index: false)
-                for try await row in try await connection.query(RateLimitUsageTable.existingSchema, logger: Self.silent).decode((Bool, Bool).self) {
+                for try await row in try await connection.query(RateLimitUsageTable.existingSchema, logger: Self.silent)
+                    .decode((Bool, Bool).self)
+                {
                     existing = row
                 }
                 if !existing.table {
-                    for try await _ in try await connection.query(RateLimitUsageTable.createTable, logger: Self.silent) {}
+                    for try await _ in try await connection.query(RateLimitUsageTable.createTable, logger: Self.silent)
+                    {}
                 }
                 if !existing.index {
-                    for try await _ in try await connection.query(RateLimitUsageTable.createIndex, logger: Self.silent) {}
+                    for try await _ in try await connection.query(RateLimitUsageTable.createIndex, logger: Self.silent)
+                    {}
                 }
             }
         }
@@ -28,13 +32,19 @@ extension SharedStateDatabase {
     func syncRateLimits(
         instance: UUID, sequence: Int64, usage: [RateLimitUsage], retentionSeconds: Int, watermarks: [UUID: Int64]
     ) async throws(SharedStateFailure) -> [RemoteRateLimitUsage] {
-        let query = RateLimitUsageTable.sync(instance: instance, sequence: sequence, usage: usage, retentionSeconds: retentionSeconds, watermarks: watermarks)
+        let query = RateLimitUsageTable.sync(
+            instance: instance, sequence: sequence, usage: usage, retentionSeconds: retentionSeconds,
+            watermarks: watermarks)
         return try await self.run(.rateLimitSync) { client in
             var rows: [RemoteRateLimitUsage] = []
-            let decoded = try await client.query(query, logger: Self.silent).decode((UUID, Int64, String, String, Int32, Int64).self)
+            let decoded = try await client.query(query, logger: Self.silent).decode(
+                (UUID, Int64, String, String, Int32, Int64).self)
             for try await (writer, number, limit, hex, requests, age) in decoded {
                 guard let key = RateLimitKey(hex: hex) else { continue }
-                rows.append(RemoteRateLimitUsage(instance: writer, sequence: number, limit: limit, key: key, requests: Int(requests), ageMilliseconds: age))
+                rows.append(
+                    RemoteRateLimitUsage(
+                        instance: writer, sequence: number, limit: limit, key: key, requests: Int(requests),
+                        ageMilliseconds: age))
             }
             return rows
         }

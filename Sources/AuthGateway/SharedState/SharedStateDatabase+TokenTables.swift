@@ -16,10 +16,12 @@ extension SharedStateDatabase {
             try await client.withTransaction(logger: Self.silent) { connection in
                 for try await _ in try await connection.query(SharedTokenTables.schemaLock, logger: Self.silent) {}
                 var existing = (proofs: false, proofIndex: false, introspections: false, introspectionIndex: false)
-                let rows = try await connection.query(SharedTokenTables.existingSchema, logger: Self.silent).decode((Bool, Bool, Bool, Bool).self)
+                let rows = try await connection.query(SharedTokenTables.existingSchema, logger: Self.silent).decode(
+                    (Bool, Bool, Bool, Bool).self)
                 for try await row in rows { existing = row }
                 let statements: [(Bool, PostgresQuery)] = [
-                    (existing.proofs, SharedTokenTables.createProofTable), (existing.proofIndex, SharedTokenTables.createProofIndex),
+                    (existing.proofs, SharedTokenTables.createProofTable),
+                    (existing.proofIndex, SharedTokenTables.createProofIndex),
                     (existing.introspections, SharedTokenTables.createIntrospectionTable),
                     (existing.introspectionIndex, SharedTokenTables.createIntrospectionIndex),
                 ]
@@ -41,19 +43,26 @@ extension SharedStateDatabase {
     }
 
     /// The sealed answer stored for `digest` and its remaining milliseconds, if it is live.
-    func readIntrospection(_ digest: TokenDigest) async throws(SharedStateFailure) -> (sealed: [UInt8], remainingMilliseconds: Int64)? {
+    func readIntrospection(
+        _ digest: TokenDigest
+    ) async throws(SharedStateFailure) -> (sealed: [UInt8], remainingMilliseconds: Int64)? {
         let query = SharedTokenTables.readIntrospection(digest)
         return try await self.run(.introspection) { client in
             var found: (sealed: [UInt8], remainingMilliseconds: Int64)?
-            for try await (sealed, remaining) in try await client.query(query, logger: Self.silent).decode((ByteBuffer, Int64).self) where found == nil {
+            for try await (sealed, remaining) in try await client.query(query, logger: Self.silent).decode(
+                (ByteBuffer, Int64).self) where found == nil
+            {
                 found = (Array(sealed.readableBytesView), remaining)
             }
             return found
         }
     }
 
-    func storeIntrospection(_ digest: TokenDigest, sealedOutcome: [UInt8], keepMilliseconds: Int64) async throws(SharedStateFailure) {
-        let query = SharedTokenTables.storeIntrospection(digest, sealedOutcome: sealedOutcome, keepMilliseconds: keepMilliseconds)
+    func storeIntrospection(
+        _ digest: TokenDigest, sealedOutcome: [UInt8], keepMilliseconds: Int64
+    ) async throws(SharedStateFailure) {
+        let query = SharedTokenTables.storeIntrospection(
+            digest, sealedOutcome: sealedOutcome, keepMilliseconds: keepMilliseconds)
         try await self.run(.introspection) { client in
             for try await _ in try await client.query(query, logger: Self.silent) {}
         }

@@ -30,7 +30,8 @@ final class SharedStateDatabase: Sendable {
         self.eventLoopGroup = eventLoopGroup
         self.metrics = metrics
         self.logger = logger
-        self.client = PostgresClient(configuration: try Self.clientConfiguration(settings), eventLoopGroup: eventLoopGroup)
+        self.client = PostgresClient(
+            configuration: try Self.clientConfiguration(settings), eventLoopGroup: eventLoopGroup)
         self.connectionConfiguration = try Self.connectionConfiguration(settings)
         self.availability = NIOLockedValueBox(DatabaseAvailability(now: Self.monotonicSeconds()))
         metrics.setGauge(.sharedStateUp, 0)
@@ -68,7 +69,8 @@ final class SharedStateDatabase: Sendable {
             // slow batch) must not turn refresh sharing off; a database that is down is found
             // by the probe the LISTEN loop and the refreshes run.
             self.logger.warning(
-                "shared_state.\(failure.operation.rawValue)_failed", metadata: ["shared_state.error": "\(failure.reason)"]
+                "shared_state.\(failure.operation.rawValue)_failed",
+                metadata: ["shared_state.error": "\(failure.reason)"]
             )
             return
         case .connect, .schema, .claim, .wait, .settle, .dpopReplay, .introspection:
@@ -116,7 +118,8 @@ final class SharedStateDatabase: Sendable {
         let configuration = self.connectionConfiguration
         let eventLoop = self.eventLoopGroup.any()
         try await self.run(.connect, countsAsSuccess: false) { _ in
-            let connection = try await PostgresConnection.connect(on: eventLoop, configuration: configuration, id: 0, logger: Self.silent)
+            let connection = try await PostgresConnection.connect(
+                on: eventLoop, configuration: configuration, id: 0, logger: Self.silent)
             try await connection.close()
         }
         try await self.ensureSchema()
@@ -127,22 +130,31 @@ final class SharedStateDatabase: Sendable {
             try await client.withTransaction(logger: Self.silent) { connection in
                 for try await _ in try await connection.query(SharedRefreshTable.schemaLock, logger: Self.silent) {}
                 var existing = (table: false, index: false)
-                for try await row in try await connection.query(SharedRefreshTable.existingSchema, logger: Self.silent).decode((Bool, Bool).self) {
+                for try await row in try await connection.query(SharedRefreshTable.existingSchema, logger: Self.silent)
+                    .decode((Bool, Bool).self)
+                {
                     existing = row
                 }
                 if !existing.table {
-                    for try await _ in try await connection.query(SharedRefreshTable.createTable, logger: Self.silent) {}
+                    for try await _ in try await connection.query(SharedRefreshTable.createTable, logger: Self.silent) {
+                    }
                 }
                 if !existing.index {
-                    for try await _ in try await connection.query(SharedRefreshTable.createIndex, logger: Self.silent) {}
+                    for try await _ in try await connection.query(SharedRefreshTable.createIndex, logger: Self.silent) {
+                    }
                 }
             }
         }
     }
 
-    func claim(_ digest: TokenDigest, claimant: UUID, leaseMilliseconds: Int64) async throws(SharedStateFailure) -> SharedRefreshRow? {
+    func claim(
+        _ digest: TokenDigest, claimant: UUID, leaseMilliseconds: Int64
+    ) async throws(SharedStateFailure) -> SharedRefreshRow? {
         try await self.run(.claim) { client in
-            try await Self.firstRow(client.query(SharedRefreshTable.claim(digest, claimant: claimant, leaseMilliseconds: leaseMilliseconds), logger: Self.silent))
+            try await Self.firstRow(
+                client.query(
+                    SharedRefreshTable.claim(digest, claimant: claimant, leaseMilliseconds: leaseMilliseconds),
+                    logger: Self.silent))
         }
     }
 
@@ -153,11 +165,14 @@ final class SharedStateDatabase: Sendable {
     }
 
     /// True when this outcome was stored; false when another was stored first.
-    func settle(_ digest: TokenDigest, claimant: UUID, sealedOutcome: [UInt8], keepMilliseconds: Int64) async throws(SharedStateFailure) -> Bool {
+    func settle(
+        _ digest: TokenDigest, claimant: UUID, sealedOutcome: [UInt8], keepMilliseconds: Int64
+    ) async throws(SharedStateFailure) -> Bool {
         try await self.run(.settle) { client in
             var stored = false
             let rows = try await client.query(
-                SharedRefreshTable.settle(digest, claimant: claimant, sealedOutcome: sealedOutcome, keepMilliseconds: keepMilliseconds),
+                SharedRefreshTable.settle(
+                    digest, claimant: claimant, sealedOutcome: sealedOutcome, keepMilliseconds: keepMilliseconds),
                 logger: Self.silent
             )
             for try await _ in rows { stored = true }
@@ -175,7 +190,9 @@ final class SharedStateDatabase: Sendable {
     private static func firstRow(_ rows: PostgresRowSequence) async throws -> SharedRefreshRow? {
         var first: SharedRefreshRow?
         for try await (claimant, sealed, remaining) in rows.decode((UUID, ByteBuffer?, Int64).self) where first == nil {
-            first = SharedRefreshRow(claimant: claimant, sealedOutcome: sealed.map { Array($0.readableBytesView) }, remainingMilliseconds: remaining)
+            first = SharedRefreshRow(
+                claimant: claimant, sealedOutcome: sealed.map { Array($0.readableBytesView) },
+                remainingMilliseconds: remaining)
         }
         return first
     }
@@ -183,16 +200,20 @@ final class SharedStateDatabase: Sendable {
     /// Runs `body` bounded by the configured timeout; on a timeout the statement's task is
     /// cancelled and left to finish on its own (the pool closes or reuses its connection).
     func run<Result: Sendable>(
-        _ operation: SharedStateOperation, countsAsSuccess: Bool = true, _ body: @escaping @Sendable (PostgresClient) async throws -> Result
+        _ operation: SharedStateOperation, countsAsSuccess: Bool = true,
+        _ body: @escaping @Sendable (PostgresClient) async throws -> Result
     ) async throws(SharedStateFailure) -> Result {
         let client = self.client
         let timeout = self.settings.timeoutMilliseconds
         do {
-            let result = try await Self.bounded(milliseconds: timeout, on: self.eventLoopGroup.any()) { try await body(client) }
+            let result = try await Self.bounded(milliseconds: timeout, on: self.eventLoopGroup.any()) {
+                try await body(client)
+            }
             if countsAsSuccess { self.recordSuccess() }
             return result
         } catch {
-            let failure = SharedStateFailure(operation: operation, reason: Self.describe(error, timeoutMilliseconds: timeout))
+            let failure = SharedStateFailure(
+                operation: operation, reason: Self.describe(error, timeoutMilliseconds: timeout))
             if !(error is CancellationError) { self.record(failure) }
             throw failure
         }

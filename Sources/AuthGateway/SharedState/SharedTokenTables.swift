@@ -72,7 +72,9 @@ enum SharedTokenTables {
     }
 
     /// Stores (or replaces) the answer for a token digest for `keepMilliseconds`.
-    static func storeIntrospection(_ digest: TokenDigest, sealedOutcome: [UInt8], keepMilliseconds: Int64) -> PostgresQuery {
+    static func storeIntrospection(
+        _ digest: TokenDigest, sealedOutcome: [UInt8], keepMilliseconds: Int64
+    ) -> PostgresQuery {
         """
         INSERT INTO auth_gateway_introspections AS stored (token_digest, sealed_outcome, expires_at)
             VALUES (\(ByteBuffer(bytes: digest.bytes)), \(ByteBuffer(bytes: sealedOutcome)), clock_timestamp() + \(keepMilliseconds)::bigint * interval '1 millisecond')
@@ -81,5 +83,6 @@ enum SharedTokenTables {
     }
 
     static let sweepProofs: PostgresQuery = "DELETE FROM auth_gateway_dpop_proofs WHERE expires_at < clock_timestamp()"
-    static let sweepIntrospections: PostgresQuery = "DELETE FROM auth_gateway_introspections WHERE expires_at < clock_timestamp()"
+    static let sweepIntrospections: PostgresQuery =
+        "DELETE FROM auth_gateway_introspections WHERE expires_at < clock_timestamp()"
 }

@@ -16,8 +16,12 @@ extension TokenDigest {
         guard bytes.count == Self.byteCount else { return nil }
         let array = Array(bytes)
         self.words = array.withUnsafeBytes { raw in
-            (raw.loadUnaligned(fromByteOffset: 0, as: UInt64.self), raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self),
-             raw.loadUnaligned(fromByteOffset: 16, as: UInt64.self), raw.loadUnaligned(fromByteOffset: 24, as: UInt64.self))
+            (
+                raw.loadUnaligned(fromByteOffset: 0, as: UInt64.self),
+                raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self),
+                raw.loadUnaligned(fromByteOffset: 16, as: UInt64.self),
+                raw.loadUnaligned(fromByteOffset: 24, as: UInt64.self)
+            )
         }
     }
 

@@ -12,7 +12,9 @@ enum ASCII {
         // Native strings and substrings of them (every header name and value here) are
         // contiguous: compare their bytes directly instead of stepping `String.Index`es
         // (measured: ~1 % of an HTTP/1.1 request's CPU went to the indexed loop).
-        if let equal = a.withContiguousStorageIfAvailable({ x in b.withContiguousStorageIfAvailable { y in Self.equalsIgnoringCase(x, y) } }),
+        if let equal = a.withContiguousStorageIfAvailable({ x in
+            b.withContiguousStorageIfAvailable { y in Self.equalsIgnoringCase(x, y) }
+        }),
             let equal
         {
             return equal
@@ -36,7 +38,9 @@ enum ASCII {
         let a = text.utf8, b = prefix.utf8
         guard a.count >= b.count else { return false }
         if let equal = a.withContiguousStorageIfAvailable({ x in
-            b.withContiguousStorageIfAvailable { y in Self.equalsIgnoringCase(UnsafeBufferPointer(rebasing: x.prefix(y.count)), y) }
+            b.withContiguousStorageIfAvailable { y in
+                Self.equalsIgnoringCase(UnsafeBufferPointer(rebasing: x.prefix(y.count)), y)
+            }
         }), let equal {
             return equal
         }

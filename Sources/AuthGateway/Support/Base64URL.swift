@@ -11,7 +11,8 @@ public enum Base64URL {
         return table
     }()
 
-    private static let encodeTable: [UInt8] = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+    private static let encodeTable: [UInt8] = Array(
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
 
     /// Whether `byte` is one of the 64 characters of the URL-safe alphabet.
     @inline(__always)
@@ -55,7 +56,8 @@ public enum Base64URL {
                             written += 1
                         }
                     case 3:
-                        let a = table[Int(input[index])], b = table[Int(input[index + 1])], c = table[Int(input[index + 2])]
+                        let a = table[Int(input[index])], b = table[Int(input[index + 1])],
+                            c = table[Int(input[index + 2])]
                         if (a | b | c) == 0xFF || c & 0x03 != 0 {
                             valid = false
                         } else {

@@ -309,7 +309,9 @@ private struct JSONParser {
             while let byte = self.current, isDigit(byte) { self.index += 1 }
         }
         let text = String(decoding: UnsafeRawBufferPointer(rebasing: self.bytes[start..<self.index]), as: UTF8.self)
-        guard let double = Double(text), double.isFinite else { throw JSONParseError(message: "number out of range", offset: start) }
+        guard let double = Double(text), double.isFinite else {
+            throw JSONParseError(message: "number out of range", offset: start)
+        }
         return JSONNumber(text: text, double: double)
     }
 
@@ -323,7 +325,8 @@ private struct JSONParser {
                 let slice = UnsafeRawBufferPointer(rebasing: self.bytes[start..<self.index])
                 // ASCII is valid UTF-8: no validation (measured: the generic validating
                 // initializer cost ~1 % of a request that verifies a token).
-                let validated = ascii ? String(decoding: slice, as: UTF8.self) : String(validating: slice, as: UTF8.self)
+                let validated =
+                    ascii ? String(decoding: slice, as: UTF8.self) : String(validating: slice, as: UTF8.self)
                 guard let string = validated else {
                     throw JSONParseError(message: "invalid UTF-8 in string", offset: start)
                 }

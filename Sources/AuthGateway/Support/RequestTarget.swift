@@ -42,7 +42,8 @@ struct RequestTarget: Equatable {
                 throw .invalidTarget
             }
             rest = rest[rest.utf8.index(rest.startIndex, offsetBy: schemeLength)...]
-            let end = rest.utf8.firstIndex(where: { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") }) ?? rest.endIndex
+            let end =
+                rest.utf8.firstIndex(where: { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") }) ?? rest.endIndex
             let found = rest[..<end]
             guard !found.isEmpty, !found.utf8.contains(UInt8(ascii: "@")) else { throw .invalidTarget }
             authority = found
@@ -122,7 +123,8 @@ struct RequestTarget: Equatable {
                 index += 1
                 continue
             }
-            guard index + 2 < bytes.count, let high = hexValue(bytes[index + 1]), let low = hexValue(bytes[index + 2]) else {
+            guard index + 2 < bytes.count, let high = hexValue(bytes[index + 1]), let low = hexValue(bytes[index + 2])
+            else {
                 throw .invalidPercentEncoding
             }
             let value = high << 4 | low
@@ -154,7 +156,8 @@ private func upperHex(_ nibble: UInt8) -> UInt8 {
 
 private func isUnreserved(_ byte: UInt8) -> Bool {
     switch byte {
-    case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+    case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+        UInt8(ascii: "0")...UInt8(ascii: "9"),
         UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
         return true
     default:

@@ -10,8 +10,12 @@ public struct TokenDigest: Hashable, Sendable {
     public init(of bytes: UnsafeRawBufferPointer) {
         let digest = SHA256.hash(data: bytes)
         self.words = digest.withUnsafeBytes { raw in
-            (raw.loadUnaligned(fromByteOffset: 0, as: UInt64.self), raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self),
-             raw.loadUnaligned(fromByteOffset: 16, as: UInt64.self), raw.loadUnaligned(fromByteOffset: 24, as: UInt64.self))
+            (
+                raw.loadUnaligned(fromByteOffset: 0, as: UInt64.self),
+                raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self),
+                raw.loadUnaligned(fromByteOffset: 16, as: UInt64.self),
+                raw.loadUnaligned(fromByteOffset: 24, as: UInt64.self)
+            )
         }
     }
 
@@ -21,7 +25,8 @@ public struct TokenDigest: Hashable, Sendable {
     }
 
     public static func == (lhs: TokenDigest, rhs: TokenDigest) -> Bool {
-        lhs.words.0 == rhs.words.0 && lhs.words.1 == rhs.words.1 && lhs.words.2 == rhs.words.2 && lhs.words.3 == rhs.words.3
+        lhs.words.0 == rhs.words.0 && lhs.words.1 == rhs.words.1 && lhs.words.2 == rhs.words.2
+            && lhs.words.3 == rhs.words.3
     }
 
     public func hash(into hasher: inout Hasher) { hasher.combine(self.words.0) }

@@ -22,7 +22,9 @@ struct HTTP2ResponseHead {
     /// Nil when the block cannot be forwarded (a missing or invalid `:status`, or an invalid
     /// `content-length`): the exchange fails with 502.
     init?(_ block: HPACKHeaders, method: HTTPMethod) {
-        guard let statusText = block.first(name: ":status"), statusText.utf8.count == 3, let status = Int(statusText), status >= 100 else {
+        guard let statusText = block.first(name: ":status"), statusText.utf8.count == 3, let status = Int(statusText),
+            status >= 100
+        else {
             return nil
         }
         var fields = HPACKHeaders()
@@ -69,12 +71,15 @@ struct HTTP2ResponseHead {
     var httpResponseHead: HTTPResponseHead {
         var headers = HTTPHeaders()
         for (name, value, _) in self.fields { headers.add(name: name, value: value) }
-        return HTTPResponseHead(version: .http1_1, status: HTTPResponseStatus(statusCode: self.status), headers: headers)
+        return HTTPResponseHead(
+            version: .http1_1, status: HTTPResponseStatus(statusCode: self.status), headers: headers)
     }
 
     /// 1*DIGIT, at most 18 digits.
     private static func decimal(_ text: String) -> Int? {
-        guard !text.isEmpty, text.utf8.count <= 18, text.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else { return nil }
+        guard !text.isEmpty, text.utf8.count <= 18,
+            text.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") })
+        else { return nil }
         return Int(text)
     }
 }

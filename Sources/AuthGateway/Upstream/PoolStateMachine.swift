@@ -242,7 +242,9 @@ struct PoolStateMachine<Connection: Equatable> {
 
     /// HTTP/2: a stream of `connection` closed; its slot goes to the longest waiter.
     mutating func streamClosed(_ connection: Connection, target: Int) -> Action {
-        guard let index = self.targets[target].multiplexed.firstIndex(where: { $0.connection == connection }) else { return .none }
+        guard let index = self.targets[target].multiplexed.firstIndex(where: { $0.connection == connection }) else {
+            return .none
+        }
         self.targets[target].multiplexed[index].streams -= 1
         let entry = self.targets[target].multiplexed[index]
         if entry.draining || self.isShutDown {
@@ -255,7 +257,9 @@ struct PoolStateMachine<Connection: Equatable> {
 
     /// HTTP/2: the peer's SETTINGS_MAX_CONCURRENT_STREAMS; a larger value serves waiters.
     mutating func streamCapacityChanged(_ connection: Connection, target: Int, to capacity: Int) -> Action {
-        guard let index = self.targets[target].multiplexed.firstIndex(where: { $0.connection == connection }) else { return .none }
+        guard let index = self.targets[target].multiplexed.firstIndex(where: { $0.connection == connection }) else {
+            return .none
+        }
         self.targets[target].multiplexed[index].capacity = capacity
         var leases: [LeaseID] = []
         while self.targets[target].multiplexed[index].hasRoom, let waiter = self.waiters.popFirst() {
@@ -271,7 +275,9 @@ struct PoolStateMachine<Connection: Equatable> {
 
     /// HTTP/2: the peer sent GOAWAY: no new streams; the connection closes when its last does.
     mutating func goAwayReceived(_ connection: Connection, target: Int) -> Action {
-        guard let index = self.targets[target].multiplexed.firstIndex(where: { $0.connection == connection }) else { return .none }
+        guard let index = self.targets[target].multiplexed.firstIndex(where: { $0.connection == connection }) else {
+            return .none
+        }
         self.targets[target].multiplexed[index].draining = true
         return self.targets[target].multiplexed[index].streams == 0 ? .close(connection) : .none
     }
@@ -296,7 +302,9 @@ struct PoolStateMachine<Connection: Equatable> {
             unused += self.targets[index].idle.map(\.connection)
             self.targets[index].idle.removeAll()
             for entry in self.targets[index].multiplexed where entry.streams == 0 { unused.append(entry.connection) }
-            for stream in self.targets[index].multiplexed.indices { self.targets[index].multiplexed[stream].draining = true }
+            for stream in self.targets[index].multiplexed.indices {
+                self.targets[index].multiplexed[stream].draining = true
+            }
         }
         let waiting = Array(self.waiters)
         self.waiters.removeAll()

@@ -25,12 +25,15 @@ final class TargetAvailability: Sendable {
     private let onChange: (@Sendable (TargetHealth.Change, TargetAvailability) -> Void)?
 
     init(
-        name: String, urls: [UpstreamURL], outlier: OutlierDetectionConfiguration? = nil, healthCheck: HealthCheckConfiguration? = nil,
-        cooldown: TimeAmount = .seconds(2), logger: Logger? = nil, onChange: (@Sendable (TargetHealth.Change, TargetAvailability) -> Void)? = nil
+        name: String, urls: [UpstreamURL], outlier: OutlierDetectionConfiguration? = nil,
+        healthCheck: HealthCheckConfiguration? = nil,
+        cooldown: TimeAmount = .seconds(2), logger: Logger? = nil,
+        onChange: (@Sendable (TargetHealth.Change, TargetAvailability) -> Void)? = nil
     ) {
         self.name = name
         self.urls = urls
-        self.machine = NIOLockedValueBox(TargetHealth(count: urls.count, cooldown: cooldown, outlier: outlier, healthCheck: healthCheck))
+        self.machine = NIOLockedValueBox(
+            TargetHealth(count: urls.count, cooldown: cooldown, outlier: outlier, healthCheck: healthCheck))
         self.logger = logger
         self.onChange = onChange
     }
@@ -38,7 +41,8 @@ final class TargetAvailability: Sendable {
     /// The settings it was made for: a reload keeps it (and what it learned) while they hold.
     func matches(_ backend: BackendConfiguration) -> Bool {
         self.machine.withLockedValue { machine in
-            self.urls == backend.urls && machine.outlier == backend.outlierDetection && machine.healthCheck == backend.healthCheck
+            self.urls == backend.urls && machine.outlier == backend.outlierDetection
+                && machine.healthCheck == backend.healthCheck
         }
     }
 
@@ -119,12 +123,16 @@ final class TargetAvailability: Sendable {
         case .ejected(let index, let duration):
             logger.warning(
                 "backend.url_ejected",
-                metadata: ["backend": "\(self.name)", "url": "\(self.urls[index])", "ejection.seconds": "\(duration.nanoseconds / 1_000_000_000)"]
+                metadata: [
+                    "backend": "\(self.name)", "url": "\(self.urls[index])",
+                    "ejection.seconds": "\(duration.nanoseconds / 1_000_000_000)",
+                ]
             )
         case .returned(let index):
             logger.info("backend.url_returned", metadata: ["backend": "\(self.name)", "url": "\(self.urls[index])"])
         case .unhealthy(let index):
-            logger.warning("backend.url_unhealthy", metadata: ["backend": "\(self.name)", "url": "\(self.urls[index])"])
+            logger.warning(
+                "backend.url_unhealthy", metadata: ["backend": "\(self.name)", "url": "\(self.urls[index])"])
         case .healthy(let index):
             logger.info("backend.url_healthy", metadata: ["backend": "\(self.name)", "url": "\(self.urls[index])"])
         }

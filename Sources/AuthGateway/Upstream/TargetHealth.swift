@@ -62,7 +62,10 @@ struct TargetHealth {
     let healthCheck: HealthCheckConfiguration?
     private(set) var targets: [Target]
 
-    init(count: Int, cooldown: TimeAmount = .seconds(2), outlier: OutlierDetectionConfiguration? = nil, healthCheck: HealthCheckConfiguration? = nil) {
+    init(
+        count: Int, cooldown: TimeAmount = .seconds(2), outlier: OutlierDetectionConfiguration? = nil,
+        healthCheck: HealthCheckConfiguration? = nil
+    ) {
         precondition(count > 0, "an upstream needs at least one URL")
         self.cooldown = cooldown
         self.outlier = outlier
@@ -95,10 +98,14 @@ struct TargetHealth {
         guard let outlier else { return [] }
         if let until = self.targets[index].ejectedUntil, until > now { return [] }
         self.targets[index].consecutiveFailures += 1
-        guard self.targets[index].consecutiveFailures >= outlier.consecutiveFailures, self.ejectedCount(now: now) < self.maxEjected else { return [] }
+        guard self.targets[index].consecutiveFailures >= outlier.consecutiveFailures,
+            self.ejectedCount(now: now) < self.maxEjected
+        else { return [] }
         self.targets[index].consecutiveFailures = 0
         self.targets[index].ejections += 1
-        let duration = min(TimeAmount.seconds(Int64(outlier.baseEjectionSeconds) * Int64(self.targets[index].ejections)), Self.maxEjection)
+        let duration = min(
+            TimeAmount.seconds(Int64(outlier.baseEjectionSeconds) * Int64(self.targets[index].ejections)),
+            Self.maxEjection)
         self.targets[index].ejectedUntil = now + duration
         return [.ejected(index, for: duration)]
     }

@@ -99,7 +99,8 @@ private final class UpstreamCall: UpstreamLeaseRequester, UpstreamConnectionDele
         }
         self.connection = connection
         connection.delegate = self
-        var head = HTTPRequestHead(version: .http1_1, method: self.request.method, uri: self.request.path, headers: self.request.headers)
+        var head = HTTPRequestHead(
+            version: .http1_1, method: self.request.method, uri: self.request.path, headers: self.request.headers)
         if let body = self.request.body {
             head.headers.replaceOrAdd(name: "Content-Length", value: String(body.readableBytes))
         }

@@ -60,8 +60,10 @@ final class UpstreamPool {
 
     /// `tls` is used for `https` targets (with ALPN `h2` for an `h2` pool).
     init(
-        name: String, eventLoop: EventLoop, targets: [Target], maxConnections: Int, connectTimeout: TimeAmount, tls: UpstreamTLS?,
-        connector: UpstreamConnector, wireProtocol: BackendConfiguration.WireProtocol = .http1, availability: TargetAvailability? = nil
+        name: String, eventLoop: EventLoop, targets: [Target], maxConnections: Int, connectTimeout: TimeAmount,
+        tls: UpstreamTLS?,
+        connector: UpstreamConnector, wireProtocol: BackendConfiguration.WireProtocol = .http1,
+        availability: TargetAvailability? = nil
     ) {
         self.availability = availability ?? TargetAvailability(name: name, urls: targets)
         self.name = name
@@ -71,7 +73,9 @@ final class UpstreamPool {
         self.connectTimeout = connectTimeout
         self.tls = tls
         self.connector = connector
-        self.state = Machine(targetCount: targets.count, maxConnections: maxConnections, mode: wireProtocol.isHTTP2 ? .multiplexed : .exclusive)
+        self.state = Machine(
+            targetCount: targets.count, maxConnections: maxConnections,
+            mode: wireProtocol.isHTTP2 ? .multiplexed : .exclusive)
     }
 
     var maxConnections: Int { self.state.maxConnections }
@@ -111,14 +115,17 @@ final class UpstreamPool {
     func returnUnused(_ connection: UpstreamConnection, reused: Bool) {
         self.eventLoop.preconditionInEventLoop()
         connection.handler.delegate = nil
-        self.run(self.state.returnedUnused(.http1(connection), target: connection.targetIndex, reused: reused, reusable: connection.isReusable))
+        self.run(
+            self.state.returnedUnused(
+                .http1(connection), target: connection.targetIndex, reused: reused, reusable: connection.isReusable))
     }
 
     /// Returns an HTTP/1.1 connection after a complete exchange.
     func release(_ connection: UpstreamConnection) {
         self.eventLoop.preconditionInEventLoop()
         connection.handler.delegate = nil
-        self.run(self.state.released(.http1(connection), target: connection.targetIndex, reusable: connection.isReusable))
+        self.run(
+            self.state.released(.http1(connection), target: connection.targetIndex, reusable: connection.isReusable))
     }
 
     /// Closes unused connections and refuses new leases (config reload removed this pool).
@@ -142,7 +149,8 @@ final class UpstreamPool {
             unused.close()
             self.connect(attempt)
         case .wait(let lease):
-            self.pending[lease]?.timeout = self.eventLoop.assumeIsolated().scheduleTask(in: self.connectTimeout) { [weak self] in
+            self.pending[lease]?.timeout = self.eventLoop.assumeIsolated().scheduleTask(in: self.connectTimeout) {
+                [weak self] in
                 guard let self else { return }
                 self.run(self.state.waitTimedOut(lease))
             }
@@ -165,7 +173,9 @@ final class UpstreamPool {
         case .http1(let http1):
             guard let waiting = self.pending.removeValue(forKey: lease) else {
                 // The requester is gone (it cancelled while the connection was on its way).
-                self.run(self.state.returnedUnused(connection, target: http1.targetIndex, reused: reused, reusable: http1.isReusable))
+                self.run(
+                    self.state.returnedUnused(
+                        connection, target: http1.targetIndex, reused: reused, reusable: http1.isReusable))
                 return
             }
             waiting.timeout?.cancel()
@@ -259,7 +269,8 @@ final class UpstreamPool {
                 let multiplexer = try? sync.handler(type: NIOHTTP2Handler.self).syncMultiplexer()
             else { return nil }
             let http2 = UpstreamHTTP2Connection(
-                channel: channel, multiplexer: multiplexer, targetIndex: target, scheme: self.targets[target].isTLS ? "https" : "http"
+                channel: channel, multiplexer: multiplexer, targetIndex: target,
+                scheme: self.targets[target].isTLS ? "https" : "http"
             )
             http2.pool = self
             http2.onOutcome = self.outcomeReporter(target: target)
@@ -297,14 +308,18 @@ extension UpstreamPool: Sendable {}
 /// Opens a channel to an upstream target whose pipeline ends in an `UpstreamHandler`
 /// (HTTP/1.1), or in NIOHTTP2's client handler and an `UpstreamHTTP2ConnectionHandler`.
 package protocol UpstreamConnector: Sendable {
-    func connect(to target: UpstreamURL, eventLoop: EventLoop, timeout: TimeAmount, tls: UpstreamTLS?, http2: Bool) -> EventLoopFuture<Channel>
+    func connect(
+        to target: UpstreamURL, eventLoop: EventLoop, timeout: TimeAmount, tls: UpstreamTLS?, http2: Bool
+    ) -> EventLoopFuture<Channel>
 }
 
 /// TCP (and TLS) connections with NIO's `ClientBootstrap`.
 package struct SocketConnector: UpstreamConnector {
     package init() {}
 
-    package func connect(to target: UpstreamURL, eventLoop: EventLoop, timeout: TimeAmount, tls: UpstreamTLS?, http2: Bool) -> EventLoopFuture<Channel> {
+    package func connect(
+        to target: UpstreamURL, eventLoop: EventLoop, timeout: TimeAmount, tls: UpstreamTLS?, http2: Bool
+    ) -> EventLoopFuture<Channel> {
         ClientBootstrap(group: eventLoop)
             .connectTimeout(timeout)
             .channelOption(.tcpOption(.tcp_nodelay), value: 1)

@@ -143,7 +143,8 @@ final class UpstreamStreamHandler: ChannelDuplexHandler {
         } else if self.pendingHeaders != nil {
             self.writePendingHeaders(endStream: true, context: context)
         } else {
-            context.write(self.wrapOutboundOut(.data(.init(data: .byteBuffer(ByteBuffer()), endStream: true))), promise: nil)
+            context.write(
+                self.wrapOutboundOut(.data(.init(data: .byteBuffer(ByteBuffer()), endStream: true))), promise: nil)
         }
     }
 
@@ -172,7 +173,9 @@ final class UpstreamStreamHandler: ChannelDuplexHandler {
     /// RFC 9113 §8.3.1: pseudo-headers first; `:authority` from `Host`; connection-specific
     /// fields dropped; `te: trailers` for gRPC (its servers require it); secrets never-indexed
     /// (RFC 7541 §7.1.3: this connection carries other users' requests too).
-    static func requestHeaders(_ head: HTTPRequestHead, scheme: String, secrets: RequestSecrets = RequestSecrets()) -> HPACKHeaders {
+    static func requestHeaders(
+        _ head: HTTPRequestHead, scheme: String, secrets: RequestSecrets = RequestSecrets()
+    ) -> HPACKHeaders {
         var headers = HPACKHeaders()
         headers.reserveCapacity(head.headers.count + 4)
         headers.add(name: ":method", value: head.method.rawValue)
@@ -182,9 +185,13 @@ final class UpstreamStreamHandler: ChannelDuplexHandler {
         for (name, value) in head.headers {
             let lowered = name.lowercased()
             guard lowered != "host", !HTTP2Fields.connectionSpecific.contains(lowered) else { continue }
-            headers.add(name: lowered, value: value, indexing: secrets.names.indexing(lowered, peerNeverIndexed: secrets.peerNeverIndexed))
+            headers.add(
+                name: lowered, value: value,
+                indexing: secrets.names.indexing(lowered, peerNeverIndexed: secrets.peerNeverIndexed))
         }
-        if HTTP2Fields.isGRPC(contentType: head.headers.first(name: "content-type")) { headers.add(name: "te", value: "trailers") }
+        if HTTP2Fields.isGRPC(contentType: head.headers.first(name: "content-type")) {
+            headers.add(name: "te", value: "trailers")
+        }
         return headers
     }
 
@@ -216,7 +223,9 @@ final class UpstreamStreamHandler: ChannelDuplexHandler {
                 self.fail(protocolError: true, context: context)
                 return
             }
-            if case .byteBuffer(let bytes) = data.data, bytes.readableBytes > 0 { self.delegate?.upstreamResponseBody(bytes) }
+            if case .byteBuffer(let bytes) = data.data, bytes.readableBytes > 0 {
+                self.delegate?.upstreamResponseBody(bytes)
+            }
             if data.endStream { self.end() }
         case .rstStream:
             self.fail(protocolError: false, context: context)

@@ -28,7 +28,8 @@ package struct UpstreamTLS: Sendable {
         guard self.checksServerName, let serverName = self.serverName else {
             return try NIOSSLClientHandler(context: self.context, serverHostname: self.serverHostname(for: target))
         }
-        return try NIOSSLClientHandler._makeSSLClientHandler(context: self.context, serverHostname: serverName) { certificate, channel in
+        return try NIOSSLClientHandler._makeSSLClientHandler(context: self.context, serverHostname: serverName) {
+            certificate, channel in
             if Self.certificate(certificate, matches: serverName) { return channel.eventLoop.makeSucceededVoidFuture() }
             return channel.eventLoop.makeFailedFuture(ServerNameMismatch(expected: serverName))
         }
@@ -42,7 +43,9 @@ package struct UpstreamTLS: Sendable {
             var dnsName = String(decoding: entry.contents, as: UTF8.self).lowercased()
             if dnsName.hasSuffix(".") { dnsName.removeLast() }
             if dnsName == wanted { return true }
-            if dnsName.hasPrefix("*."), let dot = wanted.firstIndex(of: "."), wanted[dot...] == dnsName.dropFirst(), wanted[..<dot].count > 0 {
+            if dnsName.hasPrefix("*."), let dot = wanted.firstIndex(of: "."), wanted[dot...] == dnsName.dropFirst(),
+                wanted[..<dot].count > 0
+            {
                 return true
             }
         }
@@ -77,7 +80,9 @@ package struct UpstreamTLS: Sendable {
         } else if checksServerName {
             configuration.certificateVerification = .noHostnameVerification
         }
-        return UpstreamTLS(context: try NIOSSLContext(configuration: configuration), serverName: tls.serverName, checksServerName: checksServerName)
+        return UpstreamTLS(
+            context: try NIOSSLContext(configuration: configuration), serverName: tls.serverName,
+            checksServerName: checksServerName)
     }
 
     /// Every backend's TLS by name (built once per configuration, shared by all event loops).

@@ -27,7 +27,9 @@ package final class ChildProcess: @unchecked Sendable {
     /// it starts (when nil, the folder of its output files, which any user can enter — never
     /// the test process's own working directory, the checkout, which may be private to its
     /// owner).
-    package init(_ command: [String], environment: [String: String] = [:], stdin: String? = nil, workingDirectory: String? = nil) throws {
+    package init(
+        _ command: [String], environment: [String: String] = [:], stdin: String? = nil, workingDirectory: String? = nil
+    ) throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("child-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         self.directory = directory
@@ -124,7 +126,9 @@ package final class ChildProcess: @unchecked Sendable {
             }
             return true
         }
-        guard exitedInTime else { throw TimedOut(command: self.command, timeout: timeout, standardError: self.standardError) }
+        guard exitedInTime else {
+            throw TimedOut(command: self.command, timeout: timeout, standardError: self.standardError)
+        }
     }
 
     /// A child that was still running when its time ran out (it has been killed).
@@ -132,6 +136,8 @@ package final class ChildProcess: @unchecked Sendable {
         package let command: String
         package let timeout: Duration
         package let standardError: String
-        package var description: String { "\(self.command) did not exit within \(self.timeout) and was killed; its standard error: \(self.standardError)" }
+        package var description: String {
+            "\(self.command) did not exit within \(self.timeout) and was killed; its standard error: \(self.standardError)"
+        }
     }
 }

@@ -37,7 +37,9 @@ package enum ExternalTool {
         }
 
         package var description: String {
-            guard let package = self.debianPackage else { return "\(self.name) is missing (run .ci/run, which installs the test peers)" }
+            guard let package = self.debianPackage else {
+                return "\(self.name) is missing (run .ci/run, which installs the test peers)"
+            }
             return "\(self.name) is not installed: apt-get install -y \(package) (or run .ci/run, which installs it)"
         }
     }
@@ -46,12 +48,15 @@ package enum ExternalTool {
     /// input), waiting on a thread of its own for at most `timeout`: a peer still running then
     /// is killed and the run throws `ChildProcess.TimedOut`, which fails the test.
     package static func run(
-        _ executable: String, _ arguments: [String], input: Data? = nil, environment: [String: String] = [:], timeout: Duration = .seconds(120)
+        _ executable: String, _ arguments: [String], input: Data? = nil, environment: [String: String] = [:],
+        timeout: Duration = .seconds(120)
     ) async throws -> Result {
         var inputPath: String?
         if let input {
             let path = FileManager.default.temporaryDirectory.appendingPathComponent("input-\(UUID().uuidString)").path
-            guard FileManager.default.createFile(atPath: path, contents: input) else { throw ProcessHarnessError(description: "cannot write \(path)") }
+            guard FileManager.default.createFile(atPath: path, contents: input) else {
+                throw ProcessHarnessError(description: "cannot write \(path)")
+            }
             inputPath = path
         }
         defer { if let inputPath { try? FileManager.default.removeItem(atPath: inputPath) } }

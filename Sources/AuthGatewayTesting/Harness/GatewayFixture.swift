@@ -64,7 +64,8 @@ package final class GatewayFixture: Sendable {
     private let services: Task<Void, Never>?
 
     private init(
-        application: GatewayApplication, backend: EchoBackend, clock: TestClock, directory: URL, document: JSONObject, environment: [String: String],
+        application: GatewayApplication, backend: EchoBackend, clock: TestClock, directory: URL, document: JSONObject,
+        environment: [String: String],
         services: Task<Void, Never>?
     ) {
         self.services = services
@@ -100,7 +101,12 @@ package final class GatewayFixture: Sendable {
                     [
                         "issuer": .string(TestKeys.issuer),
                         "audiences": [.string(TestKeys.audience)],
-                        "keys": [["kid": "test-rs", "algorithm": "RS256", "publicKeyPEM": .string(TestKeys.rsa.publicKeyPEM)]],
+                        "keys": [
+                            [
+                                "kid": "test-rs", "algorithm": "RS256",
+                                "publicKeyPEM": .string(TestKeys.rsa.publicKeyPEM),
+                            ]
+                        ],
                         "leewaySeconds": 0,
                     ]
                 ]
@@ -127,22 +133,26 @@ package final class GatewayFixture: Sendable {
         var document = Self.baseConfiguration(backendURL: backend.baseURL)
         configure(&document)
         Self.loosenTimeouts(&document)
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("auth-gateway-test-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "auth-gateway-test-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let path = directory.appendingPathComponent("gateway.json").path
         try JSONValue.object(document).jsonText.write(toFile: path, atomically: true, encoding: .utf8)
         let configuration = try ConfigurationLoader(environment: environment).load(path: path)
         var logger = Logger(label: "auth-gateway.test")
         logger.logLevel = .critical
-        let application = try await GatewayApplication.make(configuration: configuration, logger: logger, clock: clock.function)
+        let application = try await GatewayApplication.make(
+            configuration: configuration, logger: logger, clock: clock.function)
         try await application.start()
         var services: Task<Void, Never>?
         if !application.backgroundServices.isEmpty {
-            let group = ServiceGroup(services: application.backgroundServices, gracefulShutdownSignals: [], logger: logger)
+            let group = ServiceGroup(
+                services: application.backgroundServices, gracefulShutdownSignals: [], logger: logger)
             services = Task { try? await group.run() }
         }
         let fixture = GatewayFixture(
-            application: application, backend: backend, clock: clock, directory: directory, document: document, environment: environment, services: services
+            application: application, backend: backend, clock: clock, directory: directory, document: document,
+            environment: environment, services: services
         )
         // A fixed 2 s wait that went on regardless let a slow first key fetch on a loaded
         // machine turn into 503s; a gateway that does not become ready is now the failure.
@@ -160,7 +170,9 @@ package final class GatewayFixture: Sendable {
         // The 1 s default connect timeout is also the wait for a free pooled connection.
         if case .object(var backends)? = document["backends"] {
             for name in backends.keys {
-                guard case .object(var backend)? = backends[name], backend["connectTimeoutMilliseconds"] == nil else { continue }
+                guard case .object(var backend)? = backends[name], backend["connectTimeoutMilliseconds"] == nil else {
+                    continue
+                }
                 backend["connectTimeoutMilliseconds"] = 20_000
                 backends[name] = .object(backend)
             }

@@ -12,7 +12,10 @@ package final class H2TestClient: Sendable {
     private let multiplexer: NIOHTTP2Handler.StreamMultiplexer
     private let connectionFrames: NIOLockedValueBox<[HTTP2Frame.FramePayload]>
 
-    private init(channel: Channel, multiplexer: NIOHTTP2Handler.StreamMultiplexer, connectionFrames: NIOLockedValueBox<[HTTP2Frame.FramePayload]>) {
+    private init(
+        channel: Channel, multiplexer: NIOHTTP2Handler.StreamMultiplexer,
+        connectionFrames: NIOLockedValueBox<[HTTP2Frame.FramePayload]>
+    ) {
         self.channel = channel
         self.multiplexer = multiplexer
         self.connectionFrames = connectionFrames
@@ -29,13 +32,18 @@ package final class H2TestClient: Sendable {
                     configuration.headerBlockValidation = validateHeaders ? .enabled : .disabled
                     configuration.contentLengthValidation = validateHeaders ? .enabled : .disabled
                     let sync = channel.pipeline.syncOperations
-                    try sync.addHandler(NIOHTTP2Handler(mode: .client, eventLoop: channel.eventLoop, connectionConfiguration: configuration) { $0.close() })
+                    try sync.addHandler(
+                        NIOHTTP2Handler(
+                            mode: .client, eventLoop: channel.eventLoop, connectionConfiguration: configuration
+                        ) { $0.close() })
                     try sync.addHandler(FrameRecorder(frames: connectionFrames))
                 }
             }
             .connect(host: "127.0.0.1", port: port)
             .get()
-        let multiplexer = try await channel.eventLoop.submit { try channel.pipeline.syncOperations.handler(type: NIOHTTP2Handler.self).syncMultiplexer() }.get()
+        let multiplexer = try await channel.eventLoop.submit {
+            try channel.pipeline.syncOperations.handler(type: NIOHTTP2Handler.self).syncMultiplexer()
+        }.get()
         return H2TestClient(channel: channel, multiplexer: multiplexer, connectionFrames: connectionFrames)
     }
 
@@ -75,7 +83,9 @@ package final class H2TestClient: Sendable {
     }
 
     /// Opens a stream, writes `frames`, and waits (up to `timeout`) until the stream closes.
-    package func exchange(_ frames: [HTTP2Frame.FramePayload], timeout: TimeAmount = .seconds(30)) async throws -> StreamResult {
+    package func exchange(
+        _ frames: [HTTP2Frame.FramePayload], timeout: TimeAmount = .seconds(30)
+    ) async throws -> StreamResult {
         let recorded = NIOLockedValueBox(StreamResult())
         let stream = try await self.multiplexer.createStreamChannel { channel in
             channel.eventLoop.makeCompletedFuture {
@@ -105,8 +115,12 @@ package final class H2TestClient: Sendable {
     }
 
     /// A request HEADERS block: pseudo-headers first, then `fields` as given.
-    package static func request(_ method: String = "GET", path: String, authority: String = "127.0.0.1", fields: [(String, String)] = []) -> HPACKHeaders {
-        var headers = HPACKHeaders([(":method", method), (":scheme", "http"), (":authority", authority), (":path", path)])
+    package static func request(
+        _ method: String = "GET", path: String, authority: String = "127.0.0.1", fields: [(String, String)] = []
+    ) -> HPACKHeaders {
+        var headers = HPACKHeaders([
+            (":method", method), (":scheme", "http"), (":authority", authority), (":path", path),
+        ])
         for (name, value) in fields { headers.add(name: name, value: value) }
         return headers
     }

@@ -68,8 +68,10 @@ package final class PostgresCluster: Sendable {
     private static func startBlocking(binaries: URL) throws -> PostgresCluster {
         Self.stopAbandoned(binaries: binaries)
         let directory = URL(fileURLWithPath: "/tmp").appendingPathComponent("agpg-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(at: directory.appendingPathComponent("tls"), withIntermediateDirectories: true)
-        try "\(getpid())".write(to: directory.appendingPathComponent("test-process.pid"), atomically: true, encoding: .utf8)
+        try FileManager.default.createDirectory(
+            at: directory.appendingPathComponent("tls"), withIntermediateDirectories: true)
+        try "\(getpid())".write(
+            to: directory.appendingPathComponent("test-process.pid"), atomically: true, encoding: .utf8)
         let owner = getuid() == 0 ? Self.unprivilegedUser() : nil
         let cluster = PostgresCluster(directory: directory, binaries: binaries, owner: owner)
         try cluster.makeCertificates()
@@ -77,8 +79,11 @@ package final class PostgresCluster: Sendable {
         try cluster.startOnAFreePort()
         try Self.execute(
             binaries.appendingPathComponent("psql").path,
-            ["-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", cluster.socketDirectory.path, "-p", "\(cluster.port)", "-U", Self.superuser, "-d", "postgres",
-                "-c", "CREATE ROLE \(Self.gatewayRole) LOGIN PASSWORD '\(Self.gatewayPassword)'"],
+            [
+                "-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", cluster.socketDirectory.path, "-p", "\(cluster.port)", "-U",
+                Self.superuser, "-d", "postgres",
+                "-c", "CREATE ROLE \(Self.gatewayRole) LOGIN PASSWORD '\(Self.gatewayPassword)'",
+            ],
             as: owner, in: directory
         )
         Self.running.withLockedValue { clusters in
@@ -112,17 +117,22 @@ package final class PostgresCluster: Sendable {
     /// crashed), so that no server outlives its run for long.
     private static func stopAbandoned(binaries: URL) {
         let tmp = URL(fileURLWithPath: "/tmp")
-        for name in (try? FileManager.default.contentsOfDirectory(atPath: tmp.path)) ?? [] where name.hasPrefix("agpg-") {
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: tmp.path)) ?? [] where name.hasPrefix("agpg-")
+        {
             let folder = tmp.appendingPathComponent(name)
-            guard let text = try? String(contentsOf: folder.appendingPathComponent("test-process.pid"), encoding: .utf8),
+            guard
+                let text = try? String(contentsOf: folder.appendingPathComponent("test-process.pid"), encoding: .utf8),
                 let pid = pid_t(text), Glibc.kill(pid, 0) != 0, errno == ESRCH
             else { continue }
             let data = folder.appendingPathComponent("data")
             if let attributes = try? FileManager.default.attributesOfItem(atPath: data.path),
-                let uid = attributes[.ownerAccountID] as? NSNumber, let gid = attributes[.groupOwnerAccountID] as? NSNumber
+                let uid = attributes[.ownerAccountID] as? NSNumber,
+                let gid = attributes[.groupOwnerAccountID] as? NSNumber
             {
                 let owner = getuid() == 0 ? (uid.uint32Value, gid.uint32Value) : nil
-                _ = try? Self.execute(binaries.appendingPathComponent("pg_ctl").path, ["-D", data.path, "-m", "immediate", "-w", "stop"], as: owner, in: folder)
+                _ = try? Self.execute(
+                    binaries.appendingPathComponent("pg_ctl").path, ["-D", data.path, "-m", "immediate", "-w", "stop"],
+                    as: owner, in: folder)
             }
             try? FileManager.default.removeItem(at: folder)
         }
@@ -137,7 +147,11 @@ package final class PostgresCluster: Sendable {
     /// A new, empty database owned by `owner` (the `gateway` role, which may then create
     /// tables in it; or the superuser, and `gateway` may only connect).
     package func createDatabase(owner: String = PostgresCluster.gatewayRole) async throws -> String {
-        let name = "gateway_test_\(self.databases.withLockedValue { $0 += 1; return $0 })_\(UUID().uuidString.prefix(6).lowercased())"
+        let number = self.databases.withLockedValue { count in
+            count += 1
+            return count
+        }
+        let name = "gateway_test_\(number)_\(UUID().uuidString.prefix(6).lowercased())"
         try await self.psql("CREATE DATABASE \(name) OWNER \(owner)", database: "postgres")
         return name
     }
@@ -155,13 +169,17 @@ package final class PostgresCluster: Sendable {
     package func psql(_ sql: String, database: String) async throws -> String {
         try await self.run(
             "psql",
-            ["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-h", self.socketDirectory.path, "-p", "\(self.port)", "-U", Self.superuser, "-d", database, "-c", sql]
+            [
+                "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-h", self.socketDirectory.path, "-p", "\(self.port)",
+                "-U", Self.superuser, "-d", database, "-c", sql,
+            ]
         )
     }
 
     /// Everything in `database` (schema and data) as `pg_dump` prints it.
     package func dump(database: String) async throws -> String {
-        try await self.run("pg_dump", ["-h", self.socketDirectory.path, "-p", "\(self.port)", "-U", Self.superuser, "-d", database])
+        try await self.run(
+            "pg_dump", ["-h", self.socketDirectory.path, "-p", "\(self.port)", "-U", Self.superuser, "-d", database])
     }
 
     // MARK: Server
@@ -178,10 +196,13 @@ package final class PostgresCluster: Sendable {
     private func startServerBlocking() throws {
         let options = [
             "-p \(self.port)", "-k \(self.socketDirectory.path)", "-c listen_addresses=127.0.0.1,127.0.0.2",
-            "-c ssl=on", "-c ssl_cert_file=\(self.directory.path)/tls/server.pem", "-c ssl_key_file=\(self.directory.path)/tls/server.key",
+            "-c ssl=on", "-c ssl_cert_file=\(self.directory.path)/tls/server.pem",
+            "-c ssl_key_file=\(self.directory.path)/tls/server.key",
             "-c fsync=off", "-c max_connections=200",
         ].joined(separator: " ")
-        try self.runBlocking("pg_ctl", ["-D", self.dataDirectory.path, "-l", self.logFile.path, "-o", options, "-w", "-t", "30", "start"])
+        try self.runBlocking(
+            "pg_ctl",
+            ["-D", self.dataDirectory.path, "-l", self.logFile.path, "-o", options, "-w", "-t", "30", "start"])
     }
 
     /// Starts the server on a port of its own, without a bind–close race: the server binds the
@@ -202,12 +223,17 @@ package final class PostgresCluster: Sendable {
                 try self.startServerBlocking()
                 return
             } catch {
-                let log = (try? Data(contentsOf: self.logFile)).map { String(decoding: $0.dropFirst(logBefore), as: UTF8.self) } ?? ""
+                let log =
+                    (try? Data(contentsOf: self.logFile)).map {
+                        String(decoding: $0.dropFirst(logBefore), as: UTF8.self)
+                    } ?? ""
                 guard log.contains("could not bind") || log.contains("Address already in use") else { throw error }
-                failures.append("port \(port): \(log.split(separator: "\n").first { $0.contains("could not bind") } ?? "in use")")
+                failures.append(
+                    "port \(port): \(log.split(separator: "\n").first { $0.contains("could not bind") } ?? "in use")")
             }
         }
-        throw CommandFailed(description: "no free port for the PostgreSQL server after 10 tries: \(failures.joined(separator: "; "))")
+        throw CommandFailed(
+            description: "no free port for the PostgreSQL server after 10 tries: \(failures.joined(separator: "; "))")
     }
 
     /// A random port in the 10 000 ports below the ephemeral range (32768–60999 by default:
@@ -227,24 +253,46 @@ package final class PostgresCluster: Sendable {
 
     private func initialize() throws {
         try self.chown(self.directory)
-        try self.runBlocking("initdb", ["-D", self.dataDirectory.path, "-U", Self.superuser, "--auth-local=trust", "--auth-host=scram-sha-256", "-E", "UTF8", "--no-sync"])
+        try self.runBlocking(
+            "initdb",
+            [
+                "-D", self.dataDirectory.path, "-U", Self.superuser, "--auth-local=trust", "--auth-host=scram-sha-256",
+                "-E", "UTF8", "--no-sync",
+            ])
     }
 
     /// A CA, a server certificate it signs for `localhost` and 127.0.0.1, and an unrelated CA.
     private func makeCertificates() throws {
         let tls = self.directory.appendingPathComponent("tls").path
-        guard let openssl = ["/usr/bin/openssl", "/usr/local/bin/openssl"].first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
-            throw Missing(description: "The shared-state TLS tests make their certificates with openssl, which was not found: apt-get install -y openssl")
+        guard
+            let openssl = ["/usr/bin/openssl", "/usr/local/bin/openssl"].first(where: {
+                FileManager.default.isExecutableFile(atPath: $0)
+            })
+        else {
+            throw Missing(
+                description:
+                    "The shared-state TLS tests make their certificates with openssl, which was not found: apt-get install -y openssl"
+            )
         }
         func ssl(_ arguments: [String]) throws { _ = try Self.execute(openssl, arguments, as: nil, in: self.directory) }
         for ca in ["ca", "other-ca"] {
-            try ssl(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2", "-subj", "/CN=auth-gateway test \(ca)",
-                "-keyout", "\(tls)/\(ca).key", "-out", "\(tls)/\(ca).pem"])
+            try ssl([
+                "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2", "-subj",
+                "/CN=auth-gateway test \(ca)",
+                "-keyout", "\(tls)/\(ca).key", "-out", "\(tls)/\(ca).pem",
+            ])
         }
-        try ssl(["req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", "/CN=localhost", "-keyout", "\(tls)/server.key", "-out", "\(tls)/server.csr"])
-        try "subjectAltName=DNS:localhost,IP:127.0.0.1\n".write(toFile: "\(tls)/server.ext", atomically: true, encoding: .utf8)
-        try ssl(["x509", "-req", "-in", "\(tls)/server.csr", "-CA", "\(tls)/ca.pem", "-CAkey", "\(tls)/ca.key", "-CAcreateserial", "-days", "2",
-            "-extfile", "\(tls)/server.ext", "-out", "\(tls)/server.pem"])
+        try ssl([
+            "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", "/CN=localhost",
+            "-keyout", "\(tls)/server.key", "-out", "\(tls)/server.csr",
+        ])
+        try "subjectAltName=DNS:localhost,IP:127.0.0.1\n".write(
+            toFile: "\(tls)/server.ext", atomically: true, encoding: .utf8)
+        try ssl([
+            "x509", "-req", "-in", "\(tls)/server.csr", "-CA", "\(tls)/ca.pem", "-CAkey", "\(tls)/ca.key",
+            "-CAcreateserial", "-days", "2",
+            "-extfile", "\(tls)/server.ext", "-out", "\(tls)/server.pem",
+        ])
         // PostgreSQL insists that only its owner can read the key.
         chmod("\(tls)/server.key", 0o600)
     }
@@ -265,7 +313,8 @@ package final class PostgresCluster: Sendable {
 
     @discardableResult
     private func runBlocking(_ binary: String, _ arguments: [String]) throws -> String {
-        try Self.execute(self.binaries.appendingPathComponent(binary).path, arguments, as: self.owner, in: self.directory)
+        try Self.execute(
+            self.binaries.appendingPathComponent(binary).path, arguments, as: self.owner, in: self.directory)
     }
 
     package struct CommandFailed: Error, CustomStringConvertible {
@@ -285,7 +334,8 @@ package final class PostgresCluster: Sendable {
     /// Bounded: a command still running after `timeout` is killed and fails.
     @discardableResult
     package static func execute(
-        _ path: String, _ arguments: [String], as owner: (uid: UInt32, gid: UInt32)?, in directory: URL, timeout: Duration = .seconds(120)
+        _ path: String, _ arguments: [String], as owner: (uid: UInt32, gid: UInt32)?, in directory: URL,
+        timeout: Duration = .seconds(120)
     ) throws -> String {
         var command = [path] + arguments
         if let owner {
@@ -328,7 +378,8 @@ package final class PostgresCluster: Sendable {
         guard spawned == 0 else { throw CommandFailed(description: "cannot start \(command[0]): error \(spawned)") }
         guard let status = SpawnActions.waitForExit(pid, timeout: timeout) else {
             SpawnActions.killAndReap(pid)
-            throw CommandFailed(description: "\(shown) did not finish within \(timeout) and was killed: \(Self.read(errors))")
+            throw CommandFailed(
+                description: "\(shown) did not finish within \(timeout) and was killed: \(Self.read(errors))")
         }
         let text = Self.read(output)
         // WIFEXITED && WEXITSTATUS == 0
@@ -346,15 +397,21 @@ package final class PostgresCluster: Sendable {
     package static func findBinaries() throws -> URL {
         let fileManager = FileManager.default
         var candidates: [URL] = []
-        let versions = ((try? fileManager.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? []).sorted { (Int($0) ?? 0) > (Int($1) ?? 0) }
+        let versions = ((try? fileManager.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? []).sorted {
+            (Int($0) ?? 0) > (Int($1) ?? 0)
+        }
         for version in versions { candidates.append(URL(fileURLWithPath: "/usr/lib/postgresql/\(version)/bin")) }
         for entry in (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":") {
             let folder = URL(fileURLWithPath: String(entry))
             let initdb = folder.appendingPathComponent("initdb").resolvingSymlinksInPath()
-            if fileManager.isExecutableFile(atPath: initdb.path) { candidates.insert(initdb.deletingLastPathComponent(), at: 0) }
+            if fileManager.isExecutableFile(atPath: initdb.path) {
+                candidates.insert(initdb.deletingLastPathComponent(), at: 0)
+            }
         }
         for folder in candidates
-        where ["initdb", "pg_ctl", "postgres", "psql", "pg_dump"].allSatisfy({ fileManager.isExecutableFile(atPath: folder.appendingPathComponent($0).path) }) {
+        where ["initdb", "pg_ctl", "postgres", "psql", "pg_dump"].allSatisfy({
+            fileManager.isExecutableFile(atPath: folder.appendingPathComponent($0).path)
+        }) {
             return folder
         }
         throw Missing(

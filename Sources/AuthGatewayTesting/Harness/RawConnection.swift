@@ -23,7 +23,9 @@ package final class RawConnection: Sendable {
             .channelOption(.allowRemoteHalfClosure, value: true)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    if let firstBytes { try channel.pipeline.syncOperations.addHandler(SendOnConnect(bytes: firstBytes)) }
+                    if let firstBytes {
+                        try channel.pipeline.syncOperations.addHandler(SendOnConnect(bytes: firstBytes))
+                    }
                     try channel.pipeline.syncOperations.addHandler(sink)
                 }
             }
@@ -50,7 +52,9 @@ package final class RawConnection: Sendable {
 
     /// Waits until `condition` holds for the received text (or the connection closes).
     @discardableResult
-    package func waitFor(timeout: Duration = .seconds(30), _ condition: @escaping @Sendable (String) -> Bool) async -> Bool {
+    package func waitFor(
+        timeout: Duration = .seconds(30), _ condition: @escaping @Sendable (String) -> Bool
+    ) async -> Bool {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             if condition(self.received) { return true }

@@ -30,7 +30,8 @@ package final class RefusingPort: Sendable {
         guard descriptor >= 0 else { throw ProcessHarnessError(description: "socket() failed: errno \(errno)") }
         if shareable {
             var one: Int32 = 1
-            guard setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size)) == 0 else {
+            guard setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size)) == 0
+            else {
                 Self.closeDescriptor(descriptor)
                 throw ProcessHarnessError(description: "setsockopt(SO_REUSEADDR) failed: errno \(errno)")
             }
@@ -57,7 +58,9 @@ package final class RefusingPort: Sendable {
 
     /// Releases the port now (else when this object goes).
     package func close() {
-        if let descriptor = self.descriptor.withLockedValue({ descriptor in defer { descriptor = nil }; return descriptor }) {
+        if let descriptor = self.descriptor.withLockedValue({ descriptor in
+            defer { descriptor = nil }; return descriptor
+        }) {
             Self.closeDescriptor(descriptor)
         }
     }

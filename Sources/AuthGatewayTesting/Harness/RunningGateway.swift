@@ -48,7 +48,9 @@ package final class RunningGateway: Sendable {
     }
 
     /// A configuration for a process on 127.0.0.1:0 (no admin listener unless `admin`).
-    package static func configuration(backendURL: String, drainSeconds: Int, admin: Bool = false, level: String = "info") -> JSONObject {
+    package static func configuration(
+        backendURL: String, drainSeconds: Int, admin: Bool = false, level: String = "info"
+    ) -> JSONObject {
         var document = GatewayFixture.baseConfiguration(backendURL: backendURL)
         document.set("timeouts.drainSeconds", .number(JSONNumber(drainSeconds)))
         if !admin { document["admin"] = nil }
@@ -68,11 +70,15 @@ package final class RunningGateway: Sendable {
 
     /// `prefix`: a command the gateway runs under (e.g. `setpriv` to drop privileges);
     /// `environment`: variables added to this process's (for `${NAME}` in the configuration).
-    package init(configuration: JSONObject, prefix: [String] = [], environment: [String: String] = [:], invocation: Invocation = .serveWithConfigOption) throws {
+    package init(
+        configuration: JSONObject, prefix: [String] = [], environment: [String: String] = [:],
+        invocation: Invocation = .serveWithConfigOption
+    ) throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("serve-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         self.configurationPath = directory.appendingPathComponent("gateway.json").path
-        try JSONValue.object(configuration).jsonText.write(toFile: self.configurationPath, atomically: true, encoding: .utf8)
+        try JSONValue.object(configuration).jsonText.write(
+            toFile: self.configurationPath, atomically: true, encoding: .utf8)
         // Readable by an unprivileged user too.
         try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: directory.path)
         try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: self.configurationPath)
@@ -95,7 +101,8 @@ package final class RunningGateway: Sendable {
             arguments = []
             environment["AUTH_GATEWAY_CONFIG"] = self.configurationPath
         }
-        self.process = try ChildProcess(prefix + [executable] + arguments, environment: environment, workingDirectory: directory.path)
+        self.process = try ChildProcess(
+            prefix + [executable] + arguments, environment: environment, workingDirectory: directory.path)
     }
 
     private static func reachableCopy(of executable: String, in directory: URL) throws -> String {
@@ -119,7 +126,8 @@ package final class RunningGateway: Sendable {
     package var pid: Int32 { self.process.processIdentifier }
 
     package func rewrite(_ configuration: JSONObject) throws {
-        try JSONValue.object(configuration).jsonText.write(toFile: self.configurationPath, atomically: true, encoding: .utf8)
+        try JSONValue.object(configuration).jsonText.write(
+            toFile: self.configurationPath, atomically: true, encoding: .utf8)
     }
 
     /// The main listener's port, from the `gateway.listening` log line.
@@ -141,7 +149,9 @@ package final class RunningGateway: Sendable {
                 let match = line[range]
                 if let port = Int(match.split(separator: ":").last ?? "") { return port }
             }
-            guard self.process.isRunning else { throw ProcessHarnessError(description: "auth-gateway exited before listening:\n\(self.output)") }
+            guard self.process.isRunning else {
+                throw ProcessHarnessError(description: "auth-gateway exited before listening:\n\(self.output)")
+            }
             try await Task.sleep(for: .milliseconds(20))
         }
         throw ProcessHarnessError(description: "auth-gateway logged no \(key) within \(timeout):\n\(self.output)")
@@ -165,7 +175,9 @@ package final class RunningGateway: Sendable {
     package func waitForExit(timeout: Duration) async throws -> Int32 {
         let deadline = ContinuousClock.now + timeout
         while self.process.isRunning {
-            guard ContinuousClock.now < deadline else { throw ProcessHarnessError(description: "auth-gateway did not exit within \(timeout)") }
+            guard ContinuousClock.now < deadline else {
+                throw ProcessHarnessError(description: "auth-gateway did not exit within \(timeout)")
+            }
             try await Task.sleep(for: .milliseconds(20))
         }
         return self.process.terminationStatus

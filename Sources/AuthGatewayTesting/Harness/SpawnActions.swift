@@ -14,7 +14,8 @@ package enum SpawnActions {
     /// `could not change directory to "…": Permission denied`). False when the C library lacks
     /// the function; the caller then starts the child through `/bin/sh -c 'cd …'`.
     package static func changeDirectory(_ actions: inout posix_spawn_file_actions_t, to directory: String) -> Bool {
-        typealias AddChdir = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, UnsafePointer<CChar>) -> Int32
+        typealias AddChdir =
+            @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, UnsafePointer<CChar>) -> Int32
         guard let symbol = dlsym(nil, "posix_spawn_file_actions_addchdir_np") else { return false }
         return directory.withCString { unsafeBitCast(symbol, to: AddChdir.self)(&actions, $0) } == 0
     }

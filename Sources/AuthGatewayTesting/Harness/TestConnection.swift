@@ -69,12 +69,17 @@ package final class TestConnection: Sendable {
         self.collector = collector
     }
 
-    package static func connect(port: Int, countOnly: Bool = false, tls: NIOSSLContext? = nil, group: EventLoopGroup = TestGroup.shared) async throws -> TestConnection {
+    package static func connect(
+        port: Int, countOnly: Bool = false, tls: NIOSSLContext? = nil, group: EventLoopGroup = TestGroup.shared
+    ) async throws -> TestConnection {
         let channel = try await ClientBootstrap(group: group)
             .channelOption(.tcpOption(.tcp_nodelay), value: 1)
             .channelInitializer { channel in
                 do {
-                    if let tls { try channel.pipeline.syncOperations.addHandler(NIOSSLClientHandler(context: tls, serverHostname: "localhost")) }
+                    if let tls {
+                        try channel.pipeline.syncOperations.addHandler(
+                            NIOSSLClientHandler(context: tls, serverHostname: "localhost"))
+                    }
                     try channel.pipeline.syncOperations.addHTTPClientHandlers()
                     try channel.pipeline.syncOperations.addHandler(ResponseCollector(countOnly: countOnly))
                     return channel.eventLoop.makeSucceededVoidFuture()
@@ -93,17 +98,24 @@ package final class TestConnection: Sendable {
     }
 
     /// Writes all requests at once, then collects their responses in order.
-    package func sendPipelined(_ requests: [TestRequest], timeout: TimeAmount = .seconds(30)) async throws -> [TestResponse] {
+    package func sendPipelined(
+        _ requests: [TestRequest], timeout: TimeAmount = .seconds(30)
+    ) async throws -> [TestResponse] {
         let futures = try await self.channel.eventLoop.submit { [collector, channel] in
             var futures: [EventLoopFuture<TestResponse>] = []
             for request in requests {
                 futures.append(collector.expectResponse(on: channel.eventLoop))
                 var headers = HTTPHeaders(request.headers)
                 if !headers.contains(name: "host") { headers.add(name: "Host", value: "127.0.0.1") }
-                if let body = request.body, !headers.contains(name: "content-length"), !headers.contains(name: "transfer-encoding") {
+                if let body = request.body, !headers.contains(name: "content-length"),
+                    !headers.contains(name: "transfer-encoding")
+                {
                     headers.add(name: "Content-Length", value: String(body.utf8.count))
                 }
-                channel.write(HTTPClientRequestPart.head(HTTPRequestHead(version: .http1_1, method: request.method, uri: request.uri, headers: headers)), promise: nil)
+                channel.write(
+                    HTTPClientRequestPart.head(
+                        HTTPRequestHead(version: .http1_1, method: request.method, uri: request.uri, headers: headers)),
+                    promise: nil)
                 if let body = request.body {
                     channel.write(HTTPClientRequestPart.body(.byteBuffer(ByteBuffer(string: body))), promise: nil)
                 }
@@ -121,13 +133,17 @@ package final class TestConnection: Sendable {
 
     /// Streams `totalBytes` of `EchoBackend.patternByte` as the body of a POST, waiting for each
     /// chunk to be written (so the client never holds more than one chunk).
-    package func upload(_ uri: String, totalBytes: Int, headers: [(String, String)] = [], chunkSize: Int = 64 * 1024) async throws -> TestResponse {
+    package func upload(
+        _ uri: String, totalBytes: Int, headers: [(String, String)] = [], chunkSize: Int = 64 * 1024
+    ) async throws -> TestResponse {
         var headers = HTTPHeaders(headers)
         headers.add(name: "Host", value: "127.0.0.1")
         headers.add(name: "Content-Length", value: String(totalBytes))
         let head = headers
         let response = try await self.channel.eventLoop.submit { [collector, channel] in
-            channel.write(HTTPClientRequestPart.head(HTTPRequestHead(version: .http1_1, method: .POST, uri: uri, headers: head)), promise: nil)
+            channel.write(
+                HTTPClientRequestPart.head(HTTPRequestHead(version: .http1_1, method: .POST, uri: uri, headers: head)),
+                promise: nil)
             return collector.expectResponse(on: channel.eventLoop)
         }.get()
         var sent = 0
@@ -156,7 +172,9 @@ package final class TestConnection: Sendable {
         return (try? await Self.withTimeout(timeout, on: self.channel.eventLoop, closed)) ?? false
     }
 
-    package static func withTimeout<T: Sendable>(_ timeout: TimeAmount, on eventLoop: EventLoop, _ future: EventLoopFuture<T>) async throws -> T {
+    package static func withTimeout<T: Sendable>(
+        _ timeout: TimeAmount, on eventLoop: EventLoop, _ future: EventLoopFuture<T>
+    ) async throws -> T {
         let promise = eventLoop.makePromise(of: T.self)
         let timer = eventLoop.scheduleTask(in: timeout) { promise.fail(TestClientError.timeout) }
         future.whenComplete { result in
@@ -226,7 +244,9 @@ private final class ResponseCollector: ChannelInboundHandler, Sendable {
             let completed: (EventLoopPromise<TestResponse>, TestResponse)? = self.state.withLockedValue { state in
                 guard let head = state.head, !state.waiting.isEmpty else { return nil }
                 let bytes = countOnly ? state.bodyBytes : state.body.readableBytes
-                let response = TestResponse(status: Int(head.status.code), headers: head.headers, body: state.body, bodyBytes: bytes, patternMatched: state.patternMatched)
+                let response = TestResponse(
+                    status: Int(head.status.code), headers: head.headers, body: state.body, bodyBytes: bytes,
+                    patternMatched: state.patternMatched)
                 state.head = nil
                 return (state.waiting.removeFirst(), response)
             }

@@ -24,7 +24,9 @@ package final class TestPKI: Sendable {
     }
 
     private static let made = Task<TestPKI, Error> {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("auth-gateway-pki-\(UUID().uuidString.prefix(8))").path
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "auth-gateway-pki-\(UUID().uuidString.prefix(8))"
+        ).path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let openssl = try ExternalTool.require("openssl", package: "openssl")
         func ssl(_ arguments: [String]) async throws {
@@ -32,24 +34,41 @@ package final class TestPKI: Sendable {
             // Bounded: openssl takes milliseconds; a hung one is killed after 20 s (and fails).
             try await child.exited(timeout: .seconds(20))
             guard child.terminationStatus == 0 else {
-                throw ProcessHarnessError(description: "openssl \(arguments.joined(separator: " ")) failed: \(child.standardError)")
+                throw ProcessHarnessError(
+                    description: "openssl \(arguments.joined(separator: " ")) failed: \(child.standardError)")
             }
         }
         let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"]
         for ca in ["ca", "other-ca"] {
-            try await ssl(["req", "-x509"] + ec + ["-days", "2", "-subj", "/CN=auth-gateway test \(ca)", "-keyout", "\(directory)/\(ca).key", "-out", "\(directory)/\(ca).pem"])
+            try await ssl(
+                ["req", "-x509"] + ec + [
+                    "-days", "2", "-subj", "/CN=auth-gateway test \(ca)", "-keyout", "\(directory)/\(ca).key", "-out",
+                    "\(directory)/\(ca).pem",
+                ])
         }
         let leaves = [
-            ("server", "/CN=localhost", "subjectAltName=DNS:localhost,DNS:backend.test,DNS:*.wild.test,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n"),
+            (
+                "server", "/CN=localhost",
+                "subjectAltName=DNS:localhost,DNS:backend.test,DNS:*.wild.test,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n"
+            ),
             ("client", "/CN=\(TestPKI.clientCommonName)", "extendedKeyUsage=clientAuth\n"),
         ]
         for (name, subject, extensions) in leaves {
-            try await ssl(["req"] + ec + ["-subj", subject, "-keyout", "\(directory)/\(name).key", "-out", "\(directory)/\(name).csr"])
+            try await ssl(
+                ["req"] + ec + [
+                    "-subj", subject, "-keyout", "\(directory)/\(name).key", "-out", "\(directory)/\(name).csr",
+                ])
             try extensions.write(toFile: "\(directory)/\(name).ext", atomically: true, encoding: .utf8)
-            try await ssl(["x509", "-req", "-in", "\(directory)/\(name).csr", "-CA", "\(directory)/ca.pem", "-CAkey", "\(directory)/ca.key",
-                "-CAcreateserial", "-days", "2", "-extfile", "\(directory)/\(name).ext", "-out", "\(directory)/\(name).pem"])
+            try await ssl([
+                "x509", "-req", "-in", "\(directory)/\(name).csr", "-CA", "\(directory)/ca.pem", "-CAkey",
+                "\(directory)/ca.key",
+                "-CAcreateserial", "-days", "2", "-extfile", "\(directory)/\(name).ext", "-out",
+                "\(directory)/\(name).pem",
+            ])
         }
-        try await ssl(["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", "\(directory)/stray.key"])
+        try await ssl([
+            "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", "\(directory)/stray.key",
+        ])
         return TestPKI(directory: directory)
     }
 

@@ -8,7 +8,8 @@ import AuthGateway
 /// parked on one call and let go only once every one of them is provably waiting, instead of
 /// hoping that a fixed delay is long enough.
 package final class ReplyGate: Sendable {
-    private let state = NIOLockedValueBox<(holding: Bool, held: [(EventLoopPromise<SimpleResponse>, SimpleResponse)])>((false, []))
+    private let state = NIOLockedValueBox<(holding: Bool, held: [(EventLoopPromise<SimpleResponse>, SimpleResponse)])>(
+        (false, []))
 
     package init(holding: Bool = false) {
         self.state.withLockedValue { $0.holding = holding }

@@ -13,13 +13,17 @@ package final class ScriptedAuthService: Sendable {
     private let server: SimpleHTTPServer
     private let state: NIOLockedValueBox<(script: Script, calls: [String: Int], requests: [SimpleRequest])>
 
-    private init(server: SimpleHTTPServer, state: NIOLockedValueBox<(script: Script, calls: [String: Int], requests: [SimpleRequest])>) {
+    private init(
+        server: SimpleHTTPServer,
+        state: NIOLockedValueBox<(script: Script, calls: [String: Int], requests: [SimpleRequest])>
+    ) {
         self.server = server
         self.state = state
     }
 
     package static func start(_ script: @escaping Script) async throws -> ScriptedAuthService {
-        let state = NIOLockedValueBox<(script: Script, calls: [String: Int], requests: [SimpleRequest])>((script, [:], []))
+        let state = NIOLockedValueBox<(script: Script, calls: [String: Int], requests: [SimpleRequest])>(
+            (script, [:], []))
         let server = try await SimpleHTTPServer.start(group: TestGroup.shared) { request, eventLoop in
             let script = state.withLockedValue { state -> Script in
                 state.calls[request.path, default: 0] += 1
@@ -32,7 +36,9 @@ package final class ScriptedAuthService: Sendable {
     }
 
     /// Answers synchronously.
-    package static func start(respond: @escaping @Sendable (SimpleRequest) -> SimpleResponse) async throws -> ScriptedAuthService {
+    package static func start(
+        respond: @escaping @Sendable (SimpleRequest) -> SimpleResponse
+    ) async throws -> ScriptedAuthService {
         try await Self.start { request, eventLoop in eventLoop.makeSucceededFuture(respond(request)) }
     }
 

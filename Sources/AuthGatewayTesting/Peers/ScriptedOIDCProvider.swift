@@ -43,11 +43,15 @@ package final class ScriptedOIDCProvider: Sendable {
         let script = NIOLockedValueBox(Script(signers: [signer]))
         let holder = NIOLockedValueBox<ScriptedOIDCProvider?>(nil)
         let discovery = try await ScriptedAuthService.start { request in
-            guard let provider = holder.withLockedValue({ $0 }) else { return SimpleResponse(status: .serviceUnavailable) }
+            guard let provider = holder.withLockedValue({ $0 }) else {
+                return SimpleResponse(status: .serviceUnavailable)
+            }
             return provider.answerDiscovery(request)
         }
         let endpoints = try await ScriptedAuthService.start { request in
-            guard let provider = holder.withLockedValue({ $0 }) else { return SimpleResponse(status: .serviceUnavailable) }
+            guard let provider = holder.withLockedValue({ $0 }) else {
+                return SimpleResponse(status: .serviceUnavailable)
+            }
             return provider.answerEndpoint(request)
         }
         let provider = ScriptedOIDCProvider(discovery: discovery, endpoints: endpoints, script: script)
@@ -86,7 +90,9 @@ package final class ScriptedOIDCProvider: Sendable {
         let script = self.script.withLockedValue { $0 }
         switch request.path {
         case "/.well-known/openid-configuration":
-            guard script.documentStatus == 200 else { return .json(HTTPResponseStatus(statusCode: script.documentStatus), ["error": "unavailable"]) }
+            guard script.documentStatus == 200 else {
+                return .json(HTTPResponseStatus(statusCode: script.documentStatus), ["error": "unavailable"])
+            }
             var document: JSONObject = [
                 "issuer": .string(script.claimedIssuer ?? self.issuer),
                 "jwks_uri": .string(self.issuer + "/jwks"),
@@ -96,7 +102,9 @@ package final class ScriptedOIDCProvider: Sendable {
                 "id_token_signing_alg_values_supported": ["RS256"],
             ]
             if script.servesUserinfo { document["userinfo_endpoint"] = .string(self.endpoints.baseURL + "/userinfo") }
-            if script.servesIntrospection { document["introspection_endpoint"] = .string(self.endpoints.baseURL + "/introspect") }
+            if script.servesIntrospection {
+                document["introspection_endpoint"] = .string(self.endpoints.baseURL + "/introspect")
+            }
             return .json(.ok, .object(document))
         case "/jwks":
             return .json(.ok, ["keys": .array(script.signers.map { try! $0.publicJWK() })])
@@ -109,10 +117,14 @@ package final class ScriptedOIDCProvider: Sendable {
         switch (request.method, request.path) {
         case (.POST, "/token"):
             let basic = "Basic " + Data("\(Self.clientID):\(Self.clientSecret)".utf8).base64EncodedString()
-            guard request.headers.first(name: "authorization") == basic else { return .json(.unauthorized, ["error": "invalid_client"]) }
+            guard request.headers.first(name: "authorization") == basic else {
+                return .json(.unauthorized, ["error": "invalid_client"])
+            }
             let form = Dictionary(
                 request.bodyText.split(separator: "&").map { pair -> (String, String) in
-                    let parts = pair.split(separator: "=", maxSplits: 1).map { String($0).removingPercentEncoding ?? "" }
+                    let parts = pair.split(separator: "=", maxSplits: 1).map {
+                        String($0).removingPercentEncoding ?? ""
+                    }
                     return (parts[0], parts.count > 1 ? parts[1] : "")
                 },
                 uniquingKeysWith: { first, _ in first }
@@ -123,27 +135,46 @@ package final class ScriptedOIDCProvider: Sendable {
                 return .json(.badRequest, ["error": "invalid_grant"])
             }
             let rotated = self.login(subject: subject)
-            return .json(.ok, ["access_token": .string(self.token(subject: subject)), "refresh_token": .string(rotated), "token_type": "Bearer", "expires_in": 300])
+            return .json(
+                .ok,
+                [
+                    "access_token": .string(self.token(subject: subject)), "refresh_token": .string(rotated),
+                    "token_type": "Bearer", "expires_in": 300,
+                ])
         case (.POST, "/introspect"):
             let basic = "Basic " + Data("\(Self.clientID):\(Self.clientSecret)".utf8).base64EncodedString()
-            guard request.headers.first(name: "authorization") == basic else { return .json(.unauthorized, ["error": "invalid_client"]) }
-            let token = request.bodyText.split(separator: "&").first { $0.hasPrefix("token=") }.map { String($0.dropFirst(6)).removingPercentEncoding ?? "" }
-            let answer = token.flatMap { token in self.script.withLockedValue { $0.introspectable[token] } } ?? ["active": false]
+            guard request.headers.first(name: "authorization") == basic else {
+                return .json(.unauthorized, ["error": "invalid_client"])
+            }
+            let token = request.bodyText.split(separator: "&").first { $0.hasPrefix("token=") }.map {
+                String($0.dropFirst(6)).removingPercentEncoding ?? ""
+            }
+            let answer =
+                token.flatMap { token in self.script.withLockedValue { $0.introspectable[token] } } ?? ["active": false]
             return .json(.ok, answer)
         case (.GET, "/userinfo"):
             // An opaque token the introspection endpoint knows as active.
             if let header = request.headers.first(name: "authorization"), header.hasPrefix("Bearer "),
-                case .string(let subject)? = self.script.withLockedValue({ $0.introspectable[String(header.dropFirst(7))]?["sub"] })
+                case .string(let subject)? = self.script.withLockedValue({
+                    $0.introspectable[String(header.dropFirst(7))]?["sub"]
+                })
             {
                 return .json(.ok, ["sub": .string(subject), "email": .string("\(subject)@idp.test")])
             }
             guard let header = request.headers.first(name: "authorization"), header.hasPrefix("Bearer "),
-                let payload = header.dropFirst(7).split(separator: ".").dropFirst().first.flatMap({ Base64URL.decode($0) }),
+                let payload = header.dropFirst(7).split(separator: ".").dropFirst().first.flatMap({
+                    Base64URL.decode($0)
+                }),
                 let claims = try? JSONValue(parsingBytes: payload), case .string(let subject)? = claims["sub"]
             else {
                 return .json(.unauthorized, ["error": "invalid_token"])
             }
-            return .json(.ok, ["sub": .string(subject), "email": .string("\(subject)@idp.test"), "preferred_username": .string(subject)])
+            return .json(
+                .ok,
+                [
+                    "sub": .string(subject), "email": .string("\(subject)@idp.test"),
+                    "preferred_username": .string(subject),
+                ])
         default:
             return SimpleResponse(status: .notFound)
         }

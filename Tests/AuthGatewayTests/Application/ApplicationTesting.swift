@@ -15,12 +15,14 @@ enum ApplicationTesting {
     }
 
     static func configuration(_ configure: (inout JSONObject) -> Void = { _ in }) throws -> GatewayConfiguration {
-        try ConfigurationLoader(environment: [:]).load(text: JSONValue.object(Self.document(configure)).jsonText, baseDirectory: "/")
+        try ConfigurationLoader(environment: [:]).load(
+            text: JSONValue.object(Self.document(configure)).jsonText, baseDirectory: "/")
     }
 
     /// A file holding `text`, in a folder of its own (removed by the caller with `remove`).
     static func file(_ text: String) throws -> String {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("application-test-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "application-test-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let path = directory.appendingPathComponent("gateway.json").path
         try text.write(toFile: path, atomically: true, encoding: .utf8)

@@ -29,7 +29,8 @@ struct ConfigurationReloaderTests {
         let application = try await GatewayApplication.make(configuration: try ApplicationTesting.configuration())
         atTestEnd { await application.shutdown() }
 
-        application.reloader.reload(path: "/nonexistent/\(UUID().uuidString)/gateway.json", loader: ConfigurationLoader(environment: [:]))
+        application.reloader.reload(
+            path: "/nonexistent/\(UUID().uuidString)/gateway.json", loader: ConfigurationLoader(environment: [:]))
 
         #expect(application.reloader.generation == 1)
         #expect(ApplicationTesting.reloads(application, .failure) == 1)
@@ -58,16 +59,23 @@ struct ConfigurationReloaderTests {
     /// What the reload keeps while its section is unchanged (SPEC §2): the profile cache.
     @Test func aReloadKeepsTheProfileCacheUntilItsSectionChanges() async throws {
         func withProfile(ttl: Int) -> (inout JSONObject) -> Void {
-            { $0["authService"] = ["url": "http://127.0.0.1:9", "profile": ["path": "/v1/user", "ttlSeconds": .number(JSONNumber(ttl))]] }
+            {
+                $0["authService"] = [
+                    "url": "http://127.0.0.1:9",
+                    "profile": ["path": "/v1/user", "ttlSeconds": .number(JSONNumber(ttl))],
+                ]
+            }
         }
-        let application = try await GatewayApplication.make(configuration: try ApplicationTesting.configuration(withProfile(ttl: 60)))
+        let application = try await GatewayApplication.make(
+            configuration: try ApplicationTesting.configuration(withProfile(ttl: 60)))
         atTestEnd { await application.shutdown() }
         let first = try await Self.profileCache(application)
 
-        application.reload(try ApplicationTesting.configuration { document in
-            withProfile(ttl: 60)(&document)
-            document["stripInboundHeaderPrefixes"] = ["X-User-", "X-Other-"]
-        })
+        application.reload(
+            try ApplicationTesting.configuration { document in
+                withProfile(ttl: 60)(&document)
+                document["stripInboundHeaderPrefixes"] = ["X-User-", "X-Other-"]
+            })
         let kept = try await Self.profileCache(application)
         application.reload(try ApplicationTesting.configuration(withProfile(ttl: 120)))
         let replaced = try await Self.profileCache(application)

@@ -9,12 +9,17 @@ import Testing
 struct GatewayCompositionTests {
     private static func shared(_ configuration: GatewayConfiguration) throws -> GatewayShared {
         try GatewayComposition.makeShared(
-            configuration, clock: { 1_000 }, logger: Logger(label: "test"), connector: SocketConnector(), publisher: KeyPublisher(), group: nil
+            configuration, clock: { 1_000 }, logger: Logger(label: "test"), connector: SocketConnector(),
+            publisher: KeyPublisher(), group: nil
         )
     }
 
     private static func withProfile(ttl: Int) -> (inout JSONObject) -> Void {
-        { $0["authService"] = ["url": "http://127.0.0.1:9", "profile": ["path": "/v1/user", "ttlSeconds": .number(JSONNumber(ttl))]] }
+        {
+            $0["authService"] = [
+                "url": "http://127.0.0.1:9", "profile": ["path": "/v1/user", "ttlSeconds": .number(JSONNumber(ttl))],
+            ]
+        }
     }
 
     @Test func theReloadablePartsKeepTheirStateOnlyWhileTheirSectionIsUnchanged() throws {
@@ -22,8 +27,10 @@ struct GatewayCompositionTests {
         let shared = try Self.shared(configuration)
         let first = GatewayComposition.reloadableParts(for: configuration, keeping: nil, shared: shared)
         let same = GatewayComposition.reloadableParts(for: configuration, keeping: first, shared: shared)
-        let changed = GatewayComposition.reloadableParts(for: try ApplicationTesting.configuration(Self.withProfile(ttl: 120)), keeping: first, shared: shared)
-        let without = GatewayComposition.reloadableParts(for: try ApplicationTesting.configuration(), keeping: first, shared: shared)
+        let changed = GatewayComposition.reloadableParts(
+            for: try ApplicationTesting.configuration(Self.withProfile(ttl: 120)), keeping: first, shared: shared)
+        let without = GatewayComposition.reloadableParts(
+            for: try ApplicationTesting.configuration(), keeping: first, shared: shared)
 
         #expect(first.profiles != nil)
         #expect(same.profiles === first.profiles)
@@ -43,16 +50,23 @@ struct GatewayCompositionTests {
     }
 
     @Test func theSnapshotCarriesItsGenerationRoutesAndTheWorkerStartsAtOne() throws {
-        let configuration = try ApplicationTesting.configuration { $0["routes"] = [["name": "a", "pathPrefix": "/a", "backend": "api"], ["name": "b", "pathPrefix": "/b", "backend": "api"]] }
+        let configuration = try ApplicationTesting.configuration {
+            $0["routes"] = [
+                ["name": "a", "pathPrefix": "/a", "backend": "api"],
+                ["name": "b", "pathPrefix": "/b", "backend": "api"],
+            ]
+        }
         let shared = try Self.shared(configuration)
         let parts = GatewayComposition.reloadableParts(for: configuration, keeping: nil, shared: shared)
-        let snapshot = GatewayComposition.makeSnapshot(configuration, generation: 7, shared: shared, parts: parts, backendTLS: [:])
+        let snapshot = GatewayComposition.makeSnapshot(
+            configuration, generation: 7, shared: shared, parts: parts, backendTLS: [:])
         #expect(snapshot.generation == 7)
         #expect(snapshot.configuration.routes.map(\.name) == ["a", "b"])
         #expect(snapshot.backendAvailability.keys.sorted() == ["api"])
 
         let loop = EmbeddedEventLoop()
-        let worker = try GatewayApplication.makeWorker(configuration: configuration, eventLoop: loop, clock: { 1_000 }, connector: SocketConnector())
+        let worker = try GatewayApplication.makeWorker(
+            configuration: configuration, eventLoop: loop, clock: { 1_000 }, connector: SocketConnector())
         #expect(worker.snapshot.generation == 1)
         #expect(worker.pool(forBackend: "api") != nil)
         #expect(worker.pool(forBackend: "other") == nil)

@@ -10,20 +10,30 @@ import AuthGatewayTesting
 @Suite("GatewayListeners (real sockets)", .awaitsCleanups)
 struct GatewayListenersTests {
     /// Listeners in front of one worker of a one-loop group (closed by `stop`).
-    private static func make(_ configure: (inout JSONObject) -> Void = { _ in }) async throws -> (GatewayListeners, stop: @Sendable () async -> Void) {
+    private static func make(
+        _ configure: (inout JSONObject) -> Void = { _ in }
+    ) async throws -> (GatewayListeners, stop: @Sendable () async -> Void) {
         let configuration = try ApplicationTesting.configuration(configure)
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let loop = group.next()
         let worker = try await loop.submit {
             NIOLoopBound(
-                try GatewayApplication.makeWorker(configuration: configuration, eventLoop: loop, clock: GatewayApplication.systemClock, connector: SocketConnector()),
+                try GatewayApplication.makeWorker(
+                    configuration: configuration, eventLoop: loop, clock: GatewayApplication.systemClock,
+                    connector: SocketConnector()),
                 eventLoop: loop
             )
         }.get()
         let listeners = GatewayListeners(
-            group: group, workers: [worker], tls: nil, metrics: MetricsCollector(workers: [worker], shared: try await loop.submit { worker.value.shared }.get())
+            group: group, workers: [worker], tls: nil,
+            metrics: MetricsCollector(workers: [worker], shared: try await loop.submit { worker.value.shared }.get())
         )
-        return (listeners, { await listeners.closeAll(); try? await group.shutdownGracefully() })
+        return (
+            listeners,
+            {
+                await listeners.closeAll(); try? await group.shutdownGracefully()
+            }
+        )
     }
 
     private static let loopbackAnyPort = ListenerConfiguration(host: "127.0.0.1", port: 0)
@@ -87,7 +97,8 @@ struct GatewayListenersTests {
         atTestEnd { await stop() }
 
         await #expect(throws: (any Error).self) {
-            try await listeners.bind(main: Self.loopbackAnyPort, admin: ListenerConfiguration(host: "127.0.0.1", port: taken))
+            try await listeners.bind(
+                main: Self.loopbackAnyPort, admin: ListenerConfiguration(host: "127.0.0.1", port: taken))
         }
         #expect(listeners.mainAddress == nil)
         #expect(listeners.adminAddress == nil)
@@ -95,7 +106,9 @@ struct GatewayListenersTests {
 
     @Test func aMissingCertificateFileIsAnErrorNotACrash() {
         #expect(throws: (any Error).self) {
-            try GatewayListeners.makeServerTLS(ListenerTLS(certificatePEMFile: "/nonexistent/cert.pem", privateKeyPEMFile: "/nonexistent/key.pem"), http2: true)
+            try GatewayListeners.makeServerTLS(
+                ListenerTLS(certificatePEMFile: "/nonexistent/cert.pem", privateKeyPEMFile: "/nonexistent/key.pem"),
+                http2: true)
         }
     }
 }

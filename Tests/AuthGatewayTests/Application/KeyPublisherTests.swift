@@ -14,7 +14,8 @@ struct KeyPublisherTests {
     }
 
     @Test func aPublishedSnapshotReachesEveryAttachedWorker() async throws {
-        let application = try await GatewayApplication.make(configuration: try ApplicationTesting.configuration { $0["eventLoopThreads"] = 2 })
+        let application = try await GatewayApplication.make(
+            configuration: try ApplicationTesting.configuration { $0["eventLoopThreads"] = 2 })
         atTestEnd { await application.shutdown() }
         let before = try await Self.keyGenerations(application)
         let publisher = KeyPublisher()

@@ -14,7 +14,12 @@ struct KeyStartupTests {
     private static func application(jwksURL: String) async throws -> GatewayApplication {
         let configuration = try ApplicationTesting.configuration { document in
             document["tokens"] = [
-                "issuers": [["issuer": .string(TestKeys.issuer), "audiences": [.string(TestKeys.audience)], "jwksURL": .string(jwksURL)]]
+                "issuers": [
+                    [
+                        "issuer": .string(TestKeys.issuer), "audiences": [.string(TestKeys.audience)],
+                        "jwksURL": .string(jwksURL),
+                    ]
+                ]
             ]
         }
         return try await GatewayApplication.make(configuration: configuration)

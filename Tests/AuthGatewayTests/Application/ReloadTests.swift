@@ -17,7 +17,10 @@ struct ReloadTests {
         atTestEnd { await rainmaker.service.stop() }
         let gateway = try await RefreshTests.gateway(authService: rainmaker.service.baseURL, grace: 30)
         atTestEnd { await gateway.stop() }
-        let headers = [("Authorization", "Bearer \(TestKeys.token(subject: "frank", expiresIn: -60))"), ("X-Refresh-Token", rainmaker.issueRefreshToken())]
+        let headers = [
+            ("Authorization", "Bearer \(TestKeys.token(subject: "frank", expiresIn: -60))"),
+            ("X-Refresh-Token", rainmaker.issueRefreshToken()),
+        ]
 
         // A refresh is in flight when the configuration is reloaded…
         async let first = gateway.send(TestRequest(.GET, "/before", headers: headers))
@@ -84,7 +87,9 @@ extension ReloadTests {
         #expect(gateway.backend.connectionCount == 1, "the reload dropped the idle backend connection")
 
         try gateway.reload { config in
-            config["backends"] = ["api": ["urls": [.string(gateway.backend.baseURL)]], "other": ["urls": [.string(other.baseURL)]]]
+            config["backends"] = [
+                "api": ["urls": [.string(gateway.backend.baseURL)]], "other": ["urls": [.string(other.baseURL)]],
+            ]
             config["routes"] = [
                 ["name": "other", "pathPrefix": "/other/", "backend": "other"],
                 ["name": "default", "pathPrefix": "/", "backend": "api"],

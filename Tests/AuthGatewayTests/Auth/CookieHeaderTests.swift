@@ -35,19 +35,27 @@ struct CookieHeaderTests {
 
     @Test("replacing a cookie keeps the others, in place")
     func replace() {
-        #expect(CookieHeader.rewrite("a=1; access_token=old; b=2", name: "access_token", replacement: "new") == "a=1; access_token=new; b=2")
-        #expect(CookieHeader.rewrite("access_token=\"old\"", name: "access_token", replacement: "new") == "access_token=new")
+        #expect(
+            CookieHeader.rewrite("a=1; access_token=old; b=2", name: "access_token", replacement: "new")
+                == "a=1; access_token=new; b=2")
+        #expect(
+            CookieHeader.rewrite("access_token=\"old\"", name: "access_token", replacement: "new") == "access_token=new"
+        )
     }
 
     @Test("only the named cookie is touched")
     func exactName() {
         let header = "access_token2=a; my_access_token=b; Access_Token=c; access_token=d"
-        #expect(CookieHeader.rewrite(header, name: "access_token", replacement: nil) == "access_token2=a; my_access_token=b; Access_Token=c")
+        #expect(
+            CookieHeader.rewrite(header, name: "access_token", replacement: nil)
+                == "access_token2=a; my_access_token=b; Access_Token=c")
         #expect(CookieHeader.rewrite("a=1", name: "access_token", replacement: nil) == "a=1")
     }
 
     @Test("a value holding the cookie's name is not mistaken for it")
     func nameInValue() {
-        #expect(CookieHeader.rewrite("x=access_token=1; access_token=2", name: "access_token", replacement: "3") == "x=access_token=1; access_token=3")
+        #expect(
+            CookieHeader.rewrite("x=access_token=1; access_token=2", name: "access_token", replacement: "3")
+                == "x=access_token=1; access_token=3")
     }
 }

@@ -41,7 +41,8 @@ struct DPoPNonceTests {
     }
 
     @Test func aNonceUnderAnotherKeyIsRefused() {
-        let other = DPoPNonce.key(sharedSecret: SharedStateConfiguration.EncryptionKey(bytes: Array(repeating: 4, count: 32))!)
+        let other = DPoPNonce.key(
+            sharedSecret: SharedStateConfiguration.EncryptionKey(bytes: Array(repeating: 4, count: 32))!)
         let nonce = DPoPNonce.issue(key: other, now: Self.issuedAt)
         #expect(self.check(nonce, at: Self.issuedAt, key: other) == .fresh)
         #expect(self.check(nonce, at: Self.issuedAt) == .invalid)
@@ -54,8 +55,11 @@ struct DPoPNonceTests {
     /// itself (a nonce never opens with the outcome key).
     @Test func instancesSharingTheSecretVerifyEachOthersNonces() {
         let instanceA = DPoPNonce.key(sharedSecret: Self.secret)
-        let instanceB = DPoPNonce.key(sharedSecret: SharedStateConfiguration.EncryptionKey(bytes: Array(repeating: 3, count: 32))!)
-        #expect(self.check(DPoPNonce.issue(key: instanceA, now: Self.issuedAt), at: Self.issuedAt + 1, key: instanceB) == .fresh)
+        let instanceB = DPoPNonce.key(
+            sharedSecret: SharedStateConfiguration.EncryptionKey(bytes: Array(repeating: 3, count: 32))!)
+        #expect(
+            self.check(DPoPNonce.issue(key: instanceA, now: Self.issuedAt), at: Self.issuedAt + 1, key: instanceB)
+                == .fresh)
         let raw = SymmetricKey(data: Self.secret.bytes)
         #expect(self.check(DPoPNonce.issue(key: raw, now: Self.issuedAt), at: Self.issuedAt) == .invalid)
     }
@@ -68,7 +72,9 @@ struct DPoPNonceTests {
             #expect(self.check(Base64URL.encode(bytes), at: Self.issuedAt) == .invalid, "byte \(index) altered")
             bytes[index] ^= 0x01
         }
-        for malformed in ["", "not base64!", String(nonce.dropLast(4)), nonce + "AAAA", String(repeating: "A", count: 500)] {
+        for malformed in [
+            "", "not base64!", String(nonce.dropLast(4)), nonce + "AAAA", String(repeating: "A", count: 500),
+        ] {
             #expect(self.check(malformed, at: Self.issuedAt) == .invalid)
         }
     }

@@ -35,7 +35,9 @@ struct DPoPProofTests {
     }
 
     @Test func htuNormalization() {
-        #expect(DPoPTarget.normalized(htu: "HTTPS://Example.COM:443/a%2fb/%7Euser/%41") == "https://example.com/a%2Fb/~user/A")
+        #expect(
+            DPoPTarget.normalized(htu: "HTTPS://Example.COM:443/a%2fb/%7Euser/%41")
+                == "https://example.com/a%2Fb/~user/A")
         #expect(DPoPTarget.normalized(htu: "http://example.com:80") == "http://example.com/")
         #expect(DPoPTarget.normalized(htu: "http://example.com:8080/x") == "http://example.com:8080/x")
         #expect(DPoPTarget.normalized(htu: "http://example.com/x?y=1") == nil)
@@ -43,7 +45,10 @@ struct DPoPProofTests {
         #expect(DPoPTarget.normalized(htu: "ftp://example.com/x") == nil)
         #expect(DPoPTarget.normalized(htu: "http://user@example.com/x") == nil)
         #expect(DPoPTarget.normalized(htu: "http:///x") == nil)
-        #expect(DPoPTarget.expected(base: DPoPTarget.normalizedBase(scheme: "HTTPS", authority: "Api.Example.com:443"), uri: "/o/%7e?q=1#x") == "https://api.example.com/o/~")
+        #expect(
+            DPoPTarget.expected(
+                base: DPoPTarget.normalizedBase(scheme: "HTTPS", authority: "Api.Example.com:443"), uri: "/o/%7e?q=1#x")
+                == "https://api.example.com/o/~")
         #expect(DPoPTarget.expected(base: "http://h", uri: "") == "http://h/")
     }
 
@@ -51,7 +56,8 @@ struct DPoPProofTests {
     @Test func thumbprintOfTheRFC7638Example() {
         let jwk: JSONObject = [
             "kty": "RSA",
-            "n": "0vx7agoebGcQSuuPiLJXZptN9nndrQmbXEps2aiAFbWhM78LhWx4cbbfAAtVT86zwu1RK7aPFFxuhDR1L6tSoc_BJECPebWKRXjBZCiFV4n3oknjhMstn64tZ_2W-5JsGY4Hc5n9yBXArwl93lqt7_RN5w6Cf0h4QyQ5v-65YGjQR0_FDW2QvzqY368QQMicAtaSqzs8KJZgnYb9c7d0zgdAZHzu6qMQvRL5hajrn1n91CbOpbISD08qNLyrdkt-bFTWhAI4vMQFh6WeZu0fM4lFd2NcRwr3XPksINHaQ-G_xBniIqbw0Ls1jF44-csFCur-kEgU8awapJzKnqDKgw",
+            "n":
+                "0vx7agoebGcQSuuPiLJXZptN9nndrQmbXEps2aiAFbWhM78LhWx4cbbfAAtVT86zwu1RK7aPFFxuhDR1L6tSoc_BJECPebWKRXjBZCiFV4n3oknjhMstn64tZ_2W-5JsGY4Hc5n9yBXArwl93lqt7_RN5w6Cf0h4QyQ5v-65YGjQR0_FDW2QvzqY368QQMicAtaSqzs8KJZgnYb9c7d0zgdAZHzu6qMQvRL5hajrn1n91CbOpbISD08qNLyrdkt-bFTWhAI4vMQFh6WeZu0fM4lFd2NcRwr3XPksINHaQ-G_xBniIqbw0Ls1jF44-csFCur-kEgU8awapJzKnqDKgw",
             "e": "AQAB", "alg": "RS256", "kid": "2011-04-29",
         ]
         #expect(JWKThumbprint.sha256(of: jwk) == "NzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9Xs")

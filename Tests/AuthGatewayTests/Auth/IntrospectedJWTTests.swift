@@ -14,14 +14,17 @@ import AuthGatewayTesting
 struct IntrospectedJWTTests {
     static func token(_ claims: JSONObject) -> VerifiedToken {
         VerifiedToken(
-            issuerIndex: 0, generation: 3, claims: claims, subject: claims["sub"]?.stringValue, expiresAt: 2_000_000_000, notBefore: nil, issuedAt: 1_700_000_000,
+            issuerIndex: 0, generation: 3, claims: claims, subject: claims["sub"]?.stringValue,
+            expiresAt: 2_000_000_000, notBefore: nil, issuedAt: 1_700_000_000,
             leewaySeconds: 5
         )
     }
 
     @Test func theJWTsClaimsWinOverTheAnswers() throws {
         let jwt = Self.token(["sub": "alice", "scope": "read", "iss": "https://idp"])
-        let answer: JSONObject = ["active": true, "sub": "mallory", "scope": "admin", "username": "alice", "exp": 2_000_000_000]
+        let answer: JSONObject = [
+            "active": true, "sub": "mallory", "scope": "admin", "username": "alice", "exp": 2_000_000_000,
+        ]
         let adopted = try #require(IntrospectedJWT.adopt(jwt, answer: answer))
         #expect(adopted === jwt)
         #expect(adopted.claims["sub"] == "alice")
@@ -35,9 +38,14 @@ struct IntrospectedJWTTests {
         #expect(adopted.claims["cnf"] == ["x5t#S256": "cert-thumbprint", "jkt": "key-1"])
         #expect(adopted.claims["sub"] == "alice")
         #expect(adopted.subject == "alice")
-        #expect(adopted.issuerIndex == 0 && adopted.generation == 3 && adopted.expiresAt == 2_000_000_000 && adopted.leewaySeconds == 5)
+        #expect(
+            adopted.issuerIndex == 0 && adopted.generation == 3 && adopted.expiresAt == 2_000_000_000
+                && adopted.leewaySeconds == 5)
         let bare = Self.token(["sub": "bob"])
-        #expect(IntrospectedJWT.adopt(bare, answer: ["active": true, "cnf": ["jkt": "key-2"]])?.claims["cnf"] == ["jkt": "key-2"])
+        #expect(
+            IntrospectedJWT.adopt(bare, answer: ["active": true, "cnf": ["jkt": "key-2"]])?.claims["cnf"] == [
+                "jkt": "key-2"
+            ])
     }
 
     @Test func aBindingOfTheJWTIsNeverRemovedOrReplaced() throws {
@@ -70,9 +78,11 @@ struct IntrospectedJWTTests {
             """
         self.configuration = try ConfigurationLoader(environment: [:]).load(text: text, baseDirectory: "/")
         let metrics = ProcessMetrics()
-        let keyStore = KeyStore(configuration: self.configuration.tokens, metrics: metrics, clock: { 0 }, publish: { _ in })
+        let keyStore = KeyStore(
+            configuration: self.configuration.tokens, metrics: metrics, clock: { 0 }, publish: { _ in })
         self.keys = keyStore.snapshot
-        self.introspector = TokenIntrospector(configuration: self.configuration.tokens.introspection!, capacity: 16, metrics: metrics, clock: { 0 })
+        self.introspector = TokenIntrospector(
+            configuration: self.configuration.tokens.introspection!, capacity: 16, metrics: metrics, clock: { 0 })
         self.authenticator = RequestAuthenticator(configuration: self.configuration, introspector: self.introspector)
     }
 
@@ -89,8 +99,13 @@ struct IntrospectedJWTTests {
     @Test("checkTime: with forJWTs a current JWT goes to introspection, carrying its verified identity")
     func checkTimeSendsAVerifiedJWTToIntrospection() throws {
         let (identity, extracted) = try self.identity(TestKeys.token(subject: "alice"))
-        let request = AuthRequest(headers: HTTPHeaders([("Authorization", "Bearer \(extracted.value)")]), route: self.configuration.routes[0], keys: self.keys, now: self.now, isTLS: false)
-        guard case .next(.introspect(let token, let verified?)) = self.authenticator.checkTime(identity.token, extracted, keys: self.keys, request) else {
+        let request = AuthRequest(
+            headers: HTTPHeaders([("Authorization", "Bearer \(extracted.value)")]), route: self.configuration.routes[0],
+            keys: self.keys, now: self.now, isTLS: false)
+        guard
+            case .next(.introspect(let token, let verified?)) = self.authenticator.checkTime(
+                identity.token, extracted, keys: self.keys, request)
+        else {
             Issue.record("a verified JWT must go to introspection with forJWTs")
             return
         }
@@ -99,15 +114,23 @@ struct IntrospectedJWTTests {
         #expect(verified.issuer == TestKeys.issuer)
     }
 
-    @Test("adoptIntrospection: inactive is 401 token.inactive, unavailable 503; active keeps the JWT's claims and remembers them")
+    @Test(
+        "adoptIntrospection: inactive is 401 token.inactive, unavailable 503; active keeps the JWT's claims and remembers them"
+    )
     func adoptKeepsTheJWTsClaims() throws {
         let (identity, extracted) = try self.identity(TestKeys.token(subject: "alice"))
-        guard case .done(.rejected(let inactive, _)) = self.authenticator.adoptIntrospection(.inactive(validUntil: self.now + 5), extracted, verified: identity) else {
+        guard
+            case .done(.rejected(let inactive, _)) = self.authenticator.adoptIntrospection(
+                .inactive(validUntil: self.now + 5), extracted, verified: identity)
+        else {
             Issue.record("inactive must be refused")
             return
         }
         #expect(inactive == .tokenInactive)
-        guard case .done(.rejected(let unavailable, _)) = self.authenticator.adoptIntrospection(.unavailable, extracted, verified: identity) else {
+        guard
+            case .done(.rejected(let unavailable, _)) = self.authenticator.adoptIntrospection(
+                .unavailable, extracted, verified: identity)
+        else {
             Issue.record("unavailable must be refused")
             return
         }
@@ -115,9 +138,11 @@ struct IntrospectedJWTTests {
 
         let memo = RecentIntrospections()
         let answer: JSONObject = ["active": true, "sub": "someone-else", "scope": "admin"]
-        guard case .next(.proofOfPossession(let adopted)) = self.authenticator.adoptIntrospection(
-            .active(claims: answer, validUntil: self.now + 30), extracted, verified: identity, memo: memo
-        ) else {
+        guard
+            case .next(.proofOfPossession(let adopted)) = self.authenticator.adoptIntrospection(
+                .active(claims: answer, validUntil: self.now + 30), extracted, verified: identity, memo: memo
+            )
+        else {
             Issue.record("active must go on to proof of possession")
             return
         }
@@ -132,29 +157,43 @@ struct IntrospectedJWTTests {
 
     @Test("adoptIntrospection: an answer binding the JWT to another key than its own is refused, never forwarded")
     func adoptRefusesAContradictingBinding() throws {
-        let (identity, extracted) = try self.identity(TestKeys.token(subject: "alice", extra: ["cnf": ["jkt": "key-1"]]))
-        guard case .done(.rejected(let error, _)) = self.authenticator.adoptIntrospection(
-            .active(claims: ["active": true, "cnf": ["jkt": "key-2"]], validUntil: self.now + 30), extracted, verified: identity
-        ) else {
+        let (identity, extracted) = try self.identity(
+            TestKeys.token(subject: "alice", extra: ["cnf": ["jkt": "key-1"]]))
+        guard
+            case .done(.rejected(let error, _)) = self.authenticator.adoptIntrospection(
+                .active(claims: ["active": true, "cnf": ["jkt": "key-2"]], validUntil: self.now + 30), extracted,
+                verified: identity
+            )
+        else {
             Issue.record("a contradicting binding must be refused")
             return
         }
         #expect(error == .tokenRejected(.invalidClaim))
         // The answer's binding added to an unbound JWT makes it need a DPoP proof.
         let (unbound, plain) = try self.identity(TestKeys.token(subject: "bob"))
-        guard case .next(.proofOfPossession(let bound)) = self.authenticator.adoptIntrospection(
-            .active(claims: ["active": true, "cnf": ["jkt": "key-3"]], validUntil: self.now + 30), plain, verified: unbound
-        ) else {
+        guard
+            case .next(.proofOfPossession(let bound)) = self.authenticator.adoptIntrospection(
+                .active(claims: ["active": true, "cnf": ["jkt": "key-3"]], validUntil: self.now + 30), plain,
+                verified: unbound
+            )
+        else {
             Issue.record("an added binding goes on to proof of possession")
             return
         }
-        let request = AuthRequest(headers: HTTPHeaders([("Authorization", "Bearer \(plain.value)")]), route: self.configuration.routes[0], keys: self.keys, now: self.now, isTLS: false)
+        let request = AuthRequest(
+            headers: HTTPHeaders([("Authorization", "Bearer \(plain.value)")]), route: self.configuration.routes[0],
+            keys: self.keys, now: self.now, isTLS: false)
         let services = AuthServices(
-            eventLoop: EmbeddedEventLoop(), verifiedTokens: VerifiedTokenCache(capacity: 4), recentTokens: RecentTokens(), keyStore: KeyStore(
-                configuration: self.configuration.tokens, metrics: ProcessMetrics(), clock: { 0 }, publish: { _ in }), endpoints: AuthServiceEndpoints(),
+            eventLoop: EmbeddedEventLoop(), verifiedTokens: VerifiedTokenCache(capacity: 4),
+            recentTokens: RecentTokens(),
+            keyStore: KeyStore(
+                configuration: self.configuration.tokens, metrics: ProcessMetrics(), clock: { 0 }, publish: { _ in }),
+            endpoints: AuthServiceEndpoints(),
             clients: { _ in nil }, metrics: WorkerMetrics()
         )
-        guard case .done(.rejected(let required, _)) = self.authenticator.checkProofOfPossession(bound, request, services) else {
+        guard
+            case .done(.rejected(let required, _)) = self.authenticator.checkProofOfPossession(bound, request, services)
+        else {
             Issue.record("a token bound by the answer, sent as Bearer, must be refused")
             return
         }

@@ -10,8 +10,11 @@ import Testing
 struct IntrospectionAnswerTests {
     static let now = 1_800_000_000.0
 
-    static func configuration(_ change: (inout IntrospectionConfiguration) -> Void = { _ in }) -> IntrospectionConfiguration {
-        var configuration = IntrospectionConfiguration(url: try! UpstreamURL.parse("https://idp.test/oauth2/introspect?x=1").get())
+    static func configuration(
+        _ change: (inout IntrospectionConfiguration) -> Void = { _ in }
+    ) -> IntrospectionConfiguration {
+        var configuration = IntrospectionConfiguration(
+            url: try! UpstreamURL.parse("https://idp.test/oauth2/introspect?x=1").get())
         configuration.cacheSeconds = 60
         configuration.negativeCacheSeconds = 5
         change(&configuration)
@@ -22,8 +25,11 @@ struct IntrospectionAnswerTests {
         UpstreamResponse(status: HTTPResponseStatus(statusCode: status), headers: [:], body: ByteBuffer(string: body))
     }
 
-    static func outcome(_ body: String, status: Int = 200, _ change: (inout IntrospectionConfiguration) -> Void = { _ in }) -> IntrospectionOutcome {
-        IntrospectionAnswer.outcome(of: Self.answer(status, body), configuration: Self.configuration(change), now: Self.now)
+    static func outcome(
+        _ body: String, status: Int = 200, _ change: (inout IntrospectionConfiguration) -> Void = { _ in }
+    ) -> IntrospectionOutcome {
+        IntrospectionAnswer.outcome(
+            of: Self.answer(status, body), configuration: Self.configuration(change), now: Self.now)
     }
 
     @Test func theRequestIsTheRFC7662FormWithoutClientAuthentication() {
@@ -42,7 +48,12 @@ struct IntrospectionAnswerTests {
         }
         #expect(kept["sub"]?.stringValue == "alice")
         #expect(until == Self.now + 60)
-        #expect(Self.outcome("{\(claims), \"exp\": \(Int(Self.now) + 10)}") == .active(claims: ["active": true, "sub": "alice", "scope": "a b", "exp": .number(JSONNumber(Int(Self.now) + 10))], validUntil: Self.now + 10))
+        #expect(
+            Self.outcome("{\(claims), \"exp\": \(Int(Self.now) + 10)}")
+                == .active(
+                    claims: [
+                        "active": true, "sub": "alice", "scope": "a b", "exp": .number(JSONNumber(Int(Self.now) + 10)),
+                    ], validUntil: Self.now + 10))
         guard case .active(_, let noExp) = Self.outcome("{\(claims)}") else {
             Issue.record("not active")
             return

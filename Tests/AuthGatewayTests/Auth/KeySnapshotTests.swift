@@ -4,10 +4,14 @@ import Testing
 
 @Suite("KeySnapshot")
 struct KeySnapshotTests {
-    private func issuerConfiguration(_ name: String, staticKeys: [VerificationKey], remote: Bool) -> IssuerConfiguration {
+    private func issuerConfiguration(_ name: String, staticKeys: [VerificationKey], remote: Bool) -> IssuerConfiguration
+    {
         IssuerConfiguration(
             issuer: name, audiences: ["a"], staticKeys: staticKeys,
-            jwks: remote ? RemoteJWKSConfiguration(source: .url(try! UpstreamURL.parse("http://127.0.0.1:9000/jwks").get()), refreshSeconds: 300, minRefetchSeconds: 10) : nil,
+            jwks: remote
+                ? RemoteJWKSConfiguration(
+                    source: .url(try! UpstreamURL.parse("http://127.0.0.1:9000/jwks").get()), refreshSeconds: 300,
+                    minRefetchSeconds: 10) : nil,
             leewaySeconds: 5, requiredClaims: ["sub"])
     }
 
@@ -28,9 +32,13 @@ struct KeySnapshotTests {
         let kidless = [VectorKeys.key(nil, .RS256, "rsa"), VectorKeys.key(nil, .ES384, "ec384")]
         let tokens = TokensConfiguration(
             sources: TokensConfiguration.defaultSources,
-            issuers: [issuerConfiguration("https://a.test", staticKeys: [staticKey, kidless[0]], remote: true), issuerConfiguration("https://b.test", staticKeys: [], remote: false)],
+            issuers: [
+                issuerConfiguration("https://a.test", staticKeys: [staticKey, kidless[0]], remote: true),
+                issuerConfiguration("https://b.test", staticKeys: [], remote: false),
+            ],
             verifiedCacheEntries: 10)
-        let issuers = KeySnapshot.issuers(from: tokens, remoteKeys: ["https://a.test": (keys: [remoteSame, remoteOnly, kidless[1]], fetchedAt: 123)])
+        let issuers = KeySnapshot.issuers(
+            from: tokens, remoteKeys: ["https://a.test": (keys: [remoteSame, remoteOnly, kidless[1]], fetchedAt: 123)])
         #expect(issuers.map(\.issuer) == ["https://a.test", "https://b.test"])
         let a = issuers[0]
         #expect(a.keysByID["shared"]?.algorithm == .ES256)

@@ -9,12 +9,15 @@ struct RecentIntrospectionsTests {
     static let now = 1_800_000_000.0
 
     static func introspector() -> TokenIntrospector {
-        TokenIntrospector(configuration: IntrospectionAnswerTests.configuration(), capacity: 16, metrics: ProcessMetrics(), clock: { Self.now })
+        TokenIntrospector(
+            configuration: IntrospectionAnswerTests.configuration(), capacity: 16, metrics: ProcessMetrics(),
+            clock: { Self.now })
     }
 
     static func identity(_ subject: String, until: Double) -> VerifiedToken {
         VerifiedToken(
-            issuerIndex: -1, generation: 0, claims: ["sub": .string(subject)], subject: subject, expiresAt: until, notBefore: nil, issuedAt: nil,
+            issuerIndex: -1, generation: 0, claims: ["sub": .string(subject)], subject: subject, expiresAt: until,
+            notBefore: nil, issuedAt: nil,
             leewaySeconds: 0
         )
     }
@@ -23,7 +26,9 @@ struct RecentIntrospectionsTests {
         let memo = RecentIntrospections(slotCount: 4)
         let introspector = Self.introspector()
         #expect(memo.lookup("opaque-1", introspector: introspector, now: Self.now) == nil, "nothing adopted yet")
-        memo.remember("opaque-1", verified: Self.identity("alice", until: Self.now + 60), validUntil: Self.now + 60, introspector: introspector)
+        memo.remember(
+            "opaque-1", verified: Self.identity("alice", until: Self.now + 60), validUntil: Self.now + 60,
+            introspector: introspector)
         #expect(memo.lookup("opaque-1", introspector: introspector, now: Self.now + 59)?.subject == "alice")
         #expect(memo.lookup("opaque-1", introspector: introspector, now: Self.now + 60) == nil, "ended with its answer")
     }
@@ -32,21 +37,34 @@ struct RecentIntrospectionsTests {
         // One slot: every token shares it, so only the comparison tells them apart.
         let memo = RecentIntrospections(slotCount: 1)
         let introspector = Self.introspector()
-        memo.remember("opaque-1", verified: Self.identity("alice", until: Self.now + 60), validUntil: Self.now + 60, introspector: introspector)
+        memo.remember(
+            "opaque-1", verified: Self.identity("alice", until: Self.now + 60), validUntil: Self.now + 60,
+            introspector: introspector)
         #expect(memo.lookup("opaque-2", introspector: introspector, now: Self.now) == nil)
         #expect(memo.lookup("opaque-", introspector: introspector, now: Self.now) == nil)
-        memo.remember("opaque-2", verified: Self.identity("bob", until: Self.now + 60), validUntil: Self.now + 60, introspector: introspector)
+        memo.remember(
+            "opaque-2", verified: Self.identity("bob", until: Self.now + 60), validUntil: Self.now + 60,
+            introspector: introspector)
         #expect(memo.lookup("opaque-2", introspector: introspector, now: Self.now)?.subject == "bob")
-        #expect(memo.lookup("opaque-1", introspector: introspector, now: Self.now) == nil, "evicted from the shared slot")
+        #expect(
+            memo.lookup("opaque-1", introspector: introspector, now: Self.now) == nil, "evicted from the shared slot")
     }
 
     @Test func anotherIntrospectorsAnswersAreNotReused() {
         let memo = RecentIntrospections(slotCount: 4)
         let before = Self.introspector()
-        memo.remember("opaque-1", verified: Self.identity("alice", until: Self.now + 60), validUntil: Self.now + 60, introspector: before)
+        memo.remember(
+            "opaque-1", verified: Self.identity("alice", until: Self.now + 60), validUntil: Self.now + 60,
+            introspector: before)
         let after = Self.introspector()
-        #expect(memo.lookup("opaque-1", introspector: after, now: Self.now) == nil, "a reload's new introspector asks its own cache")
-        memo.remember("opaque-2", verified: Self.identity("bob", until: Self.now + 60), validUntil: Self.now + 60, introspector: after)
-        #expect(memo.lookup("opaque-1", introspector: before, now: Self.now) == nil, "the old introspector's entries were dropped")
+        #expect(
+            memo.lookup("opaque-1", introspector: after, now: Self.now) == nil,
+            "a reload's new introspector asks its own cache")
+        memo.remember(
+            "opaque-2", verified: Self.identity("bob", until: Self.now + 60), validUntil: Self.now + 60,
+            introspector: after)
+        #expect(
+            memo.lookup("opaque-1", introspector: before, now: Self.now) == nil,
+            "the old introspector's entries were dropped")
     }
 }

@@ -32,7 +32,9 @@ struct RecentTokensTests {
         let token = VectorKeys.sign(VectorKeys.claims())
         let first = try remember(token, in: memo)
         // A fresh (empty) shared cache and no keys: only the memo can say yes.
-        let third = try memo.verify(token[...], keys: keyless(generation: generation), through: VerifiedTokenCache(capacity: 64)).get()
+        let third = try memo.verify(
+            token[...], keys: keyless(generation: generation), through: VerifiedTokenCache(capacity: 64)
+        ).get()
         #expect(third === first)
     }
 
@@ -40,8 +42,13 @@ struct RecentTokensTests {
     func firstSightingNotMemoized() throws {
         let memo = RecentTokens()
         let token = VectorKeys.sign(VectorKeys.claims())
-        _ = try memo.verify(token[...], keys: VectorKeys.staticSnapshot, through: VerifiedTokenCache(capacity: 64)).get()
-        #expect(failure(memo.verify(token[...], keys: keyless(generation: generation), through: VerifiedTokenCache(capacity: 64))) == .unknownKey)
+        _ = try memo.verify(token[...], keys: VectorKeys.staticSnapshot, through: VerifiedTokenCache(capacity: 64))
+            .get()
+        #expect(
+            failure(
+                memo.verify(
+                    token[...], keys: keyless(generation: generation), through: VerifiedTokenCache(capacity: 64)))
+                == .unknownKey)
     }
 
     @Test("a token that differs in one byte but shares the slot is not a hit")
@@ -55,8 +62,15 @@ struct RecentTokensTests {
         bytes[payloadByte] = bytes[payloadByte] == UInt8(ascii: "A") ? UInt8(ascii: "B") : UInt8(ascii: "A")
         let tampered = String(decoding: bytes, as: UTF8.self)
         #expect(tampered.utf8.count == token.utf8.count)
-        #expect(failure(memo.verify(tampered[...], keys: keyless(generation: generation), through: VerifiedTokenCache(capacity: 64))) != nil)
-        #expect(failure(memo.verify(tampered[...], keys: VectorKeys.staticSnapshot, through: VerifiedTokenCache(capacity: 64))) != nil)
+        #expect(
+            failure(
+                memo.verify(
+                    tampered[...], keys: keyless(generation: generation), through: VerifiedTokenCache(capacity: 64)))
+                != nil)
+        #expect(
+            failure(
+                memo.verify(tampered[...], keys: VectorKeys.staticSnapshot, through: VerifiedTokenCache(capacity: 64)))
+                != nil)
     }
 
     @Test("a new key generation is a miss")
@@ -64,15 +78,24 @@ struct RecentTokensTests {
         let memo = RecentTokens()
         let token = VectorKeys.sign(VectorKeys.claims())
         _ = try remember(token, in: memo)
-        #expect(failure(memo.verify(token[...], keys: keyless(generation: generation + 1), through: VerifiedTokenCache(capacity: 64))) == .unknownKey)
+        #expect(
+            failure(
+                memo.verify(
+                    token[...], keys: keyless(generation: generation + 1), through: VerifiedTokenCache(capacity: 64)))
+                == .unknownKey)
     }
 
     @Test("failures are not remembered")
     func failuresNotRemembered() throws {
         let memo = RecentTokens()
         let token = VectorKeys.sign(VectorKeys.claims())
-        #expect(failure(memo.verify(token[...], keys: keyless(generation: generation), through: VerifiedTokenCache(capacity: 64))) == .unknownKey)
-        _ = try memo.verify(token[...], keys: VectorKeys.staticSnapshot, through: VerifiedTokenCache(capacity: 64)).get()
+        #expect(
+            failure(
+                memo.verify(
+                    token[...], keys: keyless(generation: generation), through: VerifiedTokenCache(capacity: 64)))
+                == .unknownKey)
+        _ = try memo.verify(token[...], keys: VectorKeys.staticSnapshot, through: VerifiedTokenCache(capacity: 64))
+            .get()
     }
 
     @Test("with the verified-token cache disabled, every request verifies")
@@ -82,6 +105,7 @@ struct RecentTokensTests {
         let token = VectorKeys.sign(VectorKeys.claims())
         _ = try memo.verify(token[...], keys: VectorKeys.staticSnapshot, through: disabled).get()
         _ = try memo.verify(token[...], keys: VectorKeys.staticSnapshot, through: disabled).get()
-        #expect(failure(memo.verify(token[...], keys: keyless(generation: generation), through: disabled)) == .unknownKey)
+        #expect(
+            failure(memo.verify(token[...], keys: keyless(generation: generation), through: disabled)) == .unknownKey)
     }
 }

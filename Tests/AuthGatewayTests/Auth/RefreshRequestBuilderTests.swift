@@ -28,8 +28,12 @@ func makeRefreshConfiguration(
 struct RefreshRequestBuilderTests {
     private let claims: JSONObject = ["sub": "user-42", "email": "alice@example.com", "user_id": 7]
 
-    private func build(_ configuration: RefreshConfiguration, refreshToken: String = "rt/1+2 3") throws -> UpstreamRequest {
-        try RefreshRequestBuilder.build(configuration: configuration, path: configuration.path ?? "/token", refreshToken: refreshToken, claims: claims)
+    private func build(
+        _ configuration: RefreshConfiguration, refreshToken: String = "rt/1+2 3"
+    ) throws -> UpstreamRequest {
+        try RefreshRequestBuilder.build(
+            configuration: configuration, path: configuration.path ?? "/token", refreshToken: refreshToken,
+            claims: claims)
     }
 
     private func body(_ request: UpstreamRequest) -> String {
@@ -52,13 +56,17 @@ struct RefreshRequestBuilderTests {
             let data = Data(base64Encoded: String(header.dropFirst(6))), let text = String(data: data, encoding: .utf8),
             let colon = text.firstIndex(of: ":")
         else { return nil }
-        func decode(_ part: Substring) -> String { String(part).replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? "<bad>" }
+        func decode(_ part: Substring) -> String {
+            String(part).replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? "<bad>"
+        }
         return (decode(text[..<colon]), decode(text[text.index(after: colon)...]))
     }
 
     @Test("json: POST to the path with the rendered body")
     func jsonBody() throws {
-        let template: JSONValue = ["user_name": "{claims.email}", "refreshtoken": "{refreshToken}", "id": "{claims.user_id}"]
+        let template: JSONValue = [
+            "user_name": "{claims.email}", "refreshtoken": "{refreshToken}", "id": "{claims.user_id}",
+        ]
         let request = try build(makeRefreshConfiguration(.json(bodyTemplate: template), path: "/v1/login"))
         #expect(request.method == .POST)
         #expect(request.path == "/v1/login")
@@ -78,18 +86,23 @@ struct RefreshRequestBuilderTests {
 
     @Test("oauth2 without a client: grant type and refresh token, form-encoded (RFC 6749 §6)")
     func oauth2Public() throws {
-        let request = try build(makeRefreshConfiguration(.oauth2(clientID: nil, clientSecret: nil, clientAuthentication: .basic), path: "/oauth2/token"))
+        let request = try build(
+            makeRefreshConfiguration(
+                .oauth2(clientID: nil, clientSecret: nil, clientAuthentication: .basic), path: "/oauth2/token"))
         #expect(request.method == .POST)
         #expect(request.path == "/oauth2/token")
         #expect(request.headers.first(name: "Content-Type") == "application/x-www-form-urlencoded")
         #expect(request.headers["Authorization"].isEmpty)
         #expect(body(request) == "grant_type=refresh_token&refresh_token=rt%2F1%2B2+3")
-        #expect(formFields(request).map { "\($0.0)=\($0.1)" } == ["grant_type=refresh_token", "refresh_token=rt/1+2 3"])
+        #expect(
+            formFields(request).map { "\($0.0)=\($0.1)" } == ["grant_type=refresh_token", "refresh_token=rt/1+2 3"])
     }
 
     @Test("oauth2 basic: id and secret form-encoded, then base64 (RFC 6749 §2.3.1)")
     func oauth2Basic() throws {
-        let request = try build(makeRefreshConfiguration(.oauth2(clientID: "my client", clientSecret: "p@ss:w/rd+%", clientAuthentication: .basic)))
+        let request = try build(
+            makeRefreshConfiguration(
+                .oauth2(clientID: "my client", clientSecret: "p@ss:w/rd+%", clientAuthentication: .basic)))
         let header = try #require(request.headers.first(name: "Authorization"))
         let expected = "Basic " + Data("my+client:p%40ss%3Aw%2Frd%2B%25".utf8).base64EncodedString()
         #expect(header == expected)
@@ -103,7 +116,8 @@ struct RefreshRequestBuilderTests {
 
     @Test("oauth2 basic without a secret sends an empty password")
     func oauth2BasicNoSecret() throws {
-        let request = try build(makeRefreshConfiguration(.oauth2(clientID: "gateway", clientSecret: nil, clientAuthentication: .basic)))
+        let request = try build(
+            makeRefreshConfiguration(.oauth2(clientID: "gateway", clientSecret: nil, clientAuthentication: .basic)))
         let credentials = try #require(basicCredentials(request))
         #expect(credentials.id == "gateway")
         #expect(credentials.secret == "")
@@ -111,16 +125,23 @@ struct RefreshRequestBuilderTests {
 
     @Test("oauth2 form: client_id and client_secret in the body, no Authorization")
     func oauth2Form() throws {
-        let request = try build(makeRefreshConfiguration(.oauth2(clientID: "my client", clientSecret: "s&e=c", clientAuthentication: .form)))
+        let request = try build(
+            makeRefreshConfiguration(.oauth2(clientID: "my client", clientSecret: "s&e=c", clientAuthentication: .form))
+        )
         #expect(request.headers["Authorization"].isEmpty)
         let fields = Dictionary(formFields(request), uniquingKeysWith: { first, _ in first })
-        #expect(fields == ["grant_type": "refresh_token", "refresh_token": "rt/1+2 3", "client_id": "my client", "client_secret": "s&e=c"])
+        #expect(
+            fields == [
+                "grant_type": "refresh_token", "refresh_token": "rt/1+2 3", "client_id": "my client",
+                "client_secret": "s&e=c",
+            ])
         #expect(formFields(request).count == 4)
     }
 
     @Test("oauth2 form without a secret sends only client_id")
     func oauth2FormNoSecret() throws {
-        let request = try build(makeRefreshConfiguration(.oauth2(clientID: "gateway", clientSecret: nil, clientAuthentication: .form)))
+        let request = try build(
+            makeRefreshConfiguration(.oauth2(clientID: "gateway", clientSecret: nil, clientAuthentication: .form)))
         #expect(formFields(request).map(\.0) == ["grant_type", "refresh_token", "client_id"])
     }
 }

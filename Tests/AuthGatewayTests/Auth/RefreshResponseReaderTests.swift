@@ -11,17 +11,28 @@ struct RefreshResponseReaderTests {
         .oauth2(clientID: nil, clientSecret: nil, clientAuthentication: .basic), path: "/oauth2/token",
         accessTokenField: "access_token", refreshTokenField: "refresh_token")
 
-    private func outcome(_ code: Int, _ body: String, configuration: RefreshConfiguration? = nil) -> SessionRefresher.Outcome {
-        let response = UpstreamResponse(status: HTTPResponseStatus(statusCode: code), headers: HTTPHeaders(), body: ByteBuffer(string: body))
+    private func outcome(
+        _ code: Int, _ body: String, configuration: RefreshConfiguration? = nil
+    ) -> SessionRefresher.Outcome {
+        let response = UpstreamResponse(
+            status: HTTPResponseStatus(statusCode: code), headers: HTTPHeaders(), body: ByteBuffer(string: body))
         return RefreshResponseReader.outcome(of: response, configuration: configuration ?? json)
     }
 
     @Test("2xx with the access field: refreshed, with the rotated refresh token when present")
     func refreshed() {
-        #expect(outcome(200, #"{"accesstoken":"new-at","refreshtoken":"new-rt"}"#) == .refreshed(accessToken: "new-at", refreshToken: "new-rt"))
-        #expect(outcome(201, #"{"accesstoken":"new-at","user":{"id":1}}"#) == .refreshed(accessToken: "new-at", refreshToken: nil))
-        #expect(outcome(200, #"{"accesstoken":"new-at","refreshtoken":""}"#) == .refreshed(accessToken: "new-at", refreshToken: nil))
-        #expect(outcome(200, #"{"accesstoken":"new-at","refreshtoken":5}"#) == .refreshed(accessToken: "new-at", refreshToken: nil))
+        #expect(
+            outcome(200, #"{"accesstoken":"new-at","refreshtoken":"new-rt"}"#)
+                == .refreshed(accessToken: "new-at", refreshToken: "new-rt"))
+        #expect(
+            outcome(201, #"{"accesstoken":"new-at","user":{"id":1}}"#)
+                == .refreshed(accessToken: "new-at", refreshToken: nil))
+        #expect(
+            outcome(200, #"{"accesstoken":"new-at","refreshtoken":""}"#)
+                == .refreshed(accessToken: "new-at", refreshToken: nil))
+        #expect(
+            outcome(200, #"{"accesstoken":"new-at","refreshtoken":5}"#)
+                == .refreshed(accessToken: "new-at", refreshToken: nil))
     }
 
     @Test("the configured field names are used")
@@ -33,7 +44,10 @@ struct RefreshResponseReaderTests {
 
     @Test(
         "2xx without a usable access token counts as a rejection",
-        arguments: ["", "{}", "null", "not json", #"{"accesstoken":""}"#, #"{"accesstoken":null}"#, #"{"accesstoken":42}"#, #"[{"accesstoken":"a"}]"#, #"{"data":{"accesstoken":"a"}}"#]
+        arguments: [
+            "", "{}", "null", "not json", #"{"accesstoken":""}"#, #"{"accesstoken":null}"#, #"{"accesstoken":42}"#,
+            #"[{"accesstoken":"a"}]"#, #"{"data":{"accesstoken":"a"}}"#,
+        ]
     )
     func successWithoutAccessToken(_ body: String) {
         #expect(outcome(200, body) == .rejected)
@@ -47,7 +61,9 @@ struct RefreshResponseReaderTests {
         #expect(outcome(code, #"{"accesstoken":"a"}"#) == .rejected)
     }
 
-    @Test("other statuses mean the auth service is unavailable", arguments: [404, 408, 429, 500, 502, 503, 504, 301, 302, 100])
+    @Test(
+        "other statuses mean the auth service is unavailable",
+        arguments: [404, 408, 429, 500, 502, 503, 504, 301, 302, 100])
     func unavailable(_ code: Int) {
         #expect(outcome(code, #"{"accesstoken":"a"}"#) == .unavailable)
     }

@@ -7,7 +7,9 @@ import Testing
 struct TokenExtractorTests {
     private let defaultSources = TokensConfiguration.defaultSources
 
-    private func extract(_ headers: [(String, String)], sources: [TokenSourceConfiguration]? = nil) -> TokenExtractor.Result {
+    private func extract(
+        _ headers: [(String, String)], sources: [TokenSourceConfiguration]? = nil
+    ) -> TokenExtractor.Result {
         TokenExtractor.extract(from: HTTPHeaders(headers), sources: sources ?? defaultSources)
     }
 
@@ -45,7 +47,9 @@ struct TokenExtractorTests {
         #expect(extract([("Authorization", "Basic dXNlcjpwYXNz")]) == TokenExtractor.Result.none)
         #expect(extract([("Authorization", "Digest username=\"a\"")]) == TokenExtractor.Result.none)
         // ...and do not hide a token in a cookie.
-        #expect(extract([("Authorization", "Basic dXNlcjpwYXNz"), ("Cookie", "access_token=c1")]) == found("c1", .cookie(name: "access_token")))
+        #expect(
+            extract([("Authorization", "Basic dXNlcjpwYXNz"), ("Cookie", "access_token=c1")])
+                == found("c1", .cookie(name: "access_token")))
     }
 
     @Test("an empty bearer is no token", arguments: ["Bearer", "Bearer ", "Bearer    ", "bearer\t", "", "   "])
@@ -66,18 +70,24 @@ struct TokenExtractorTests {
     @Test("a custom header source")
     func customHeader() {
         let sources: [TokenSourceConfiguration] = [.header(name: "X-Token", bearer: false, raw: true)]
-        #expect(extract([("Authorization", "Bearer a"), ("x-token", "b")], sources: sources) == found("b", .header(name: "X-Token", bearer: false)))
+        #expect(
+            extract([("Authorization", "Bearer a"), ("x-token", "b")], sources: sources)
+                == found("b", .header(name: "X-Token", bearer: false)))
     }
 
     @Test("a cookie")
     func cookie() {
-        #expect(extract([("Cookie", "theme=dark; access_token=c1; lang=en")]) == found("c1", .cookie(name: "access_token")))
-        #expect(extract([("Cookie", "theme=dark"), ("cookie", "access_token=\"c1\"")]) == found("c1", .cookie(name: "access_token")))
+        #expect(
+            extract([("Cookie", "theme=dark; access_token=c1; lang=en")]) == found("c1", .cookie(name: "access_token")))
+        #expect(
+            extract([("Cookie", "theme=dark"), ("cookie", "access_token=\"c1\"")])
+                == found("c1", .cookie(name: "access_token")))
     }
 
     @Test("cookie names match exactly")
     func cookieNameExact() {
-        #expect(extract([("Cookie", "Access_Token=c1; access_token2=c2; xaccess_token=c3")]) == TokenExtractor.Result.none)
+        #expect(
+            extract([("Cookie", "Access_Token=c1; access_token2=c2; xaccess_token=c3")]) == TokenExtractor.Result.none)
     }
 
     @Test("an empty cookie is no token")
@@ -95,8 +105,12 @@ struct TokenExtractorTests {
 
     @Test("source order decides the location, not header order")
     func sourceOrder() {
-        let cookieFirst: [TokenSourceConfiguration] = [.cookie(name: "access_token"), .header(name: "Authorization", bearer: true, raw: true)]
-        #expect(extract([("Authorization", "Bearer t1"), ("Cookie", "access_token=t1")], sources: cookieFirst) == found("t1", .cookie(name: "access_token")))
+        let cookieFirst: [TokenSourceConfiguration] = [
+            .cookie(name: "access_token"), .header(name: "Authorization", bearer: true, raw: true),
+        ]
+        #expect(
+            extract([("Authorization", "Bearer t1"), ("Cookie", "access_token=t1")], sources: cookieFirst)
+                == found("t1", .cookie(name: "access_token")))
     }
 
     @Test("two different tokens are a conflict")
@@ -105,7 +119,10 @@ struct TokenExtractorTests {
         #expect(extract([("Authorization", "Bearer t1"), ("Authorization", "Bearer t2")]) == .conflict)
         #expect(extract([("Cookie", "access_token=t1"), ("Cookie", "access_token=t2")]) == .conflict)
         #expect(extract([("Cookie", "access_token=t1; access_token=t2")]) == .conflict)
-        let twoHeaders: [TokenSourceConfiguration] = [.header(name: "Authorization", bearer: true, raw: false), .header(name: "X-Token", bearer: false, raw: true)]
+        let twoHeaders: [TokenSourceConfiguration] = [
+            .header(name: "Authorization", bearer: true, raw: false),
+            .header(name: "X-Token", bearer: false, raw: true),
+        ]
         #expect(extract([("Authorization", "Bearer t1"), ("X-Token", "t2")], sources: twoHeaders) == .conflict)
     }
 

@@ -67,7 +67,9 @@ struct TokenVerifierVectorTests {
         #expect(verdict == vector.expect, "\(vector.name): \(vector.note)")
     }
 
-    @Test("valid vectors yield the verified claims and the right issuer", arguments: tokenVectors.filter { $0.expect == "valid" })
+    @Test(
+        "valid vectors yield the verified claims and the right issuer",
+        arguments: tokenVectors.filter { $0.expect == "valid" })
     func validVectorClaims(_ vector: TokenVector) throws {
         let keys = vector.kidConfig == "jwks" ? VectorKeys.jwksSnapshot : VectorKeys.staticSnapshot
         let verified = try VectorKeys.verify(vector.token, keys: keys).get()

@@ -9,7 +9,9 @@ struct VerifiedTokenCacheTests {
         VectorKeys.snapshot(generation: generation, mainKeys: [])
     }
 
-    private func verify(_ cache: VerifiedTokenCache, _ token: String, _ keys: KeySnapshot) -> Result<VerifiedToken, TokenRejection> {
+    private func verify(
+        _ cache: VerifiedTokenCache, _ token: String, _ keys: KeySnapshot
+    ) -> Result<VerifiedToken, TokenRejection> {
         cache.verify(token[...], keys: keys)
     }
 
@@ -30,7 +32,8 @@ struct VerifiedTokenCacheTests {
         #expect(second === first)
 
         // A higher generation is a miss, and verification with no keys fails.
-        #expect(failure(verify(cache, token, keyless(generation: VectorKeys.staticSnapshot.generation + 1))) == .unknownKey)
+        #expect(
+            failure(verify(cache, token, keyless(generation: VectorKeys.staticSnapshot.generation + 1))) == .unknownKey)
     }
 
     @Test("without a cache (capacity 0) every call verifies")
@@ -60,9 +63,12 @@ struct VerifiedTokenCacheTests {
         let token = VectorKeys.sign(VectorKeys.claims(["aud": "other"]))
         let strict = VectorKeys.staticSnapshot
         #expect(failure(verify(cache, token, strict)) == .wrongAudience)
-        let lenient = KeySnapshot(generation: strict.generation, issuers: [
-            VectorKeys.issuerEntry(VectorKeys.issuer, keys: VectorKeys.staticIssuerKeys, audiences: nil, requiredClaims: []),
-        ])
+        let lenient = KeySnapshot(
+            generation: strict.generation,
+            issuers: [
+                VectorKeys.issuerEntry(
+                    VectorKeys.issuer, keys: VectorKeys.staticIssuerKeys, audiences: nil, requiredClaims: [])
+            ])
         _ = try verify(cache, token, lenient).get()
     }
 
@@ -80,7 +86,8 @@ struct VerifiedTokenCacheTests {
     @Test("distinct tokens are distinct entries")
     func distinctTokens() throws {
         let cache = VerifiedTokenCache(capacity: 64)
-        let alice = try verify(cache, VectorKeys.sign(VectorKeys.claims(["sub": "alice"])), VectorKeys.staticSnapshot).get()
+        let alice = try verify(cache, VectorKeys.sign(VectorKeys.claims(["sub": "alice"])), VectorKeys.staticSnapshot)
+            .get()
         let bob = try verify(cache, VectorKeys.sign(VectorKeys.claims(["sub": "bob"])), VectorKeys.staticSnapshot).get()
         #expect(alice.subject == "alice")
         #expect(bob.subject == "bob")

@@ -62,7 +62,12 @@ struct CIDRTests {
         #expect(!allV6.contains(try address("127.0.0.1")))
     }
 
-    @Test("invalid text is refused", arguments: ["", "10.0.0.0/33", "::/129", "10.0.0.0/", "10.0.0.0/x", "10.0.0/8", "a.b.c.d", "10.0.0.0/8/8", "10.0.0.0/-1", "localhost"])
+    @Test(
+        "invalid text is refused",
+        arguments: [
+            "", "10.0.0.0/33", "::/129", "10.0.0.0/", "10.0.0.0/x", "10.0.0/8", "a.b.c.d", "10.0.0.0/8/8",
+            "10.0.0.0/-1", "localhost",
+        ])
     func refuses(_ text: String) {
         #expect(CIDR(parsing: text) == nil)
     }

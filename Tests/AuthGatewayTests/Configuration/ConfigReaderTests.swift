@@ -4,7 +4,9 @@ import Testing
 
 @Suite("ConfigReader")
 struct ConfigReaderTests {
-    private func reader(_ json: String, path: String = "section", environment: [String: String] = [:]) -> (ConfigReader, IssueCollector) {
+    private func reader(
+        _ json: String, path: String = "section", environment: [String: String] = [:]
+    ) -> (ConfigReader, IssueCollector) {
         let issues = IssueCollector()
         let object = try! JSONValue(parsing: json).objectValue!
         return (ConfigReader(object: object, path: path, issues: issues, environment: environment), issues)
@@ -16,7 +18,10 @@ struct ConfigReaderTests {
         _ = reader.int("a", in: 0...10)
         _ = reader.string("missing")
         reader.finish()
-        #expect(issues.issues == [.init(path: "section.b", message: "unknown key"), .init(path: "section.c", message: "unknown key")])
+        #expect(
+            issues.issues == [
+                .init(path: "section.b", message: "unknown key"), .init(path: "section.c", message: "unknown key"),
+            ])
     }
 
     @Test("an accessor of the wrong type still marks the key as known")
@@ -42,7 +47,10 @@ struct ConfigReaderTests {
         #expect(reader.int("b", in: 1...Int.max) == nil)
         #expect(reader.int("c", in: 0...10) == nil)
         #expect(reader.int("d", in: 3...3) == 3)
-        #expect(issues.issues.map(\.message) == ["must be between 0 and 4, found 5", "must be at least 1, found 0", "expected a whole number, found 2.5"])
+        #expect(
+            issues.issues.map(\.message) == [
+                "must be between 0 and 4, found 5", "must be at least 1, found 0", "expected a whole number, found 2.5",
+            ])
     }
 
     @Test("requiredString and nonEmptyString")
@@ -54,14 +62,16 @@ struct ConfigReaderTests {
         #expect(issues.issues.map(\.description) == ["section.name: is required", "section.empty: must not be empty"])
     }
 
-    @Test("${NAME} substitution", arguments: [
-        ("plain", "plain"),
-        ("${A}", "alpha"),
-        ("x-${A}-${B_2}-y", "x-alpha-beta-y"),
-        ("$A {A} $", "$A {A} $"),
-        ("${A}${A}", "alphaalpha"),
-        ("${EMPTY}!", "!"),
-    ])
+    @Test(
+        "${NAME} substitution",
+        arguments: [
+            ("plain", "plain"),
+            ("${A}", "alpha"),
+            ("x-${A}-${B_2}-y", "x-alpha-beta-y"),
+            ("$A {A} $", "$A {A} $"),
+            ("${A}${A}", "alphaalpha"),
+            ("${EMPTY}!", "!"),
+        ])
     func substitution(raw: String, expected: String) {
         let (reader, issues) = reader("{}", environment: ["A": "alpha", "B_2": "beta", "EMPTY": ""])
         #expect(reader.substitute(raw, path: "p") == expected)
@@ -74,12 +84,14 @@ struct ConfigReaderTests {
         #expect(reader.substitute("${A}", path: "p") == "${B}")
     }
 
-    @Test("bad substitutions are errors at the given path", arguments: [
-        ("${A", "unterminated"),
-        ("${}", "invalid environment variable name \"\""),
-        ("${A-B}", "invalid environment variable name \"A-B\""),
-        ("${NOPE}", "environment variable NOPE is not set"),
-    ])
+    @Test(
+        "bad substitutions are errors at the given path",
+        arguments: [
+            ("${A", "unterminated"),
+            ("${}", "invalid environment variable name \"\""),
+            ("${A-B}", "invalid environment variable name \"A-B\""),
+            ("${NOPE}", "environment variable NOPE is not set"),
+        ])
     func badSubstitution(raw: String, message: String) {
         let (reader, issues) = reader("{}", environment: ["A": "alpha"])
         #expect(reader.substitute(raw, path: "p.q") == nil)

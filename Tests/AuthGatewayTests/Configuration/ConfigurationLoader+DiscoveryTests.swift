@@ -25,7 +25,9 @@ struct ConfigurationLoaderDiscoveryTests {
 
     private func load(_ document: JSONObject) -> Result<GatewayConfiguration, ConfigurationError> {
         do throws(ConfigurationError) {
-            return .success(try ConfigurationLoader(environment: [:]).load(text: JSONValue.object(document).jsonText, baseDirectory: "/nonexistent"))
+            return .success(
+                try ConfigurationLoader(environment: [:]).load(
+                    text: JSONValue.object(document).jsonText, baseDirectory: "/nonexistent"))
         } catch {
             return .failure(error)
         }
@@ -38,14 +40,19 @@ struct ConfigurationLoaderDiscoveryTests {
     }
 
     /// Expects exactly the issues given (path and a part of the message), in any order.
-    private func expectIssues(_ document: JSONObject, _ expected: [(path: String, message: String)], sourceLocation: SourceLocation = #_sourceLocation) {
+    private func expectIssues(
+        _ document: JSONObject, _ expected: [(path: String, message: String)],
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) {
         guard case .failure(let error) = self.load(document) else {
             Issue.record("expected errors, the configuration loaded", sourceLocation: sourceLocation)
             return
         }
         #expect(error.issues.count == expected.count, "issues: \(error.issues)", sourceLocation: sourceLocation)
         for (path, message) in expected {
-            #expect(error.issues.contains { $0.path == path && $0.message.contains(message) }, "no \(path): …\(message)… in \(error.issues)", sourceLocation: sourceLocation)
+            #expect(
+                error.issues.contains { $0.path == path && $0.message.contains(message) },
+                "no \(path): …\(message)… in \(error.issues)", sourceLocation: sourceLocation)
         }
     }
 
@@ -76,11 +83,13 @@ struct ConfigurationLoaderDiscoveryTests {
     }
 
     @Test func configuredPathsWinOverDiscoveredEndpoints() throws {
-        let configuration = try self.load(self.editing { document in
-            document.set("authService.url", "https://idp.test")
-            document.set("authService.refresh", ["clientId": "gateway", "path": "/custom/token"])
-            document.set("authService.profile", ["path": "/v1/user", "authorization": "raw"])
-        }).get()
+        let configuration = try self.load(
+            self.editing { document in
+                document.set("authService.url", "https://idp.test")
+                document.set("authService.refresh", ["clientId": "gateway", "path": "/custom/token"])
+                document.set("authService.profile", ["path": "/v1/user", "authorization": "raw"])
+            }
+        ).get()
         #expect(configuration.authService?.refresh?.path == "/custom/token")
         #expect(configuration.authService?.profile?.path == "/v1/user")
         #expect(configuration.authService?.profile?.authorization == .raw)
@@ -90,29 +99,42 @@ struct ConfigurationLoaderDiscoveryTests {
     }
 
     @Test func discoveryWithoutDiscoveryIssuerOnlySuppliesKeys() throws {
-        let configuration = try self.load(self.editing { document in
-            document["authService"] = nil
-            document["identityHeaders"] = nil
-        }).get()
+        let configuration = try self.load(
+            self.editing { document in
+                document["authService"] = nil
+                document["identityHeaders"] = nil
+            }
+        ).get()
         #expect(configuration.tokens.issuers[0].jwks?.discovery?.needsTokenEndpoint == false)
         #expect(configuration.authService == nil)
     }
 
     @Test func discoveryTogetherWithJWKSURLIsAnError() {
         self.expectIssues(
-            self.editing { $0.set("tokens.issuers", [["issuer": .string(Self.issuer), "discovery": true, "jwksURL": "https://idp.test/certs"]]) },
+            self.editing {
+                $0.set(
+                    "tokens.issuers",
+                    [["issuer": .string(Self.issuer), "discovery": true, "jwksURL": "https://idp.test/certs"]])
+            },
             [("tokens.issuers[0].jwksURL", "cannot be set together with \"discovery\": true")]
         )
     }
 
     @Test func discoveryIssuerNamingAnIssuerWithoutDiscoveryIsAnError() {
         self.expectIssues(
-            self.editing { $0.set("tokens.issuers", [["issuer": .string(Self.issuer), "jwksURL": "https://idp.test/certs"]]) },
+            self.editing {
+                $0.set("tokens.issuers", [["issuer": .string(Self.issuer), "jwksURL": "https://idp.test/certs"]])
+            },
             [("authService.discoveryIssuer", "issuer \"\(Self.issuer)\" does not have \"discovery\": true")]
         )
         self.expectIssues(
             self.editing { $0.set("authService.discoveryIssuer", "https://other.test") },
-            [("authService.discoveryIssuer", "\"https://other.test\" is not an issuer of tokens.issuers (\"\(Self.issuer)\")")]
+            [
+                (
+                    "authService.discoveryIssuer",
+                    "\"https://other.test\" is not an issuer of tokens.issuers (\"\(Self.issuer)\")"
+                )
+            ]
         )
     }
 
@@ -132,11 +154,21 @@ struct ConfigurationLoaderDiscoveryTests {
     @Test func aPathWithoutAuthServiceURLIsAnError() {
         self.expectIssues(
             self.editing { $0.set("authService.refresh", ["clientId": "gateway", "path": "/token"]) },
-            [("authService.refresh.path", "needs authService.url (leave the path out to use the discovered token_endpoint)")]
+            [
+                (
+                    "authService.refresh.path",
+                    "needs authService.url (leave the path out to use the discovered token_endpoint)"
+                )
+            ]
         )
         self.expectIssues(
             self.editing { $0.set("authService.profile", ["path": "/userinfo"]) },
-            [("authService.profile.path", "needs authService.url (leave the path out to use the discovered userinfo_endpoint)")]
+            [
+                (
+                    "authService.profile.path",
+                    "needs authService.url (leave the path out to use the discovered userinfo_endpoint)"
+                )
+            ]
         )
         self.expectIssues(
             self.editing { $0.set("authService.refresh", ["protocol": "json"]) },
@@ -167,14 +199,24 @@ struct ConfigurationLoaderDiscoveryTests {
     }
 
     @Test func discoveryMayBeCombinedWithStaticKeys() throws {
-        let configuration = try self.load(self.editing { document in
-            document.set("tokens.issuers", [
-                [
-                    "issuer": .string(Self.issuer), "discovery": true, "jwksRefreshSeconds": 60, "jwksMinRefetchSeconds": 5,
-                    "keys": [["kid": "pinned", "publicKeyPEM": .string(TestKeys.rsa.publicKeyPEM), "algorithm": "RS256"]],
-                ]
-            ])
-        }).get()
+        let configuration = try self.load(
+            self.editing { document in
+                document.set(
+                    "tokens.issuers",
+                    [
+                        [
+                            "issuer": .string(Self.issuer), "discovery": true, "jwksRefreshSeconds": 60,
+                            "jwksMinRefetchSeconds": 5,
+                            "keys": [
+                                [
+                                    "kid": "pinned", "publicKeyPEM": .string(TestKeys.rsa.publicKeyPEM),
+                                    "algorithm": "RS256",
+                                ]
+                            ],
+                        ]
+                    ])
+            }
+        ).get()
         let issuer = configuration.tokens.issuers[0]
         #expect(issuer.staticKeys.map(\.kid) == ["pinned"])
         #expect(issuer.jwks?.refreshSeconds == 60 && issuer.jwks?.minRefetchSeconds == 5)

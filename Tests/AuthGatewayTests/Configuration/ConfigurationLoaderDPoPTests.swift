@@ -5,7 +5,9 @@ import Testing
 /// `tokens.dpop`, `routes[].dpop`, `.forwardDPoPProof` and `dpop.jkt` (SPEC §4.14).
 @Suite("ConfigurationLoader: DPoP")
 struct ConfigurationLoaderDPoPTests {
-    func load(dpop: String = "{}", route: String = "", identity: String = "{}") -> Result<GatewayConfiguration, ConfigurationError> {
+    func load(
+        dpop: String = "{}", route: String = "", identity: String = "{}"
+    ) -> Result<GatewayConfiguration, ConfigurationError> {
         let text = """
             {"listener": {}, "backends": {"api": {"urls": ["http://127.0.0.1:9100"]}},
              "routes": [{"name": "all", "pathPrefix": "/", "backend": "api", "auth": "optional"\(route)}],
@@ -37,7 +39,8 @@ struct ConfigurationLoaderDPoPTests {
 
     @Test func everyFieldIsRead() throws {
         let configuration = try self.load(
-            dpop: #"{"algorithms": ["ES256", "EdDSA"], "maxAgeSeconds": 30, "leewaySeconds": 0, "publicBaseURL": "https://API.example.com:443", "nonce": true}"#,
+            dpop:
+                #"{"algorithms": ["ES256", "EdDSA"], "maxAgeSeconds": 30, "leewaySeconds": 0, "publicBaseURL": "https://API.example.com:443", "nonce": true}"#,
             route: #", "dpop": "required", "forwardDPoPProof": true"#,
             identity: #"{"X-Key": "dpop.jkt"}"#
         ).get()
@@ -54,12 +57,19 @@ struct ConfigurationLoaderDPoPTests {
     @Test func errorsCarryTheirPaths() {
         #expect(self.issues(dpop: #"{"algorithms": ["HS256"]}"#).first?.hasPrefix("tokens.dpop.algorithms[0]:") == true)
         #expect(self.issues(dpop: #"{"algorithms": ["none"]}"#).first?.hasPrefix("tokens.dpop.algorithms[0]:") == true)
-        #expect(self.issues(dpop: #"{"algorithms": []}"#) == ["tokens.dpop.algorithms: must list at least one algorithm"])
+        #expect(
+            self.issues(dpop: #"{"algorithms": []}"#) == ["tokens.dpop.algorithms: must list at least one algorithm"])
         #expect(self.issues(dpop: #"{"maxAgeSeconds": 0}"#).first?.hasPrefix("tokens.dpop.maxAgeSeconds:") == true)
-        #expect(self.issues(dpop: #"{"publicBaseURL": "https://api.example.com/v1"}"#).first?.hasPrefix("tokens.dpop.publicBaseURL:") == true)
+        #expect(
+            self.issues(dpop: #"{"publicBaseURL": "https://api.example.com/v1"}"#).first?.hasPrefix(
+                "tokens.dpop.publicBaseURL:") == true)
         #expect(self.issues(dpop: #"{"nonce": "yes"}"#) == ["tokens.dpop.nonce: expected true or false, found string"])
         #expect(self.issues(dpop: #"{"maxAge": 10}"#).first?.hasPrefix("tokens.dpop.maxAge:") == true)
-        #expect(self.issues(route: #", "dpop": "sometimes""#) == ["routes[0].dpop: must be \"off\", \"allowed\" or \"required\""])
-        #expect(self.issues(identity: #"{"X-Key": "dpop.thumbprint"}"#).first?.hasPrefix("identityHeaders.X-Key:") == true)
+        #expect(
+            self.issues(route: #", "dpop": "sometimes""#) == [
+                "routes[0].dpop: must be \"off\", \"allowed\" or \"required\""
+            ])
+        #expect(
+            self.issues(identity: #"{"X-Key": "dpop.thumbprint"}"#).first?.hasPrefix("identityHeaders.X-Key:") == true)
     }
 }

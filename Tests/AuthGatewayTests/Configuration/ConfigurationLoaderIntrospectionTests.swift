@@ -59,18 +59,31 @@ struct ConfigurationLoaderIntrospectionTests {
     }
 
     @Test func errorsCarryTheirPaths() {
-        #expect(self.issues("{}") == [
-            "tokens.introspection.url: is required (unless tokens.introspection.discoveryIssuer or authService.discoveryIssuer names an issuer with \"discovery\": true)"
-        ])
+        #expect(
+            self.issues("{}") == [
+                "tokens.introspection.url: is required (unless tokens.introspection.discoveryIssuer or authService.discoveryIssuer names an issuer with \"discovery\": true)"
+            ])
         #expect(self.issues(#"{"url": "ftp://x"}"#).first?.hasPrefix("tokens.introspection.url: \"ftp://x\"") == true)
-        #expect(self.issues(#"{"url": "http://x", "clientSecret": "s"}"#) == ["tokens.introspection.clientSecret: needs clientId"])
-        #expect(self.issues(#"{"url": "http://x", "clientId": "a", "clientAuthentication": "digest"}"#) == [
-            "tokens.introspection.clientAuthentication: must be \"basic\" or \"form\""
-        ])
-        #expect(self.issues(#"{"url": "http://x", "cacheSeconds": 0}"#).first?.hasPrefix("tokens.introspection.cacheSeconds:") == true)
-        #expect(self.issues(#"{"url": "http://x", "timeoutMilliseconds": 1.5}"#).first?.hasPrefix("tokens.introspection.timeoutMilliseconds:") == true)
-        #expect(self.issues(#"{"url": "http://x", "audiences": []}"#).first?.hasPrefix("tokens.introspection.audiences:") == true)
-        #expect(self.issues(#"{"url": "http://x", "forJWT": true}"#).first?.hasPrefix("tokens.introspection.forJWT:") == true)
+        #expect(
+            self.issues(#"{"url": "http://x", "clientSecret": "s"}"#) == [
+                "tokens.introspection.clientSecret: needs clientId"
+            ])
+        #expect(
+            self.issues(#"{"url": "http://x", "clientId": "a", "clientAuthentication": "digest"}"#) == [
+                "tokens.introspection.clientAuthentication: must be \"basic\" or \"form\""
+            ])
+        #expect(
+            self.issues(#"{"url": "http://x", "cacheSeconds": 0}"#).first?.hasPrefix(
+                "tokens.introspection.cacheSeconds:") == true)
+        #expect(
+            self.issues(#"{"url": "http://x", "timeoutMilliseconds": 1.5}"#).first?.hasPrefix(
+                "tokens.introspection.timeoutMilliseconds:") == true)
+        #expect(
+            self.issues(#"{"url": "http://x", "audiences": []}"#).first?.hasPrefix("tokens.introspection.audiences:")
+                == true)
+        #expect(
+            self.issues(#"{"url": "http://x", "forJWT": true}"#).first?.hasPrefix("tokens.introspection.forJWT:")
+                == true)
     }
 
     static let jwksIssuer = #"{"issuer": "https://idp", "jwksURL": "https://idp/jwks"}"#
@@ -78,17 +91,26 @@ struct ConfigurationLoaderIntrospectionTests {
     /// `forJWTs` needs somewhere to introspect (url or a discovered endpoint) and JWTs to
     /// introspect (an issuer); it must be a boolean.
     @Test func forJWTsErrorsCarryTheirPaths() {
-        #expect(self.issues(tokens: #"{"issuers": [\#(Self.jwksIssuer)], "introspection": {"forJWTs": true}}"#) == [
-            "tokens.introspection.url: is required (unless tokens.introspection.discoveryIssuer or authService.discoveryIssuer names an issuer with \"discovery\": true)"
-        ])
-        #expect(self.issues(tokens: #"{"introspection": {"url": "http://x", "forJWTs": true}}"#) == [
-            "tokens.introspection.forJWTs: needs an issuer in tokens.issuers (it introspects JWTs that verified against one)"
-        ])
-        #expect(self.issues(tokens: #"{"issuers": [\#(Self.jwksIssuer)], "introspection": {"url": "http://x", "forJWTs": "yes"}}"#).first?.hasPrefix("tokens.introspection.forJWTs:") == true)
+        #expect(
+            self.issues(tokens: #"{"issuers": [\#(Self.jwksIssuer)], "introspection": {"forJWTs": true}}"#) == [
+                "tokens.introspection.url: is required (unless tokens.introspection.discoveryIssuer or authService.discoveryIssuer names an issuer with \"discovery\": true)"
+            ])
+        #expect(
+            self.issues(tokens: #"{"introspection": {"url": "http://x", "forJWTs": true}}"#) == [
+                "tokens.introspection.forJWTs: needs an issuer in tokens.issuers (it introspects JWTs that verified against one)"
+            ])
+        #expect(
+            self.issues(
+                tokens: #"{"issuers": [\#(Self.jwksIssuer)], "introspection": {"url": "http://x", "forJWTs": "yes"}}"#
+            ).first?.hasPrefix("tokens.introspection.forJWTs:") == true)
         // Off (the default) without issuers: an opaque-tokens-only gateway.
         #expect(self.issues(tokens: #"{"introspection": {"url": "http://x", "forJWTs": false}}"#) == [])
         // With a discovered endpoint.
-        #expect(self.issues(tokens: #"{"issuers": [\#(Self.discoveredIssuer)], "introspection": {"discoveryIssuer": "https://idp.example.com", "forJWTs": true}}"#) == [])
+        #expect(
+            self.issues(
+                tokens:
+                    #"{"issuers": [\#(Self.discoveredIssuer)], "introspection": {"discoveryIssuer": "https://idp.example.com", "forJWTs": true}}"#
+            ) == [])
     }
 
     // MARK: The discovered introspection_endpoint (SPEC §4.13)
@@ -115,7 +137,10 @@ struct ConfigurationLoaderIntrospectionTests {
     static let discoveredIssuer = #"{"issuer": "https://idp.example.com", "discovery": true}"#
 
     @Test func withoutURLTheDiscoveryDocumentOfTheNamedIssuerSuppliesTheEndpoint() throws {
-        let configuration = try self.load(tokens: #"{"issuers": [\#(Self.discoveredIssuer)], "introspection": {"discoveryIssuer": "https://idp.example.com"}}"#).get()
+        let configuration = try self.load(
+            tokens:
+                #"{"issuers": [\#(Self.discoveredIssuer)], "introspection": {"discoveryIssuer": "https://idp.example.com"}}"#
+        ).get()
         let introspection = try #require(configuration.tokens.introspection)
         #expect(introspection.url == nil)
         #expect(introspection.discoveryIssuer == "https://idp.example.com")
@@ -126,14 +151,16 @@ struct ConfigurationLoaderIntrospectionTests {
 
     @Test func withoutURLAuthServiceDiscoveryIssuerIsTheDefault() throws {
         let configuration = try self.load(
-            tokens: #"{"issuers": [\#(Self.discoveredIssuer)], "introspection": {"clientId": "gw", "clientSecret": "s"}}"#,
+            tokens:
+                #"{"issuers": [\#(Self.discoveredIssuer)], "introspection": {"clientId": "gw", "clientSecret": "s"}}"#,
             authService: #"{"discoveryIssuer": "https://idp.example.com"}"#
         ).get()
         #expect(configuration.tokens.introspection?.discoveryIssuer == "https://idp.example.com")
         #expect(configuration.tokens.issuers[0].jwks?.discovery?.needsIntrospectionEndpoint == true)
         // With a url, discovery is not asked for the endpoint.
         let fixed = try self.load(
-            tokens: #"{"issuers": [\#(Self.discoveredIssuer)], "introspection": {"url": "https://idp.example.com/introspect"}}"#,
+            tokens:
+                #"{"issuers": [\#(Self.discoveredIssuer)], "introspection": {"url": "https://idp.example.com/introspect"}}"#,
             authService: #"{"discoveryIssuer": "https://idp.example.com"}"#
         ).get()
         #expect(fixed.tokens.introspection?.discoveryIssuer == nil)
@@ -141,15 +168,25 @@ struct ConfigurationLoaderIntrospectionTests {
     }
 
     @Test func discoveryErrorsCarryTheirPaths() {
-        #expect(self.issues(tokens: #"{"issuers": [\#(Self.discoveredIssuer)], "introspection": {"discoveryIssuer": "https://other"}}"#) == [
-            "tokens.introspection.discoveryIssuer: \"https://other\" is not an issuer of tokens.issuers"
-        ])
-        let withKeys = #"{"issuer": "https://idp.example.com", "jwksURL": "https://idp.example.com/jwks"}"#
-        #expect(self.issues(tokens: #"{"issuers": [\#(withKeys)], "introspection": {"discoveryIssuer": "https://idp.example.com"}}"#) == [
-            "tokens.introspection.discoveryIssuer: issuer \"https://idp.example.com\" does not have \"discovery\": true (tokens.issuers[0])"
-        ])
         #expect(
-            self.issues(tokens: #"{"issuers": [\#(Self.discoveredIssuer)], "introspection": {"url": "http://x", "discoveryIssuer": "https://idp.example.com"}}"#) == [
+            self.issues(
+                tokens:
+                    #"{"issuers": [\#(Self.discoveredIssuer)], "introspection": {"discoveryIssuer": "https://other"}}"#)
+                == [
+                    "tokens.introspection.discoveryIssuer: \"https://other\" is not an issuer of tokens.issuers"
+                ])
+        let withKeys = #"{"issuer": "https://idp.example.com", "jwksURL": "https://idp.example.com/jwks"}"#
+        #expect(
+            self.issues(
+                tokens: #"{"issuers": [\#(withKeys)], "introspection": {"discoveryIssuer": "https://idp.example.com"}}"#
+            ) == [
+                "tokens.introspection.discoveryIssuer: issuer \"https://idp.example.com\" does not have \"discovery\": true (tokens.issuers[0])"
+            ])
+        #expect(
+            self.issues(
+                tokens:
+                    #"{"issuers": [\#(Self.discoveredIssuer)], "introspection": {"url": "http://x", "discoveryIssuer": "https://idp.example.com"}}"#
+            ) == [
                 "tokens.introspection.discoveryIssuer: set url or discoveryIssuer, not both"
             ])
     }

@@ -23,7 +23,9 @@ struct ConfigurationLoaderRateLimitTests {
 
     func load(_ rateLimits: String, extra: String = "") -> Result<GatewayConfiguration, ConfigurationError> {
         do throws(ConfigurationError) {
-            return .success(try ConfigurationLoader(environment: [:]).load(text: self.document(rateLimits, extra: extra), baseDirectory: "/nonexistent"))
+            return .success(
+                try ConfigurationLoader(environment: [:]).load(
+                    text: self.document(rateLimits, extra: extra), baseDirectory: "/nonexistent"))
         } catch {
             return .failure(error)
         }
@@ -47,7 +49,11 @@ struct ConfigurationLoaderRateLimitTests {
         ).get()
         let limits = configuration.rateLimits
         #expect(limits.count == 4)
-        #expect(limits[0] == RateLimitConfiguration(name: "per-user", key: .claim("sub"), requestsPerSecond: 20, burst: 40, routes: ["default"], maxKeys: 100_000))
+        #expect(
+            limits[0]
+                == RateLimitConfiguration(
+                    name: "per-user", key: .claim("sub"), requestsPerSecond: 20, burst: 40, routes: ["default"],
+                    maxKeys: 100_000))
         #expect(limits[1].key == .clientIP)
         #expect(limits[1].requestsPerSecond == 0.5)
         #expect(limits[1].maxKeys == 5000)
@@ -109,25 +115,39 @@ struct ConfigurationLoaderRateLimitTests {
     }
 
     @Test func fractionalRatesAreAccepted() throws {
-        let configuration = try self.load(#"[ { "name": "slow", "key": "client.ip", "requestsPerSecond": 0.001, "burst": 1 } ]"#).get()
+        let configuration = try self.load(
+            #"[ { "name": "slow", "key": "client.ip", "requestsPerSecond": 0.001, "burst": 1 } ]"#
+        ).get()
         #expect(configuration.rateLimits[0].requestsPerSecond == 0.001)
     }
 
     @Test func syncIntervalDefaultsTo200AndIsChecked() throws {
         let key = Data(repeating: 0xA5, count: 32).base64EncodedString()
-        let sharedState = #", "sharedState": { "postgres": { "url": "postgres://gateway@db/auth" }, "encryptionKeyBase64": "\#(key)" }"#
+        let sharedState =
+            #", "sharedState": { "postgres": { "url": "postgres://gateway@db/auth" }, "encryptionKeyBase64": "\#(key)" }"#
         let configuration = try self.load("[]", extra: sharedState).get()
         #expect(configuration.sharedState?.rateLimitSyncMilliseconds == 200)
-        let custom = try self.load("[]", extra: sharedState.replacingOccurrences(of: #""encryptionKeyBase64""#, with: #""rateLimitSyncMilliseconds": 50, "encryptionKeyBase64""#)).get()
+        let custom = try self.load(
+            "[]",
+            extra: sharedState.replacingOccurrences(
+                of: #""encryptionKeyBase64""#, with: #""rateLimitSyncMilliseconds": 50, "encryptionKeyBase64""#)
+        ).get()
         #expect(custom.sharedState?.rateLimitSyncMilliseconds == 50)
-        let bad = self.issues("[]", extra: sharedState.replacingOccurrences(of: #""encryptionKeyBase64""#, with: #""rateLimitSyncMilliseconds": 0, "encryptionKeyBase64""#))
+        let bad = self.issues(
+            "[]",
+            extra: sharedState.replacingOccurrences(
+                of: #""encryptionKeyBase64""#, with: #""rateLimitSyncMilliseconds": 0, "encryptionKeyBase64""#))
         #expect(bad.contains("sharedState.rateLimitSyncMilliseconds: must be between 10 and 60000, found 0"), "\(bad)")
     }
 
     @Test func profileKeysMarkTheirRoutesAsNeedingTheProfile() throws {
-        var configuration = try self.load(#"[ { "name": "per-ip", "key": "client.ip", "requestsPerSecond": 1, "burst": 1 } ]"#).get()
+        var configuration = try self.load(
+            #"[ { "name": "per-ip", "key": "client.ip", "requestsPerSecond": 1, "burst": 1 } ]"#
+        ).get()
         #expect(configuration.routesWithProfileRateLimits.isEmpty)
-        configuration.rateLimits.append(RateLimitConfiguration(name: "tenant", key: .profile("tenant"), requestsPerSecond: 1, burst: 1, routes: ["public"]))
+        configuration.rateLimits.append(
+            RateLimitConfiguration(
+                name: "tenant", key: .profile("tenant"), requestsPerSecond: 1, burst: 1, routes: ["public"]))
         #expect(configuration.routesWithProfileRateLimits == ["public"])
     }
 }

@@ -7,37 +7,37 @@ import Testing
 /// A valid configuration that uses every section without needing files (keys come from a
 /// `jwksURL`), used as the base that the validation tests break one value at a time.
 private let fullConfiguration = #"""
-{
-  "listener": { "host": "127.0.0.1", "port": 8080 },
-  "admin": { "port": 9901 },
-  "tokens": {
-    "issuers": [
-      { "issuer": "https://issuer.test", "audiences": ["api"], "jwksURL": "http://127.0.0.1:9000/jwks.json", "leewaySeconds": 30 }
-    ]
-  },
-  "authService": { "url": "http://127.0.0.1:9000", "refresh": {}, "profile": {} },
-  "backends": {
-    "api": { "urls": ["http://127.0.0.1:9100"] },
-    "other": { "urls": ["http://127.0.0.1:9200", "http://127.0.0.1:9201"] }
-  },
-  "routes": [
-    { "name": "public", "pathPrefix": "/public/", "backend": "api", "auth": "none" },
-    { "name": "admin", "pathPrefix": "/admin/", "backend": "other", "require": { "profile.admin": true } },
-    { "name": "default", "pathPrefix": "/", "backend": "api" }
-  ],
-  "identityHeaders": { "X-User-Subject": "claims.sub" },
-  "trustedProxies": ["10.0.0.0/8", "192.168.1.1"]
-}
-"""#
+    {
+      "listener": { "host": "127.0.0.1", "port": 8080 },
+      "admin": { "port": 9901 },
+      "tokens": {
+        "issuers": [
+          { "issuer": "https://issuer.test", "audiences": ["api"], "jwksURL": "http://127.0.0.1:9000/jwks.json", "leewaySeconds": 30 }
+        ]
+      },
+      "authService": { "url": "http://127.0.0.1:9000", "refresh": {}, "profile": {} },
+      "backends": {
+        "api": { "urls": ["http://127.0.0.1:9100"] },
+        "other": { "urls": ["http://127.0.0.1:9200", "http://127.0.0.1:9201"] }
+      },
+      "routes": [
+        { "name": "public", "pathPrefix": "/public/", "backend": "api", "auth": "none" },
+        { "name": "admin", "pathPrefix": "/admin/", "backend": "other", "require": { "profile.admin": true } },
+        { "name": "default", "pathPrefix": "/", "backend": "api" }
+      ],
+      "identityHeaders": { "X-User-Subject": "claims.sub" },
+      "trustedProxies": ["10.0.0.0/8", "192.168.1.1"]
+    }
+    """#
 
 /// The smallest valid configuration: only the required sections, no auth anywhere.
 private let minimalConfiguration = #"""
-{
-  "listener": { "port": 8080 },
-  "backends": { "api": { "urls": ["http://127.0.0.1:9100"] } },
-  "routes": [ { "name": "all", "pathPrefix": "/", "backend": "api", "auth": "none" } ]
-}
-"""#
+    {
+      "listener": { "port": 8080 },
+      "backends": { "api": { "urls": ["http://127.0.0.1:9100"] } },
+      "routes": [ { "name": "all", "pathPrefix": "/", "backend": "api", "auth": "none" } ]
+    }
+    """#
 
 /// One step of a JSON path: an object member or an array index.
 private enum PathStep {
@@ -95,22 +95,30 @@ private func editing(_ base: String, _ edits: [(String, JSONValue?)]) -> String 
 
 @Suite("ConfigurationLoader")
 struct ConfigurationLoaderTests {
-    private func load(_ text: String, environment: [String: String] = [:], baseDirectory: String = "/nonexistent-config-dir") -> Result<GatewayConfiguration, ConfigurationError> {
+    private func load(
+        _ text: String, environment: [String: String] = [:], baseDirectory: String = "/nonexistent-config-dir"
+    ) -> Result<GatewayConfiguration, ConfigurationError> {
         do throws(ConfigurationError) {
-            return .success(try ConfigurationLoader(environment: environment).load(text: text, baseDirectory: baseDirectory))
+            return .success(
+                try ConfigurationLoader(environment: environment).load(text: text, baseDirectory: baseDirectory))
         } catch {
             return .failure(error)
         }
     }
 
-    private func issues(_ text: String, environment: [String: String] = [:], baseDirectory: String = "/nonexistent-config-dir") -> [ConfigurationError.Issue] {
+    private func issues(
+        _ text: String, environment: [String: String] = [:], baseDirectory: String = "/nonexistent-config-dir"
+    ) -> [ConfigurationError.Issue] {
         switch self.load(text, environment: environment, baseDirectory: baseDirectory) {
         case .success: return []
         case .failure(let error): return error.issues
         }
     }
 
-    private func valid(_ text: String, environment: [String: String] = [:], baseDirectory: String = "/nonexistent-config-dir", sourceLocation: SourceLocation = #_sourceLocation) throws -> GatewayConfiguration {
+    private func valid(
+        _ text: String, environment: [String: String] = [:], baseDirectory: String = "/nonexistent-config-dir",
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) throws -> GatewayConfiguration {
         switch self.load(text, environment: environment, baseDirectory: baseDirectory) {
         case .success(let configuration): return configuration
         case .failure(let error):
@@ -120,7 +128,10 @@ struct ConfigurationLoaderTests {
     }
 
     /// Expects exactly one issue, at `path`, whose message contains `message`.
-    private func expectSingleIssue(_ text: String, path: String, contains message: String, environment: [String: String] = [:], baseDirectory: String = "/nonexistent-config-dir", sourceLocation: SourceLocation = #_sourceLocation) {
+    private func expectSingleIssue(
+        _ text: String, path: String, contains message: String, environment: [String: String] = [:],
+        baseDirectory: String = "/nonexistent-config-dir", sourceLocation: SourceLocation = #_sourceLocation
+    ) {
         let found = self.issues(text, environment: environment, baseDirectory: baseDirectory)
         #expect(found.count == 1, "issues: \(found)", sourceLocation: sourceLocation)
         #expect(found.first?.path == path, "issues: \(found)", sourceLocation: sourceLocation)
@@ -128,9 +139,14 @@ struct ConfigurationLoaderTests {
     }
 
     /// Expects an issue at `path` whose message contains `message` (other issues allowed).
-    private func expectIssue(_ text: String, path: String, contains message: String, environment: [String: String] = [:], sourceLocation: SourceLocation = #_sourceLocation) {
+    private func expectIssue(
+        _ text: String, path: String, contains message: String, environment: [String: String] = [:],
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) {
         let found = self.issues(text, environment: environment)
-        #expect(found.contains { $0.path == path && $0.message.contains(message) }, "issues: \(found)", sourceLocation: sourceLocation)
+        #expect(
+            found.contains { $0.path == path && $0.message.contains(message) }, "issues: \(found)",
+            sourceLocation: sourceLocation)
     }
 
     private func keyConfiguration(_ keyEntry: String) -> String {
@@ -145,7 +161,8 @@ struct ConfigurationLoaderTests {
     }
 
     private func withTemporaryDirectory<T>(_ body: (URL) throws -> T) throws -> T {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("auth-gateway-tests-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "auth-gateway-tests-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         return try body(directory)
@@ -173,7 +190,10 @@ struct ConfigurationLoaderTests {
         #expect(configuration.timeouts.drainSeconds == 20)
         #expect(configuration.tokens.verifiedCacheEntries == 100_000)
         #expect(configuration.tokens.issuers.isEmpty)
-        #expect(configuration.tokens.sources == [.header(name: "Authorization", bearer: true, raw: true), .cookie(name: "access_token")])
+        #expect(
+            configuration.tokens.sources == [
+                .header(name: "Authorization", bearer: true, raw: true), .cookie(name: "access_token"),
+            ])
         #expect(configuration.authService == nil)
         #expect(configuration.identityHeaders.isEmpty)
         #expect(configuration.stripInboundHeaderPrefixes == ["X-User-", "X-Auth-"])
@@ -224,14 +244,20 @@ struct ConfigurationLoaderTests {
         #expect(refresh.path == "/v1/login")
         #expect(refresh.accessTokenField == "accesstoken")
         #expect(refresh.refreshTokenField == "refreshtoken")
-        #expect(refresh.refreshTokenSources == [.header(name: "X-Refresh-Token", bearer: false, raw: true), .cookie(name: "refresh_token")])
+        #expect(
+            refresh.refreshTokenSources == [
+                .header(name: "X-Refresh-Token", bearer: false, raw: true), .cookie(name: "refresh_token"),
+            ])
         #expect(refresh.accessTokenResponseHeader == "X-Access-Token")
         #expect(refresh.refreshTokenResponseHeader == "X-Refresh-Token")
         #expect(refresh.maxExpiredSeconds == 604_800)
         #expect(refresh.graceSeconds == 30)
 
         let profile = try #require(authService.profile)
-        #expect(profile == ProfileConfiguration(path: "/v1/user", authorization: .raw, ttlSeconds: 300, staleSeconds: 3600, maxEntries: 100_000))
+        #expect(
+            profile
+                == ProfileConfiguration(
+                    path: "/v1/user", authorization: .raw, ttlSeconds: 300, staleSeconds: 3600, maxEntries: 100_000))
 
         #expect(configuration.routes.map(\.name) == ["public", "admin", "default"])
         let route = configuration.routes[2]
@@ -267,13 +293,19 @@ struct ConfigurationLoaderTests {
 
     @Test("route options are read")
     func routeOptions() throws {
-        let text = editing(fullConfiguration, [
-            ("routes[0]", [
-                "name": "exact", "host": "API.Example.com", "path": "/v1/ping", "methods": ["get", "POST"], "backend": "api",
-                "auth": "optional", "forwardAccessToken": false,
-            ]),
-            ("routes[2].stripPathPrefix", true),
-        ])
+        let text = editing(
+            fullConfiguration,
+            [
+                (
+                    "routes[0]",
+                    [
+                        "name": "exact", "host": "API.Example.com", "path": "/v1/ping", "methods": ["get", "POST"],
+                        "backend": "api",
+                        "auth": "optional", "forwardAccessToken": false,
+                    ]
+                ),
+                ("routes[2].stripPathPrefix", true),
+            ])
         let configuration = try self.valid(text)
         let route = configuration.routes[0]
         #expect(route.host == "api.example.com")
@@ -286,42 +318,66 @@ struct ConfigurationLoaderTests {
 
     @Test("token sources: schemes and refresh-source defaults")
     func tokenSources() throws {
-        let text = editing(fullConfiguration, [
-            ("tokens.sources", [["header": "Authorization", "schemes": ["Bearer"]], ["header": "X-Token", "schemes": ["raw"]], ["cookie": "at"]]),
-            ("authService.refresh.refreshTokenSources", [["header": "X-Refresh"], ["cookie": "rt"]]),
-        ])
+        let text = editing(
+            fullConfiguration,
+            [
+                (
+                    "tokens.sources",
+                    [
+                        ["header": "Authorization", "schemes": ["Bearer"]], ["header": "X-Token", "schemes": ["raw"]],
+                        ["cookie": "at"],
+                    ]
+                ),
+                ("authService.refresh.refreshTokenSources", [["header": "X-Refresh"], ["cookie": "rt"]]),
+            ])
         let configuration = try self.valid(text)
-        #expect(configuration.tokens.sources == [
-            .header(name: "Authorization", bearer: true, raw: false), .header(name: "X-Token", bearer: false, raw: true), .cookie(name: "at"),
-        ])
-        #expect(configuration.authService?.refresh?.refreshTokenSources == [.header(name: "X-Refresh", bearer: false, raw: true), .cookie(name: "rt")])
+        #expect(
+            configuration.tokens.sources == [
+                .header(name: "Authorization", bearer: true, raw: false),
+                .header(name: "X-Token", bearer: false, raw: true), .cookie(name: "at"),
+            ])
+        #expect(
+            configuration.authService?.refresh?.refreshTokenSources == [
+                .header(name: "X-Refresh", bearer: false, raw: true), .cookie(name: "rt"),
+            ])
     }
 
     // MARK: Unknown keys
 
     @Test("an unknown key at the root is reported with its path")
     func unknownKeyAtRoot() {
-        expectSingleIssue(editing(minimalConfiguration, [("listenr", ["port": 1])]), path: "listenr", contains: "unknown key")
+        expectSingleIssue(
+            editing(minimalConfiguration, [("listenr", ["port": 1])]), path: "listenr", contains: "unknown key")
     }
 
     @Test("an unknown nested key is reported with its path")
     func unknownKeyNested() {
-        expectSingleIssue(editing(fullConfiguration, [("listener.hots", "x")]), path: "listener.hots", contains: "unknown key")
-        expectSingleIssue(editing(fullConfiguration, [("authService.refresh.graceSecond", 3)]), path: "authService.refresh.graceSecond", contains: "unknown key")
-        expectSingleIssue(editing(fullConfiguration, [("backends.other.url", "x")]), path: "backends.other.url", contains: "unknown key")
+        expectSingleIssue(
+            editing(fullConfiguration, [("listener.hots", "x")]), path: "listener.hots", contains: "unknown key")
+        expectSingleIssue(
+            editing(fullConfiguration, [("authService.refresh.graceSecond", 3)]),
+            path: "authService.refresh.graceSecond", contains: "unknown key")
+        expectSingleIssue(
+            editing(fullConfiguration, [("backends.other.url", "x")]), path: "backends.other.url",
+            contains: "unknown key")
     }
 
     @Test("an unknown key in an array element is reported with its index")
     func unknownKeyInArrayElement() {
-        expectSingleIssue(editing(fullConfiguration, [("routes[1].pathPrefx", "/x")]), path: "routes[1].pathPrefx", contains: "unknown key")
-        expectSingleIssue(editing(fullConfiguration, [("tokens.issuers[0].audience", "x")]), path: "tokens.issuers[0].audience", contains: "unknown key")
+        expectSingleIssue(
+            editing(fullConfiguration, [("routes[1].pathPrefx", "/x")]), path: "routes[1].pathPrefx",
+            contains: "unknown key")
+        expectSingleIssue(
+            editing(fullConfiguration, [("tokens.issuers[0].audience", "x")]), path: "tokens.issuers[0].audience",
+            contains: "unknown key")
     }
 
     @Test(
         "an unknown key is caught in every section",
         arguments: [
             "limits.x", "timeouts.x", "tokens.x", "tokens.issuers[0].x", "authService.x", "authService.refresh.x",
-            "authService.refresh.responseHeaders.x", "authService.profile.x", "backends.api.x", "routes[2].x", "health.x", "logging.x", "admin.x",
+            "authService.refresh.responseHeaders.x", "authService.profile.x", "backends.api.x", "routes[2].x",
+            "health.x", "logging.x", "admin.x",
         ]
     )
     func unknownKeyEverySection(path: String) {
@@ -330,7 +386,8 @@ struct ConfigurationLoaderTests {
 
     @Test("an unknown key in a token source entry")
     func unknownKeyInTokenSource() {
-        let text = editing(fullConfiguration, [("tokens.sources", [["header": "Authorization", "scheme": ["Bearer"]]])])
+        let text = editing(
+            fullConfiguration, [("tokens.sources", [["header": "Authorization", "scheme": ["Bearer"]]])])
         expectSingleIssue(text, path: "tokens.sources[0].scheme", contains: "unknown key")
     }
 
@@ -340,11 +397,17 @@ struct ConfigurationLoaderTests {
         "a value of the wrong type is reported with its path",
         arguments: [
             ("listener.port", JSONValue.string("8080"), "expected a whole number, found string"),
-            ("limits.maxHeaderBytes", JSONValue.number(JSONNumber(text: "40000.5", double: 40000.5)), "expected a whole number, found 40000.5"),
+            (
+                "limits.maxHeaderBytes", JSONValue.number(JSONNumber(text: "40000.5", double: 40000.5)),
+                "expected a whole number, found 40000.5"
+            ),
             ("logging.accessLog", JSONValue.string("yes"), "expected true or false, found string"),
             ("routes", JSONValue.object(JSONObject()), "expected an array, found object"),
             ("routes[1]", JSONValue.string("admin"), "expected an object, found string"),
-            ("backends.api.urls", JSONValue.string("http://127.0.0.1:9100"), "expected an array of strings, found string"),
+            (
+                "backends.api.urls", JSONValue.string("http://127.0.0.1:9100"),
+                "expected an array of strings, found string"
+            ),
             ("backends.api.urls[0]", JSONValue.number(JSONNumber(9100)), "expected a string, found number"),
             ("routes[2].backend", JSONValue.bool(true), "expected a string, found boolean"),
             ("tokens", JSONValue.array([]), "expected an object, found array"),
@@ -359,7 +422,8 @@ struct ConfigurationLoaderTests {
 
     @Test("each refresh response header defaults on its own")
     func responseHeadersDefaultIndependently() throws {
-        let text = editing(fullConfiguration, [("authService.refresh.responseHeaders", ["accessToken": "X-New-Access"])])
+        let text = editing(
+            fullConfiguration, [("authService.refresh.responseHeaders", ["accessToken": "X-New-Access"])])
         let refresh = try #require(try load(text).get().authService?.refresh)
         #expect(refresh.accessTokenResponseHeader == "X-New-Access")
         #expect(refresh.refreshTokenResponseHeader == "X-Refresh-Token")
@@ -371,13 +435,17 @@ struct ConfigurationLoaderTests {
 
     @Test("TLS on the admin listener is refused, not ignored")
     func adminTLSIsRefused() {
-        let text = editing(fullConfiguration, [("admin.tls", ["certificatePEMFile": "/nonexistent.pem", "privateKeyPEMFile": "/nonexistent.key"])])
+        let text = editing(
+            fullConfiguration,
+            [("admin.tls", ["certificatePEMFile": "/nonexistent.pem", "privateKeyPEMFile": "/nonexistent.key"])])
         expectSingleIssue(text, path: "admin.tls", contains: "not supported on the admin listener")
     }
 
     @Test("a scalar where the backends object belongs")
     func backendNotObject() {
-        expectIssue(editing(fullConfiguration, [("backends.api", "http://127.0.0.1:9100")]), path: "backends.api", contains: "expected an object, found string")
+        expectIssue(
+            editing(fullConfiguration, [("backends.api", "http://127.0.0.1:9100")]), path: "backends.api",
+            contains: "expected an object, found string")
     }
 
     // MARK: Required sections
@@ -389,7 +457,9 @@ struct ConfigurationLoaderTests {
 
     @Test("a route that needs auth needs an issuer")
     func issuersRequiredForAuth() {
-        let text = editing(fullConfiguration, [("tokens", nil), ("routes[1].require", nil), ("identityHeaders", nil), ("authService", nil)])
+        let text = editing(
+            fullConfiguration,
+            [("tokens", nil), ("routes[1].require", nil), ("identityHeaders", nil), ("authService", nil)])
         let found = self.issues(text)
         // Route 0 has auth "none"; routes 1 and 2 default to "required".
         #expect(found.map(\.path) == ["routes[1].auth", "routes[2].auth"], "issues: \(found)")
@@ -404,86 +474,150 @@ struct ConfigurationLoaderTests {
     @Test("an empty routes list and an empty backends object are errors")
     func emptyLists() {
         expectIssue(editing(minimalConfiguration, [("routes", [])]), path: "routes", contains: "at least one route")
-        expectIssue(editing(minimalConfiguration, [("backends", JSONValue.object(JSONObject()))]), path: "backends", contains: "at least one backend")
-        expectSingleIssue(editing(minimalConfiguration, [("backends.api.urls", [])]), path: "backends.api.urls", contains: "at least one URL")
+        expectIssue(
+            editing(minimalConfiguration, [("backends", JSONValue.object(JSONObject()))]), path: "backends",
+            contains: "at least one backend")
+        expectSingleIssue(
+            editing(minimalConfiguration, [("backends.api.urls", [])]), path: "backends.api.urls",
+            contains: "at least one URL")
     }
 
     @Test("an issuer needs a key source")
     func issuerWithoutKeys() {
-        expectSingleIssue(editing(fullConfiguration, [("tokens.issuers[0].jwksURL", nil)]), path: "tokens.issuers[0]", contains: "keys, jwksFile, jwksURL or \"discovery\": true")
+        expectSingleIssue(
+            editing(fullConfiguration, [("tokens.issuers[0].jwksURL", nil)]), path: "tokens.issuers[0]",
+            contains: "keys, jwksFile, jwksURL or \"discovery\": true")
     }
 
     @Test("a route needs path or pathPrefix, not both")
     func routePathChoice() {
-        expectSingleIssue(editing(fullConfiguration, [("routes[2].pathPrefix", nil)]), path: "routes[2]", contains: "needs \"path\" or \"pathPrefix\"")
-        expectSingleIssue(editing(fullConfiguration, [("routes[2].path", "/x")]), path: "routes[2]", contains: "not both")
-        expectSingleIssue(editing(fullConfiguration, [("routes[2].pathPrefix", "x/")]), path: "routes[2].pathPrefix", contains: "must start with \"/\"")
-        expectSingleIssue(editing(fullConfiguration, [("routes[2].name", nil)]), path: "routes[2].name", contains: "is required")
+        expectSingleIssue(
+            editing(fullConfiguration, [("routes[2].pathPrefix", nil)]), path: "routes[2]",
+            contains: "needs \"path\" or \"pathPrefix\"")
+        expectSingleIssue(
+            editing(fullConfiguration, [("routes[2].path", "/x")]), path: "routes[2]", contains: "not both")
+        expectSingleIssue(
+            editing(fullConfiguration, [("routes[2].pathPrefix", "x/")]), path: "routes[2].pathPrefix",
+            contains: "must start with \"/\"")
+        expectSingleIssue(
+            editing(fullConfiguration, [("routes[2].name", nil)]), path: "routes[2].name", contains: "is required")
     }
 
     // MARK: Cross references
 
     @Test("duplicate route names")
     func duplicateRouteNames() {
-        expectSingleIssue(editing(fullConfiguration, [("routes[2].name", "admin")]), path: "routes[2].name", contains: "duplicate route name \"admin\"")
+        expectSingleIssue(
+            editing(fullConfiguration, [("routes[2].name", "admin")]), path: "routes[2].name",
+            contains: "duplicate route name \"admin\"")
     }
 
     @Test("an unknown backend")
     func unknownBackend() {
-        expectSingleIssue(editing(fullConfiguration, [("routes[2].backend", "billing")]), path: "routes[2].backend", contains: "unknown backend \"billing\"")
+        expectSingleIssue(
+            editing(fullConfiguration, [("routes[2].backend", "billing")]), path: "routes[2].backend",
+            contains: "unknown backend \"billing\"")
     }
 
     @Test("duplicate issuers")
     func duplicateIssuers() {
         let issuer: JSONValue = ["issuer": "https://issuer.test", "jwksURL": "http://127.0.0.1:9000/other.json"]
-        expectSingleIssue(editing(fullConfiguration, [("tokens.issuers[1]", issuer)]), path: "tokens.issuers[1].issuer", contains: "duplicate issuer \"https://issuer.test\"")
+        expectSingleIssue(
+            editing(fullConfiguration, [("tokens.issuers[1]", issuer)]), path: "tokens.issuers[1].issuer",
+            contains: "duplicate issuer \"https://issuer.test\"")
     }
 
     @Test("require with auth none, and a bad require key")
     func requireRules() {
-        expectSingleIssue(editing(fullConfiguration, [("routes[0].require", ["claims.sub": "x"])]), path: "routes[0].require", contains: "auth \"none\"")
-        expectSingleIssue(editing(fullConfiguration, [("routes[2].require", ["sub": "x"])]), path: "routes[2].require.sub", contains: "claims.<name>")
+        expectSingleIssue(
+            editing(fullConfiguration, [("routes[0].require", ["claims.sub": "x"])]), path: "routes[0].require",
+            contains: "auth \"none\"")
+        expectSingleIssue(
+            editing(fullConfiguration, [("routes[2].require", ["sub": "x"])]), path: "routes[2].require.sub",
+            contains: "claims.<name>")
     }
 
     @Test("stripPathPrefix applies only to prefix routes")
     func stripPathPrefixOnExact() {
-        expectSingleIssue(editing(fullConfiguration, [("routes[2].pathPrefix", nil), ("routes[2].path", "/x"), ("routes[2].stripPathPrefix", true)]),
+        expectSingleIssue(
+            editing(
+                fullConfiguration,
+                [("routes[2].pathPrefix", nil), ("routes[2].path", "/x"), ("routes[2].stripPathPrefix", true)]),
             path: "routes[2].stripPathPrefix", contains: "pathPrefix")
     }
 
     @Test("identity headers must name claims or profile values")
     func identityHeaderValues() {
-        expectSingleIssue(editing(fullConfiguration, [("identityHeaders.X-User-Subject", "sub")]), path: "identityHeaders.X-User-Subject", contains: "claims.<name>")
-        expectSingleIssue(editing(fullConfiguration, [("identityHeaders.Bad Header", "claims.sub")]), path: "identityHeaders.Bad Header", contains: "not a valid header name")
-        expectSingleIssue(editing(fullConfiguration, [("identityHeaders.x-user-subject", "claims.email")]), path: "identityHeaders.x-user-subject", contains: "duplicate header")
+        expectSingleIssue(
+            editing(fullConfiguration, [("identityHeaders.X-User-Subject", "sub")]),
+            path: "identityHeaders.X-User-Subject", contains: "claims.<name>")
+        expectSingleIssue(
+            editing(fullConfiguration, [("identityHeaders.Bad Header", "claims.sub")]),
+            path: "identityHeaders.Bad Header", contains: "not a valid header name")
+        expectSingleIssue(
+            editing(fullConfiguration, [("identityHeaders.x-user-subject", "claims.email")]),
+            path: "identityHeaders.x-user-subject", contains: "duplicate header")
     }
 
     @Test("profile.* needs authService.profile")
     func profileWithoutProfileSection() {
-        expectSingleIssue(editing(fullConfiguration, [("authService.profile", nil)]), path: "authService.profile", contains: "profile.*")
+        expectSingleIssue(
+            editing(fullConfiguration, [("authService.profile", nil)]), path: "authService.profile",
+            contains: "profile.*")
         // Through an identity header as well as through a requirement.
         expectSingleIssue(
-            editing(fullConfiguration, [("authService.profile", nil), ("routes[1].require", nil), ("identityHeaders.X-User-Name", "profile.name")]),
+            editing(
+                fullConfiguration,
+                [
+                    ("authService.profile", nil), ("routes[1].require", nil),
+                    ("identityHeaders.X-User-Name", "profile.name"),
+                ]),
             path: "authService.profile", contains: "profile.*")
         // Without any profile.* use, the section is optional.
-        #expect(self.issues(editing(fullConfiguration, [("authService.profile", nil), ("routes[1].require", ["claims.admin": true])])).isEmpty)
+        #expect(
+            self.issues(
+                editing(
+                    fullConfiguration, [("authService.profile", nil), ("routes[1].require", ["claims.admin": true])])
+            ).isEmpty)
     }
 
     @Test("an unknown placeholder in jsonBody")
     func unknownPlaceholder() {
-        expectSingleIssue(editing(fullConfiguration, [("authService.refresh.jsonBody", ["user": "{username}", "token": "{refreshToken}", "email": "{claims.email}"])]),
+        expectSingleIssue(
+            editing(
+                fullConfiguration,
+                [
+                    (
+                        "authService.refresh.jsonBody",
+                        ["user": "{username}", "token": "{refreshToken}", "email": "{claims.email}"]
+                    )
+                ]),
             path: "authService.refresh.jsonBody.user", contains: "unknown placeholder {username}")
-        expectSingleIssue(editing(fullConfiguration, [("authService.refresh.jsonBody", ["nested": ["list": ["ok", "prefix-{profile.x}"]]])]),
+        expectSingleIssue(
+            editing(
+                fullConfiguration,
+                [("authService.refresh.jsonBody", ["nested": ["list": ["ok", "prefix-{profile.x}"]]])]),
             path: "authService.refresh.jsonBody.nested.list[1]", contains: "unknown placeholder {profile.x}")
     }
 
     @Test("protocol-specific refresh keys are refused under the other protocol")
     func refreshProtocolKeys() {
-        expectSingleIssue(editing(fullConfiguration, [("authService.refresh.clientId", "gw")]), path: "authService.refresh.clientId", contains: "oauth2")
-        expectSingleIssue(editing(fullConfiguration, [("authService.refresh", ["protocol": "oauth2", "jsonBody": ["a": "b"]])]), path: "authService.refresh.jsonBody", contains: "json")
-        expectSingleIssue(editing(fullConfiguration, [("authService.refresh", ["protocol": "oauth2", "clientSecret": "s"])]), path: "authService.refresh.clientSecret", contains: "needs clientId")
-        expectSingleIssue(editing(fullConfiguration, [("authService.refresh.protocol", "saml")]), path: "authService.refresh.protocol", contains: "\"json\" or \"oauth2\"")
-        expectSingleIssue(editing(fullConfiguration, [("authService.refresh", ["protocol": "oauth2", "clientId": "gw", "clientAuthentication": "digest"])]),
+        expectSingleIssue(
+            editing(fullConfiguration, [("authService.refresh.clientId", "gw")]), path: "authService.refresh.clientId",
+            contains: "oauth2")
+        expectSingleIssue(
+            editing(fullConfiguration, [("authService.refresh", ["protocol": "oauth2", "jsonBody": ["a": "b"]])]),
+            path: "authService.refresh.jsonBody", contains: "json")
+        expectSingleIssue(
+            editing(fullConfiguration, [("authService.refresh", ["protocol": "oauth2", "clientSecret": "s"])]),
+            path: "authService.refresh.clientSecret", contains: "needs clientId")
+        expectSingleIssue(
+            editing(fullConfiguration, [("authService.refresh.protocol", "saml")]),
+            path: "authService.refresh.protocol", contains: "\"json\" or \"oauth2\"")
+        expectSingleIssue(
+            editing(
+                fullConfiguration,
+                [("authService.refresh", ["protocol": "oauth2", "clientId": "gw", "clientAuthentication": "digest"])]),
             path: "authService.refresh.clientAuthentication", contains: "\"basic\" or \"form\"")
     }
 
@@ -491,9 +625,11 @@ struct ConfigurationLoaderTests {
 
     @Test("an unreadable key file")
     func unreadableKeyFile() {
-        expectSingleIssue(keyConfiguration(#"{ "algorithm": "RS256", "publicKeyPEMFile": "/nonexistent/key.pem" }"#),
+        expectSingleIssue(
+            keyConfiguration(#"{ "algorithm": "RS256", "publicKeyPEMFile": "/nonexistent/key.pem" }"#),
             path: "tokens.issuers[0].keys[0].publicKeyPEMFile", contains: "cannot read /nonexistent/key.pem")
-        expectSingleIssue(keyConfiguration(#"{ "algorithm": "RS256", "publicKeyPEMFile": "/tmp" }"#),
+        expectSingleIssue(
+            keyConfiguration(#"{ "algorithm": "RS256", "publicKeyPEMFile": "/tmp" }"#),
             path: "tokens.issuers[0].keys[0].publicKeyPEMFile", contains: "directory")
     }
 
@@ -502,7 +638,8 @@ struct ConfigurationLoaderTests {
         try withTemporaryDirectory { directory in
             let file = directory.appendingPathComponent("garbage.pem")
             try "this is not a key\n".write(to: file, atomically: true, encoding: .utf8)
-            expectSingleIssue(keyConfiguration(#"{ "algorithm": "RS256", "publicKeyPEMFile": "\#(file.path)" }"#),
+            expectSingleIssue(
+                keyConfiguration(#"{ "algorithm": "RS256", "publicKeyPEMFile": "\#(file.path)" }"#),
                 path: "tokens.issuers[0].keys[0].publicKeyPEMFile", contains: "not a PEM document")
         }
     }
@@ -510,7 +647,8 @@ struct ConfigurationLoaderTests {
     @Test("a private key file is refused with a clear message")
     func privateKeyFile() {
         let path = Fixtures.url("jwt/keys/private/ec256.key.pem").path
-        expectSingleIssue(keyConfiguration(#"{ "publicKeyPEMFile": "\#(path)" }"#),
+        expectSingleIssue(
+            keyConfiguration(#"{ "publicKeyPEMFile": "\#(path)" }"#),
             path: "tokens.issuers[0].keys[0].publicKeyPEMFile", contains: "private key")
     }
 
@@ -518,7 +656,8 @@ struct ConfigurationLoaderTests {
     func unsupportedAlgorithm() {
         let path = Fixtures.url("jwt/keys/rsa.pub.pem").path
         for algorithm in ["HS256", "none", "rs256", "ES256K"] {
-            expectSingleIssue(keyConfiguration(#"{ "algorithm": "\#(algorithm)", "publicKeyPEMFile": "\#(path)" }"#),
+            expectSingleIssue(
+                keyConfiguration(#"{ "algorithm": "\#(algorithm)", "publicKeyPEMFile": "\#(path)" }"#),
                 path: "tokens.issuers[0].keys[0].algorithm", contains: "unsupported algorithm \"\(algorithm)\"")
         }
     }
@@ -527,21 +666,27 @@ struct ConfigurationLoaderTests {
     func keyTypeMismatch() {
         let ec = Fixtures.url("jwt/keys/ec256.pub.pem").path
         let rsa = Fixtures.url("jwt/keys/rsa.pub.pem").path
-        expectSingleIssue(keyConfiguration(#"{ "algorithm": "RS256", "publicKeyPEMFile": "\#(ec)" }"#),
+        expectSingleIssue(
+            keyConfiguration(#"{ "algorithm": "RS256", "publicKeyPEMFile": "\#(ec)" }"#),
             path: "tokens.issuers[0].keys[0].algorithm", contains: "cannot verify RS256")
-        expectSingleIssue(keyConfiguration(#"{ "algorithm": "ES384", "publicKeyPEMFile": "\#(ec)" }"#),
+        expectSingleIssue(
+            keyConfiguration(#"{ "algorithm": "ES384", "publicKeyPEMFile": "\#(ec)" }"#),
             path: "tokens.issuers[0].keys[0].algorithm", contains: "cannot verify ES384")
-        expectSingleIssue(keyConfiguration(#"{ "algorithm": "ES256", "publicKeyPEMFile": "\#(rsa)" }"#),
+        expectSingleIssue(
+            keyConfiguration(#"{ "algorithm": "ES256", "publicKeyPEMFile": "\#(rsa)" }"#),
             path: "tokens.issuers[0].keys[0].algorithm", contains: "cannot verify ES256")
     }
 
     @Test("an RSA key needs an algorithm; EC and Ed25519 keys imply theirs")
     func rsaKeyWithoutAlgorithm() throws {
         let rsa = Fixtures.url("jwt/keys/rsa.pub.pem").path
-        expectSingleIssue(keyConfiguration(#"{ "publicKeyPEMFile": "\#(rsa)" }"#),
+        expectSingleIssue(
+            keyConfiguration(#"{ "publicKeyPEMFile": "\#(rsa)" }"#),
             path: "tokens.issuers[0].keys[0].algorithm", contains: "is required for an RSA key")
         let entries = [("ec256", JWSAlgorithm.ES256), ("ec384", .ES384), ("ec521", .ES512), ("ed25519", .EdDSA)]
-        let keys = entries.map { #"{ "kid": "\#($0.0)", "publicKeyPEMFile": "\#(Fixtures.url("jwt/keys/\($0.0).pub.pem").path)" }"# }
+        let keys = entries.map {
+            #"{ "kid": "\#($0.0)", "publicKeyPEMFile": "\#(Fixtures.url("jwt/keys/\($0.0).pub.pem").path)" }"#
+        }
         let configuration = try self.valid(keyConfiguration(keys.joined(separator: ",")))
         let loaded = try #require(configuration.tokens.issuers.first?.staticKeys)
         #expect(loaded.map(\.kid) == entries.map(\.0))
@@ -551,7 +696,8 @@ struct ConfigurationLoaderTests {
     @Test("a 1024-bit RSA key is refused")
     func weakRSAKey() {
         let path = Fixtures.url("jwt/keys/rsa-1024.pub.pem").path
-        expectSingleIssue(keyConfiguration(#"{ "algorithm": "RS256", "publicKeyPEMFile": "\#(path)" }"#),
+        expectSingleIssue(
+            keyConfiguration(#"{ "algorithm": "RS256", "publicKeyPEMFile": "\#(path)" }"#),
             path: "tokens.issuers[0].keys[0].publicKeyPEMFile", contains: "1024 bits is too short")
     }
 
@@ -579,7 +725,8 @@ struct ConfigurationLoaderTests {
             }
             """
         let issuer = try #require(try self.valid(text).tokens.issuers.first)
-        let byKid = Dictionary(issuer.staticKeys.compactMap { key in key.kid.map { ($0, key) } }, uniquingKeysWith: { first, _ in first })
+        let byKid = Dictionary(
+            issuer.staticKeys.compactMap { key in key.kid.map { ($0, key) } }, uniquingKeysWith: { first, _ in first })
         #expect(byKid["file"]?.algorithm == .PS256)
         #expect(byKid["inline"]?.algorithm == .ES256)
         #expect(byKid["b64"]?.algorithm == .RS384)
@@ -595,15 +742,19 @@ struct ConfigurationLoaderTests {
     @Test("a key entry takes exactly one source")
     func keySourceCount() {
         let rsa = Fixtures.url("jwt/keys/rsa.pub.pem").path
-        expectSingleIssue(keyConfiguration(#"{ "algorithm": "RS256" }"#), path: "tokens.issuers[0].keys[0]", contains: "a key needs one of")
-        expectSingleIssue(keyConfiguration(#"{ "algorithm": "RS256", "publicKeyPEMFile": "\#(rsa)", "publicKeyBase64": "AAAA" }"#),
+        expectSingleIssue(
+            keyConfiguration(#"{ "algorithm": "RS256" }"#), path: "tokens.issuers[0].keys[0]",
+            contains: "a key needs one of")
+        expectSingleIssue(
+            keyConfiguration(#"{ "algorithm": "RS256", "publicKeyPEMFile": "\#(rsa)", "publicKeyBase64": "AAAA" }"#),
             path: "tokens.issuers[0].keys[0]", contains: "only one of")
     }
 
     @Test("a certificate file that is not a certificate")
     func certificateFileHoldsPublicKey() {
         let rsa = Fixtures.url("jwt/keys/rsa.pub.pem").path
-        expectSingleIssue(keyConfiguration(#"{ "algorithm": "RS256", "certificatePEMFile": "\#(rsa)" }"#),
+        expectSingleIssue(
+            keyConfiguration(#"{ "algorithm": "RS256", "certificatePEMFile": "\#(rsa)" }"#),
             path: "tokens.issuers[0].keys[0].certificatePEMFile", contains: "not a PEM certificate")
     }
 
@@ -611,7 +762,9 @@ struct ConfigurationLoaderTests {
     func duplicateKid() {
         let ec = Fixtures.url("jwt/keys/ec256.pub.pem").path
         let ed = Fixtures.url("jwt/keys/ed25519.pub.pem").path
-        expectSingleIssue(keyConfiguration(#"{ "kid": "k", "publicKeyPEMFile": "\#(ec)" }, { "kid": "k", "publicKeyPEMFile": "\#(ed)" }"#),
+        expectSingleIssue(
+            keyConfiguration(
+                #"{ "kid": "k", "publicKeyPEMFile": "\#(ec)" }, { "kid": "k", "publicKeyPEMFile": "\#(ed)" }"#),
             path: "tokens.issuers[0].keys", contains: "kid \"k\"")
     }
 
@@ -636,27 +789,41 @@ struct ConfigurationLoaderTests {
         ]
     )
     func invalidBackendURL(url: String, message: String) {
-        expectSingleIssue(editing(fullConfiguration, [("backends.other.urls[1]", .string(url))]), path: "backends.other.urls[1]", contains: message)
+        expectSingleIssue(
+            editing(fullConfiguration, [("backends.other.urls[1]", .string(url))]), path: "backends.other.urls[1]",
+            contains: message)
     }
 
     @Test("invalid auth service and JWKS URLs")
     func invalidServiceURLs() {
-        expectIssue(editing(fullConfiguration, [("authService.url", "http://127.0.0.1:9000/v1")]), path: "authService.url", contains: "base URL only")
-        expectIssue(editing(fullConfiguration, [("authService.url", "127.0.0.1:9000")]), path: "authService.url", contains: "http://")
-        expectSingleIssue(editing(fullConfiguration, [("tokens.issuers[0].jwksURL", "//127.0.0.1/jwks")]), path: "tokens.issuers[0].jwksURL", contains: "http://")
+        expectIssue(
+            editing(fullConfiguration, [("authService.url", "http://127.0.0.1:9000/v1")]), path: "authService.url",
+            contains: "base URL only")
+        expectIssue(
+            editing(fullConfiguration, [("authService.url", "127.0.0.1:9000")]), path: "authService.url",
+            contains: "http://")
+        expectSingleIssue(
+            editing(fullConfiguration, [("tokens.issuers[0].jwksURL", "//127.0.0.1/jwks")]),
+            path: "tokens.issuers[0].jwksURL", contains: "http://")
     }
 
     @Test("a bad authService.url is reported once, not also as a missing authService.profile")
     func badAuthServiceURLDoesNotCascade() {
         // The profile section is present; only the URL is wrong. Reporting
         // "authService.profile: is required" as well sends the operator after a non-problem.
-        expectSingleIssue(editing(fullConfiguration, [("authService.url", "127.0.0.1:9000")]), path: "authService.url", contains: "must start with http://")
+        expectSingleIssue(
+            editing(fullConfiguration, [("authService.url", "127.0.0.1:9000")]), path: "authService.url",
+            contains: "must start with http://")
     }
 
     @Test("listener ports out of range", arguments: [-1, 65536, 100_000])
     func portOutOfRange(port: Int) {
-        expectSingleIssue(editing(fullConfiguration, [("listener.port", .number(JSONNumber(port)))]), path: "listener.port", contains: "between 0 and 65535, found \(port)")
-        expectSingleIssue(editing(fullConfiguration, [("admin.port", .number(JSONNumber(port)))]), path: "admin.port", contains: "found \(port)")
+        expectSingleIssue(
+            editing(fullConfiguration, [("listener.port", .number(JSONNumber(port)))]), path: "listener.port",
+            contains: "between 0 and 65535, found \(port)")
+        expectSingleIssue(
+            editing(fullConfiguration, [("admin.port", .number(JSONNumber(port)))]), path: "admin.port",
+            contains: "found \(port)")
     }
 
     @Test("listener port 0 (any free port) and 65535 are accepted")
@@ -672,7 +839,8 @@ struct ConfigurationLoaderTests {
         arguments: [
             "timeouts.requestHeaderSeconds", "timeouts.idleSeconds", "timeouts.drainSeconds",
             "tokens.issuers[0].jwksRefreshSeconds", "tokens.issuers[0].jwksMinRefetchSeconds",
-            "authService.timeoutMilliseconds", "authService.refresh.maxExpiredSeconds", "authService.refresh.graceSeconds",
+            "authService.timeoutMilliseconds", "authService.refresh.maxExpiredSeconds",
+            "authService.refresh.graceSeconds",
             "authService.profile.ttlSeconds", "authService.profile.staleSeconds",
             "backends.api.connectTimeoutMilliseconds", "backends.api.responseTimeoutMilliseconds",
         ]
@@ -687,20 +855,27 @@ struct ConfigurationLoaderTests {
     func leeway() throws {
         let configuration = try self.valid(editing(fullConfiguration, [("tokens.issuers[0].leewaySeconds", 0)]))
         #expect(configuration.tokens.issuers[0].leewaySeconds == 0)
-        expectSingleIssue(editing(fullConfiguration, [("tokens.issuers[0].leewaySeconds", -1)]), path: "tokens.issuers[0].leewaySeconds", contains: "found -1")
+        expectSingleIssue(
+            editing(fullConfiguration, [("tokens.issuers[0].leewaySeconds", -1)]),
+            path: "tokens.issuers[0].leewaySeconds", contains: "found -1")
     }
 
     @Test("a fractional duration is refused")
     func fractionalDuration() {
-        expectSingleIssue(editing(fullConfiguration, [("timeouts.idleSeconds", .number(JSONNumber(text: "1.5", double: 1.5)))]),
+        expectSingleIssue(
+            editing(fullConfiguration, [("timeouts.idleSeconds", .number(JSONNumber(text: "1.5", double: 1.5)))]),
             path: "timeouts.idleSeconds", contains: "whole number")
     }
 
     @Test("configured durations are kept")
     func durationsKept() throws {
-        let configuration = try self.valid(editing(fullConfiguration, [
-            ("timeouts.idleSeconds", 7), ("authService.refresh.graceSeconds", 1), ("authService.profile.staleSeconds", 2), ("tokens.issuers[0].jwksMinRefetchSeconds", 3),
-        ]))
+        let configuration = try self.valid(
+            editing(
+                fullConfiguration,
+                [
+                    ("timeouts.idleSeconds", 7), ("authService.refresh.graceSeconds", 1),
+                    ("authService.profile.staleSeconds", 2), ("tokens.issuers[0].jwksMinRefetchSeconds", 3),
+                ]))
         #expect(configuration.timeouts.idleSeconds == 7)
         #expect(configuration.authService?.refresh?.graceSeconds == 1)
         #expect(configuration.authService?.profile?.staleSeconds == 2)
@@ -709,18 +884,26 @@ struct ConfigurationLoaderTests {
 
     // MARK: Trusted proxies
 
-    @Test("an invalid CIDR in trustedProxies", arguments: ["10.0.0.0/33", "not-an-ip", "10.0.0/8", "fd00::/129", "10.0.0.0/8/1", "10.0.0.0/-1", ""])
+    @Test(
+        "an invalid CIDR in trustedProxies",
+        arguments: ["10.0.0.0/33", "not-an-ip", "10.0.0/8", "fd00::/129", "10.0.0.0/8/1", "10.0.0.0/-1", ""])
     func invalidCIDR(_ text: String) {
-        expectSingleIssue(editing(fullConfiguration, [("trustedProxies[1]", .string(text))]), path: "trustedProxies[1]", contains: "is not an IP address or CIDR block")
+        expectSingleIssue(
+            editing(fullConfiguration, [("trustedProxies[1]", .string(text))]), path: "trustedProxies[1]",
+            contains: "is not an IP address or CIDR block")
     }
 
     // MARK: Other sections
 
     @Test("logging level and health paths are validated")
     func loggingAndHealth() throws {
-        expectSingleIssue(editing(fullConfiguration, [("logging.level", "loud")]), path: "logging.level", contains: "must be one of")
-        expectSingleIssue(editing(fullConfiguration, [("health.readyPath", "ready")]), path: "health.readyPath", contains: "starting with \"/\"")
-        let configuration = try self.valid(editing(fullConfiguration, [("logging.level", "WARNING"), ("health.path", "/status")]))
+        expectSingleIssue(
+            editing(fullConfiguration, [("logging.level", "loud")]), path: "logging.level", contains: "must be one of")
+        expectSingleIssue(
+            editing(fullConfiguration, [("health.readyPath", "ready")]), path: "health.readyPath",
+            contains: "starting with \"/\"")
+        let configuration = try self.valid(
+            editing(fullConfiguration, [("logging.level", "WARNING"), ("health.path", "/status")]))
         #expect(configuration.logging.level == .warning)
         #expect(configuration.health.path == "/status")
         #expect(configuration.health.readyPath == "/readyz")
@@ -737,11 +920,17 @@ struct ConfigurationLoaderTests {
 
     @Test("${NAME} is replaced from the injected environment")
     func environmentSubstitution() throws {
-        let text = editing(fullConfiguration, [
-            ("backends.api.urls[0]", "http://${BACKEND_HOST}:${BACKEND_PORT}"),
-            ("authService.refresh.jsonBody", ["user_name": "{claims.email}", "refreshtoken": "{refreshToken}", "client": "${CLIENT}"]),
-        ])
-        let configuration = try self.valid(text, environment: ["BACKEND_HOST": "backend.internal", "BACKEND_PORT": "9443", "CLIENT": "mobile"])
+        let text = editing(
+            fullConfiguration,
+            [
+                ("backends.api.urls[0]", "http://${BACKEND_HOST}:${BACKEND_PORT}"),
+                (
+                    "authService.refresh.jsonBody",
+                    ["user_name": "{claims.email}", "refreshtoken": "{refreshToken}", "client": "${CLIENT}"]
+                ),
+            ])
+        let configuration = try self.valid(
+            text, environment: ["BACKEND_HOST": "backend.internal", "BACKEND_PORT": "9443", "CLIENT": "mobile"])
         let url = try #require(configuration.backend(named: "api")?.urls.first)
         #expect(url.host == "backend.internal")
         #expect(url.port == 9443)
@@ -755,14 +944,20 @@ struct ConfigurationLoaderTests {
     @Test("a missing environment variable is an error at the string's path")
     func environmentMissing() {
         let text = editing(fullConfiguration, [("backends.api.urls[0]", "http://${BACKEND_HOST}:9100")])
-        expectSingleIssue(text, path: "backends.api.urls[0]", contains: "environment variable BACKEND_HOST is not set", environment: ["OTHER": "x"])
-        expectSingleIssue(editing(fullConfiguration, [("routes[2].backend", "${BACKEND}")]), path: "routes[2].backend", contains: "BACKEND is not set")
+        expectSingleIssue(
+            text, path: "backends.api.urls[0]", contains: "environment variable BACKEND_HOST is not set",
+            environment: ["OTHER": "x"])
+        expectSingleIssue(
+            editing(fullConfiguration, [("routes[2].backend", "${BACKEND}")]), path: "routes[2].backend",
+            contains: "BACKEND is not set")
     }
 
     @Test("the real process environment is not consulted when one is injected")
     func environmentInjectedOnly() {
         // PATH is set in every test process; an injected empty environment must not see it.
-        expectSingleIssue(editing(fullConfiguration, [("routes[2].backend", "${PATH}")]), path: "routes[2].backend", contains: "PATH is not set", environment: [:])
+        expectSingleIssue(
+            editing(fullConfiguration, [("routes[2].backend", "${PATH}")]), path: "routes[2].backend",
+            contains: "PATH is not set", environment: [:])
     }
 
     // MARK: Files
@@ -772,9 +967,11 @@ struct ConfigurationLoaderTests {
         try withTemporaryDirectory { directory in
             let keys = directory.appendingPathComponent("keys")
             try FileManager.default.createDirectory(at: keys, withIntermediateDirectories: true)
-            try Fixtures.text("jwt/keys/ec256.pub.pem").write(to: keys.appendingPathComponent("signing.pem"), atomically: true, encoding: .utf8)
+            try Fixtures.text("jwt/keys/ec256.pub.pem").write(
+                to: keys.appendingPathComponent("signing.pem"), atomically: true, encoding: .utf8)
             let configFile = directory.appendingPathComponent("gateway.json")
-            try keyConfiguration(#"{ "kid": "rel", "publicKeyPEMFile": "keys/signing.pem" }"#).write(to: configFile, atomically: true, encoding: .utf8)
+            try keyConfiguration(#"{ "kid": "rel", "publicKeyPEMFile": "keys/signing.pem" }"#).write(
+                to: configFile, atomically: true, encoding: .utf8)
 
             let configuration = try ConfigurationLoader(environment: [:]).load(path: configFile.path)
             #expect(configuration.sourcePath == configFile.path)
@@ -806,11 +1003,13 @@ struct ConfigurationLoaderTests {
 
     @Test("every error of a file is reported at once")
     func allErrorsAtOnce() {
-        let text = editing(fullConfiguration, [
-            ("listener.port", 70000),
-            ("routes[2].backend", "billing"),
-            ("trustedProxies[0]", "10.0.0.0/99"),
-        ])
+        let text = editing(
+            fullConfiguration,
+            [
+                ("listener.port", 70000),
+                ("routes[2].backend", "billing"),
+                ("trustedProxies[0]", "10.0.0.0/99"),
+            ])
         let found = self.issues(text)
         #expect(found.count == 3, "issues: \(found)")
         #expect(Set(found.map(\.path)) == ["listener.port", "routes[2].backend", "trustedProxies[0]"])
@@ -821,16 +1020,22 @@ struct ConfigurationLoaderTests {
 
     @Test("errors of many kinds at once, each with its own path")
     func manyErrorsAtOnce() {
-        let text = editing(fullConfiguration, [
-            ("typo", 1),
-            ("listener.port", "80"),
-            ("routes[0].name", "default"),
-            ("routes[1].backend", "nope"),
-            ("timeouts.idleSeconds", 0),
-            ("authService.profile", nil),
-        ])
+        let text = editing(
+            fullConfiguration,
+            [
+                ("typo", 1),
+                ("listener.port", "80"),
+                ("routes[0].name", "default"),
+                ("routes[1].backend", "nope"),
+                ("timeouts.idleSeconds", 0),
+                ("authService.profile", nil),
+            ])
         let found = self.issues(text)
-        #expect(Set(found.map(\.path)) == ["typo", "listener.port", "routes[2].name", "routes[1].backend", "timeouts.idleSeconds", "authService.profile"], "issues: \(found)")
+        #expect(
+            Set(found.map(\.path)) == [
+                "typo", "listener.port", "routes[2].name", "routes[1].backend", "timeouts.idleSeconds",
+                "authService.profile",
+            ], "issues: \(found)")
         #expect(found.count == 6)
     }
 
@@ -838,15 +1043,22 @@ struct ConfigurationLoaderTests {
 
     @Test("config/gateway.json loads")
     func repositoryGatewayConfig() throws {
-        let configuration = try ConfigurationLoader(environment: [:]).load(path: Fixtures.repositoryURL("config/gateway.json").path)
+        let configuration = try ConfigurationLoader(environment: [:]).load(
+            path: Fixtures.repositoryURL("config/gateway.json").path)
         #expect(configuration.routes.map(\.name) == ["public", "admin", "default"])
         #expect(configuration.routes.map(\.auth) == [.none, .required, .required])
         #expect(configuration.routes[1].methods == ["GET", "POST"])
         #expect(configuration.tokens.issuers.map(\.issuer) == ["http://127.0.0.1:9000"])
         #expect(configuration.tokens.issuers[0].jwks?.url?.description == "http://127.0.0.1:9000/.well-known/jwks.json")
         #expect(configuration.tokens.issuers[0].audiences == ["demo-api"])
-        #expect(configuration.identityHeaders.map(\.name) == ["X-User-Id", "X-User-Name", "X-User-Subject", "X-User-Super-Admin"])
-        #expect(configuration.identityHeaders.map(\.path.description) == ["profile.user_id", "profile.user_name", "claims.sub", "profile.super_admin"])
+        #expect(
+            configuration.identityHeaders.map(\.name) == [
+                "X-User-Id", "X-User-Name", "X-User-Subject", "X-User-Super-Admin",
+            ])
+        #expect(
+            configuration.identityHeaders.map(\.path.description) == [
+                "profile.user_id", "profile.user_name", "claims.sub", "profile.super_admin",
+            ])
         #expect(configuration.authService?.profile?.authorization == .raw)
         guard case .json(let template)? = configuration.authService?.refresh?.protocol else {
             Issue.record("expected a json refresh")
@@ -857,7 +1069,8 @@ struct ConfigurationLoaderTests {
 
     @Test("config/examples/rainmaker.json loads")
     func repositoryRainMakerConfig() throws {
-        let configuration = try ConfigurationLoader(environment: [:]).load(path: Fixtures.repositoryURL("config/examples/rainmaker.json").path)
+        let configuration = try ConfigurationLoader(environment: [:]).load(
+            path: Fixtures.repositoryURL("config/examples/rainmaker.json").path)
         #expect(configuration.routes.map(\.name) == ["health-passthrough", "admin", "api"])
         #expect(configuration.routes[0].pathMatch == .exact("/v1/ping"))
         #expect(configuration.tokens.sources == [.header(name: "Authorization", bearer: true, raw: true)])
@@ -896,10 +1109,14 @@ struct ConfigurationLoaderTests {
         #expect(configuration.authService?.url == nil)
         #expect(configuration.authService?.discoveryIssuer == "https://idp.example.com/realms/main")
         let discovery = try #require(configuration.tokens.issuers[0].jwks?.discovery)
-        #expect(discovery.documentURL.description == "https://idp.example.com/realms/main/.well-known/openid-configuration")
+        #expect(
+            discovery.documentURL.description == "https://idp.example.com/realms/main/.well-known/openid-configuration")
         #expect(discovery.needsTokenEndpoint && discovery.needsUserinfoEndpoint)
         #expect(refresh.path == nil)
-        #expect(refresh.refreshTokenSources == [.header(name: "X-Refresh-Token", bearer: false, raw: true), .cookie(name: "refresh_token")])
+        #expect(
+            refresh.refreshTokenSources == [
+                .header(name: "X-Refresh-Token", bearer: false, raw: true), .cookie(name: "refresh_token"),
+            ])
         #expect(configuration.authService?.profile?.authorization == .bearer)
         #expect(configuration.authService?.profile?.path == nil)
         let tls = try #require(configuration.listener.tls)
@@ -911,7 +1128,8 @@ struct ConfigurationLoaderTests {
     @Test("config/examples/oidc.json without AUTH_CLIENT_SECRET names the variable")
     func repositoryOIDCConfigWithoutSecret() {
         do throws(ConfigurationError) {
-            _ = try ConfigurationLoader(environment: [:]).load(path: Fixtures.repositoryURL("config/examples/oidc.json").path)
+            _ = try ConfigurationLoader(environment: [:]).load(
+                path: Fixtures.repositoryURL("config/examples/oidc.json").path)
             Issue.record("expected an error")
         } catch {
             #expect(error.issues.map(\.path) == ["authService.refresh.clientSecret"])

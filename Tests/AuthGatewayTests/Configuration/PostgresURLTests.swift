@@ -44,7 +44,8 @@ struct PostgresURLTests {
         #expect(!"\(url)".contains("hunter2"))
         #expect("\(url.password!)" == "<redacted>")
         #expect(!String(reflecting: url.password!).contains("hunter2"))
-        #expect(try self.parse("postgres://gateway@[::1]/auth").get().description == "postgres://gateway@[::1]:5432/auth")
+        #expect(
+            try self.parse("postgres://gateway@[::1]/auth").get().description == "postgres://gateway@[::1]:5432/auth")
     }
 
     @Test(arguments: [

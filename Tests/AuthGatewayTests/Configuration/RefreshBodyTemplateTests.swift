@@ -9,14 +9,19 @@ struct RefreshBodyTemplateTests {
         "roles": ["a", "b"], "org": ["id": "o-1"],
     ]
 
-    private func render(_ template: JSONValue, refreshToken: String = "rt-1") throws(RefreshBodyTemplate.RenderError) -> JSONValue {
+    private func render(
+        _ template: JSONValue, refreshToken: String = "rt-1"
+    ) throws(RefreshBodyTemplate.RenderError) -> JSONValue {
         try RefreshBodyTemplate.render(template, refreshToken: refreshToken, claims: claims)
     }
 
     @Test("placeholders are found in order")
     func placeholders() {
         #expect(RefreshBodyTemplate.placeholders(in: "{claims.email}") == ["claims.email"])
-        #expect(RefreshBodyTemplate.placeholders(in: "Bearer {refreshToken} for {claims.sub}!") == ["refreshToken", "claims.sub"])
+        #expect(
+            RefreshBodyTemplate.placeholders(in: "Bearer {refreshToken} for {claims.sub}!") == [
+                "refreshToken", "claims.sub",
+            ])
         #expect(RefreshBodyTemplate.placeholders(in: "no placeholders") == [])
         #expect(RefreshBodyTemplate.placeholders(in: "unclosed {refreshToken") == [])
         #expect(RefreshBodyTemplate.placeholders(in: "{}") == [""])
@@ -30,13 +35,17 @@ struct RefreshBodyTemplateTests {
 
     @Test("a string that is exactly one placeholder takes the value's JSON type")
     func exactPlaceholderKeepsType() throws {
-        let rendered = try render(["id": "{claims.user_id}", "admin": "{claims.admin}", "roles": "{claims.roles}", "org": "{claims.org}"])
+        let rendered = try render([
+            "id": "{claims.user_id}", "admin": "{claims.admin}", "roles": "{claims.roles}", "org": "{claims.org}",
+        ])
         #expect(rendered == ["id": 1234, "admin": true, "roles": ["a", "b"], "org": ["id": "o-1"]])
     }
 
     @Test("placeholders inside longer strings are replaced by the value's text")
     func embedded() throws {
-        let rendered = try render(["s": "user {claims.sub} #{claims.user_id} {claims.roles} {claims.org.id} token={refreshToken}"])
+        let rendered = try render([
+            "s": "user {claims.sub} #{claims.user_id} {claims.roles} {claims.org.id} token={refreshToken}"
+        ])
         #expect(rendered["s"] == "user user-42 #1234 a,b o-1 token=rt-1")
     }
 
@@ -51,8 +60,12 @@ struct RefreshBodyTemplateTests {
     @Test("a claim the expired token lacks is an error")
     func missingClaim() {
         #expect(throws: RefreshBodyTemplate.RenderError.missingClaim("phone")) { try render(["p": "{claims.phone}"]) }
-        #expect(throws: RefreshBodyTemplate.RenderError.missingClaim("phone")) { try render(["p": "call {claims.phone}"]) }
-        #expect(throws: RefreshBodyTemplate.RenderError.missingClaim("org.name")) { try render(["nested": ["list": ["{claims.org.name}"]]]) }
+        #expect(throws: RefreshBodyTemplate.RenderError.missingClaim("phone")) {
+            try render(["p": "call {claims.phone}"])
+        }
+        #expect(throws: RefreshBodyTemplate.RenderError.missingClaim("org.name")) {
+            try render(["nested": ["list": ["{claims.org.name}"]]])
+        }
     }
 
     @Test("arrays, nested objects and non-string values are rendered or kept")

@@ -16,7 +16,8 @@ struct UpstreamURLTests {
     @Test("scheme, host, port and path are split; default ports applied")
     func parsesParts() throws {
         let plain = try #require(parse("http://backend.internal:9100"))
-        #expect(plain.scheme == .http && plain.host == "backend.internal" && plain.port == 9100 && plain.pathAndQuery == "")
+        #expect(
+            plain.scheme == .http && plain.host == "backend.internal" && plain.port == 9100 && plain.pathAndQuery == "")
         #expect(!plain.isTLS)
 
         let tls = try #require(parse("https://idp.example.com/realms/main/certs?x=1"))

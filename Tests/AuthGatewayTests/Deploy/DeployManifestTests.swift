@@ -31,16 +31,21 @@ struct DeployManifestTests {
     /// The value of the YAML string `key: "value"` (indented two spaces).
     static func quotedValue(_ key: String, in yaml: String) -> String? {
         let prefix = "  \(key): \""
-        guard let line = yaml.split(separator: "\n").first(where: { $0.hasPrefix(prefix) }), line.hasSuffix("\"") else { return nil }
+        guard let line = yaml.split(separator: "\n").first(where: { $0.hasPrefix(prefix) }), line.hasSuffix("\"") else {
+            return nil
+        }
         return String(line.dropFirst(prefix.count).dropLast())
     }
 
     @Test func theConfigMapsConfigurationLoadsWithTheSecretsFilesAndValues() throws {
-        let configMap = try String(contentsOf: Self.deploy.appendingPathComponent("kubernetes/configmap.yaml"), encoding: .utf8)
-        let secret = try String(contentsOf: Self.deploy.appendingPathComponent("kubernetes/secret.yaml"), encoding: .utf8)
+        let configMap = try String(
+            contentsOf: Self.deploy.appendingPathComponent("kubernetes/configmap.yaml"), encoding: .utf8)
+        let secret = try String(
+            contentsOf: Self.deploy.appendingPathComponent("kubernetes/secret.yaml"), encoding: .utf8)
         let json = try #require(Self.blockScalar("gateway.json", in: configMap))
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("deploy-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory.appendingPathComponent("keys"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            at: directory.appendingPathComponent("keys"), withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         for file in ["auth-service.pub.pem", "postgres-ca.pem"] {
             let contents = try #require(Self.blockScalar(file, in: secret), "secret.yaml has no \(file)")
@@ -52,7 +57,8 @@ struct DeployManifestTests {
             let value = try #require(Self.quotedValue(name, in: secret), "secret.yaml has no \(name)")
             environment[name] = value
         }
-        let configuration = try ConfigurationLoader(environment: environment).load(path: directory.appendingPathComponent("gateway.json").path)
+        let configuration = try ConfigurationLoader(environment: environment).load(
+            path: directory.appendingPathComponent("gateway.json").path)
         // What the Deployment relies on: both listeners reachable in the pod, shared state on.
         #expect(configuration.listener.host == "0.0.0.0")
         #expect(configuration.admin?.host == "0.0.0.0")
@@ -60,13 +66,16 @@ struct DeployManifestTests {
     }
 
     @Test func everyMetricTheDashboardQueriesExists() throws {
-        let dashboard = try String(contentsOf: Self.deploy.appendingPathComponent("grafana/auth-gateway.json"), encoding: .utf8)
+        let dashboard = try String(
+            contentsOf: Self.deploy.appendingPathComponent("grafana/auth-gateway.json"), encoding: .utf8)
         let families = Set(MetricName.families.map(\.name))
         let histograms = Set(MetricName.families.filter { $0.type == "histogram" }.map(\.name))
         let queried = Set(dashboard.matches(of: /auth_gateway_[a-z0-9_]+/).map { String($0.output) })
         #expect(queried.count >= 10, "the dashboard queries \(queried.sorted())")
         for name in queried.sorted() {
-            let histogram = ["_bucket", "_sum", "_count"].contains { name.hasSuffix($0) && histograms.contains(String(name.dropLast($0.count))) }
+            let histogram = ["_bucket", "_sum", "_count"].contains {
+                name.hasSuffix($0) && histograms.contains(String(name.dropLast($0.count)))
+            }
             #expect(families.contains(name) || histogram, "\(name) is not a metric the gateway exports")
         }
     }

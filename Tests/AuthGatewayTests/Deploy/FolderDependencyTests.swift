@@ -21,11 +21,15 @@ struct FolderDependencyTests {
         let python = try ExternalTool.require("python3", package: "python3")
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("folder-deps-\(UUID().uuidString)")
         let sources = root.appendingPathComponent("Sources/AuthGateway")
-        try FileManager.default.createDirectory(at: sources.appendingPathComponent("A"), withIntermediateDirectories: true)
-        try FileManager.default.createDirectory(at: sources.appendingPathComponent("B"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            at: sources.appendingPathComponent("A"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            at: sources.appendingPathComponent("B"), withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: root) }
-        try "struct Apple { let b: Banana }\n".write(to: sources.appendingPathComponent("A/Apple.swift"), atomically: true, encoding: .utf8)
-        try "struct Banana { let a: [Apple] }\n".write(to: sources.appendingPathComponent("B/Banana.swift"), atomically: true, encoding: .utf8)
+        try "struct Apple { let b: Banana }\n".write(
+            to: sources.appendingPathComponent("A/Apple.swift"), atomically: true, encoding: .utf8)
+        try "struct Banana { let a: [Apple] }\n".write(
+            to: sources.appendingPathComponent("B/Banana.swift"), atomically: true, encoding: .utf8)
         let script = ProcessTests.packageRoot.appendingPathComponent("scripts/folder-deps.py").path
         let result = try await ExternalTool.run(python, [script, "--root", sources.path], timeout: .seconds(50))
         #expect(result.status == 1)

@@ -5,18 +5,24 @@ import Testing
 
 @Suite("GatewayError")
 struct GatewayErrorTests {
-    static let all: [GatewayError] = [
-        .malformedRequest("Bad framing"), .invalidPath, .ambiguousToken, .headersTooLarge, .bodyTooLarge, .requestTimeout,
-        .upgradeUnsupported, .routeNotFound, .tokenMissing, .refreshRejected, .profileRejected, .forbidden("profile.super_admin"),
-        .upstreamUnreachable, .upstreamTimeout, .upstreamBusy, .upstreamProtocolError, .authServiceUnavailable, .keysUnavailable, .overloaded,
-    ] + TokenFailure.allCases.map(GatewayError.tokenRejected)
+    static let all: [GatewayError] =
+        [
+            .malformedRequest("Bad framing"), .invalidPath, .ambiguousToken, .headersTooLarge, .bodyTooLarge,
+            .requestTimeout,
+            .upgradeUnsupported, .routeNotFound, .tokenMissing, .refreshRejected, .profileRejected,
+            .forbidden("profile.super_admin"),
+            .upstreamUnreachable, .upstreamTimeout, .upstreamBusy, .upstreamProtocolError, .authServiceUnavailable,
+            .keysUnavailable, .overloaded,
+        ] + TokenFailure.allCases.map(GatewayError.tokenRejected)
 
     @Test("status codes (SPEC §4.2)")
     func statusCodes() {
         let expected: [(GatewayError, Int)] = [
-            (.malformedRequest("x"), 400), (.invalidPath, 400), (.ambiguousToken, 400), (.headersTooLarge, 431), (.bodyTooLarge, 413),
+            (.malformedRequest("x"), 400), (.invalidPath, 400), (.ambiguousToken, 400), (.headersTooLarge, 431),
+            (.bodyTooLarge, 413),
             (.requestTimeout, 408), (.routeNotFound, 404), (.tokenMissing, 401), (.tokenRejected(.expired), 401),
-            (.tokenRejected(.badSignature), 401), (.refreshRejected, 401), (.profileRejected, 401), (.forbidden("claims.x"), 403),
+            (.tokenRejected(.badSignature), 401), (.refreshRejected, 401), (.profileRejected, 401),
+            (.forbidden("claims.x"), 403),
             (.upstreamUnreachable, 502), (.upstreamProtocolError, 502), (.upstreamTimeout, 504), (.upstreamBusy, 503),
             (.authServiceUnavailable, 503), (.keysUnavailable, 503), (.overloaded, 503),
         ]
@@ -59,7 +65,9 @@ struct GatewayErrorTests {
     func invalidTokenChallenge(_ index: Int) {
         let (failure, reason, description) = Self.refusals[index]
         let error = GatewayError.tokenRejected(failure)
-        #expect(error.wwwAuthenticate == #"Bearer realm="auth-gateway", error="invalid_token", error_description="\#(description)""#)
+        #expect(
+            error.wwwAuthenticate
+                == #"Bearer realm="auth-gateway", error="invalid_token", error_description="\#(description)""#)
         #expect(error.oauthError == "invalid_token")
         #expect(error.errorType == "token.\(reason)")
         #expect(error.authFailureReason == reason)
@@ -68,7 +76,9 @@ struct GatewayErrorTests {
     @Test("refused refreshes and profiles are invalid_token too")
     func otherInvalidToken() {
         for error in [GatewayError.refreshRejected, .profileRejected] {
-            #expect(error.wwwAuthenticate?.hasPrefix(#"Bearer realm="auth-gateway", error="invalid_token", error_description=""#) == true)
+            #expect(
+                error.wwwAuthenticate?.hasPrefix(
+                    #"Bearer realm="auth-gateway", error="invalid_token", error_description=""#) == true)
         }
     }
 
@@ -91,10 +101,15 @@ struct GatewayErrorTests {
     @Test("error_description is a valid quoted-string for RFC 6750 (no \" or \\, printable ASCII)")
     func descriptionCharacters() {
         for error in Self.all {
-            guard let challenge = error.wwwAuthenticate, let range = challenge.range(of: "error_description=\"") else { continue }
+            guard let challenge = error.wwwAuthenticate, let range = challenge.range(of: "error_description=\"") else {
+                continue
+            }
             let description = challenge[range.upperBound...].dropLast()
             #expect(challenge.hasSuffix("\""))
-            #expect(description.unicodeScalars.allSatisfy { $0.value >= 0x20 && $0.value <= 0x7E && $0 != "\"" && $0 != "\\" }, "\(error.errorType)")
+            #expect(
+                description.unicodeScalars.allSatisfy {
+                    $0.value >= 0x20 && $0.value <= 0x7E && $0 != "\"" && $0 != "\\"
+                }, "\(error.errorType)")
             #expect(!description.isEmpty)
         }
     }
@@ -139,7 +154,9 @@ struct GatewayErrorTests {
 
     @Test("a malformed-request detail is carried through")
     func malformedDetail() {
-        #expect(GatewayError.malformedRequest("Conflicting Content-Length headers").detail == "Conflicting Content-Length headers")
+        #expect(
+            GatewayError.malformedRequest("Conflicting Content-Length headers").detail
+                == "Conflicting Content-Length headers")
         #expect(GatewayError.malformedRequest("x").description == "400 request.malformed: x")
     }
 }

@@ -60,7 +60,8 @@ struct ExchangeStateMachineTests {
         #expect(stream.timeout == .idle, "a stalled upload gets idleSeconds")
         #expect(stream.upstreamWritabilityChanged(false) == .none)
         #expect(!stream.shouldReadFromClient, "the backend is full: WINDOW_UPDATEs are withheld")
-        #expect(stream.requestBody(buffer("c")) == .forwardBody(buffer("c")), "what the window already allowed still goes")
+        #expect(
+            stream.requestBody(buffer("c")) == .forwardBody(buffer("c")), "what the window already allowed still goes")
         #expect(stream.upstreamWritabilityChanged(true) == .resumeClientReads)
         // END_STREAM on the last DATA frame (or on trailers).
         #expect(stream.requestEnd() == .forwardEnd)
@@ -130,12 +131,15 @@ struct ExchangeStateMachineTests {
         #expect(reused.leaseSucceeded(reused: true) == .sendRequest(body: [], end: true))
         #expect(reused.upstreamFailed() == .failForwarding(.upstreamUnreachable), "one retry only")
         var fresh = self.awaitingHead(reused: false)
-        #expect(fresh.upstreamFailed() == .failForwarding(.upstreamUnreachable), "a fresh connection's failure is the backend's")
+        #expect(
+            fresh.upstreamFailed() == .failForwarding(.upstreamUnreachable),
+            "a fresh connection's failure is the backend's")
         var post = self.post()
         _ = post.requestEnd()
         _ = post.decidedToForward()
         _ = post.leaseSucceeded(reused: true)
-        #expect(post.upstreamFailed() == .failForwarding(.upstreamUnreachable), "a request with a body is never replayed")
+        #expect(
+            post.upstreamFailed() == .failForwarding(.upstreamUnreachable), "a request with a body is never replayed")
     }
 
     @Test func protocolErrorsAreAnsweredBeforeForwardingAndCutTheResponseAfter() {

@@ -18,7 +18,8 @@ struct HeaderRewriterTests {
               "trustedProxies": ["10.0.0.0/8"]
             }
             """#
-        return ForwardingPolicy(configuration: try! ConfigurationLoader(environment: [:]).load(text: text, baseDirectory: "/"))
+        return ForwardingPolicy(
+            configuration: try! ConfigurationLoader(environment: [:]).load(text: text, baseDirectory: "/"))
     }()
 
     private let untrusted = ClientConnectionInfo(peerIP: "203.0.113.7", peerIsTrustedProxy: false, isTLS: false)
@@ -50,28 +51,35 @@ struct HeaderRewriterTests {
     func hopByHop() {
         let output = rewrite([
             ("Host", "api.example.com"), ("Connection", "keep-alive, X-Hop, Upgrade"), ("Keep-Alive", "timeout=5"),
-            ("Proxy-Connection", "keep-alive"), ("TE", "trailers"), ("Trailer", "X-Checksum"), ("Transfer-Encoding", "chunked"),
+            ("Proxy-Connection", "keep-alive"), ("TE", "trailers"), ("Trailer", "X-Checksum"),
+            ("Transfer-Encoding", "chunked"),
             ("Upgrade", "websocket"), ("Proxy-Authorization", "Basic x"), ("Expect", "100-continue"), ("x-hop", "1"),
             ("Accept", "*/*"), ("Content-Length", "3"), ("X-Custom", "a"), ("x-custom", "b"),
         ])
-        let kept = output.filter { !$0.name.lowercased().hasPrefix("x-forwarded-") && $0.name.lowercased() != "x-request-id" }
+        let kept = output.filter {
+            !$0.name.lowercased().hasPrefix("x-forwarded-") && $0.name.lowercased() != "x-request-id"
+        }
         #expect(kept.map { $0.name } == ["Host", "Accept", "Content-Length", "X-Custom", "x-custom"])
         #expect(output["X-Custom"] == ["a", "b"])
     }
 
     @Test("Connection tokens are matched case-insensitively and with spaces around commas")
     func connectionTokens() {
-        let output = rewrite([("connection", "X-A ,x-b"), ("Connection", "X-C"), ("x-a", "1"), ("X-B", "2"), ("X-c", "3"), ("X-D", "4")])
+        let output = rewrite([
+            ("connection", "X-A ,x-b"), ("Connection", "X-C"), ("x-a", "1"), ("X-B", "2"), ("X-c", "3"), ("X-D", "4"),
+        ])
         #expect(output["X-A"].isEmpty && output["X-B"].isEmpty && output["X-C"].isEmpty)
         #expect(output["X-D"] == ["4"])
     }
 
     @Test("client-supplied identity headers and prefixed headers are stripped, in any case")
     func identityStripped() {
-        let output = rewrite([
-            ("X-Tenant", "evil"), ("x-user-subject", "admin"), ("X-USER-ID", "1"), ("x-auth-role", "root"), ("X-Auth-", "x"),
-            ("X-Userx", "kept"), ("X-Authorization-Hint", "kept"), ("Authorization", "Bearer t"),
-        ], identity: [("X-User-Subject", "user-42"), ("X-Tenant", "t-1")])
+        let output = rewrite(
+            [
+                ("X-Tenant", "evil"), ("x-user-subject", "admin"), ("X-USER-ID", "1"), ("x-auth-role", "root"),
+                ("X-Auth-", "x"),
+                ("X-Userx", "kept"), ("X-Authorization-Hint", "kept"), ("Authorization", "Bearer t"),
+            ], identity: [("X-User-Subject", "user-42"), ("X-Tenant", "t-1")])
         #expect(output["X-Tenant"] == ["t-1"])
         #expect(output["X-User-Subject"] == ["user-42"])
         #expect(output["X-User-Id"].isEmpty)
@@ -102,10 +110,11 @@ struct HeaderRewriterTests {
 
     @Test("from a trusted proxy, X-Forwarded-For is appended to and Proto/Host are kept")
     func forwardedTrusted() {
-        let output = rewrite([
-            ("Host", "internal:8080"), ("X-Forwarded-For", "1.2.3.4, 5.6.7.8"), ("X-Forwarded-For", "9.9.9.9"),
-            ("X-Forwarded-Proto", "https"), ("X-Forwarded-Host", "api.example.com"),
-        ], connection: ClientConnectionInfo(peerIP: "10.1.2.3", peerIsTrustedProxy: true, isTLS: false))
+        let output = rewrite(
+            [
+                ("Host", "internal:8080"), ("X-Forwarded-For", "1.2.3.4, 5.6.7.8"), ("X-Forwarded-For", "9.9.9.9"),
+                ("X-Forwarded-Proto", "https"), ("X-Forwarded-Host", "api.example.com"),
+            ], connection: ClientConnectionInfo(peerIP: "10.1.2.3", peerIsTrustedProxy: true, isTLS: false))
         #expect(output["X-Forwarded-For"] == ["1.2.3.4, 5.6.7.8, 9.9.9.9, 10.1.2.3"])
         #expect(output["X-Forwarded-Proto"] == ["https"])
         #expect(output["X-Forwarded-Host"] == ["api.example.com"])
@@ -132,7 +141,8 @@ struct HeaderRewriterTests {
 
     @Test("token edits: remove the Authorization header")
     func removeAuthorization() {
-        let output = rewrite([("Authorization", "Bearer old"), ("authorization", "Bearer old"), ("Accept", "*/*")],
+        let output = rewrite(
+            [("Authorization", "Bearer old"), ("authorization", "Bearer old"), ("Accept", "*/*")],
             tokenEdits: [TokenEdit(location: .header(name: "Authorization", bearer: true), replacement: nil)])
         #expect(output["Authorization"].isEmpty)
         #expect(output["Accept"] == ["*/*"])
@@ -140,19 +150,25 @@ struct HeaderRewriterTests {
 
     @Test("token edits: replace the token in its header, keeping the scheme")
     func replaceHeaderToken() {
-        let bearer = rewrite([("authorization", "bearer old")], tokenEdits: [TokenEdit(location: .header(name: "Authorization", bearer: true), replacement: "new")])
+        let bearer = rewrite(
+            [("authorization", "bearer old")],
+            tokenEdits: [TokenEdit(location: .header(name: "Authorization", bearer: true), replacement: "new")])
         #expect(bearer["Authorization"] == ["Bearer new"])
-        let raw = rewrite([("Authorization", "old")], tokenEdits: [TokenEdit(location: .header(name: "Authorization", bearer: false), replacement: "new")])
+        let raw = rewrite(
+            [("Authorization", "old")],
+            tokenEdits: [TokenEdit(location: .header(name: "Authorization", bearer: false), replacement: "new")])
         #expect(raw["Authorization"] == ["new"])
     }
 
     @Test("token edits: replace and remove cookies, keeping the others")
     func cookieEdits() {
-        let replaced = rewrite([("Cookie", "theme=dark; access_token=old; lang=en")],
+        let replaced = rewrite(
+            [("Cookie", "theme=dark; access_token=old; lang=en")],
             tokenEdits: [TokenEdit(location: .cookie(name: "access_token"), replacement: "new")])
         #expect(replaced["Cookie"] == ["theme=dark; access_token=new; lang=en"])
 
-        let removed = rewrite([("Cookie", "theme=dark; refresh_token=rt"), ("Cookie", "refresh_token=rt")],
+        let removed = rewrite(
+            [("Cookie", "theme=dark; refresh_token=rt"), ("Cookie", "refresh_token=rt")],
             tokenEdits: [TokenEdit(location: .cookie(name: "refresh_token"), replacement: nil)])
         #expect(removed["Cookie"] == ["theme=dark"])
     }
@@ -160,7 +176,10 @@ struct HeaderRewriterTests {
     @Test("token edits: several at once (new access token in, refresh token out)")
     func severalEdits() {
         let output = rewrite(
-            [("Authorization", "Bearer old"), ("X-Refresh-Token", "rt"), ("Cookie", "access_token=old; refresh_token=rt; a=1")],
+            [
+                ("Authorization", "Bearer old"), ("X-Refresh-Token", "rt"),
+                ("Cookie", "access_token=old; refresh_token=rt; a=1"),
+            ],
             tokenEdits: [
                 TokenEdit(location: .header(name: "Authorization", bearer: true), replacement: "new"),
                 TokenEdit(location: .header(name: "X-Refresh-Token", bearer: false), replacement: nil),

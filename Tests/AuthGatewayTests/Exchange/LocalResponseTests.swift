@@ -17,7 +17,8 @@ struct LocalResponseTests {
         #expect(unauthorized.error == .tokenRejected(.expired))
         #expect(try JSONValue(parsing: unauthorized.body)["requestId"] == "r1")
 
-        let unavailable = LocalResponse.problem(.authServiceUnavailable, requestID: "r2", extraHeaders: [("Set-Cookie", "a=; Max-Age=0")])
+        let unavailable = LocalResponse.problem(
+            .authServiceUnavailable, requestID: "r2", extraHeaders: [("Set-Cookie", "a=; Max-Age=0")])
         #expect(unavailable.status == .serviceUnavailable)
         #expect(unavailable.headers["Retry-After"] == ["5"])
         #expect(unavailable.headers["WWW-Authenticate"].isEmpty)

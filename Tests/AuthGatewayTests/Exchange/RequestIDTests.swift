@@ -4,14 +4,23 @@ import Testing
 
 @Suite("RequestID")
 struct RequestIDTests {
-    @Test("well-formed ids are kept", arguments: ["a", "abc-123", "A.b_c:d-e", "550e8400-e29b-41d4-a716-446655440000", String(repeating: "x", count: 128)])
+    @Test(
+        "well-formed ids are kept",
+        arguments: [
+            "a", "abc-123", "A.b_c:d-e", "550e8400-e29b-41d4-a716-446655440000", String(repeating: "x", count: 128),
+        ])
     func keepsWellFormed(_ id: String) {
         var generator = RequestIDGenerator()
         #expect(RequestID.isWellFormed(id))
         #expect(RequestID.forwardedOrNew(id, using: &generator) == id)
     }
 
-    @Test("bad ids are replaced", arguments: ["", String(repeating: "x", count: 129), "a b", "a/b", "a\"b", "a\r\nX-Evil: 1", "caf\u{E9}", "a,b", "a;b", "<script>", "a\u{0}"])
+    @Test(
+        "bad ids are replaced",
+        arguments: [
+            "", String(repeating: "x", count: 129), "a b", "a/b", "a\"b", "a\r\nX-Evil: 1", "caf\u{E9}", "a,b", "a;b",
+            "<script>", "a\u{0}",
+        ])
     func replacesBad(_ id: String) {
         var generator = RequestIDGenerator()
         #expect(!RequestID.isWellFormed(id))

@@ -21,7 +21,10 @@ struct RouteTableTests {
 
     @Test("first match in order wins")
     func firstMatchWins() {
-        let table = RouteTable([route("public", .prefix("/public/")), route("catch-all", .prefix("/")), route("never", .prefix("/public/x"))])
+        let table = RouteTable([
+            route("public", .prefix("/public/")), route("catch-all", .prefix("/")),
+            route("never", .prefix("/public/x")),
+        ])
         #expect(match(table, "/public/x") == "public")
         #expect(match(table, "/private") == "catch-all")
         // Order, not specificity.
@@ -42,7 +45,9 @@ struct RouteTableTests {
 
     @Test("a host route matches its host in any case, and nothing else")
     func hostMatching() {
-        let table = RouteTable([route("api", host: "api.example.com", .prefix("/")), route("other", .prefix("/other/"))])
+        let table = RouteTable([
+            route("api", host: "api.example.com", .prefix("/")), route("other", .prefix("/other/")),
+        ])
         #expect(match(table, host: "api.example.com", "/x") == "api")
         #expect(match(table, host: "API.Example.COM", "/x") == "api")
         #expect(match(table, host: "www.example.com", "/x") == nil)
@@ -62,7 +67,9 @@ struct RouteTableTests {
         #expect(RouteTable.hostWithoutPort("[::1]") == "[::1]")
         #expect(RouteTable.hostWithoutPort("127.0.0.1:80") == "127.0.0.1")
         let table = RouteTable([route("api", host: "api.example.com", .prefix("/"))])
-        #expect(table.match(host: RouteTable.hostWithoutPort("API.example.com:8443"), path: "/", method: "GET")?.name == "api")
+        #expect(
+            table.match(host: RouteTable.hostWithoutPort("API.example.com:8443"), path: "/", method: "GET")?.name
+                == "api")
     }
 
     @Test("a route whose methods exclude the request's does not match, and matching goes on (no 405)")

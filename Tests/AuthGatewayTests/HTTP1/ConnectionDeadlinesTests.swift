@@ -7,7 +7,8 @@ import Testing
 @Suite("ConnectionDeadlines")
 struct ConnectionDeadlinesTests {
     private let start = NIODeadline.uptimeNanoseconds(1_000_000_000_000)
-    private let limits = ConnectionDeadlines.Limits(requestHeader: .seconds(10), idle: .seconds(60), response: .seconds(30), granularity: .seconds(10))
+    private let limits = ConnectionDeadlines.Limits(
+        requestHeader: .seconds(10), idle: .seconds(60), response: .seconds(30), granularity: .seconds(10))
 
     @Test("the first update arms the timer at most one granularity ahead")
     func firstArm() {
@@ -30,7 +31,8 @@ struct ConnectionDeadlinesTests {
     @Test("an earlier deadline replaces the armed timer")
     func earlierDeadline() {
         var deadlines = ConnectionDeadlines()
-        let short = ConnectionDeadlines.Limits(requestHeader: .seconds(10), idle: .seconds(60), response: .seconds(2), granularity: .seconds(10))
+        let short = ConnectionDeadlines.Limits(
+            requestHeader: .seconds(10), idle: .seconds(60), response: .seconds(2), granularity: .seconds(10))
         _ = deadlines.update(for: .idle, isIdle: true, now: start, limits: short)
         #expect(deadlines.update(for: .response, isIdle: false, now: start, limits: short) == .arm(start + .seconds(2)))
     }
@@ -39,7 +41,9 @@ struct ConnectionDeadlinesTests {
     func rearmThenExpire() {
         var deadlines = ConnectionDeadlines()
         _ = deadlines.update(for: .idle, isIdle: true, now: start, limits: limits)
-        #expect(deadlines.timerFired(now: start + .seconds(10), isIdle: true, granularity: .seconds(10)) == .rearm(start + .seconds(20)))
+        #expect(
+            deadlines.timerFired(now: start + .seconds(10), isIdle: true, granularity: .seconds(10))
+                == .rearm(start + .seconds(20)))
         #expect(deadlines.timerFired(now: start + .seconds(60), isIdle: true, granularity: .seconds(10)) == .timedOut)
         #expect(deadlines.deadline == nil)
     }
@@ -53,8 +57,11 @@ struct ConnectionDeadlinesTests {
         deadlines.headBytesArrived(now: start + .seconds(5), limits: limits)
         #expect(deadlines.deadline == start + .seconds(11))
         #expect(deadlines.update(for: .idle, isIdle: true, now: start + .seconds(5), limits: limits) == .none)
-        #expect(deadlines.timerFired(now: start + .seconds(10), isIdle: true, granularity: .seconds(10)) == .rearm(start + .seconds(11)))
-        #expect(deadlines.timerFired(now: start + .seconds(11), isIdle: true, granularity: .seconds(10)) == .slowHeaders)
+        #expect(
+            deadlines.timerFired(now: start + .seconds(10), isIdle: true, granularity: .seconds(10))
+                == .rearm(start + .seconds(11)))
+        #expect(
+            deadlines.timerFired(now: start + .seconds(11), isIdle: true, granularity: .seconds(10)) == .slowHeaders)
     }
 
     @Test("nothing is due once closed")
@@ -71,15 +78,33 @@ struct ConnectionDeadlinesTests {
 struct ClientResponseFramingTests {
     @Test("an unsized body goes chunked to HTTP/1.1 and close-delimited to HTTP/1.0")
     func unsized() {
-        #expect(ClientResponseFraming.decide(upstream: .chunked, clientVersion: .http1_1, clientKeepAlive: true, mustClose: false) == .init(chunked: true, close: false))
-        #expect(ClientResponseFraming.decide(upstream: .untilClose, clientVersion: .http1_1, clientKeepAlive: true, mustClose: false) == .init(chunked: true, close: false))
-        #expect(ClientResponseFraming.decide(upstream: .chunked, clientVersion: .http1_0, clientKeepAlive: true, mustClose: false) == .init(chunked: false, close: true))
+        #expect(
+            ClientResponseFraming.decide(
+                upstream: .chunked, clientVersion: .http1_1, clientKeepAlive: true, mustClose: false)
+                == .init(chunked: true, close: false))
+        #expect(
+            ClientResponseFraming.decide(
+                upstream: .untilClose, clientVersion: .http1_1, clientKeepAlive: true, mustClose: false)
+                == .init(chunked: true, close: false))
+        #expect(
+            ClientResponseFraming.decide(
+                upstream: .chunked, clientVersion: .http1_0, clientKeepAlive: true, mustClose: false)
+                == .init(chunked: false, close: true))
     }
 
     @Test("a sized body keeps the connection unless the client or a drain ends it")
     func sized() {
-        #expect(ClientResponseFraming.decide(upstream: .contentLength(3), clientVersion: .http1_0, clientKeepAlive: true, mustClose: false) == .init(chunked: false, close: false))
-        #expect(ClientResponseFraming.decide(upstream: .none, clientVersion: .http1_1, clientKeepAlive: false, mustClose: false) == .init(chunked: false, close: true))
-        #expect(ClientResponseFraming.decide(upstream: .contentLength(3), clientVersion: .http1_1, clientKeepAlive: true, mustClose: true) == .init(chunked: false, close: true))
+        #expect(
+            ClientResponseFraming.decide(
+                upstream: .contentLength(3), clientVersion: .http1_0, clientKeepAlive: true, mustClose: false)
+                == .init(chunked: false, close: false))
+        #expect(
+            ClientResponseFraming.decide(
+                upstream: .none, clientVersion: .http1_1, clientKeepAlive: false, mustClose: false)
+                == .init(chunked: false, close: true))
+        #expect(
+            ClientResponseFraming.decide(
+                upstream: .contentLength(3), clientVersion: .http1_1, clientKeepAlive: true, mustClose: true)
+                == .init(chunked: false, close: true))
     }
 }

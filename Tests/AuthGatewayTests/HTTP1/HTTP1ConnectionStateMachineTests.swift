@@ -34,7 +34,8 @@ enum ProxyStep: Equatable {
         case .decide: self = .decide
         case .exchange(let action): self.init(action, close: false)
         case .endExchange(let action, let close): self.init(action, close: close)
-        case .sendContinueAndRequest(let body, let end): self = .sendRequest(body: body.map { String(buffer: $0) }, end: end, sendContinue: true)
+        case .sendContinueAndRequest(let body, let end):
+            self = .sendRequest(body: body.map { String(buffer: $0) }, end: end, sendContinue: true)
         case .closeConnection: self = .closeConnection
         }
     }
@@ -43,14 +44,17 @@ enum ProxyStep: Equatable {
         switch action {
         case .none: self = .none
         case .lease: self = .lease
-        case .sendRequest(let body, let end): self = .sendRequest(body: body.map { String(buffer: $0) }, end: end, sendContinue: false)
+        case .sendRequest(let body, let end):
+            self = .sendRequest(body: body.map { String(buffer: $0) }, end: end, sendContinue: false)
         case .forwardBody(let part): self = .forwardBody(String(buffer: part))
         case .forwardEnd: self = .forwardEnd
         case .writeResponseHead: self = .writeResponseHead
         case .writeResponseBody(let part): self = .writeResponseBody(String(buffer: part))
-        case .finishResponse(let reuseUpstream): self = .finishResponse(reuseUpstream: reuseUpstream, closeClient: close)
+        case .finishResponse(let reuseUpstream):
+            self = .finishResponse(reuseUpstream: reuseUpstream, closeClient: close)
         case .finishResponseOnly: self = .finishResponseOnly
-        case .forwardEndAndRelease(let reuseUpstream): self = .forwardEndAndRelease(reuseUpstream: reuseUpstream, closeClient: close)
+        case .forwardEndAndRelease(let reuseUpstream):
+            self = .forwardEndAndRelease(reuseUpstream: reuseUpstream, closeClient: close)
         case .writeLocalResponse: self = .writeLocalResponse(close: close)
         case .respondWithError(let error): self = .respondWithError(error, close: close)
         case .failForwarding(let error): self = .failForwarding(error)
@@ -77,8 +81,10 @@ func exchangeStateName(_ state: ExchangeStateMachine.State) -> String {
     switch state {
     case .deciding: return "deciding"
     case .leasing: return "leasing"
-    case .forwarding(_, .awaitingHead, let reused): return reused ? "forwarding(awaitingHead, reused)" : "forwarding(awaitingHead)"
-    case .forwarding(_, .streaming, let reused): return reused ? "forwarding(streaming, reused)" : "forwarding(streaming)"
+    case .forwarding(_, .awaitingHead, let reused):
+        return reused ? "forwarding(awaitingHead, reused)" : "forwarding(awaitingHead)"
+    case .forwarding(_, .streaming, let reused):
+        return reused ? "forwarding(streaming, reused)" : "forwarding(streaming)"
     case .forwarding(_, .complete, _): return "forwarding(complete)"
     case .done: return "done"
     }
@@ -97,29 +103,53 @@ struct ProxyDriver {
     var state: String { proxyStateName(self.machine) }
 
     @discardableResult
-    mutating func head(keepAlive: Bool = true, expectsContinue: Bool = false, replayable: Bool = true, hasBody: Bool = false) -> ProxyStep {
-        ProxyStep(self.machine.requestHead(keepAlive: keepAlive, expectsContinue: expectsContinue, replayable: replayable, hasBody: hasBody))
+    mutating func head(
+        keepAlive: Bool = true, expectsContinue: Bool = false, replayable: Bool = true, hasBody: Bool = false
+    ) -> ProxyStep {
+        ProxyStep(
+            self.machine.requestHead(
+                keepAlive: keepAlive, expectsContinue: expectsContinue, replayable: replayable, hasBody: hasBody))
     }
 
-    @discardableResult mutating func body(_ text: String) -> ProxyStep { ProxyStep(self.machine.requestBody(buffer(text))) }
+    @discardableResult mutating func body(_ text: String) -> ProxyStep {
+        ProxyStep(self.machine.requestBody(buffer(text)))
+    }
     @discardableResult mutating func end() -> ProxyStep { ProxyStep(self.machine.requestEnd()) }
     @discardableResult mutating func forward() -> ProxyStep { ProxyStep(self.machine.decidedToForward()) }
-    @discardableResult mutating func local(forceClose: Bool = false) -> ProxyStep { ProxyStep(self.machine.decidedToRespondLocally(forceClose: forceClose)) }
-    @discardableResult mutating func leased(reused: Bool = false) -> ProxyStep { ProxyStep(self.machine.leaseSucceeded(reused: reused)) }
-    @discardableResult mutating func leaseFailed(_ error: GatewayError = .upstreamUnreachable) -> ProxyStep { ProxyStep(self.machine.leaseFailed(error)) }
+    @discardableResult mutating func local(forceClose: Bool = false) -> ProxyStep {
+        ProxyStep(self.machine.decidedToRespondLocally(forceClose: forceClose))
+    }
+    @discardableResult mutating func leased(reused: Bool = false) -> ProxyStep {
+        ProxyStep(self.machine.leaseSucceeded(reused: reused))
+    }
+    @discardableResult mutating func leaseFailed(_ error: GatewayError = .upstreamUnreachable) -> ProxyStep {
+        ProxyStep(self.machine.leaseFailed(error))
+    }
     @discardableResult mutating func responseHead() -> ProxyStep { ProxyStep(self.machine.responseHead()) }
     @discardableResult mutating func upgraded() -> ProxyStep { ProxyStep(self.machine.upgraded()) }
-    @discardableResult mutating func responseBody(_ text: String) -> ProxyStep { ProxyStep(self.machine.responseBody(buffer(text))) }
-    @discardableResult mutating func responseEnd(upstreamKeepAlive: Bool = true, clientMustClose: Bool = false) -> ProxyStep {
+    @discardableResult mutating func responseBody(_ text: String) -> ProxyStep {
+        ProxyStep(self.machine.responseBody(buffer(text)))
+    }
+    @discardableResult mutating func responseEnd(
+        upstreamKeepAlive: Bool = true, clientMustClose: Bool = false
+    ) -> ProxyStep {
         ProxyStep(self.machine.responseEnd(upstreamKeepAlive: upstreamKeepAlive, clientMustClose: clientMustClose))
     }
     @discardableResult mutating func upstreamFailed() -> ProxyStep { ProxyStep(self.machine.upstreamFailed()) }
-    @discardableResult mutating func upstreamProtocolError() -> ProxyStep { ProxyStep(self.machine.upstreamProtocolError()) }
-    @discardableResult mutating func protocolError(_ error: GatewayError = .malformedRequest("bad")) -> ProxyStep { ProxyStep(self.machine.protocolError(error)) }
+    @discardableResult mutating func upstreamProtocolError() -> ProxyStep {
+        ProxyStep(self.machine.upstreamProtocolError())
+    }
+    @discardableResult mutating func protocolError(_ error: GatewayError = .malformedRequest("bad")) -> ProxyStep {
+        ProxyStep(self.machine.protocolError(error))
+    }
     @discardableResult mutating func clientClosed() -> ProxyStep { ProxyStep(self.machine.clientClosed()) }
     @discardableResult mutating func timedOut() -> ProxyStep { ProxyStep(self.machine.timedOut()) }
-    @discardableResult mutating func clientWritable(_ writable: Bool) -> ProxyStep { ProxyStep(self.machine.clientWritabilityChanged(writable)) }
-    @discardableResult mutating func upstreamWritable(_ writable: Bool) -> ProxyStep { ProxyStep(self.machine.upstreamWritabilityChanged(writable)) }
+    @discardableResult mutating func clientWritable(_ writable: Bool) -> ProxyStep {
+        ProxyStep(self.machine.clientWritabilityChanged(writable))
+    }
+    @discardableResult mutating func upstreamWritable(_ writable: Bool) -> ProxyStep {
+        ProxyStep(self.machine.upstreamWritabilityChanged(writable))
+    }
 
     /// A GET forwarded up to the point where the backend is asked (awaiting its head).
     mutating func getAwaitingResponse(keepAlive: Bool = true, reused: Bool = false, replayable: Bool = true) {
@@ -215,19 +245,25 @@ struct HTTP1ConnectionStateMachineTests {
         #expect(driver.end() == .none)
     }
 
-    @Test("who closes at the end of a response", arguments: [
-        // keepAlive, upstreamKeepAlive, clientMustClose → reuseUpstream, closeClient
-        (true, true, false, true, false),
-        (false, true, false, true, true),
-        (true, false, false, false, false),
-        (true, true, true, true, true),
-        (false, false, true, false, true),
-    ])
-    func responseEndClosing(keepAlive: Bool, upstreamKeepAlive: Bool, clientMustClose: Bool, reuseUpstream: Bool, closeClient: Bool) {
+    @Test(
+        "who closes at the end of a response",
+        arguments: [
+            // keepAlive, upstreamKeepAlive, clientMustClose → reuseUpstream, closeClient
+            (true, true, false, true, false),
+            (false, true, false, true, true),
+            (true, false, false, false, false),
+            (true, true, true, true, true),
+            (false, false, true, false, true),
+        ])
+    func responseEndClosing(
+        keepAlive: Bool, upstreamKeepAlive: Bool, clientMustClose: Bool, reuseUpstream: Bool, closeClient: Bool
+    ) {
         var driver = ProxyDriver()
         driver.getAwaitingResponse(keepAlive: keepAlive)
         driver.responseHead()
-        #expect(driver.responseEnd(upstreamKeepAlive: upstreamKeepAlive, clientMustClose: clientMustClose) == .finishResponse(reuseUpstream: reuseUpstream, closeClient: closeClient))
+        #expect(
+            driver.responseEnd(upstreamKeepAlive: upstreamKeepAlive, clientMustClose: clientMustClose)
+                == .finishResponse(reuseUpstream: reuseUpstream, closeClient: closeClient))
         #expect(driver.state == (closeClient ? "closed" : "idle"))
     }
 
@@ -342,7 +378,9 @@ struct HTTP1ConnectionStateMachineTests {
         #expect(forced.state == "closed")
     }
 
-    @Test("decisions outside the deciding state are ignored", arguments: [ProxySituation.idle, .leasing, .awaitingHead, .streaming, .closed])
+    @Test(
+        "decisions outside the deciding state are ignored",
+        arguments: [ProxySituation.idle, .leasing, .awaitingHead, .streaming, .closed])
     func decisionsOutsideDeciding(_ situation: ProxySituation) {
         var driver = situation.driver()
         let before = driver.state
@@ -378,7 +416,9 @@ struct HTTP1ConnectionStateMachineTests {
         #expect(clientClose.leaseFailed() == .respondWithError(.upstreamUnreachable, close: true))
     }
 
-    @Test("lease results outside the leasing state", arguments: [ProxySituation.idle, .deciding, .awaitingHead, .streaming, .closed])
+    @Test(
+        "lease results outside the leasing state",
+        arguments: [ProxySituation.idle, .deciding, .awaitingHead, .streaming, .closed])
     func leaseResultsOutsideLeasing(_ situation: ProxySituation) {
         var failed = situation.driver()
         let before = failed.state
@@ -393,7 +433,9 @@ struct HTTP1ConnectionStateMachineTests {
 
     // MARK: Early responses
 
-    @Test("a response that ends before the request body: the client gets it at once, the rest of the body still goes upstream, both connections are kept")
+    @Test(
+        "a response that ends before the request body: the client gets it at once, the rest of the body still goes upstream, both connections are kept"
+    )
     func responseBeforeBodyEnd() {
         var driver = ProxyDriver()
         driver.postAwaitingResponse()
@@ -504,7 +546,9 @@ struct HTTP1ConnectionStateMachineTests {
         #expect(driver.state == "closed")
     }
 
-    @Test("upstream failures outside forwarding are ignored", arguments: [ProxySituation.idle, .deciding, .leasing, .closed])
+    @Test(
+        "upstream failures outside forwarding are ignored",
+        arguments: [ProxySituation.idle, .deciding, .leasing, .closed])
     func upstreamFailureOutsideForwarding(_ situation: ProxySituation) {
         var driver = situation.driver()
         let before = driver.state
@@ -567,7 +611,9 @@ struct HTTP1ConnectionStateMachineTests {
         #expect(driver.machine.timeout == .none)
     }
 
-    @Test("no timeout while deciding or leasing (those have their own bounds)", arguments: [ProxySituation.deciding, .leasing, .closed])
+    @Test(
+        "no timeout while deciding or leasing (those have their own bounds)",
+        arguments: [ProxySituation.deciding, .leasing, .closed])
     func noTimeout(_ situation: ProxySituation) {
         var driver = situation.driver()
         let before = driver.state
@@ -578,7 +624,9 @@ struct HTTP1ConnectionStateMachineTests {
 
     // MARK: Protocol errors
 
-    @Test("a protocol error before forwarding answers it and closes", arguments: [ProxySituation.idle, .deciding, .leasing])
+    @Test(
+        "a protocol error before forwarding answers it and closes",
+        arguments: [ProxySituation.idle, .deciding, .leasing])
     func protocolErrorBeforeForwarding(_ situation: ProxySituation) {
         var driver = situation.driver()
         #expect(driver.protocolError(.headersTooLarge) == .respondWithError(.headersTooLarge, close: true))
@@ -589,7 +637,9 @@ struct HTTP1ConnectionStateMachineTests {
     func protocolErrorAwaitingHead() {
         var driver = ProxyDriver()
         driver.postAwaitingResponse()
-        #expect(driver.protocolError(.malformedRequest("Bad chunk size")) == .failForwarding(.malformedRequest("Bad chunk size")))
+        #expect(
+            driver.protocolError(.malformedRequest("Bad chunk size"))
+                == .failForwarding(.malformedRequest("Bad chunk size")))
         #expect(driver.state == "closed")
     }
 
@@ -606,7 +656,9 @@ struct HTTP1ConnectionStateMachineTests {
         #expect(driver.protocolError() == .none)
     }
 
-    @Test("a second request head while one is in flight is a protocol violation", arguments: [ProxySituation.deciding, .leasing, .awaitingHead, .streaming])
+    @Test(
+        "a second request head while one is in flight is a protocol violation",
+        arguments: [ProxySituation.deciding, .leasing, .awaitingHead, .streaming])
     func unexpectedHead(_ situation: ProxySituation) {
         var driver = situation.driver()
         guard case .failForwarding(let error?) = driver.head() else {
@@ -713,7 +765,9 @@ struct HTTP1ConnectionStateMachineTests {
         #expect(driver.machine.shouldReadFromClient)
     }
 
-    @Test("upstream writability outside forwarding resumes nothing", arguments: [ProxySituation.idle, .deciding, .leasing, .closed])
+    @Test(
+        "upstream writability outside forwarding resumes nothing",
+        arguments: [ProxySituation.idle, .deciding, .leasing, .closed])
     func upstreamWritabilityOutsideForwarding(_ situation: ProxySituation) {
         var driver = situation.driver()
         #expect(driver.upstreamWritable(false) == .none)
@@ -750,7 +804,9 @@ struct HTTP1ConnectionStateMachineTests {
 
     // MARK: Client close
 
-    @Test("the client going away abandons whatever is in flight", arguments: [ProxySituation.deciding, .leasing, .awaitingHead, .streaming])
+    @Test(
+        "the client going away abandons whatever is in flight",
+        arguments: [ProxySituation.deciding, .leasing, .awaitingHead, .streaming])
     func clientCloseInFlight(_ situation: ProxySituation) {
         var driver = situation.driver()
         #expect(driver.clientClosed() == .abandon)
@@ -856,7 +912,9 @@ struct HTTP1ConnectionStateMachineTests {
     @Test("a tunnel ends with either side: the backend's close flushes then closes the client")
     func tunnelEnds() {
         var backendClosed = tunnel()
-        #expect(backendClosed.responseEnd(upstreamKeepAlive: false, clientMustClose: true) == .finishResponse(reuseUpstream: false, closeClient: true))
+        #expect(
+            backendClosed.responseEnd(upstreamKeepAlive: false, clientMustClose: true)
+                == .finishResponse(reuseUpstream: false, closeClient: true))
         #expect(backendClosed.state == "closed")
 
         var clientClosed = tunnel()

@@ -19,12 +19,15 @@ struct HTTPWriterTests {
         guard case .head(let head) = parser.next(&input) else { return "no head" }
         var output = ByteBuffer()
         HTTPWriter.clientResponseHead(
-            .http1(head), clientVersion: clientVersion, requestID: "gw-1", extra: extra, chunked: chunked, connection: connection, into: &output
+            .http1(head), clientVersion: clientVersion, requestID: "gw-1", extra: extra, chunked: chunked,
+            connection: connection, into: &output
         )
         return String(buffer: output)
     }
 
-    @Test("hop-by-hop fields, those named by Connection, and the backend's X-Request-Id are dropped; the rest is copied as sent")
+    @Test(
+        "hop-by-hop fields, those named by Connection, and the backend's X-Request-Id are dropped; the rest is copied as sent"
+    )
     func responseHead() {
         let output = clientHead(
             "HTTP/1.1 200 Fine Thanks\r\nContent-Type: application/json\r\nConnection: close, X-Backend-Hop\r\nKeep-Alive: timeout=5\r\n"
@@ -34,12 +37,15 @@ struct HTTPWriterTests {
             chunked: true
         )
         #expect(
-            output == "HTTP/1.1 200 Fine Thanks\r\nContent-Type: application/json\r\nSet-Cookie: a=1\r\nset-cookie: b=2\r\n"
+            output
+                == "HTTP/1.1 200 Fine Thanks\r\nContent-Type: application/json\r\nSet-Cookie: a=1\r\nset-cookie: b=2\r\n"
                 + "X-Request-Id: gw-1\r\nX-Access-Token: new\r\nTransfer-Encoding: chunked\r\n\r\n"
         )
     }
 
-    @Test("the worst case of the sized copy: every field bare-colon (one byte longer when written), a short reason, all extras")
+    @Test(
+        "the worst case of the sized copy: every field bare-colon (one byte longer when written), a short reason, all extras"
+    )
     func sizedCopyWorstCase() {
         let fields = (0..<200).map { "a\($0):v\r\n" }.joined()
         var parser = ResponseParser()
@@ -51,7 +57,8 @@ struct HTTPWriterTests {
         }
         var output = ByteBuffer()
         HTTPWriter.clientResponseHead(
-            .http1(head), clientVersion: .http1_0, requestID: String(repeating: "r", count: 64), extra: [("X-Access-Token", String(repeating: "t", count: 900))],
+            .http1(head), clientVersion: .http1_0, requestID: String(repeating: "r", count: 64),
+            extra: [("X-Access-Token", String(repeating: "t", count: 900))],
             chunked: true, connection: "upgrade", upgrade: "websocket", into: &output
         )
         let text = String(buffer: output)
@@ -62,30 +69,41 @@ struct HTTPWriterTests {
 
     @Test("Content-Length is kept for a fixed-length body and dropped whenever the body is re-framed as chunked")
     func contentLength() {
-        #expect(clientHead("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n") == "HTTP/1.1 200 OK\r\nContent-Length: 10\r\nX-Request-Id: gw-1\r\n\r\n")
+        #expect(
+            clientHead("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n")
+                == "HTTP/1.1 200 OK\r\nContent-Length: 10\r\nX-Request-Id: gw-1\r\n\r\n")
         #expect(
             clientHead("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n", chunked: true)
                 == "HTTP/1.1 200 OK\r\nX-Request-Id: gw-1\r\nTransfer-Encoding: chunked\r\n\r\n"
         )
         // A backend's head naming both framings never gets this far: the parser refuses it.
-        #expect(clientHead("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 10\r\n\r\n", chunked: true) == "no head")
+        #expect(
+            clientHead("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 10\r\n\r\n", chunked: true)
+                == "no head")
     }
 
     @Test("the status line speaks the client's version; Connection is the gateway's")
     func versionAndConnection() {
         #expect(
-            clientHead("HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n", clientVersion: .http1_0, connection: "keep-alive")
+            clientHead(
+                "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n", clientVersion: .http1_0, connection: "keep-alive"
+            )
                 == "HTTP/1.0 404 Not Found\r\nContent-Length: 0\r\nX-Request-Id: gw-1\r\nConnection: keep-alive\r\n\r\n"
         )
-        #expect(clientHead("HTTP/1.0 204\r\n\r\n", connection: "close") == "HTTP/1.1 204 \r\nX-Request-Id: gw-1\r\nConnection: close\r\n\r\n")
+        #expect(
+            clientHead("HTTP/1.0 204\r\n\r\n", connection: "close")
+                == "HTTP/1.1 204 \r\nX-Request-Id: gw-1\r\nConnection: close\r\n\r\n")
     }
 
     @Test("request heads and chunks")
     func requestHeadAndChunks() {
         var buffer = ByteBuffer()
-        HTTPWriter.requestHead(HTTPRequestHead(version: .http1_1, method: .PATCH, uri: "/a?b", headers: ["Host": "h", "X": "1"]), into: &buffer)
+        HTTPWriter.requestHead(
+            HTTPRequestHead(version: .http1_1, method: .PATCH, uri: "/a?b", headers: ["Host": "h", "X": "1"]),
+            into: &buffer)
         #expect(String(buffer: buffer) == "PATCH /a?b HTTP/1.1\r\nHost: h\r\nX: 1\r\n\r\n")
-        let chunk = HTTPWriter.chunk(ByteBuffer(string: String(repeating: "z", count: 26)), allocator: ByteBufferAllocator())
+        let chunk = HTTPWriter.chunk(
+            ByteBuffer(string: String(repeating: "z", count: 26)), allocator: ByteBufferAllocator())
         #expect(String(buffer: chunk) == "1a\r\n\(String(repeating: "z", count: 26))\r\n")
     }
 
@@ -93,8 +111,10 @@ struct HTTPWriterTests {
     func requestHeadLength() {
         let token = String(repeating: "t", count: 700)
         let heads = [
-            HTTPRequestHead(version: .http1_1, method: .GET, uri: "/", headers: ["Host": "h", "Authorization": "Bearer \(token)"]),
-            HTTPRequestHead(version: .http1_0, method: .RAW(value: "PROPFIND"), uri: "/é?x=ü", headers: ["X-Ü": "ä", "Empty": ""]),
+            HTTPRequestHead(
+                version: .http1_1, method: .GET, uri: "/", headers: ["Host": "h", "Authorization": "Bearer \(token)"]),
+            HTTPRequestHead(
+                version: .http1_0, method: .RAW(value: "PROPFIND"), uri: "/é?x=ü", headers: ["X-Ü": "ä", "Empty": ""]),
             HTTPRequestHead(version: .http1_1, method: .DELETE, uri: "*", headers: [:]),
         ]
         for head in heads {
@@ -107,7 +127,8 @@ struct HTTPWriterTests {
     @Test("a local response head")
     func localHead() {
         var buffer = ByteBuffer()
-        HTTPWriter.responseHead(version: .http1_1, status: .unauthorized, headers: ["WWW-Authenticate": "Bearer"], into: &buffer)
+        HTTPWriter.responseHead(
+            version: .http1_1, status: .unauthorized, headers: ["WWW-Authenticate": "Bearer"], into: &buffer)
         #expect(String(buffer: buffer) == "HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Bearer\r\n\r\n")
     }
 }

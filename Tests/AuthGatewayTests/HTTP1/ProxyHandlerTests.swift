@@ -61,7 +61,9 @@ struct ProxyHandlerTests {
 
     @Test("round robin per request: one keep-alive client alternates between the backend's URLs")
     func roundRobin() throws {
-        let gateway = try EmbeddedGateway(configuration: Self.configuration(urls: ["http://10.0.0.1:8001", "http://10.0.0.2:8002"]), clock: { Date().timeIntervalSince1970 })
+        let gateway = try EmbeddedGateway(
+            configuration: Self.configuration(urls: ["http://10.0.0.1:8001", "http://10.0.0.2:8002"]),
+            clock: { Date().timeIntervalSince1970 })
         let client = try gateway.connectClient()
         var reached: [String] = []
         for index in 0..<6 {
@@ -72,7 +74,10 @@ struct ProxyHandlerTests {
             try upstream.writeInbound(ByteBuffer(string: Self.ok))
             _ = try Self.written(client)
         }
-        #expect(reached == ["10.0.0.1:8001", "10.0.0.2:8002", "10.0.0.1:8001", "10.0.0.2:8002", "10.0.0.1:8001", "10.0.0.2:8002"])
+        #expect(
+            reached == [
+                "10.0.0.1:8001", "10.0.0.2:8002", "10.0.0.1:8001", "10.0.0.2:8002", "10.0.0.1:8001", "10.0.0.2:8002",
+            ])
         #expect(gateway.upstreams.count == 2)
     }
 
@@ -108,7 +113,8 @@ struct ProxyHandlerTests {
     func ambiguousFraming() throws {
         let gateway = try EmbeddedGateway(configuration: Self.configuration(), clock: { Date().timeIntervalSince1970 })
         let client = try gateway.connectClient()
-        let smuggle = "POST /x HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer \(self.token)\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
+        let smuggle =
+            "POST /x HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer \(self.token)\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
         try client.writeInbound(ByteBuffer(string: smuggle))
         #expect(try Self.written(client).hasPrefix("HTTP/1.1 400 Bad Request\r\n"))
         #expect(!client.isActive)
@@ -120,7 +126,11 @@ struct ProxyHandlerTests {
         let gateway = try EmbeddedGateway(configuration: Self.configuration(), clock: { Date().timeIntervalSince1970 })
         let client = try gateway.connectClient()
         // A POST is not replayed on another connection.
-        try client.writeInbound(ByteBuffer(string: "POST /x HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer \(self.token)\r\nContent-Length: 2\r\n\r\nhi"))
+        try client.writeInbound(
+            ByteBuffer(
+                string:
+                    "POST /x HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer \(self.token)\r\nContent-Length: 2\r\n\r\nhi"
+            ))
         let upstream = try #require(gateway.upstreams.first)
         _ = try Self.written(upstream)
         upstream.pipeline.fireChannelInactive()
@@ -160,9 +170,11 @@ struct ProxyHandlerTests {
     func chunkedToHTTP10() throws {
         let gateway = try EmbeddedGateway(configuration: Self.configuration(), clock: { Date().timeIntervalSince1970 })
         let client = try gateway.connectClient()
-        try client.writeInbound(ByteBuffer(string: self.get("/old", version: "HTTP/1.0", extra: "Connection: keep-alive\r\n")))
+        try client.writeInbound(
+            ByteBuffer(string: self.get("/old", version: "HTTP/1.0", extra: "Connection: keep-alive\r\n")))
         let upstream = try #require(gateway.upstreams.first)
-        try upstream.writeInbound(ByteBuffer(string: "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"))
+        try upstream.writeInbound(
+            ByteBuffer(string: "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"))
         let answer = try Self.written(client)
         #expect(answer.hasPrefix("HTTP/1.0 200 OK\r\n"))
         #expect(!answer.contains("Transfer-Encoding"))

@@ -7,7 +7,9 @@ import Testing
 struct BodyReaderTests {
     /// Feeds `chunks` one after the other, pulling the reader until it needs more bytes; the
     /// steps (data as text) and what is left of the buffer.
-    private func read(_ framing: BodyFraming, _ chunks: [String], closeAfter: Bool = false) -> (steps: [String], rest: String) {
+    private func read(
+        _ framing: BodyFraming, _ chunks: [String], closeAfter: Bool = false
+    ) -> (steps: [String], rest: String) {
         var reader = BodyReader(framing)
         var buffer = ByteBuffer()
         var steps: [String] = []
@@ -36,14 +38,20 @@ struct BodyReaderTests {
 
     @Test("a fixed length: parts as they arrive, the end at the last byte, nothing beyond it")
     func fixedLength() {
-        #expect(read(.contentLength(5), ["he", "", "l", "lo", "NEXT"]) == (["data(he)", "data(l)", "data(lo)", "end"], "NEXT"))
+        #expect(
+            read(.contentLength(5), ["he", "", "l", "lo", "NEXT"]) == (
+                ["data(he)", "data(l)", "data(lo)", "end"], "NEXT"
+            ))
         #expect(read(.contentLength(3), ["abcdef"]) == (["data(abc)", "end"], "def"))
-        #expect(read(.contentLength(3), ["ab"], closeAfter: true) == (["data(ab)"], ""), "cut short by the close: not ended")
+        #expect(
+            read(.contentLength(3), ["ab"], closeAfter: true) == (["data(ab)"], ""), "cut short by the close: not ended"
+        )
     }
 
     @Test("chunked: the chunks' data, a size line split across reads, the end after the trailers")
     func chunked() {
-        let result = read(.chunked, ["1", "0;a=b\r", "\n0123456789abcdef\r\n", "3\r\nxyz\r\n0\r\nT: 1\r\n", "\r\nNEXT"])
+        let result = read(
+            .chunked, ["1", "0;a=b\r", "\n0123456789abcdef\r\n", "3\r\nxyz\r\n0\r\nT: 1\r\n", "\r\nNEXT"])
         #expect(result.steps == ["data(0123456789abcdef)", "data(xyz)", "end"])
         #expect(result.rest == "NEXT")
     }
@@ -60,7 +68,10 @@ struct BodyReaderTests {
 
     @Test(
         "chunked: a trailer that would frame the message or control the connection is an error (llhttp acts on them)",
-        arguments: ["Content-Length: 5", "transfer-encoding: chunked", "Transfer-Encoding: gzip", "Connection: close", "Proxy-Connection: close"]
+        arguments: [
+            "Content-Length: 5", "transfer-encoding: chunked", "Transfer-Encoding: gzip", "Connection: close",
+            "Proxy-Connection: close",
+        ]
     )
     func framingTrailers(_ field: String) {
         var reader = BodyReader(.chunked)
@@ -76,7 +87,10 @@ struct BodyReaderTests {
     func untilClose() {
         var reader = BodyReader(.untilClose)
         #expect(reader.isUntilClose)
-        #expect(read(.untilClose, ["a", "", "HTTP/1.1 200 OK\r\n"], closeAfter: true) == (["data(a)", "data(HTTP/1.1 200 OK\r\n)", "end"], ""))
+        #expect(
+            read(.untilClose, ["a", "", "HTTP/1.1 200 OK\r\n"], closeAfter: true) == (
+                ["data(a)", "data(HTTP/1.1 200 OK\r\n)", "end"], ""
+            ))
         #expect(reader.connectionClosed() == .end)
         #expect(!reader.isUntilClose)
         var buffer = ByteBuffer(string: "late")
@@ -117,7 +131,8 @@ struct BodyReaderTests {
                 continue
             }
             let offset = framing == .chunked ? 3 : 0
-            #expect(part.withUnsafeReadableBytes { UInt(bitPattern: $0.baseAddress) } == base + UInt(offset), "\(framing)")
+            #expect(
+                part.withUnsafeReadableBytes { UInt(bitPattern: $0.baseAddress) } == base + UInt(offset), "\(framing)")
         }
     }
 }

@@ -50,7 +50,8 @@ struct DifferentialParserTests {
     @Test(arguments: 0..<Self.seeds.count)
     func mutationsAgreeWithLLHTTP(seedIndex: Int) async throws {
         let seed = Array(Self.seeds[seedIndex].utf8)
-        #expect(Self.gateway(seed) != nil && Self.gateway(seed) == Self.llhttp(seed), "the seed itself must parse the same")
+        #expect(
+            Self.gateway(seed) != nil && Self.gateway(seed) == Self.llhttp(seed), "the seed itself must parse the same")
         let outcome = await onCPUHeavyQueue { Self.compareMutations(of: seed, seedIndex: seedIndex) }
         for disagreement in outcome.disagreements { Issue.record("disagreement on \(disagreement)") }
         // The mutations must leave enough accepted inputs for the comparison to mean something,
@@ -154,7 +155,10 @@ struct DifferentialParserTests {
         guard !HTTPMethod.knownToLLHTTP(ours.method) else { return Self.llhttp(input) }
         // Where the gateway's request line starts: after the empty lines it skips.
         var start = 0
-        while start + 1 < input.count, input[start] == UInt8(ascii: "\n") || (input[start] == UInt8(ascii: "\r") && input[start + 1] == UInt8(ascii: "\n")) {
+        while start + 1 < input.count,
+            input[start] == UInt8(ascii: "\n")
+                || (input[start] == UInt8(ascii: "\r") && input[start + 1] == UInt8(ascii: "\n"))
+        {
             start += input[start] == UInt8(ascii: "\n") ? 1 : 2
         }
         let method = Array(ours.method.utf8)
@@ -171,7 +175,8 @@ struct DifferentialParserTests {
     static func llhttp(_ input: [UInt8]) -> Parsed? {
         let channel = EmbeddedChannel()
         defer { _ = try? channel.finish() }
-        try? channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .dropBytes)))
+        try? channel.pipeline.syncOperations.addHandler(
+            ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .dropBytes)))
         // An error after the first request (in bytes that follow it) does not undo it: its parts
         // are in the channel already.
         _ = try? channel.writeInbound(ByteBuffer(bytes: input))

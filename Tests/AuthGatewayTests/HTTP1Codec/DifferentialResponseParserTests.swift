@@ -71,7 +71,8 @@ struct DifferentialResponseParserTests {
                 + "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"
         ),
         Seed(methods: [.GET], text: "HTTP/1.0 200 OK\r\nServer: s\r\n\r\nbody until the close"),
-        Seed(methods: [.GET], text: "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nuntil close\r\nHTTP/1.1 200 OK\r\n\r\n"),
+        Seed(
+            methods: [.GET], text: "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nuntil close\r\nHTTP/1.1 200 OK\r\n\r\n"),
         Seed(
             methods: [.GET, .GET],
             text: "HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 4\r\n\r\nkeep"
@@ -86,19 +87,29 @@ struct DifferentialResponseParserTests {
 
     /// Lines that change how a response is framed, dropped in at the start of a line.
     static let framingLines = [
-        "Content-Length: 0", "Content-Length: 2", "Content-Length: 5", "Content-Length: 5, 5", "Content-Length: 5,5", "Content-Length: 05",
-        "Content-Length: +5", "Content-Length: 5 5", "Content-Length:", "Content-Length : 5", "content-length: 5", "Content-Length:  5",
+        "Content-Length: 0", "Content-Length: 2", "Content-Length: 5", "Content-Length: 5, 5", "Content-Length: 5,5",
+        "Content-Length: 05",
+        "Content-Length: +5", "Content-Length: 5 5", "Content-Length:", "Content-Length : 5", "content-length: 5",
+        "Content-Length:  5",
         "Content-Length: 0x5", "Content-Length: 18446744073709551621", "Content-Length: 1e1",
-        "Transfer-Encoding: chunked", "Transfer-Encoding: gzip", "Transfer-Encoding: gzip, chunked", "Transfer-Encoding: chunked, gzip",
-        "Transfer-Encoding: identity", "Transfer-Encoding: chunked, chunked", "Transfer-Encoding:\tchunked", "transfer-encoding: CHUNKED",
-        "Transfer-Encoding:", "Transfer-Encoding: chunked,", "Transfer-Encoding: ,chunked", "Transfer-Encoding: gzip,,chunked",
-        "Connection: close", "Connection: keep-alive", "Connection: Keep-Alive", "Connection: keep-alive, close", "Connection: keep-alive\t",
-        "Connection: close\t", "Connection: upgrade", "Upgrade: websocket", "Proxy-Connection: close", "Proxy-Connection: keep-alive",
+        "Transfer-Encoding: chunked", "Transfer-Encoding: gzip", "Transfer-Encoding: gzip, chunked",
+        "Transfer-Encoding: chunked, gzip",
+        "Transfer-Encoding: identity", "Transfer-Encoding: chunked, chunked", "Transfer-Encoding:\tchunked",
+        "transfer-encoding: CHUNKED",
+        "Transfer-Encoding:", "Transfer-Encoding: chunked,", "Transfer-Encoding: ,chunked",
+        "Transfer-Encoding: gzip,,chunked",
+        "Connection: close", "Connection: keep-alive", "Connection: Keep-Alive", "Connection: keep-alive, close",
+        "Connection: keep-alive\t",
+        "Connection: close\t", "Connection: upgrade", "Upgrade: websocket", "Proxy-Connection: close",
+        "Proxy-Connection: keep-alive",
         " folded", "\tfolded", "Trailer: X-T", "X-Empty:", "0", "0;x=y", "0\r\n", "ff", "1;", "fffffffffffffffff",
     ]
 
     /// Status codes to swap in.
-    static let statuses = ["100", "101", "102", "103", "199", "200", "204", "205", "206", "299", "304", "404", "600", "999", "099", "000", "20", "2000", "2a0"]
+    static let statuses = [
+        "100", "101", "102", "103", "199", "200", "204", "205", "206", "299", "304", "404", "600", "999", "099", "000",
+        "20", "2000", "2a0",
+    ]
 
     /// What a parser made of one response.
     struct Response: Equatable, CustomStringConvertible {
@@ -120,10 +131,16 @@ struct DifferentialResponseParserTests {
         let seed = Self.seeds[seedIndex]
         let bytes = Array(seed.text.utf8)
         let seedResponses = Self.gateway(bytes, methods: seed.methods)
-        #expect(seedResponses.responses.count == seed.methods.count && seedResponses.responses.allSatisfy(\.complete), "the seed itself must parse")
+        #expect(
+            seedResponses.responses.count == seed.methods.count && seedResponses.responses.allSatisfy(\.complete),
+            "the seed itself must parse")
         #expect(seedResponses.forLLHTTP == bytes)
-        #expect(Self.disagreement(ours: seedResponses.responses, theirs: Self.llhttp(bytes, methods: seed.methods)) == nil, "the seed itself must parse the same")
-        let outcome = await onCPUHeavyQueue { Self.compareMutations(of: bytes, methods: seed.methods, seedIndex: seedIndex) }
+        #expect(
+            Self.disagreement(ours: seedResponses.responses, theirs: Self.llhttp(bytes, methods: seed.methods)) == nil,
+            "the seed itself must parse the same")
+        let outcome = await onCPUHeavyQueue {
+            Self.compareMutations(of: bytes, methods: seed.methods, seedIndex: seedIndex)
+        }
         for disagreement in outcome.disagreements { Issue.record("\(disagreement)") }
         // The mutations must leave enough accepted inputs for the comparison to mean something.
         #expect(outcome.accepted > 800)
@@ -136,7 +153,9 @@ struct DifferentialResponseParserTests {
 
     /// 3 000 seeded mutations through both parsers (CPU work for seconds: the test runs it on
     /// `onCPUHeavyQueue`).
-    static func compareMutations(of bytes: [UInt8], methods seedMethods: [HTTPMethod], seedIndex: Int) -> MutationOutcome {
+    static func compareMutations(
+        of bytes: [UInt8], methods seedMethods: [HTTPMethod], seedIndex: Int
+    ) -> MutationOutcome {
         var random = RequestIDGenerator(seed: 0x5EED_1000 + UInt64(seedIndex))
         var outcome = MutationOutcome()
         for _ in 0..<3_000 where outcome.disagreements.count < 20 {
@@ -147,7 +166,8 @@ struct DifferentialResponseParserTests {
             if ours.responses.contains(where: \.complete) { outcome.accepted += 1 }
             let theirs = Self.llhttp(ours.forLLHTTP, methods: methods)
             guard let problem = Self.disagreement(ours: ours.responses, theirs: theirs) else { continue }
-            outcome.disagreements.append("\(problem) for \(methods) \(String(decoding: input, as: UTF8.self).debugDescription)")
+            outcome.disagreements.append(
+                "\(problem) for \(methods) \(String(decoding: input, as: UTF8.self).debugDescription)")
         }
         return outcome
     }
@@ -167,16 +187,20 @@ struct DifferentialResponseParserTests {
                 + "HTTP/1.0 200 OK\r\nConnection: keep-alive \r\nContent-Length: 1\r\n\r\n!"
                 + "HTTP/1.1 204 No Content\r\nConnection:\tx, keep-alive\r\n\r\n"
         )
-        #expect(Self.disagreement(ours: ours.responses, theirs: Self.llhttp(ours.forLLHTTP, methods: [.GET, .GET, .GET])) == nil)
+        #expect(
+            Self.disagreement(ours: ours.responses, theirs: Self.llhttp(ours.forLLHTTP, methods: [.GET, .GET, .GET]))
+                == nil)
         // Unedited, llhttp refuses the first response.
-        #expect(Self.disagreement(ours: ours.responses, theirs: Self.llhttp(input, methods: [.GET, .GET, .GET])) != nil)
+        #expect(
+            Self.disagreement(ours: ours.responses, theirs: Self.llhttp(input, methods: [.GET, .GET, .GET])) != nil)
         let plain = Array("HTTP/1.1 200 OK\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n".utf8)
         #expect(Self.gateway(plain, methods: [.GET]).forLLHTTP == plain)
     }
 
     @Test("what counts as a disagreement")
     func disagreements() {
-        let ok = Response(status: 200, version: .http1_1, headers: ["Content-Length: 2"], body: Array("ok".utf8), complete: true)
+        let ok = Response(
+            status: 200, version: .http1_1, headers: ["Content-Length: 2"], body: Array("ok".utf8), complete: true)
         var unfinished = ok
         unfinished.body = Array("o".utf8)
         unfinished.complete = false
@@ -185,7 +209,9 @@ struct DifferentialResponseParserTests {
         var otherHead = ok
         otherHead.headers = ["Content-Length:  2"]
         #expect(Self.disagreement(ours: [ok], theirs: [ok, ok]) == nil, "llhttp may read further")
-        #expect(Self.disagreement(ours: [unfinished], theirs: [ok]) == nil, "a body the gateway stopped reading is a prefix")
+        #expect(
+            Self.disagreement(ours: [unfinished], theirs: [ok]) == nil, "a body the gateway stopped reading is a prefix"
+        )
         #expect(Self.disagreement(ours: [ok], theirs: []) != nil, "llhttp refused the head")
         #expect(Self.disagreement(ours: [ok], theirs: [unfinished]) != nil, "llhttp did not end the body")
         #expect(Self.disagreement(ours: [ok], theirs: [longer]) != nil, "llhttp ended it elsewhere")
@@ -203,15 +229,20 @@ struct DifferentialResponseParserTests {
                 return "response \(index) has another head (ours: \(our), llhttp: \(their))"
             }
             if our.complete {
-                guard their.complete, their.body == our.body else { return "response \(index) ends differently (ours: \(our), llhttp: \(their))" }
+                guard their.complete, their.body == our.body else {
+                    return "response \(index) ends differently (ours: \(our), llhttp: \(their))"
+                }
             } else {
-                guard their.body.starts(with: our.body) else { return "response \(index) has another body (ours: \(our), llhttp: \(their))" }
+                guard their.body.starts(with: our.body) else {
+                    return "response \(index) has another body (ours: \(our), llhttp: \(their))"
+                }
             }
         }
         return nil
     }
 
-    static func mutate(_ seed: [UInt8], methods: inout [HTTPMethod], using random: inout RequestIDGenerator) -> [UInt8] {
+    static func mutate(_ seed: [UInt8], methods: inout [HTTPMethod], using random: inout RequestIDGenerator) -> [UInt8]
+    {
         var bytes = seed
         for _ in 0..<Int.random(in: 1...3, using: &random) {
             let position = Int.random(in: 0..<bytes.count, using: &random)
@@ -226,7 +257,8 @@ struct DifferentialResponseParserTests {
                     bytes.insert(contentsOf: bytes[lineStart...end], at: end + 1)
                 }
             case 6, 7:
-                bytes.insert(contentsOf: Array((Self.framingLines.randomElement(using: &random)! + "\r\n").utf8), at: lineStart)
+                bytes.insert(
+                    contentsOf: Array((Self.framingLines.randomElement(using: &random)! + "\r\n").utf8), at: lineStart)
             case 8:
                 // Another status code in the status line the position falls in.
                 let line = bytes[lineStart...]
@@ -270,7 +302,10 @@ struct DifferentialResponseParserTests {
                     edits += Self.llhttpEdits(input, start..<end)
                     start = end
                 }
-                responses.append(Response(status: head.status, version: head.version, headers: Self.fieldLines(head.httpResponseHead.headers)))
+                responses.append(
+                    Response(
+                        status: head.status, version: head.version,
+                        headers: Self.fieldLines(head.httpResponseHead.headers)))
             case .body(let part):
                 responses[responses.count - 1].body += part.readableBytesView
             case .end:
@@ -291,7 +326,9 @@ struct DifferentialResponseParserTests {
 
     /// The end of the head starting at `start`, as the gateway finds it.
     static func headEnd(_ input: [UInt8], from start: Int) -> Int? {
-        input.withUnsafeBytes { raw in HeadScanner.headEnd(UnsafeRawBufferPointer(rebasing: raw[start...]), from: 0).end.map { start + $0 } }
+        input.withUnsafeBytes { raw in
+            HeadScanner.headEnd(UnsafeRawBufferPointer(rebasing: raw[start...]), from: 0).end.map { start + $0 }
+        }
     }
 
     /// The exemptions, as edits of `input[head]` for llhttp's copy rather than inputs left
@@ -310,7 +347,9 @@ struct DifferentialResponseParserTests {
             var edits: [(range: Range<Int>, replacement: [UInt8])] = []
             let lengths = lines.fields.filter { $0.kind == .contentLength }
             var values: [Range<Int>] = []
-            for field in lengths { HeaderNames.forEachListElement(raw, field.valueStart, field.valueEnd) { values.append($0..<$1) } }
+            for field in lengths {
+                HeaderNames.forEachListElement(raw, field.valueStart, field.valueEnd) { values.append($0..<$1) }
+            }
             for field in lines.fields {
                 switch field.kind {
                 case .contentLength where values.count > 1:
@@ -325,7 +364,11 @@ struct DifferentialResponseParserTests {
                     // The value with its trailing whitespace, up to the CR.
                     let end = raw[field.valueEnd...].firstIndex(of: UInt8(ascii: "\r"))!
                     guard raw[field.valueStart..<end].contains(0x09) else { continue }
-                    edits.append(((base + field.valueStart)..<(base + end), raw[field.valueStart..<end].map { $0 == 0x09 ? 0x20 : $0 }))
+                    edits.append(
+                        (
+                            (base + field.valueStart)..<(base + end),
+                            raw[field.valueStart..<end].map { $0 == 0x09 ? 0x20 : $0 }
+                        ))
                 case .contentLength, .other, .transferEncoding, .hopByHop, .requestID:
                     continue
                 }
@@ -343,7 +386,8 @@ struct DifferentialResponseParserTests {
             case "content-length":
                 guard !sawLength else { continue }
                 sawLength = true
-                lines.append("\(name): \(ASCII.trimmingOWS(value.split(separator: ",", omittingEmptySubsequences: false)[0]))")
+                lines.append(
+                    "\(name): \(ASCII.trimmingOWS(value.split(separator: ",", omittingEmptySubsequences: false)[0]))")
             case "connection":
                 lines.append("\(name): \(String(value.map { $0 == "\t" ? " " : $0 }))")
             default:
@@ -359,10 +403,12 @@ struct DifferentialResponseParserTests {
         let channel = EmbeddedChannel()
         defer { _ = try? channel.finish() }
         try? channel.pipeline.syncOperations.addHandler(HTTPRequestEncoder())
-        try? channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(HTTPResponseDecoder(leftOverBytesStrategy: .dropBytes)))
+        try? channel.pipeline.syncOperations.addHandler(
+            ByteToMessageHandler(HTTPResponseDecoder(leftOverBytesStrategy: .dropBytes)))
         for method in methods {
             // The decoder learns each request's method from the request heads written.
-            _ = try? channel.writeOutbound(HTTPClientRequestPart.head(HTTPRequestHead(version: .http1_1, method: method, uri: "/")))
+            _ = try? channel.writeOutbound(
+                HTTPClientRequestPart.head(HTTPRequestHead(version: .http1_1, method: method, uri: "/")))
             _ = try? channel.writeOutbound(HTTPClientRequestPart.end(nil))
         }
         // An error part-way does not undo what came before it: those parts are in the channel.

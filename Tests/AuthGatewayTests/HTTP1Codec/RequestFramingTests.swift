@@ -5,14 +5,20 @@ import Testing
 
 @Suite("RequestFraming")
 struct RequestFramingTests {
-    private func validate(_ headers: [(String, String)], version: HTTPVersion = .http1_1, method: HTTPMethod = .POST, maxBodyBytes: Int = 1000) -> Result<BodyFraming, GatewayError> {
-        RequestFraming.validate(HTTPRequestHead(version: version, method: method, uri: "/", headers: HTTPHeaders(headers)), maxBodyBytes: maxBodyBytes)
+    private func validate(
+        _ headers: [(String, String)], version: HTTPVersion = .http1_1, method: HTTPMethod = .POST,
+        maxBodyBytes: Int = 1000
+    ) -> Result<BodyFraming, GatewayError> {
+        RequestFraming.validate(
+            HTTPRequestHead(version: version, method: method, uri: "/", headers: HTTPHeaders(headers)),
+            maxBodyBytes: maxBodyBytes)
     }
 
     /// Refused as malformed: 400 and `invalid_request`.
     private func isMalformed(_ result: Result<BodyFraming, GatewayError>) -> Bool {
         guard case .failure(let error) = result else { return false }
-        return error.errorType == "request.malformed" && error.status == .badRequest && error.oauthError == "invalid_request"
+        return error.errorType == "request.malformed" && error.status == .badRequest
+            && error.oauthError == "invalid_request"
     }
 
     @Test("no body, fixed length and chunked")
@@ -27,7 +33,8 @@ struct RequestFramingTests {
     @Test("agreeing Content-Length values are accepted (RFC 9110 §8.6)")
     func agreeingLengths() {
         #expect(validate([("Host", "h"), ("Content-Length", "5, 5")]) == .success(.contentLength(5)))
-        #expect(validate([("Host", "h"), ("Content-Length", "5"), ("content-length", "5")]) == .success(.contentLength(5)))
+        #expect(
+            validate([("Host", "h"), ("Content-Length", "5"), ("content-length", "5")]) == .success(.contentLength(5)))
     }
 
     @Test("two different Content-Lengths are refused")
@@ -40,7 +47,9 @@ struct RequestFramingTests {
         #expect(isMalformed(validate([("Host", "h"), ("Content-Length", "5, 05")])))
     }
 
-    @Test("invalid Content-Length values are refused", arguments: ["", " ", "-1", "+5", "5a", "0x10", "1e3", "5,", ",5", "5 5", "9999999999999999999", "١"])
+    @Test(
+        "invalid Content-Length values are refused",
+        arguments: ["", " ", "-1", "+5", "5a", "0x10", "1e3", "5,", ",5", "5 5", "9999999999999999999", "١"])
     func invalidLength(_ value: String) {
         #expect(isMalformed(validate([("Host", "h"), ("Content-Length", value)])))
     }
@@ -52,16 +61,18 @@ struct RequestFramingTests {
         #expect(isMalformed(validate([("Host", "h"), ("Transfer-Encoding", "chunked"), ("Content-Length", "0")])))
     }
 
-    @Test("transfer codings other than a single chunked are refused", arguments: [
-        [("Transfer-Encoding", "gzip")],
-        [("Transfer-Encoding", "gzip, chunked")],
-        [("Transfer-Encoding", "chunked, chunked")],
-        [("Transfer-Encoding", "chunked"), ("Transfer-Encoding", "chunked")],
-        [("Transfer-Encoding", "chunked"), ("transfer-encoding", "gzip")],
-        [("Transfer-Encoding", "identity")],
-        [("Transfer-Encoding", "")],
-        [("Transfer-Encoding", "xchunked")],
-    ])
+    @Test(
+        "transfer codings other than a single chunked are refused",
+        arguments: [
+            [("Transfer-Encoding", "gzip")],
+            [("Transfer-Encoding", "gzip, chunked")],
+            [("Transfer-Encoding", "chunked, chunked")],
+            [("Transfer-Encoding", "chunked"), ("Transfer-Encoding", "chunked")],
+            [("Transfer-Encoding", "chunked"), ("transfer-encoding", "gzip")],
+            [("Transfer-Encoding", "identity")],
+            [("Transfer-Encoding", "")],
+            [("Transfer-Encoding", "xchunked")],
+        ])
     func badTransferEncoding(_ headers: [(String, String)]) {
         #expect(isMalformed(validate([("Host", "h")] + headers)))
     }
@@ -81,8 +92,12 @@ struct RequestFramingTests {
         #expect(isMalformed(validate([("Host", "a"), ("Host", "b")], version: .http1_0, method: .GET)))
     }
 
-    @Test("Host values", arguments: [("api.example.com", true), ("api.example.com:8080", true), ("[::1]:8080", true), ("127.0.0.1", true),
-        ("", false), ("a b", false), ("a/b", false), ("a@b", false), ("a,b", false), ("a\"b", false)])
+    @Test(
+        "Host values",
+        arguments: [
+            ("api.example.com", true), ("api.example.com:8080", true), ("[::1]:8080", true), ("127.0.0.1", true),
+            ("", false), ("a b", false), ("a/b", false), ("a@b", false), ("a,b", false), ("a\"b", false),
+        ])
     func hostValues(_ value: String, _ valid: Bool) {
         let result = validate([("Host", value)], method: .GET)
         #expect((result == .success(.none)) == valid)
@@ -92,10 +107,13 @@ struct RequestFramingTests {
     @Test("a Content-Length over the limit is refused as too large (413) before any body is read")
     func bodyTooLarge() {
         #expect(validate([("Host", "h"), ("Content-Length", "1001")], maxBodyBytes: 1000) == .failure(.bodyTooLarge))
-        #expect(validate([("Host", "h"), ("Content-Length", "1000")], maxBodyBytes: 1000) == .success(.contentLength(1000)))
+        #expect(
+            validate([("Host", "h"), ("Content-Length", "1000")], maxBodyBytes: 1000) == .success(.contentLength(1000)))
         #expect(GatewayError.bodyTooLarge.status == .payloadTooLarge)
         // A malformed head is refused as such even when it is also too large.
-        #expect(isMalformed(validate([("Host", "h"), ("Content-Length", "2000"), ("Content-Length", "3000")], maxBodyBytes: 1000)))
+        #expect(
+            isMalformed(
+                validate([("Host", "h"), ("Content-Length", "2000"), ("Content-Length", "3000")], maxBodyBytes: 1000)))
     }
 
     @Test("upgrade requests")

@@ -15,7 +15,9 @@ enum ParsedPart: Equatable {
 
 /// Feeds `chunks` one after the other, collecting every event (as the proxy does, the parser is
 /// pulled until it needs more bytes).
-func parseRequests(_ chunks: [String], maxHeaderBytes: Int = 1024, maxBodyBytes: Int = 1000) -> (parts: [ParsedPart], rest: String) {
+func parseRequests(
+    _ chunks: [String], maxHeaderBytes: Int = 1024, maxBodyBytes: Int = 1000
+) -> (parts: [ParsedPart], rest: String) {
     var parser = RequestParser(maxHeaderBytes: maxHeaderBytes, maxBodyBytes: maxBodyBytes)
     var buffer = ByteBuffer()
     var parts: [ParsedPart] = []
@@ -52,16 +54,18 @@ struct RequestParserTests {
     func byteByByte() {
         let request = "POST /p HTTP/1.0\r\nHost: h\r\nContent-Length: 3\r\n\r\nabc"
         let result = parseRequests(request.unicodeScalars.map { String($0) })
-        #expect(result.parts == [
-            .head("POST /p HTTP/1.0 [Host=h;Content-Length=3]"), .framing(.contentLength(3)),
-            .body("a"), .body("b"), .body("c"), .end,
-        ])
+        #expect(
+            result.parts == [
+                .head("POST /p HTTP/1.0 [Host=h;Content-Length=3]"), .framing(.contentLength(3)),
+                .body("a"), .body("b"), .body("c"), .end,
+            ])
     }
 
     @Test("a fixed-length body ends at its length; the pipelined request stays in the buffer until pulled")
     func pipelined() {
         var parser = RequestParser(maxHeaderBytes: 1024, maxBodyBytes: 1000)
-        var buffer = ByteBuffer(string: "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\nokGET /next HTTP/1.1\r\nHost: h\r\n\r\n")
+        var buffer = ByteBuffer(
+            string: "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\nokGET /next HTTP/1.1\r\nHost: h\r\n\r\n")
         guard case .head = parser.next(&buffer) else { Issue.record("no head"); return }
         guard case .body(let body) = parser.next(&buffer) else { Issue.record("no body"); return }
         #expect(String(buffer: body) == "ok")
@@ -78,9 +82,11 @@ struct RequestParserTests {
             "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n",
             "5;name=value\r\nhello\r\nA\r\n0123456789\r\n", "0\r\nX-Trailer: t\r\n\r\n",
         ])
-        #expect(result.parts == [
-            .head("POST / HTTP/1.1 [Host=h;Transfer-Encoding=chunked]"), .framing(.chunked), .body("hello"), .body("0123456789"), .end,
-        ])
+        #expect(
+            result.parts == [
+                .head("POST / HTTP/1.1 [Host=h;Transfer-Encoding=chunked]"), .framing(.chunked), .body("hello"),
+                .body("0123456789"), .end,
+            ])
     }
 
     @Test("leading empty lines before a request line are ignored (RFC 9112 §2.2)")
@@ -113,7 +119,9 @@ struct RequestParserTests {
 
     @Test("ambiguous framing is refused with the head (so the error can be logged with it)")
     func ambiguousFraming() {
-        let both = parseRequests(["POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\nabc"])
+        let both = parseRequests([
+            "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\nabc"
+        ])
         #expect(both.parts.last == .error("request.malformed"))
         let gzip = parseRequests(["POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"])
         #expect(gzip.parts.last == .error("request.malformed"))
@@ -163,7 +171,9 @@ struct RequestParserTests {
         #expect(ChunkedBody.chunkSize(Array("1;:x=y".utf8)) == nil)
         #expect(ChunkedBody.chunkSize(Array("1;x=".utf8)) == nil)
         #expect(ChunkedBody.chunkSize(Array("1;x=\"open".utf8)) == nil)
-        #expect(ChunkedBody.chunkSize([UInt8(ascii: "1"), UInt8(ascii: ";"), UInt8(ascii: "x"), UInt8(ascii: "="), 0xFF]) == nil)
+        #expect(
+            ChunkedBody.chunkSize([UInt8(ascii: "1"), UInt8(ascii: ";"), UInt8(ascii: "x"), UInt8(ascii: "="), 0xFF])
+                == nil)
     }
 
     @Test("the eight-byte tests agree with the byte-wise ones, for every byte value in every position")

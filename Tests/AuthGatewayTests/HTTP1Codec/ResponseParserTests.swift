@@ -28,18 +28,26 @@ struct ResponseParserTests {
     }
 
     private func framing(_ status: Int, _ fields: String, method: HTTPMethod = .GET) -> String? {
-        guard case .head(let text) = parse("HTTP/1.1 \(status) X\r\n\(fields)\r\n", method: method).first else { return nil }
+        guard case .head(let text) = parse("HTTP/1.1 \(status) X\r\n\(fields)\r\n", method: method).first else {
+            return nil
+        }
         return text
     }
 
     @Test("fixed length, chunked and close-delimited bodies")
     func bodies() {
-        #expect(parse("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok") == [.head("200 keepAlive=true contentLength(2)"), .body("ok"), .end])
+        #expect(
+            parse("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok") == [
+                .head("200 keepAlive=true contentLength(2)"), .body("ok"), .end,
+            ])
         #expect(
             parse("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n") == [
                 .head("200 keepAlive=true chunked"), .body("ok"), .end,
             ])
-        #expect(parse("HTTP/1.1 200 OK\r\n\r\nuntil close", closeAfter: true) == [.head("200 keepAlive=false untilClose"), .body("until close"), .end])
+        #expect(
+            parse("HTTP/1.1 200 OK\r\n\r\nuntil close", closeAfter: true) == [
+                .head("200 keepAlive=false untilClose"), .body("until close"), .end,
+            ])
     }
 
     @Test("responses without a body: HEAD, 204, 304, Content-Length 0")
@@ -54,7 +62,8 @@ struct ResponseParserTests {
     @Test("Transfer-Encoding: the final coding decides; not chunked, the body ends with the connection")
     func transferEncoding() {
         #expect(framing(200, "Transfer-Encoding: gzip, chunked\r\n") == "200 keepAlive=true chunked")
-        #expect(framing(200, "Transfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n") == "200 keepAlive=true chunked")
+        #expect(
+            framing(200, "Transfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n") == "200 keepAlive=true chunked")
         #expect(framing(200, "Transfer-Encoding: gzip\r\n") == "200 keepAlive=false untilClose")
     }
 
@@ -92,27 +101,38 @@ struct ResponseParserTests {
         }
     }
 
-    @Test("Proxy-Connection: close ends the connection too (llhttp reads the field as Connection); its keep-alive is not trusted")
+    @Test(
+        "Proxy-Connection: close ends the connection too (llhttp reads the field as Connection); its keep-alive is not trusted"
+    )
     func proxyConnection() {
         #expect(framing(200, "Proxy-Connection: close\r\nContent-Length: 0\r\n") == "200 keepAlive=false none")
-        #expect(framing(200, "proxy-connection: keep-alive, Close\r\nContent-Length: 0\r\n") == "200 keepAlive=false none")
+        #expect(
+            framing(200, "proxy-connection: keep-alive, Close\r\nContent-Length: 0\r\n") == "200 keepAlive=false none")
         #expect(framing(200, "Proxy-Connection: keep-alive\r\nContent-Length: 0\r\n") == "200 keepAlive=true none")
-        guard case .head(let old) = parse("HTTP/1.0 200 OK\r\nProxy-Connection: keep-alive\r\nContent-Length: 0\r\n\r\n").first else {
+        guard
+            case .head(let old) = parse("HTTP/1.0 200 OK\r\nProxy-Connection: keep-alive\r\nContent-Length: 0\r\n\r\n")
+                .first
+        else {
             Issue.record("no head")
             return
         }
         #expect(old == "200 keepAlive=false none")
-        #expect(parse("HTTP/1.1 100 Continue\r\nProxy-Connection: close\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n").count == 1)
+        #expect(
+            parse("HTTP/1.1 100 Continue\r\nProxy-Connection: close\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n").count == 1)
     }
 
     @Test("interim 1xx responses are skipped; 101 is an error")
     func interim() {
         #expect(
-            parse("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.1 201 Created\r\nContent-Length: 1\r\n\r\nx") == [
+            parse(
+                "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.1 201 Created\r\nContent-Length: 1\r\n\r\nx"
+            ) == [
                 .head("201 keepAlive=true contentLength(1)"), .body("x"), .end,
             ])
         #expect(parse("HTTP/1.1 101 Switching Protocols\r\n\r\n").count == 1)
-        #expect(parse("HTTP/1.1 101 Switching Protocols\r\n\r\n").allSatisfy { if case .error = $0 { true } else { false } })
+        #expect(
+            parse("HTTP/1.1 101 Switching Protocols\r\n\r\n").allSatisfy { if case .error = $0 { true } else { false } }
+        )
     }
 
     @Test(
@@ -169,14 +189,18 @@ struct ResponseParserTests {
     @Test("a missing reason phrase is accepted; a body cut short by the close is not ended")
     func edges() {
         #expect(parse("HTTP/1.1 204\r\n\r\n") == [.head("204 keepAlive=true none"), .end])
-        #expect(parse("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nab", closeAfter: true) == [.head("200 keepAlive=true contentLength(5)"), .body("ab")])
+        #expect(
+            parse("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nab", closeAfter: true) == [
+                .head("200 keepAlive=true contentLength(5)"), .body("ab"),
+            ])
     }
 
     @Test("the NIO form of a head keeps every field, for the gateway's own calls")
     func httpResponseHead() {
         var parser = ResponseParser()
         parser.expectResponse(to: .GET)
-        var buffer = ByteBuffer(string: "HTTP/1.1 404 Not Found\r\nSet-Cookie: a=1\r\nSet-Cookie: b=2\r\nContent-Length: 0\r\n\r\n")
+        var buffer = ByteBuffer(
+            string: "HTTP/1.1 404 Not Found\r\nSet-Cookie: a=1\r\nSet-Cookie: b=2\r\nContent-Length: 0\r\n\r\n")
         guard case .head(let head) = parser.next(&buffer) else {
             Issue.record("no head")
             return

@@ -37,11 +37,13 @@ struct HTTP2ServerConnectionTests {
         let token = TestKeys.token()
 
         init() throws {
-            self.gateway = try EmbeddedGateway(configuration: HTTP2ServerConnectionTests.configuration(), clock: { Date().timeIntervalSince1970 })
+            self.gateway = try EmbeddedGateway(
+                configuration: HTTP2ServerConnectionTests.configuration(), clock: { Date().timeIntervalSince1970 })
             self.server = try self.gateway.connectClient()
             let client = EmbeddedChannel(loop: self.gateway.loop)
             // A client that sends what it is told, malformed or not: the gateway's side validates.
-            try client.pipeline.syncOperations.addHandler(NIOHTTP2Handler(mode: .client, headerBlockValidation: .disabled, contentLengthValidation: .disabled))
+            try client.pipeline.syncOperations.addHandler(
+                NIOHTTP2Handler(mode: .client, headerBlockValidation: .disabled, contentLengthValidation: .disabled))
             try client.pipeline.syncOperations.addHandler(self.recorder)
             try client.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()
             self.clientChannel = client
@@ -81,8 +83,14 @@ struct HTTP2ServerConnectionTests {
             try self.interact()
         }
 
-        func request(_ stream: Int, _ method: String = "GET", _ path: String, extra: [(String, String)] = [], endStream: Bool = true) throws {
-            var headers = HPACKHeaders([(":method", method), (":path", path), (":scheme", "http"), (":authority", "gw"), ("authorization", "Bearer \(self.token)")])
+        func request(
+            _ stream: Int, _ method: String = "GET", _ path: String, extra: [(String, String)] = [],
+            endStream: Bool = true
+        ) throws {
+            var headers = HPACKHeaders([
+                (":method", method), (":path", path), (":scheme", "http"), (":authority", "gw"),
+                ("authorization", "Bearer \(self.token)"),
+            ])
             headers.add(contentsOf: extra)
             try self.send(stream, .headers(.init(headers: headers, endStream: endStream)))
         }
@@ -90,7 +98,9 @@ struct HTTP2ServerConnectionTests {
         /// What the backend connection `index` was sent, as text.
         func upstreamText(_ index: Int) throws -> String {
             var text = ""
-            while let part = try self.gateway.upstreams[index].readOutbound(as: ByteBuffer.self) { text += String(buffer: part) }
+            while let part = try self.gateway.upstreams[index].readOutbound(as: ByteBuffer.self) {
+                text += String(buffer: part)
+            }
             return text
         }
 
@@ -104,13 +114,17 @@ struct HTTP2ServerConnectionTests {
         }
 
         func status(on stream: Int) -> String? {
-            for case .headers(let headers) in self.frames(on: stream) { if let status = headers.headers.first(name: ":status") { return status } }
+            for case .headers(let headers) in self.frames(on: stream) {
+                if let status = headers.headers.first(name: ":status") { return status }
+            }
             return nil
         }
 
         func body(on stream: Int) -> String {
             var body = ""
-            for case .data(let data) in self.frames(on: stream) { if case .byteBuffer(let bytes) = data.data { body += String(buffer: bytes) } }
+            for case .data(let data) in self.frames(on: stream) {
+                if case .byteBuffer(let bytes) = data.data { body += String(buffer: bytes) }
+            }
             return body
         }
 
@@ -127,7 +141,9 @@ struct HTTP2ServerConnectionTests {
 
         func windowUpdates(on stream: Int) -> [Int] {
             self.recorder.frames.compactMap { frame in
-                guard frame.streamID == HTTP2StreamID(stream), case .windowUpdate(let increment) = frame.payload else { return nil }
+                guard frame.streamID == HTTP2StreamID(stream), case .windowUpdate(let increment) = frame.payload else {
+                    return nil
+                }
                 return increment
             }
         }
@@ -136,7 +152,9 @@ struct HTTP2ServerConnectionTests {
     final class FrameRecorder: ChannelInboundHandler {
         typealias InboundIn = HTTP2Frame
         var frames: [HTTP2Frame] = []
-        func channelRead(context: ChannelHandlerContext, data: NIOAny) { self.frames.append(self.unwrapInboundIn(data)) }
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            self.frames.append(self.unwrapInboundIn(data))
+        }
     }
 
     @Test func aStreamCarriesOneRequestAndLeavesNothingBehind() throws {
@@ -159,7 +177,9 @@ struct HTTP2ServerConnectionTests {
         try peer.answer(0)
         let frames = peer.frames(on: 1)
         #expect(frames.count == 2, "HEADERS and one DATA, no empty DATA to end the stream: \(frames)")
-        guard frames.count == 2, case .headers(let headers) = frames[0], case .data(let data) = frames[1] else { return }
+        guard frames.count == 2, case .headers(let headers) = frames[0], case .data(let data) = frames[1] else {
+            return
+        }
         #expect(!headers.endStream)
         #expect(data.endStream)
         #expect(peer.body(on: 1) == "ok")
@@ -306,7 +326,12 @@ struct HTTP2ServerConnectionTests {
     @Test func aMalformedRequestIsRefusedOnItsStreamAndTheConnectionGoesOn() throws {
         let peer = try Peer()
         // No :path: NIOHTTP2's header validation resets the stream; the gateway never sees it.
-        try peer.send(1, .headers(.init(headers: HPACKHeaders([(":method", "GET"), (":scheme", "http"), (":authority", "gw")]), endStream: true)))
+        try peer.send(
+            1,
+            .headers(
+                .init(
+                    headers: HPACKHeaders([(":method", "GET"), (":scheme", "http"), (":authority", "gw")]),
+                    endStream: true)))
         #expect(peer.frames(on: 1).contains { if case .rstStream = $0 { return true } else { return false } })
         #expect(try peer.handler.openStreamCount == 0)
         try peer.request(3, "GET", "/after")
@@ -332,7 +357,9 @@ struct WholeHTTP2StreamTests {
     @Test func theHarnessServesStreamAfterStream() throws {
         let configuration = HTTP2ServerConnectionTests.configuration()
         let response = "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n" + String(repeating: "x", count: 100)
-        let harness = try GatewayBenchmarkSupport.WholeHTTP2Stream(configuration: configuration, token: TestKeys.token(), response: response, now: Date().timeIntervalSince1970)
+        let harness = try GatewayBenchmarkSupport.WholeHTTP2Stream(
+            configuration: configuration, token: TestKeys.token(), response: response, now: Date().timeIntervalSince1970
+        )
         var sizes: [Int] = []
         for _ in 0..<1_000 { sizes.append(try harness.run()) }
         // HEADERS (9 + block), DATA (9 + 100), the empty DATA with END_STREAM (9).

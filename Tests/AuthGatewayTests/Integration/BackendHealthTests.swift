@@ -34,11 +34,16 @@ final class ScriptedURL: Sendable {
         let server = try await SimpleHTTPServer.start(group: TestGroup.shared) { request in
             if request.path == healthPath {
                 counters.probes.wrappingAdd(1, ordering: .relaxed)
-                if request.headers.contains(name: "authorization") { counters.probeAuthorization.store(true, ordering: .relaxed) }
-                return SimpleResponse(status: HTTPResponseStatus(statusCode: counters.healthStatus.load(ordering: .relaxed)))
+                if request.headers.contains(name: "authorization") {
+                    counters.probeAuthorization.store(true, ordering: .relaxed)
+                }
+                return SimpleResponse(
+                    status: HTTPResponseStatus(statusCode: counters.healthStatus.load(ordering: .relaxed)))
             }
             counters.requests.wrappingAdd(1, ordering: .relaxed)
-            return .json(HTTPResponseStatus(statusCode: counters.status.load(ordering: .relaxed)), ["path": .string(request.path)])
+            return .json(
+                HTTPResponseStatus(statusCode: counters.status.load(ordering: .relaxed)),
+                ["path": .string(request.path)])
         }
         return ScriptedURL(server: server, counters: counters)
     }
@@ -94,8 +99,14 @@ struct BackendHealthTests {
     @Test func aURLAnswering502IsEjectedAfterConsecutiveFailures() async throws {
         let good = try await ScriptedURL.start()
         let bad = try await ScriptedURL.start(status: 502)
-        atTestEnd { await good.close(); await bad.close() }
-        let gateway = try await Self.gateway([good, bad], extra: ["outlierDetection": ["consecutiveFailures": 3, "baseEjectionSeconds": 60, "maxEjectionPercent": 50]])
+        atTestEnd {
+            await good.close(); await bad.close()
+        }
+        let gateway = try await Self.gateway(
+            [good, bad],
+            extra: [
+                "outlierDetection": ["consecutiveFailures": 3, "baseEjectionSeconds": 60, "maxEjectionPercent": 50]
+            ])
         atTestEnd { await gateway.stop() }
 
         // Round robin: the bad URL sees every other request until its third 502 ejects it.
@@ -110,7 +121,9 @@ struct BackendHealthTests {
         // Only some URLs out: the gateway is still ok.
         #expect(try await Self.health(gateway).status == "ok")
         let metrics = try await Self.metrics(gateway)
-        #expect(metrics.contains("auth_gateway_backend_ejections_total{backend=\"api\",url=\"\(bad.url)\"} 1"), "\(metrics)")
+        #expect(
+            metrics.contains("auth_gateway_backend_ejections_total{backend=\"api\",url=\"\(bad.url)\"} 1"), "\(metrics)"
+        )
         #expect(metrics.contains("auth_gateway_backend_up{backend=\"api\",url=\"\(bad.url)\"} 0"))
         #expect(metrics.contains("auth_gateway_backend_up{backend=\"api\",url=\"\(good.url)\"} 1"))
 
@@ -123,31 +136,46 @@ struct BackendHealthTests {
     @Test func anEjectionExpires() async throws {
         let good = try await ScriptedURL.start()
         let bad = try await ScriptedURL.start(status: 502)
-        atTestEnd { await good.close(); await bad.close() }
-        let gateway = try await Self.gateway([good, bad], extra: ["outlierDetection": ["consecutiveFailures": 3, "baseEjectionSeconds": 1, "maxEjectionPercent": 50]])
+        atTestEnd {
+            await good.close(); await bad.close()
+        }
+        let gateway = try await Self.gateway(
+            [good, bad],
+            extra: ["outlierDetection": ["consecutiveFailures": 3, "baseEjectionSeconds": 1, "maxEjectionPercent": 50]])
         atTestEnd { await gateway.stop() }
         // Ejected: read from the counter, not from the state — on a loaded machine the 1 s
         // ejection can be over before a look at `/healthz` (which then says "healthy").
         let ejections = "auth_gateway_backend_ejections_total{backend=\"api\",url=\"\(bad.url)\"} "
-        #expect(await eventually(timeout: .seconds(60)) {
-            _ = try? await Self.get(gateway, "/warm")
-            return (try? await Self.metrics(gateway))?.split(separator: "\n").contains { $0.hasPrefix(ejections) && !$0.hasSuffix(" 0") } == true
-        })
+        #expect(
+            await eventually(timeout: .seconds(60)) {
+                _ = try? await Self.get(gateway, "/warm")
+                return (try? await Self.metrics(gateway))?.split(separator: "\n").contains {
+                    $0.hasPrefix(ejections) && !$0.hasSuffix(" 0")
+                } == true
+            })
         let seen = bad.requests
         #expect(seen >= 3)
-        #expect(await eventually(timeout: .seconds(60)) {
-            _ = try? await Self.get(gateway, "/after")
-            return bad.requests > seen
-        })
+        #expect(
+            await eventually(timeout: .seconds(60)) {
+                _ = try? await Self.get(gateway, "/after")
+                return bad.requests > seen
+            })
         bad.answer(200)
         #expect(await eventually(timeout: .seconds(60)) { (try? await Self.state(gateway, bad)) == "healthy" })
     }
 
     @Test func atMostMaxEjectionPercentOfTheURLsAreEjected() async throws {
-        let urls = [try await ScriptedURL.start(status: 503), try await ScriptedURL.start(status: 503), try await ScriptedURL.start(status: 503)]
+        let urls = [
+            try await ScriptedURL.start(status: 503), try await ScriptedURL.start(status: 503),
+            try await ScriptedURL.start(status: 503),
+        ]
         atTestEnd { for url in urls { await url.close() } }
         // 50 % of 3 rounds down to 1.
-        let gateway = try await Self.gateway(urls, extra: ["outlierDetection": ["consecutiveFailures": 1, "baseEjectionSeconds": 60, "maxEjectionPercent": 50]])
+        let gateway = try await Self.gateway(
+            urls,
+            extra: [
+                "outlierDetection": ["consecutiveFailures": 1, "baseEjectionSeconds": 60, "maxEjectionPercent": 50]
+            ])
         atTestEnd { await gateway.stop() }
         for index in 0..<12 { #expect(try await Self.get(gateway, "/fail/\(index)").status == 503) }
         var ejected = 0
@@ -162,11 +190,13 @@ struct BackendHealthTests {
     @Test func responseTimeoutsCountAndASingleURLCanBeEjected() async throws {
         let backend = try await EchoBackend.start(group: TestGroup.shared)
         let gateway = try await GatewayFixture.start(backend: backend) { config in
-            config["backends"] = ["api": [
-                // Long enough for the last, ordinary request on a loaded machine.
-                "urls": [.string(backend.baseURL)], "responseTimeoutMilliseconds": 6000,
-                "outlierDetection": ["consecutiveFailures": 2, "baseEjectionSeconds": 30],
-            ]]
+            config["backends"] = [
+                "api": [
+                    // Long enough for the last, ordinary request on a loaded machine.
+                    "urls": [.string(backend.baseURL)], "responseTimeoutMilliseconds": 6000,
+                    "outlierDetection": ["consecutiveFailures": 2, "baseEjectionSeconds": 30],
+                ]
+            ]
         }
         atTestEnd { await gateway.stop() }
         #expect(try await Self.get(gateway, "/delay/15000").status == 504)
@@ -205,13 +235,19 @@ struct BackendHealthTests {
         let good = try await ScriptedURL.start()
         atTestEnd { await good.close() }
         let gateway = try await GatewayFixture.start { config in
-            config["backends"] = ["api": ["urls": [.string(refusing.url), .string(good.url)], "outlierDetection": ["consecutiveFailures": 1, "baseEjectionSeconds": 60]]]
+            config["backends"] = [
+                "api": [
+                    "urls": [.string(refusing.url), .string(good.url)],
+                    "outlierDetection": ["consecutiveFailures": 1, "baseEjectionSeconds": 60],
+                ]
+            ]
         }
         atTestEnd { await gateway.stop() }
         // The first request tries the refusing URL first, then the good one.
         #expect(try await Self.get(gateway, "/first").status == 200)
         #expect(try await Self.state(gateway, refusing.url) == "ejected")
-        let until = try await Self.health(gateway).backend?["urls"]?[refusing.url]?["untilSeconds"]?.numberValue?.exactInt ?? 0
+        let until =
+            try await Self.health(gateway).backend?["urls"]?[refusing.url]?["untilSeconds"]?.numberValue?.exactInt ?? 0
         // A 60 s ejection, read back while the clock runs (a loaded machine took over 10 s).
         #expect(until > 30)
     }
@@ -228,11 +264,17 @@ struct BackendHealthTests {
         let url = "http://127.0.0.1:\(resetting.localAddress?.port ?? 0)"
         let gateway = try await GatewayFixture.start { config in
             // POST: not retried on another connection, so each request is one reset.
-            config["backends"] = ["api": ["urls": [.string(url)], "outlierDetection": ["consecutiveFailures": 2, "baseEjectionSeconds": 30]]]
+            config["backends"] = [
+                "api": [
+                    "urls": [.string(url)], "outlierDetection": ["consecutiveFailures": 2, "baseEjectionSeconds": 30],
+                ]
+            ]
         }
         atTestEnd { await gateway.stop() }
         for index in 0..<2 {
-            let response = try await gateway.send(TestRequest(.POST, "/reset/\(index)", headers: [("Authorization", "Bearer \(TestKeys.token())")], body: "x"))
+            let response = try await gateway.send(
+                TestRequest(
+                    .POST, "/reset/\(index)", headers: [("Authorization", "Bearer \(TestKeys.token())")], body: "x"))
             #expect(response.status == 502)
         }
         #expect(try await Self.state(gateway, url) == "ejected")
@@ -242,7 +284,12 @@ struct BackendHealthTests {
     @Test func anH2cURLAnswering503IsEjected() async throws {
         let backend = try await EchoBackend.start(group: TestGroup.shared, http2: true)
         let gateway = try await GatewayFixture.start(backend: backend) { config in
-            config["backends"] = ["api": ["urls": [.string(backend.baseURL)], "protocol": "h2c", "outlierDetection": ["consecutiveFailures": 2]]]
+            config["backends"] = [
+                "api": [
+                    "urls": [.string(backend.baseURL)], "protocol": "h2c",
+                    "outlierDetection": ["consecutiveFailures": 2],
+                ]
+            ]
         }
         atTestEnd { await gateway.stop() }
         #expect(try await Self.get(gateway, "/status/503").status == 503)
@@ -261,15 +308,25 @@ struct BackendHealthTests {
     @Test func probesUseTheBackendsProtocolAndTLS() async throws {
         let pki = try await TestPKI.shared()
         let backend = try await EchoBackend.start(
-            group: TestGroup.shared, http2: true, tls: try pki.serverContext(requireClientCertificate: true, alpn: ["h2"])
+            group: TestGroup.shared, http2: true,
+            tls: try pki.serverContext(requireClientCertificate: true, alpn: ["h2"])
         )
         let gateway = try await GatewayFixture.start(backend: backend) { config in
-            config["backends"] = ["api": [
-                "urls": [.string("https://localhost:\(backend.port)")], "protocol": "h2",
-                "tls": ["caCertificatePEMFile": .string(pki.caCertificate), "certificatePEMFile": .string(pki.clientCertificate), "privateKeyPEMFile": .string(pki.clientKey)],
-                // A generous timeout: a TLS handshake on a loaded machine must not fail a probe.
-                "healthCheck": ["path": "/health", "intervalSeconds": 1, "timeoutMilliseconds": 5000, "unhealthyThreshold": 1, "healthyThreshold": 1],
-            ]]
+            config["backends"] = [
+                "api": [
+                    "urls": [.string("https://localhost:\(backend.port)")], "protocol": "h2",
+                    "tls": [
+                        "caCertificatePEMFile": .string(pki.caCertificate),
+                        "certificatePEMFile": .string(pki.clientCertificate),
+                        "privateKeyPEMFile": .string(pki.clientKey),
+                    ],
+                    // A generous timeout: a TLS handshake on a loaded machine must not fail a probe.
+                    "healthCheck": [
+                        "path": "/health", "intervalSeconds": 1, "timeoutMilliseconds": 5000, "unhealthyThreshold": 1,
+                        "healthyThreshold": 1,
+                    ],
+                ]
+            ]
         }
         atTestEnd { await gateway.stop() }
         // Two probe rounds reached the backend (no traffic was sent), and it is still healthy.
@@ -281,12 +338,19 @@ struct BackendHealthTests {
     @Test func aURLFailingItsHealthCheckGetsNoTrafficAndGetsItBackAfterRecovering() async throws {
         let steady = try await ScriptedURL.start()
         let flaky = try await ScriptedURL.start()
-        atTestEnd { await steady.close(); await flaky.close() }
+        atTestEnd {
+            await steady.close(); await flaky.close()
+        }
         let gateway = try await Self.gateway(
             [steady, flaky],
             // A generous timeout: on a loaded machine a slow probe of the steady URL must not
             // make it unhealthy too (that would be panic routing, and the flaky URL served).
-            extra: ["healthCheck": ["path": "/health", "intervalSeconds": 1, "timeoutMilliseconds": 3000, "unhealthyThreshold": 1, "healthyThreshold": 1]]
+            extra: [
+                "healthCheck": [
+                    "path": "/health", "intervalSeconds": 1, "timeoutMilliseconds": 3000, "unhealthyThreshold": 1,
+                    "healthyThreshold": 1,
+                ]
+            ]
         )
         atTestEnd { await gateway.stop() }
         #expect(try await Self.state(gateway, flaky) == "healthy")
@@ -316,7 +380,13 @@ struct BackendHealthTests {
         atTestEnd { for url in urls { await url.close() } }
         for url in urls { url.answerHealth(500) }
         let gateway = try await Self.gateway(
-            urls, extra: ["healthCheck": ["path": "/health", "intervalSeconds": 1, "timeoutMilliseconds": 500, "unhealthyThreshold": 1, "healthyThreshold": 1]]
+            urls,
+            extra: [
+                "healthCheck": [
+                    "path": "/health", "intervalSeconds": 1, "timeoutMilliseconds": 500, "unhealthyThreshold": 1,
+                    "healthyThreshold": 1,
+                ]
+            ]
         )
         atTestEnd { await gateway.stop() }
         #expect(await eventually(timeout: .seconds(20)) { (try? await Self.health(gateway).status) == "degraded" })
@@ -341,14 +411,19 @@ struct BackendHealthTests {
                 return error.issues.map(\.description)
             }
         }
-        #expect(issues(#""healthCheck": {"path": "health", "intervalSeconds": 0}"#) == [
-            "backends.api.healthCheck.path: must be a path starting with \"/\"", "backends.api.healthCheck.intervalSeconds: must be between 1 and 3600, found 0",
-        ])
-        #expect(issues(#""outlierDetection": {"maxEjectionPercent": 101, "consecutive": 1}"#) == [
-            "backends.api.outlierDetection.maxEjectionPercent: must be between 1 and 100, found 101", "backends.api.outlierDetection.consecutive: unknown key",
-        ])
+        #expect(
+            issues(#""healthCheck": {"path": "health", "intervalSeconds": 0}"#) == [
+                "backends.api.healthCheck.path: must be a path starting with \"/\"",
+                "backends.api.healthCheck.intervalSeconds: must be between 1 and 3600, found 0",
+            ])
+        #expect(
+            issues(#""outlierDetection": {"maxEjectionPercent": 101, "consecutive": 1}"#) == [
+                "backends.api.outlierDetection.maxEjectionPercent: must be between 1 and 100, found 101",
+                "backends.api.outlierDetection.consecutive: unknown key",
+            ])
         let configuration = try ConfigurationLoader(environment: [:]).load(
-            text: #"{"listener":{},"backends":{"api":{"urls":["http://127.0.0.1:1"],"healthCheck":{},"outlierDetection":{}}},"routes":[{"name":"r","pathPrefix":"/","backend":"api","auth":"none"}]}"#,
+            text:
+                #"{"listener":{},"backends":{"api":{"urls":["http://127.0.0.1:1"],"healthCheck":{},"outlierDetection":{}}},"routes":[{"name":"r","pathPrefix":"/","backend":"api","auth":"none"}]}"#,
             baseDirectory: "/"
         )
         #expect(configuration.backend(named: "api")?.healthCheck == HealthCheckConfiguration())

@@ -16,13 +16,18 @@ extension PostgreSQLTests {
 
         /// An instance on `database`; both instances accept one public base URL, so that one
         /// proof is valid on either (as behind one load balancer).
-        static func instance(_ cluster: PostgresCluster, _ database: String, nonce: Bool = false) async throws -> GatewayFixture {
+        static func instance(
+            _ cluster: PostgresCluster, _ database: String, nonce: Bool = false
+        ) async throws -> GatewayFixture {
             let environment = cluster.environment.merging(["STATE_KEY": SharedStateTesting.keyBase64]) { $1 }
             let gateway = try await GatewayFixture.start(environment: environment) { config in
                 config["identityHeaders"] = ["X-User-Jkt": "dpop.jkt"]
                 config.set("tokens.dpop", ["publicBaseURL": .string(Self.base), "nonce": .bool(nonce)])
                 config["sharedState"] = [
-                    "postgres": ["url": .string(cluster.gatewayURL(database: database)), "tls": "disable", "timeoutMilliseconds": 10_000],
+                    "postgres": [
+                        "url": .string(cluster.gatewayURL(database: database)), "tls": "disable",
+                        "timeoutMilliseconds": 10_000,
+                    ],
                     "encryptionKeyBase64": "${STATE_KEY}",
                 ]
             }
@@ -32,12 +37,17 @@ extension PostgreSQLTests {
             return gateway
         }
 
-        static func send(_ gateway: GatewayFixture, _ path: String, token: String, proof: String) async throws -> TestResponse {
-            try await gateway.send(TestRequest(.GET, path, headers: [("Authorization", "DPoP \(token)"), ("DPoP", proof)]))
+        static func send(
+            _ gateway: GatewayFixture, _ path: String, token: String, proof: String
+        ) async throws -> TestResponse {
+            try await gateway.send(
+                TestRequest(.GET, path, headers: [("Authorization", "DPoP \(token)"), ("DPoP", proof)]))
         }
 
         static func proofRows(_ cluster: PostgresCluster, _ database: String) async throws -> Int {
-            Int(try await cluster.psql("SELECT count(*) FROM auth_gateway_dpop_proofs", database: database).trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
+            Int(
+                try await cluster.psql("SELECT count(*) FROM auth_gateway_dpop_proofs", database: database)
+                    .trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
         }
 
         @Test func aProofReplayedToAnotherInstanceIsRefusedAndNeverForwarded() async throws {
@@ -120,7 +130,8 @@ extension PostgreSQLTests {
             #expect(challenge.status == 401)
             #expect(challenge.header("www-authenticate")?.hasPrefix("DPoP error=\"use_dpop_nonce\"") == true)
             let nonce = try #require(challenge.header("dpop-nonce"))
-            let withNonce = try await DPoPTests.proof(key, url: Self.base + "/n", token: token, ["nonce": .string(nonce)])
+            let withNonce = try await DPoPTests.proof(
+                key, url: Self.base + "/n", token: token, ["nonce": .string(nonce)])
             #expect(try await Self.send(b, "/n", token: token, proof: withNonce).status == 200)
             #expect(a.backend.requestCount == 0 && b.backend.requestCount == 1)
         }

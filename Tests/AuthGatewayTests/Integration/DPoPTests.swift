@@ -11,7 +11,9 @@ import AuthGatewayDemo
 /// failed check is its own case and is never forwarded.
 @Suite("DPoP proofs from joserfc (real sockets)", .timeLimit(.minutes(3)))
 struct DPoPTests {
-    static let script = ProcessTests.packageRoot.appendingPathComponent("Tests/AuthGatewayTests/Fixtures/dpop/dpop_proofs.py").path
+    static let script = ProcessTests.packageRoot.appendingPathComponent(
+        "Tests/AuthGatewayTests/Fixtures/dpop/dpop_proofs.py"
+    ).path
 
     struct Proof {
         var proof: String
@@ -29,7 +31,9 @@ struct DPoPTests {
         }
         let parsed = try JSONValue(parsing: result.stdout)
         let proofs: [Proof] = (parsed.arrayValue ?? []).compactMap { entry in
-            guard let proof = entry["proof"]?.stringValue, let jkt = entry["jkt"]?.stringValue, let jwk = entry["private_jwk"] else { return nil }
+            guard let proof = entry["proof"]?.stringValue, let jkt = entry["jkt"]?.stringValue,
+                let jwk = entry["private_jwk"]
+            else { return nil }
             return Proof(proof: proof, jkt: jkt, privateJWK: jwk)
         }
         try #require(proofs.count == scenarios.count, "dpop_proofs.py: \(result.stderr)")
@@ -73,14 +77,21 @@ struct DPoPTests {
     }
 
     /// A proof by `key` for `method url` and `token`, with `changes` applied to the scenario.
-    static func proof(_ key: Proof, _ method: String = "GET", url: String, token: String, _ changes: JSONObject = [:]) async throws -> String {
-        var scenario: JSONObject = ["use_jwk": key.privateJWK, "htm": .string(method), "htu": .string(url), "iat": Self.now(), "access_token": .string(token)]
+    static func proof(
+        _ key: Proof, _ method: String = "GET", url: String, token: String, _ changes: JSONObject = [:]
+    ) async throws -> String {
+        var scenario: JSONObject = [
+            "use_jwk": key.privateJWK, "htm": .string(method), "htu": .string(url), "iat": Self.now(),
+            "access_token": .string(token),
+        ]
         for entry in changes.entries { scenario[entry.key] = entry.value }
         return try await Self.proofs([scenario])[0].proof
     }
 
     /// A GET with `Host` as a client of `http://127.0.0.1:<port>` sends it.
-    static func send(_ gateway: GatewayFixture, _ path: String, _ headers: [(String, String)]) async throws -> TestResponse {
+    static func send(
+        _ gateway: GatewayFixture, _ path: String, _ headers: [(String, String)]
+    ) async throws -> TestResponse {
         try await gateway.send(TestRequest(.GET, path, headers: [("Host", "127.0.0.1:\(gateway.port)")] + headers))
     }
 
@@ -93,7 +104,8 @@ struct DPoPTests {
         try await Self.withBoundClient { gateway, key, token in
             let url = "http://127.0.0.1:\(gateway.port)/orders/7"
             let proof = try await Self.proof(key, url: url, token: token)
-            let response = try await Self.send(gateway, "/orders/7?expand=1", [("Authorization", "DPoP \(token)"), ("DPoP", proof)])
+            let response = try await Self.send(
+                gateway, "/orders/7?expand=1", [("Authorization", "DPoP \(token)"), ("DPoP", proof)])
             #expect(response.status == 200, "\(response.text)")
             let headers = try JSONValue(parsing: response.text)["headers"]
             #expect(headers?["x-user-jkt"]?.arrayValue?.first?.stringValue == key.jkt)
@@ -101,12 +113,18 @@ struct DPoPTests {
             #expect(headers?["authorization"]?.arrayValue?.first?.stringValue == "DPoP \(token)")
 
             // A route that forwards the proof; POST with a body.
-            let postProof = try await Self.proof(key, "POST", url: "http://127.0.0.1:\(gateway.port)/forward/x", token: token)
+            let postProof = try await Self.proof(
+                key, "POST", url: "http://127.0.0.1:\(gateway.port)/forward/x", token: token)
             let forwarded = try await gateway.send(
-                TestRequest(.POST, "/forward/x", headers: [("Host", "127.0.0.1:\(gateway.port)"), ("Authorization", "DPoP \(token)"), ("DPoP", postProof)], body: "{}")
+                TestRequest(
+                    .POST, "/forward/x",
+                    headers: [
+                        ("Host", "127.0.0.1:\(gateway.port)"), ("Authorization", "DPoP \(token)"), ("DPoP", postProof),
+                    ], body: "{}")
             )
             #expect(forwarded.status == 200, "\(forwarded.text)")
-            #expect(try JSONValue(parsing: forwarded.text)["headers"]?["dpop"]?.arrayValue?.first?.stringValue == postProof)
+            #expect(
+                try JSONValue(parsing: forwarded.text)["headers"]?["dpop"]?.arrayValue?.first?.stringValue == postProof)
         }
     }
 
@@ -150,9 +168,12 @@ struct DPoPTests {
             let url = "http://127.0.0.1:\(gateway.port)/checks"
             var changes = try #require(try JSONValue(parsing: changesJSON).objectValue)
             if changes["htu"] == .string("QUERY") { changes["htu"] = .string(url + "?a=1") }
-            if changes["iat"] == .string("FUTURE") { changes["iat"] = .number(JSONNumber(Int(Date().timeIntervalSince1970) + 3600)) }
+            if changes["iat"] == .string("FUTURE") {
+                changes["iat"] = .number(JSONNumber(Int(Date().timeIntervalSince1970) + 3600))
+            }
             let proof = try await Self.proof(key, url: url, token: token, changes)
-            let response = try await Self.send(gateway, "/checks", [("Authorization", "DPoP \(token)"), ("DPoP", proof)])
+            let response = try await Self.send(
+                gateway, "/checks", [("Authorization", "DPoP \(token)"), ("DPoP", proof)])
             #expect(response.status == 401)
             #expect(Self.problem(response).type == "urn:auth-gateway:problem:dpop.invalid_proof")
             #expect(Self.problem(response).detail == "The DPoP proof failed its check: \(check)")
@@ -165,11 +186,15 @@ struct DPoPTests {
             let url = "http://127.0.0.1:\(gateway.port)/keys"
             let other = try await Self.clientKey()
             let byOther = try await Self.proof(other, url: url, token: token)
-            let wrongKey = try await Self.send(gateway, "/keys", [("Authorization", "DPoP \(token)"), ("DPoP", byOther)])
+            let wrongKey = try await Self.send(
+                gateway, "/keys", [("Authorization", "DPoP \(token)"), ("DPoP", byOther)])
             #expect(Self.problem(wrongKey).detail == "The DPoP proof failed its check: jkt")
             // ES384 is a valid JWS algorithm but not in the default list.
-            let es384 = try await Self.proofs([["alg": "ES384", "htu": .string(url), "iat": Self.now(), "access_token": .string(token)]])[0]
-            let refused = try await Self.send(gateway, "/keys", [("Authorization", "DPoP \(Self.boundToken(es384))"), ("DPoP", es384.proof)])
+            let es384 = try await Self.proofs([
+                ["alg": "ES384", "htu": .string(url), "iat": Self.now(), "access_token": .string(token)]
+            ])[0]
+            let refused = try await Self.send(
+                gateway, "/keys", [("Authorization", "DPoP \(Self.boundToken(es384))"), ("DPoP", es384.proof)])
             #expect(Self.problem(refused).detail == "The DPoP proof failed its check: alg")
             #expect(gateway.backend.requestCount == 0)
         }
@@ -181,8 +206,11 @@ struct DPoPTests {
         try await Self.withBoundClient { gateway, _, _ in
             let key = try await Self.clientKey(alg)
             let token = Self.boundToken(key)
-            let proof = try await Self.proof(key, url: "http://127.0.0.1:\(gateway.port)/alg", token: token, ["alg": .string(alg)])
-            #expect(try await Self.send(gateway, "/alg", [("Authorization", "DPoP \(token)"), ("DPoP", proof)]).status == 200)
+            let proof = try await Self.proof(
+                key, url: "http://127.0.0.1:\(gateway.port)/alg", token: token, ["alg": .string(alg)])
+            #expect(
+                try await Self.send(gateway, "/alg", [("Authorization", "DPoP \(token)"), ("DPoP", proof)]).status
+                    == 200)
         }
     }
 
@@ -202,7 +230,8 @@ struct DPoPTests {
                 #expect(Self.problem(response).type == "urn:auth-gateway:problem:dpop.required")
                 #expect(response.header("www-authenticate") == "DPoP algs=\"ES256 RS256 PS256 EdDSA\"")
             }
-            let twice = try await Self.send(gateway, "/scheme", [("Authorization", "DPoP \(token)"), ("DPoP", proof), ("DPoP", proof)])
+            let twice = try await Self.send(
+                gateway, "/scheme", [("Authorization", "DPoP \(token)"), ("DPoP", proof), ("DPoP", proof)])
             #expect(Self.problem(twice).detail == "The DPoP proof failed its check: more than one DPoP header")
             #expect(gateway.backend.requestCount == 0)
         }
@@ -220,7 +249,9 @@ struct DPoPTests {
             let unboundAsDPoP = try await Self.send(gateway, "/plain", [("Authorization", "DPoP \(plain)")])
             #expect(Self.problem(unboundAsDPoP).type == "urn:auth-gateway:problem:dpop.invalid_proof")
             let proof = try await Self.proof(key, url: "http://127.0.0.1:\(gateway.port)/strict/b", token: token)
-            #expect(try await Self.send(gateway, "/strict/b", [("Authorization", "DPoP \(token)"), ("DPoP", proof)]).status == 200)
+            #expect(
+                try await Self.send(gateway, "/strict/b", [("Authorization", "DPoP \(token)"), ("DPoP", proof)]).status
+                    == 200)
         }
     }
 
@@ -230,16 +261,22 @@ struct DPoPTests {
     func theURLIsTheOneTheClientSawBehindATrustedProxy(_ htu: String) async throws {
         try await Self.withBoundClient(configure: { $0["trustedProxies"] = ["127.0.0.1/32"] }) { gateway, key, token in
             let proof = try await Self.proof(key, url: htu, token: token)
-            let headers = [("Authorization", "DPoP \(token)"), ("DPoP", proof), ("X-Forwarded-Proto", "https"), ("X-Forwarded-Host", "api.example.com")]
+            let headers = [
+                ("Authorization", "DPoP \(token)"), ("DPoP", proof), ("X-Forwarded-Proto", "https"),
+                ("X-Forwarded-Host", "api.example.com"),
+            ]
             #expect(try await Self.send(gateway, "/p", headers).status == 200)
         }
     }
 
     /// `publicBaseURL`: only that base is accepted.
     @Test func publicBaseURLIsTheOnlyAcceptedBase() async throws {
-        try await Self.withBoundClient(configure: { $0.set("tokens.dpop", ["publicBaseURL": "https://public.example.com"]) }) { gateway, key, token in
+        try await Self.withBoundClient(configure: {
+            $0.set("tokens.dpop", ["publicBaseURL": "https://public.example.com"])
+        }) { gateway, key, token in
             let good = try await Self.proof(key, url: "https://public.example.com/q", token: token)
-            #expect(try await Self.send(gateway, "/q", [("Authorization", "DPoP \(token)"), ("DPoP", good)]).status == 200)
+            #expect(
+                try await Self.send(gateway, "/q", [("Authorization", "DPoP \(token)"), ("DPoP", good)]).status == 200)
             let local = try await Self.proof(key, url: "http://127.0.0.1:\(gateway.port)/q", token: token)
             let refused = try await Self.send(gateway, "/q", [("Authorization", "DPoP \(token)"), ("DPoP", local)])
             #expect(Self.problem(refused).detail == "The DPoP proof failed its check: htu")
@@ -264,7 +301,8 @@ struct DPoPTests {
             let iat = { JSONValue.number(JSONNumber(Int(clock.now))) }
 
             let bare = try await Self.proof(key, url: url, token: token, ["iat": iat()])
-            let challenge = try await Self.send(gateway, "/nonce", [("Authorization", "DPoP \(token)"), ("DPoP", bare)])
+            let challenge = try await Self.send(
+                gateway, "/nonce", [("Authorization", "DPoP \(token)"), ("DPoP", bare)])
             #expect(challenge.status == 401)
             #expect(Self.problem(challenge).type == "urn:auth-gateway:problem:dpop.use_nonce")
             #expect(challenge.header("www-authenticate")?.hasPrefix("DPoP error=\"use_dpop_nonce\"") == true)
@@ -295,10 +333,15 @@ struct DPoPTests {
             #expect(refused.header("dpop-nonce") != nil)
             // A made-up nonce is refused the same way.
             let forged = try await Self.proof(key, url: url, token: token, ["iat": iat(), "nonce": "bm90LWEtbm9uY2U"])
-            #expect(Self.problem(try await Self.send(gateway, "/nonce", [("Authorization", "DPoP \(token)"), ("DPoP", forged)])).type == "urn:auth-gateway:problem:dpop.use_nonce")
+            #expect(
+                Self.problem(
+                    try await Self.send(gateway, "/nonce", [("Authorization", "DPoP \(token)"), ("DPoP", forged)])
+                ).type == "urn:auth-gateway:problem:dpop.use_nonce")
             // The renewed nonce works.
             let good = try await Self.proof(key, url: url, token: token, ["iat": iat(), "nonce": .string(next)])
-            #expect(try await Self.send(gateway, "/nonce", [("Authorization", "DPoP \(token)"), ("DPoP", good)]).status == 200)
+            #expect(
+                try await Self.send(gateway, "/nonce", [("Authorization", "DPoP \(token)"), ("DPoP", good)]).status
+                    == 200)
             #expect(gateway.backend.requestCount == 3)
         }
     }
@@ -306,7 +349,8 @@ struct DPoPTests {
     /// Without `nonce`, a proof's `nonce` claim is ignored and no `DPoP-Nonce` is sent.
     @Test func withoutTheNonceOptionNoNonceIsAskedOrSent() async throws {
         try await Self.withBoundClient { gateway, key, token in
-            let proof = try await Self.proof(key, url: "http://127.0.0.1:\(gateway.port)/nn", token: token, ["nonce": "anything"])
+            let proof = try await Self.proof(
+                key, url: "http://127.0.0.1:\(gateway.port)/nn", token: token, ["nonce": "anything"])
             let response = try await Self.send(gateway, "/nn", [("Authorization", "DPoP \(token)"), ("DPoP", proof)])
             #expect(response.status == 200)
             #expect(response.header("dpop-nonce") == nil)

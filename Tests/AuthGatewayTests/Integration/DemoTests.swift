@@ -14,8 +14,13 @@ struct DemoTests {
         let authService = try DemoAuthService(tokenLifetimeSeconds: 60)
         try await authService.start(group: TestGroup.shared)
         let backend = try await EchoBackend.start(group: TestGroup.shared)
-        atTestEnd { await authService.stop(); await backend.close() }
-        guard case .object(let demo) = try JSONValue(parsing: DemoRunner.configurationText(gatewayPort: 0, authService: authService, backend: backend)) else {
+        atTestEnd {
+            await authService.stop(); await backend.close()
+        }
+        guard
+            case .object(let demo) = try JSONValue(
+                parsing: DemoRunner.configurationText(gatewayPort: 0, authService: authService, backend: backend))
+        else {
             Issue.record("the demo configuration is not a JSON object")
             return
         }
@@ -33,7 +38,8 @@ struct DemoTests {
         let bound = try await Self.login(authService, extra: ["dpop_jkt": .string(key.jkt)])
         let url = "http://127.0.0.1:\(gateway.port)/api/orders"
         let proof = try await DPoPTests.proof(key, url: url, token: bound)
-        let withProof = try await DPoPTests.send(gateway, "/api/orders", [("Authorization", "DPoP \(bound)"), ("DPoP", proof)])
+        let withProof = try await DPoPTests.send(
+            gateway, "/api/orders", [("Authorization", "DPoP \(bound)"), ("DPoP", proof)])
         #expect(withProof.status == 200, "\(withProof.text)")
         #expect(withProof.echoedHeader("x-user-name") == ["alice@example.com"])
         let asBearer = try await DPoPTests.send(gateway, "/api/orders", [("Authorization", "Bearer \(bound)")])
@@ -48,7 +54,10 @@ struct DemoTests {
         let port = try #require(URL(string: authService.baseURL)?.port)
         let connection = try await TestConnection.connect(port: port)
         let answer = try await withCleanup({ await connection.close() }) {
-            try await connection.send(TestRequest(.POST, "/v1/login", headers: [("Content-Type", "application/json")], body: JSONValue.object(body).jsonText))
+            try await connection.send(
+                TestRequest(
+                    .POST, "/v1/login", headers: [("Content-Type", "application/json")],
+                    body: JSONValue.object(body).jsonText))
         }
         return try #require(answer.json?["accesstoken"]?.stringValue, "\(answer.text)")
     }

@@ -13,7 +13,8 @@ struct DiscoveryTests {
     /// A gateway whose only knowledge of the provider is its issuer: `discovery: true`, the
     /// client id and secret (SPEC §4.10's minimal configuration), plus test timings.
     static func gateway(
-        provider: ScriptedOIDCProvider, refresh: Int = 300, minRefetch: Int = 10, authServiceURL: String? = nil, waitUntilReady: Bool = true,
+        provider: ScriptedOIDCProvider, refresh: Int = 300, minRefetch: Int = 10, authServiceURL: String? = nil,
+        waitUntilReady: Bool = true,
         introspection: JSONObject? = nil
     ) async throws -> GatewayFixture {
         try await GatewayFixture.start(waitUntilReady: waitUntilReady) { config in
@@ -21,15 +22,20 @@ struct DiscoveryTests {
             config["tokens"] = [
                 "issuers": [
                     [
-                        "issuer": .string(provider.issuer), "discovery": true, "audiences": [.string(TestKeys.audience)], "leewaySeconds": 0,
-                        "jwksRefreshSeconds": .number(JSONNumber(refresh)), "jwksMinRefetchSeconds": .number(JSONNumber(minRefetch)),
+                        "issuer": .string(provider.issuer), "discovery": true,
+                        "audiences": [.string(TestKeys.audience)], "leewaySeconds": 0,
+                        "jwksRefreshSeconds": .number(JSONNumber(refresh)),
+                        "jwksMinRefetchSeconds": .number(JSONNumber(minRefetch)),
                     ]
                 ]
             ]
             var authService: JSONObject = [
                 "discoveryIssuer": .string(provider.issuer),
                 "timeoutMilliseconds": 60_000,
-                "refresh": ["clientId": .string(ScriptedOIDCProvider.clientID), "clientSecret": .string(ScriptedOIDCProvider.clientSecret), "maxExpiredSeconds": 3600],
+                "refresh": [
+                    "clientId": .string(ScriptedOIDCProvider.clientID),
+                    "clientSecret": .string(ScriptedOIDCProvider.clientSecret), "maxExpiredSeconds": 3600,
+                ],
                 "profile": [:],
             ]
             if let authServiceURL { authService["url"] = .string(authServiceURL) }
@@ -90,8 +96,12 @@ struct DiscoveryTests {
         // The document is refetched with the JWKS.
         try await poll { provider.documentFetches >= 2 && provider.jwksFetches >= 2 }
         let metrics = try await Self.admin(gateway, "/metrics").text
-        #expect(metrics.contains("auth_gateway_discovery_fetches_total{issuer=\"\(provider.issuer)\",result=\"updated\"} 1\n"))
-        #expect(metrics.contains("auth_gateway_discovery_fetches_total{issuer=\"\(provider.issuer)\",result=\"unchanged\"}"))
+        #expect(
+            metrics.contains(
+                "auth_gateway_discovery_fetches_total{issuer=\"\(provider.issuer)\",result=\"updated\"} 1\n"))
+        #expect(
+            metrics.contains("auth_gateway_discovery_fetches_total{issuer=\"\(provider.issuer)\",result=\"unchanged\"}")
+        )
         #expect(metrics.contains("auth_gateway_discovery_document_age_seconds{issuer=\"\(provider.issuer)\"}"))
     }
 
@@ -104,13 +114,15 @@ struct DiscoveryTests {
         let provider = try await ScriptedOIDCProvider.start()
         atTestEnd { await provider.stop() }
         let unused = try RefusingPort()
-        let gateway = try await Self.gateway(provider: provider, authServiceURL: withUnusedAuthServiceURL ? unused.url : nil)
+        let gateway = try await Self.gateway(
+            provider: provider, authServiceURL: withUnusedAuthServiceURL ? unused.url : nil)
         atTestEnd { await gateway.stop() }
         #expect(gateway.application.isReady)
 
         let expired = provider.token(subject: "grace", expiresIn: -60)
         let refreshToken = provider.login(subject: "grace")
-        let response = try await gateway.send(TestRequest(.GET, "/r", headers: [("Cookie", "access_token=\(expired); refresh_token=\(refreshToken)")]))
+        let response = try await gateway.send(
+            TestRequest(.GET, "/r", headers: [("Cookie", "access_token=\(expired); refresh_token=\(refreshToken)")]))
         #expect(response.status == 200)
         #expect(response.echoedHeader("x-user-subject") == ["grace"])
         #expect(response.echoedHeader("x-user-email") == ["grace@idp.test"])
@@ -118,7 +130,8 @@ struct DiscoveryTests {
         let access = try #require(cookies.first { $0.hasPrefix("access_token=") })
         let newAccess = String(access.dropFirst("access_token=".count).prefix { $0 != ";" })
         #expect(newAccess != expired)
-        #expect(cookies.contains { $0.hasPrefix("refresh_token=rt-") && !$0.hasPrefix("refresh_token=\(refreshToken);") })
+        #expect(
+            cookies.contains { $0.hasPrefix("refresh_token=rt-") && !$0.hasPrefix("refresh_token=\(refreshToken);") })
         #expect(response.echoedHeader("cookie") == ["access_token=\(newAccess)"])
 
         #expect(provider.tokenCalls == 1)
@@ -132,7 +145,8 @@ struct DiscoveryTests {
         #expect(Set(provider.discovery.requests.map(\.path)) == ["/.well-known/openid-configuration", "/jwks"])
 
         // A refresh token the provider refuses: 401 and sign-out.
-        let refused = try await gateway.send(TestRequest(.GET, "/r", headers: [("Cookie", "access_token=\(expired); refresh_token=rt-unknown")]))
+        let refused = try await gateway.send(
+            TestRequest(.GET, "/r", headers: [("Cookie", "access_token=\(expired); refresh_token=rt-unknown")]))
         #expect(refused.status == 401)
         #expect(refused.headers["set-cookie"].contains { $0.hasPrefix("refresh_token=;") })
     }
@@ -146,11 +160,15 @@ struct DiscoveryTests {
         provider.update { $0.claimedIssuer = "https://attacker.test" }
         let gateway = try await Self.gateway(provider: provider, waitUntilReady: false)
         atTestEnd { await gateway.stop() }
-        try await poll { provider.documentFetches >= 1 && gateway.application.shared.keyStore.unreadyReason?.contains("attacker") == true }
+        try await poll {
+            provider.documentFetches >= 1
+                && gateway.application.shared.keyStore.unreadyReason?.contains("attacker") == true
+        }
         #expect(!gateway.application.isReady)
         #expect(provider.jwksFetches == 0)
 
-        let reason = "the discovery document's issuer \"https://attacker.test\" is not the configured issuer \"\(provider.issuer)\""
+        let reason =
+            "the discovery document's issuer \"https://attacker.test\" is not the configured issuer \"\(provider.issuer)\""
         let ready = try await Self.admin(gateway, "/readyz")
         #expect(ready.status == 503)
         #expect(ready.json?["reason"]?.stringValue == "signing keys not loaded for \(provider.issuer): \(reason)")
@@ -169,7 +187,8 @@ struct DiscoveryTests {
         #expect(refused.json?["type"]?.stringValue == "urn:auth-gateway:problem:keys.unavailable")
         #expect(gateway.backend.requestCount == 0)
         let metrics = try await Self.admin(gateway, "/metrics").text
-        #expect(metrics.contains("auth_gateway_discovery_fetches_total{issuer=\"\(provider.issuer)\",result=\"error\"}"))
+        #expect(
+            metrics.contains("auth_gateway_discovery_fetches_total{issuer=\"\(provider.issuer)\",result=\"error\"}"))
     }
 
     /// Discovery down at start: unready (with the reason), then ready once the provider is back,
@@ -182,11 +201,15 @@ struct DiscoveryTests {
         atTestEnd { await gateway.stop() }
         let refresher = Task { try await KeyRefreshService(application: gateway.application).run() }
         defer { refresher.cancel() }
-        try await poll { provider.documentFetches >= 1 && gateway.application.shared.keyStore.unreadyReason?.contains("HTTP 503") == true }
+        try await poll {
+            provider.documentFetches >= 1
+                && gateway.application.shared.keyStore.unreadyReason?.contains("HTTP 503") == true
+        }
         #expect(!gateway.application.isReady)
         let ready = try await Self.admin(gateway, "/readyz")
         #expect(ready.status == 503)
-        #expect(ready.json?["reason"]?.stringValue == "signing keys not loaded for \(provider.issuer): discovery: HTTP 503")
+        #expect(
+            ready.json?["reason"]?.stringValue == "signing keys not loaded for \(provider.issuer): discovery: HTTP 503")
         #expect(try await Self.issuerHealth(gateway, provider)?["lastError"]?.stringValue == "discovery: HTTP 503")
         #expect(try await gateway.send(.get("/early", token: provider.token(subject: "bo"))).status == 503)
 
@@ -250,9 +273,14 @@ struct DiscoveryTests {
         other.update { $0.servesUserinfo = false }
         let second = try await Self.gateway(provider: other, waitUntilReady: false)
         atTestEnd { await second.stop() }
-        try await poll { other.documentFetches >= 1 && second.application.shared.keyStore.unreadyReason?.contains("userinfo_endpoint") == true }
+        try await poll {
+            other.documentFetches >= 1
+                && second.application.shared.keyStore.unreadyReason?.contains("userinfo_endpoint") == true
+        }
         #expect(!second.application.isReady)
-        #expect(try await Self.issuerHealth(second, other)?["lastError"]?.stringValue == "the discovery document has no userinfo_endpoint")
+        #expect(
+            try await Self.issuerHealth(second, other)?["lastError"]?.stringValue
+                == "the discovery document has no userinfo_endpoint")
     }
 
     /// SPEC §4.13: without `tokens.introspection.url`, opaque tokens go to the discovery
@@ -263,12 +291,17 @@ struct DiscoveryTests {
         let provider = try await ScriptedOIDCProvider.start()
         atTestEnd { await provider.stop() }
         let introspection: JSONObject = [
-            "clientId": .string(ScriptedOIDCProvider.clientID), "clientSecret": .string(ScriptedOIDCProvider.clientSecret), "timeoutMilliseconds": 60_000,
+            "clientId": .string(ScriptedOIDCProvider.clientID),
+            "clientSecret": .string(ScriptedOIDCProvider.clientSecret), "timeoutMilliseconds": 60_000,
         ]
         let gateway = try await Self.gateway(provider: provider, waitUntilReady: false, introspection: introspection)
         atTestEnd { await gateway.stop() }
         try await poll { gateway.application.isReady }
-        provider.update { $0.introspectable["opaque-grace"] = ["active": true, "sub": "grace", "exp": .number(JSONNumber(Int(Date().timeIntervalSince1970) + 600))] }
+        provider.update {
+            $0.introspectable["opaque-grace"] = [
+                "active": true, "sub": "grace", "exp": .number(JSONNumber(Int(Date().timeIntervalSince1970) + 600)),
+            ]
+        }
 
         // The identity headers ask for the profile too: userinfo, with the opaque token.
         let response = try await gateway.send(.get("/opaque", token: "opaque-grace"))
@@ -289,12 +322,15 @@ struct DiscoveryTests {
         let provider = try await ScriptedOIDCProvider.start()
         atTestEnd { await provider.stop() }
         provider.update { $0.servesIntrospection = false }
-        let gateway = try await Self.gateway(provider: provider, waitUntilReady: false, introspection: ["clientId": "gateway", "clientSecret": "s3cret"])
+        let gateway = try await Self.gateway(
+            provider: provider, waitUntilReady: false, introspection: ["clientId": "gateway", "clientSecret": "s3cret"])
         atTestEnd { await gateway.stop() }
         try await poll { gateway.application.shared.keyStore.unreadyReason?.contains("introspection_endpoint") == true }
         #expect(!gateway.application.isReady)
         let health = try #require(try await Self.issuerHealth(gateway, provider))
-        #expect(health["discovery"]?["lastError"]?.stringValue == "the discovery document has no introspection_endpoint", "\(health)")
+        #expect(
+            health["discovery"]?["lastError"]?.stringValue == "the discovery document has no introspection_endpoint",
+            "\(health)")
         #expect(try await gateway.send(.get("/opaque", token: "opaque-x")).status == 503)
         #expect(provider.introspectionCalls == 0)
     }

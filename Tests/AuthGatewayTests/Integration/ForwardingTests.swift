@@ -47,14 +47,17 @@ struct ForwardingTests {
         let open = try await EchoBackend.start(group: TestGroup.shared)
         atTestEnd { await open.close() }
         let gateway = try await GatewayFixture.start { config in
-            config["backends"] = ["api": ["urls": [.string(config.backendURL)]], "open": ["urls": [.string(open.baseURL)]]]
+            config["backends"] = [
+                "api": ["urls": [.string(config.backendURL)]], "open": ["urls": [.string(open.baseURL)]],
+            ]
             config["routes"] = [
                 ["name": "public", "host": "public.example", "pathPrefix": "/", "backend": "open", "auth": "none"],
                 ["name": "api", "pathPrefix": "/", "backend": "api"],
             ]
         }
         atTestEnd { await gateway.stop() }
-        let response = try await gateway.send(TestRequest(.GET, "http://public.example/x", headers: [("Host", "api.example")]))
+        let response = try await gateway.send(
+            TestRequest(.GET, "http://public.example/x", headers: [("Host", "api.example")]))
         #expect(response.status == 200)
         #expect(response.echoedHeader("host") == ["public.example"])
         #expect(open.requestCount == 1 && gateway.backend.requestCount == 0)
@@ -63,7 +66,8 @@ struct ForwardingTests {
     @Test func malformedRequestIdIsReplaced() async throws {
         let gateway = try await GatewayFixture.start()
         atTestEnd { await gateway.stop() }
-        let response = try await gateway.send(.get("/", token: TestKeys.token(), headers: [("X-Request-Id", "bad id with spaces")]))
+        let response = try await gateway.send(
+            .get("/", token: TestKeys.token(), headers: [("X-Request-Id", "bad id with spaces")]))
         let generated = try #require(response.header("x-request-id"))
         #expect(generated != "bad id with spaces")
         #expect(RequestID.isWellFormed(generated))
@@ -96,7 +100,9 @@ struct ForwardingTests {
         let gateway = try await GatewayFixture.start { config in
             config["backends"] = ["api": ["urls": [.string(config.backendURL), .string(second.baseURL)]]]
         }
-        atTestEnd { await gateway.stop(); await second.close() }
+        atTestEnd {
+            await gateway.stop(); await second.close()
+        }
         let client = try await gateway.connect()
         let token = TestKeys.token()
         for index in 0..<10 {
@@ -115,7 +121,9 @@ struct ForwardingTests {
         atTestEnd { await gateway.stop() }
         let client = try await gateway.connect()
         let token = TestKeys.token()
-        let requests = (0..<8).map { TestRequest.get($0 == 3 ? "/delay/100" : "/p/\($0)", token: $0 == 5 ? nil : token) }
+        let requests = (0..<8).map {
+            TestRequest.get($0 == 3 ? "/delay/100" : "/p/\($0)", token: $0 == 5 ? nil : token)
+        }
         let responses = try await client.sendPipelined(requests)
         #expect(responses.map(\.status) == [200, 200, 200, 200, 200, 401, 200, 200])
         #expect(responses[0].json?["uri"]?.stringValue == "/p/0")
@@ -168,7 +176,9 @@ struct ForwardingTests {
         let gateway = try await GatewayFixture.start()
         atTestEnd { await gateway.stop() }
         let raw = try await gateway.raw()
-        try await raw.send("POST /form HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(TestKeys.token())\r\nContent-Length: 4\r\nExpect: 100-continue\r\n\r\n")
+        try await raw.send(
+            "POST /form HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(TestKeys.token())\r\nContent-Length: 4\r\nExpect: 100-continue\r\n\r\n"
+        )
         #expect(await raw.waitFor { $0.hasPrefix("HTTP/1.1 100 Continue\r\n") })
         try await raw.send("ping")
         #expect(await raw.waitFor { $0.contains("\"bytes\":4") })
@@ -189,11 +199,16 @@ struct ForwardingTests {
         let second = try await EchoBackend.start(group: TestGroup.shared)
         atTestEnd { await second.close() }
         let gateway = try await GatewayFixture.start { config in
-            config["backends"] = ["api": ["urls": [.string(config.backendURL)]], "other": ["urls": [.string(second.baseURL)]]]
+            config["backends"] = [
+                "api": ["urls": [.string(config.backendURL)]], "other": ["urls": [.string(second.baseURL)]],
+            ]
             config["routes"] = [
                 ["name": "exact", "path": "/exact", "backend": "other", "auth": "none"],
                 ["name": "host", "host": "Admin.Example.com", "pathPrefix": "/", "backend": "other", "auth": "none"],
-                ["name": "writes", "pathPrefix": "/w/", "methods": ["POST"], "backend": "other", "auth": "none", "stripPathPrefix": true],
+                [
+                    "name": "writes", "pathPrefix": "/w/", "methods": ["POST"], "backend": "other", "auth": "none",
+                    "stripPathPrefix": true,
+                ],
                 ["name": "api", "pathPrefix": "/api/", "backend": "api", "auth": "none"],
             ]
         }

@@ -67,26 +67,33 @@ final class GlewlwydServer: Sendable {
         let sqlite = try ExternalTool.require("sqlite3", package: "sqlite3")
         let openssl = try ExternalTool.require("openssl", package: "openssl")
         guard FileManager.default.fileExists(atPath: Self.initScript) else {
-            Issue.record("\(Self.initScript) is missing: reinstall the glewlwyd package (apt-get install --reinstall -y glewlwyd) without excluding /usr/share/doc")
+            Issue.record(
+                "\(Self.initScript) is missing: reinstall the glewlwyd package (apt-get install --reinstall -y glewlwyd) without excluding /usr/share/doc"
+            )
             throw Failure(description: "no \(Self.initScript)")
         }
         let directory = URL(fileURLWithPath: "/tmp").appendingPathComponent("agglw-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         do {
             let database = directory.appendingPathComponent("glewlwyd.sqlite3").path
-            try await Self.run("/bin/sh", ["-c", "gzip -dc \"$1\" | \"$2\" \"$3\"", "sh", Self.initScript, sqlite, database])
+            try await Self.run(
+                "/bin/sh", ["-c", "gzip -dc \"$1\" | \"$2\" \"$3\"", "sh", Self.initScript, sqlite, database])
             let key = directory.appendingPathComponent("key.pem").path
             let publicKey = directory.appendingPathComponent("public.pem").path
-            try await Self.run(openssl, ["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out", key])
+            try await Self.run(
+                openssl, ["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out", key])
             try await Self.run(openssl, ["pkey", "-in", key, "-pubout", "-out", publicKey])
             let owner = getuid() == 0 ? PostgresCluster.unprivilegedUser() : nil
             if let owner {
                 // The database (and its journal, created beside it) must be writable by the server.
                 try await Self.run("/bin/chown", ["-R", "\(owner.uid):\(owner.gid)", directory.path])
             }
-            let server = try await Self.startOnAFreePort(glewlwyd, directory: directory, database: database, owner: owner)
+            let server = try await Self.startOnAFreePort(
+                glewlwyd, directory: directory, database: database, owner: owner)
             do {
-                try await server.setUp(privateKeyPEM: String(contentsOfFile: key, encoding: .utf8), publicKeyPEM: String(contentsOfFile: publicKey, encoding: .utf8))
+                try await server.setUp(
+                    privateKeyPEM: String(contentsOfFile: key, encoding: .utf8),
+                    publicKeyPEM: String(contentsOfFile: publicKey, encoding: .utf8))
             } catch {
                 let log = server.log
                 await server.stop()
@@ -101,7 +108,10 @@ final class GlewlwydServer: Sendable {
 
     private static func run(_ executable: String, _ arguments: [String]) async throws {
         let result = try await ExternalTool.run(executable, arguments, timeout: .seconds(60))
-        guard result.status == 0 else { throw Failure(description: "\(executable) \(arguments.prefix(2).joined(separator: " ")) failed: \(result.stderr)") }
+        guard result.status == 0 else {
+            throw Failure(
+                description: "\(executable) \(arguments.prefix(2).joined(separator: " ")) failed: \(result.stderr)")
+        }
     }
 
     /// Starts the server and waits (bounded) for `GET /config` to answer; a server that exits
@@ -109,14 +119,17 @@ final class GlewlwydServer: Sendable {
     private static func startOnAFreePort(
         _ glewlwyd: String, directory: URL, database: String, owner: (uid: UInt32, gid: UInt32)?
     ) async throws -> GlewlwydServer {
-        let asOwner = owner.map { ["/usr/bin/setpriv", "--reuid=\($0.uid)", "--regid=\($0.gid)", "--clear-groups"] } ?? []
+        let asOwner =
+            owner.map { ["/usr/bin/setpriv", "--reuid=\($0.uid)", "--regid=\($0.gid)", "--clear-groups"] } ?? []
         var failures: [String] = []
         for _ in 0..<5 {
             let port = PostgresCluster.candidatePort()
             let config = directory.appendingPathComponent("glewlwyd.conf")
             try Self.configuration(port: port, database: database).write(to: config, atomically: true, encoding: .utf8)
             let process = try ChildProcess(
-                ["/usr/bin/timeout", "600"] + asOwner + [glewlwyd, "--config-file", config.path, "--log-mode", "console", "--log-level", "WARNING"],
+                ["/usr/bin/timeout", "600"] + asOwner + [
+                    glewlwyd, "--config-file", config.path, "--log-mode", "console", "--log-level", "WARNING",
+                ],
                 workingDirectory: directory.path
             )
             let server = GlewlwydServer(port: port, directory: directory, process: process)
@@ -166,27 +179,46 @@ final class GlewlwydServer: Sendable {
     // MARK: Set-up through the admin API
 
     private func setUp(privateKeyPEM: String, publicKeyPEM: String) async throws {
-        let login = try await self.request(TestRequest(.POST, "/api/auth/", headers: [("Content-Type", "application/json")], body: #"{"username":"admin","password":"password"}"#))
-        guard login.status == 200, let setCookie = login.header("set-cookie"), let cookie = setCookie.split(separator: ";").first else {
+        let login = try await self.request(
+            TestRequest(
+                .POST, "/api/auth/", headers: [("Content-Type", "application/json")],
+                body: #"{"username":"admin","password":"password"}"#))
+        guard login.status == 200, let setCookie = login.header("set-cookie"),
+            let cookie = setCookie.split(separator: ";").first
+        else {
             throw Failure(description: "admin login answered \(login.status)")
         }
         let session = String(cookie)
         func admin(_ path: String, _ body: JSONObject) async throws {
             let response = try await self.request(
-                TestRequest(.POST, "/api" + path, headers: [("Content-Type", "application/json"), ("Cookie", session)], body: JSONValue.object(body).jsonText)
+                TestRequest(
+                    .POST, "/api" + path, headers: [("Content-Type", "application/json"), ("Cookie", session)],
+                    body: JSONValue.object(body).jsonText)
             )
-            guard response.status == 200 else { throw Failure(description: "POST /api\(path) answered \(response.status): \(response.text)") }
+            guard response.status == 200 else {
+                throw Failure(description: "POST /api\(path) answered \(response.status): \(response.text)")
+            }
         }
-        try await admin("/scope/", ["name": .string(Self.scope), "display_name": "API", "description": "auth-gateway tests", "password_required": false, "scheme": [:]])
+        try await admin(
+            "/scope/",
+            [
+                "name": .string(Self.scope), "display_name": "API", "description": "auth-gateway tests",
+                "password_required": false, "scheme": [:],
+            ])
         try await admin(
             "/user/",
-            ["username": .string(Self.username), "name": "Alice", "password": .string(self.userPassword), "scope": [.string(Self.scope)], "enabled": true]
+            [
+                "username": .string(Self.username), "name": "Alice", "password": .string(self.userPassword),
+                "scope": [.string(Self.scope)], "enabled": true,
+            ]
         )
         try await admin(
             "/client/",
             [
-                "client_id": .string(Self.clientID), "name": "auth-gateway", "confidential": true, "password": .string(self.clientSecret),
-                "scope": [.string(Self.scope)], "enabled": true, "authorization_type": ["password", "client_credentials"],
+                "client_id": .string(Self.clientID), "name": "auth-gateway", "confidential": true,
+                "password": .string(self.clientSecret),
+                "scope": [.string(Self.scope)], "enabled": true,
+                "authorization_type": ["password", "client_credentials"],
                 "token_endpoint_auth_method": ["client_secret_basic"], "redirect_uri": ["http://127.0.0.1/unused"],
             ]
         )
@@ -195,8 +227,10 @@ final class GlewlwydServer: Sendable {
             [
                 "module": "oidc", "name": "oidc", "display_name": "OIDC", "enabled": true,
                 "parameters": [
-                    "iss": .string(self.issuer), "jwt-type": "rsa", "jwt-key-size": "256", "key": .string(privateKeyPEM), "cert": .string(publicKeyPEM),
-                    "access-token-duration": 600, "refresh-token-duration": 3600, "code-duration": 600, "allow-non-oidc": true,
+                    "iss": .string(self.issuer), "jwt-type": "rsa", "jwt-key-size": "256",
+                    "key": .string(privateKeyPEM), "cert": .string(publicKeyPEM),
+                    "access-token-duration": 600, "refresh-token-duration": 3600, "code-duration": 600,
+                    "allow-non-oidc": true,
                     "auth-type-password-enabled": true, "auth-type-client-enabled": true,
                     "introspection-revocation-allowed": true, "introspection-revocation-allow-target-client": true,
                 ],
@@ -209,7 +243,10 @@ final class GlewlwydServer: Sendable {
     /// A new access token (a JWT signed RS256) for the user, by the resource-owner password
     /// grant (RFC 6749 §4.3), the client authenticated with HTTP Basic.
     func accessToken() async throws -> String {
-        let body = FormEncoding.body([("grant_type", "password"), ("username", Self.username), ("password", self.userPassword), ("scope", Self.scope)])
+        let body = FormEncoding.body([
+            ("grant_type", "password"), ("username", Self.username), ("password", self.userPassword),
+            ("scope", Self.scope),
+        ])
         let response = try await self.clientCall("/api/oidc/token", body: body)
         guard response.status == 200, let token = response.json?["access_token"]?.stringValue else {
             throw Failure(description: "the token endpoint answered \(response.status)")
@@ -219,21 +256,31 @@ final class GlewlwydServer: Sendable {
 
     /// Revokes `token` (RFC 7009) as the client it was issued to.
     func revoke(_ token: String) async throws {
-        let response = try await self.clientCall("/api/oidc/revoke", body: FormEncoding.body([("token", token), ("token_type_hint", "access_token")]))
-        guard response.status == 200 else { throw Failure(description: "the revocation endpoint answered \(response.status)") }
+        let response = try await self.clientCall(
+            "/api/oidc/revoke", body: FormEncoding.body([("token", token), ("token_type_hint", "access_token")]))
+        guard response.status == 200 else {
+            throw Failure(description: "the revocation endpoint answered \(response.status)")
+        }
     }
 
     /// Glewlwyd's own answer about `token` (RFC 7662), asked directly.
     func introspect(_ token: String) async throws -> JSONValue {
-        let response = try await self.clientCall("/api/oidc/introspect", body: FormEncoding.body([("token", token), ("token_type_hint", "access_token")]))
-        guard response.status == 200, let answer = response.json else { throw Failure(description: "the introspection endpoint answered \(response.status)") }
+        let response = try await self.clientCall(
+            "/api/oidc/introspect", body: FormEncoding.body([("token", token), ("token_type_hint", "access_token")]))
+        guard response.status == 200, let answer = response.json else {
+            throw Failure(description: "the introspection endpoint answered \(response.status)")
+        }
         return answer
     }
 
     private func clientCall(_ path: String, body: String) async throws -> TestResponse {
         let credentials = Data("\(Self.clientID):\(self.clientSecret)".utf8).base64EncodedString()
         return try await self.request(
-            TestRequest(.POST, path, headers: [("Content-Type", "application/x-www-form-urlencoded"), ("Authorization", "Basic \(credentials)")], body: body)
+            TestRequest(
+                .POST, path,
+                headers: [
+                    ("Content-Type", "application/x-www-form-urlencoded"), ("Authorization", "Basic \(credentials)"),
+                ], body: body)
         )
     }
 
@@ -270,7 +317,8 @@ final class GlewlwydServer: Sendable {
     /// Glewlwyd itself: the child of `timeout`.
     private var serverProcess: pid_t? {
         let parent = self.process.processIdentifier
-        guard let children = try? String(contentsOfFile: "/proc/\(parent)/task/\(parent)/children", encoding: .utf8) else { return nil }
+        guard let children = try? String(contentsOfFile: "/proc/\(parent)/task/\(parent)/children", encoding: .utf8)
+        else { return nil }
         return children.split(separator: " ").compactMap { pid_t($0) }.first
     }
 

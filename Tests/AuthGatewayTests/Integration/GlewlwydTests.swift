@@ -16,18 +16,24 @@ struct GlewlwydTests {
     static let cacheSeconds = 30
 
     static func gateway(_ glewlwyd: GlewlwydServer, clock: TestClock, forJWTs: Bool) async throws -> GatewayFixture {
-        try await GatewayFixture.start(clock: clock, environment: ["GLEWLWYD_SECRET": glewlwyd.clientSecret]) { config in
-            config["identityHeaders"] = ["X-User-Subject": "claims.sub", "X-User-Scope": "claims.scope", "X-Client": "claims.client_id"]
+        try await GatewayFixture.start(clock: clock, environment: ["GLEWLWYD_SECRET": glewlwyd.clientSecret]) {
+            config in
+            config["identityHeaders"] = [
+                "X-User-Subject": "claims.sub", "X-User-Scope": "claims.scope", "X-Client": "claims.client_id",
+            ]
             config["tokens"] = [
                 "issuers": [
                     [
-                        "issuer": .string(glewlwyd.issuer), "audiences": [.string(GlewlwydServer.scope)], "jwksURL": .string(glewlwyd.jwksURL),
+                        "issuer": .string(glewlwyd.issuer), "audiences": [.string(GlewlwydServer.scope)],
+                        "jwksURL": .string(glewlwyd.jwksURL),
                         "leewaySeconds": 5,
                     ]
                 ],
                 "introspection": [
-                    "url": .string(glewlwyd.introspectionURL), "clientId": .string(GlewlwydServer.clientID), "clientSecret": "${GLEWLWYD_SECRET}",
-                    "clientAuthentication": "basic", "cacheSeconds": .number(JSONNumber(Self.cacheSeconds)), "negativeCacheSeconds": 5,
+                    "url": .string(glewlwyd.introspectionURL), "clientId": .string(GlewlwydServer.clientID),
+                    "clientSecret": "${GLEWLWYD_SECRET}",
+                    "clientAuthentication": "basic", "cacheSeconds": .number(JSONNumber(Self.cacheSeconds)),
+                    "negativeCacheSeconds": 5,
                     "timeoutMilliseconds": 10000, "issuer": .string(glewlwyd.issuer), "forJWTs": .bool(forJWTs),
                 ],
             ]
@@ -49,7 +55,9 @@ struct GlewlwydTests {
         let glewlwyd = try await GlewlwydServer.start()
         atTestEnd { await glewlwyd.stop() }
         if getuid() == 0 {
-            #expect(glewlwyd.serverUID.map { $0 != 0 } == true, "Glewlwyd runs as root (uid \(String(describing: glewlwyd.serverUID)))")
+            #expect(
+                glewlwyd.serverUID.map { $0 != 0 } == true,
+                "Glewlwyd runs as root (uid \(String(describing: glewlwyd.serverUID)))")
         }
         let token = try await glewlwyd.accessToken()
         let claims = try Self.payload(of: token)
@@ -85,7 +93,9 @@ struct GlewlwydTests {
         #expect(refused.status == 401)
         #expect(Self.problemType(refused) == "urn:auth-gateway:problem:token.inactive")
         #expect(gateway.backend.requestCount == 4)
-        #expect(try await RefreshTests.metric("auth_gateway_introspections_total{outcome=\"inactive\"}", adminPort: gateway.adminPort) == 1)
+        #expect(
+            try await RefreshTests.metric(
+                "auth_gateway_introspections_total{outcome=\"inactive\"}", adminPort: gateway.adminPort) == 1)
 
         // A made-up opaque token: Glewlwyd does not know it.
         let madeUp = try await gateway.send(.get("/api", token: "made-up-\(UUID().uuidString)"))

@@ -16,12 +16,16 @@ struct HarnessTests {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         let owner = getuid() == 0 ? PostgresCluster.unprivilegedUser() : nil
-        let printed = try await onOwnThread { try PostgresCluster.execute("/bin/sh", ["-c", "pwd; echo warning >&2"], as: owner, in: folder) }
+        let printed = try await onOwnThread {
+            try PostgresCluster.execute("/bin/sh", ["-c", "pwd; echo warning >&2"], as: owner, in: folder)
+        }
         #expect(printed == folder.resolvingSymlinksInPath().path + "\n")
         #expect(FileManager.default.currentDirectoryPath != folder.path)
         // A failure reports its stderr.
         await #expect {
-            try await onOwnThread { try PostgresCluster.execute("/bin/sh", ["-c", "echo the-reason >&2; exit 3"], as: owner, in: folder) }
+            try await onOwnThread {
+                try PostgresCluster.execute("/bin/sh", ["-c", "echo the-reason >&2; exit 3"], as: owner, in: folder)
+            }
         } throws: { error in
             "\(error)".contains("the-reason")
         }
@@ -50,7 +54,9 @@ struct HarnessTests {
         let folder = FileManager.default.temporaryDirectory
         let started = ContinuousClock.now
         await #expect {
-            try await onOwnThread { try PostgresCluster.execute("/bin/sleep", ["60"], as: nil, in: folder, timeout: .milliseconds(300)) }
+            try await onOwnThread {
+                try PostgresCluster.execute("/bin/sleep", ["60"], as: nil, in: folder, timeout: .milliseconds(300))
+            }
         } throws: { error in
             "\(error)".contains("did not finish within")
         }

@@ -23,9 +23,13 @@ struct HeaderStrippingTests {
         try await GatewayFixture.start { config in
             config["identityHeaders"] = ["X-Tenant": "claims.tenant", "X-User-Subject": "claims.sub"]
             config["authService"] = ["url": .string(authService.baseURL), "refresh": ["graceSeconds": 1]]
-            config["routes"] = .array(RouteKind.allCases.map { kind in
-                ["name": .string(kind.rawValue), "pathPrefix": .string("/\(kind.rawValue)/"), "backend": "api", "auth": .string(kind.rawValue)]
-            })
+            config["routes"] = .array(
+                RouteKind.allCases.map { kind in
+                    [
+                        "name": .string(kind.rawValue), "pathPrefix": .string("/\(kind.rawValue)/"), "backend": "api",
+                        "auth": .string(kind.rawValue),
+                    ]
+                })
         }
     }
 
@@ -44,7 +48,8 @@ struct HeaderStrippingTests {
         let token = TestKeys.token(subject: "alice", extra: ["tenant": "acme"])
         let client = try await gateway.connect()
         // From the header source, with the access token in the Authorization header.
-        let viaHeader = try await client.send(.get(kind.path, token: token, headers: [("X-Refresh-Token", "rt-secret-header")]))
+        let viaHeader = try await client.send(
+            .get(kind.path, token: token, headers: [("X-Refresh-Token", "rt-secret-header")]))
         #expect(viaHeader.status == 200)
         #expect(viaHeader.echoedHeader("x-refresh-token").isEmpty)
         #expect(!viaHeader.text.contains("rt-secret-header"))
@@ -52,7 +57,9 @@ struct HeaderStrippingTests {
 
         // From the cookie source, the access token in its cookie: other cookies are kept.
         let viaCookie = try await client.send(
-            TestRequest(.GET, kind.path, headers: [("Cookie", "theme=dark; refresh_token=rt-secret-cookie; access_token=\(token); lang=en")])
+            TestRequest(
+                .GET, kind.path,
+                headers: [("Cookie", "theme=dark; refresh_token=rt-secret-cookie; access_token=\(token); lang=en")])
         )
         #expect(viaCookie.status == 200)
         #expect(viaCookie.echoedHeader("cookie") == ["theme=dark; access_token=\(token); lang=en"])
@@ -60,7 +67,9 @@ struct HeaderStrippingTests {
 
         // Both sources at once, the access token in the header.
         let both = try await client.send(
-            .get(kind.path, token: token, headers: [("X-Refresh-Token", "rt-secret-both"), ("Cookie", "refresh_token=rt-secret-both")])
+            .get(
+                kind.path, token: token,
+                headers: [("X-Refresh-Token", "rt-secret-both"), ("Cookie", "refresh_token=rt-secret-both")])
         )
         #expect(both.status == 200)
         #expect(!both.text.contains("rt-secret-both"))
@@ -71,7 +80,8 @@ struct HeaderStrippingTests {
         #expect(gateway.backend.requestCount == 3)
     }
 
-    @Test("a forged identity header outside the stripped prefixes is removed or replaced", arguments: RouteKind.allCases)
+    @Test(
+        "a forged identity header outside the stripped prefixes is removed or replaced", arguments: RouteKind.allCases)
     func forgedIdentityHeadersAreStripped(_ kind: RouteKind) async throws {
         let service = try await Self.refusingAuthService()
         let gateway = try await Self.gateway(authService: service)
@@ -79,7 +89,9 @@ struct HeaderStrippingTests {
             await gateway.stop()
             await service.stop()
         }
-        let forged = [("X-Tenant", "forged-tenant"), ("x-tenant", "forged-again"), ("X-User-Subject", "forged-subject")]
+        let forged = [
+            ("X-Tenant", "forged-tenant"), ("x-tenant", "forged-again"), ("X-User-Subject", "forged-subject"),
+        ]
         let client = try await gateway.connect()
 
         // Without a token (refused on `required`).
@@ -95,21 +107,25 @@ struct HeaderStrippingTests {
 
         // With a valid token carrying the claim: the verified value replaces the forged one
         // (on `none` nothing is verified, so nothing is added either).
-        let withClaim = try await client.send(.get(kind.path, token: TestKeys.token(subject: "alice", extra: ["tenant": "acme"]), headers: forged))
+        let withClaim = try await client.send(
+            .get(kind.path, token: TestKeys.token(subject: "alice", extra: ["tenant": "acme"]), headers: forged))
         #expect(withClaim.status == 200)
         #expect(withClaim.echoedHeader("x-tenant") == (kind == .none ? [] : ["acme"]))
         #expect(withClaim.echoedHeader("x-user-subject") == (kind == .none ? [] : ["alice"]))
         #expect(!withClaim.text.contains("forged"))
 
         // With a valid token lacking the claim: the forged value is removed, not kept.
-        let withoutClaim = try await client.send(.get(kind.path, token: TestKeys.token(subject: "bob"), headers: forged))
+        let withoutClaim = try await client.send(
+            .get(kind.path, token: TestKeys.token(subject: "bob"), headers: forged))
         #expect(withoutClaim.status == 200)
         #expect(withoutClaim.echoedHeader("x-tenant").isEmpty)
         #expect(!withoutClaim.text.contains("forged"))
         await client.close()
     }
 
-    @Test("forged identity headers and refresh tokens are stripped from a WebSocket upgrade", arguments: RouteKind.allCases)
+    @Test(
+        "forged identity headers and refresh tokens are stripped from a WebSocket upgrade",
+        arguments: RouteKind.allCases)
     func webSocketUpgradesAreStrippedToo(_ kind: RouteKind) async throws {
         let service = try await Self.refusingAuthService()
         let gateway = try await Self.gateway(authService: service)

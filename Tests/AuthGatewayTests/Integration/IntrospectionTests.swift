@@ -26,12 +26,16 @@ final class ScriptedIntrospection: Sendable {
     static func start() async throws -> ScriptedIntrospection {
         let holder = NIOLockedValueBox<ScriptedIntrospection?>(nil)
         let service = try await ScriptedAuthService.start { request, eventLoop in
-            guard let self = holder.withLockedValue({ $0 }) else { return eventLoop.makeSucceededFuture(SimpleResponse(status: .internalServerError)) }
+            guard let self = holder.withLockedValue({ $0 }) else {
+                return eventLoop.makeSucceededFuture(SimpleResponse(status: .internalServerError))
+            }
             switch self.mode.withLockedValue({ $0 }) {
             case .status(let code):
-                return eventLoop.makeSucceededFuture(.json(HTTPResponseStatus(statusCode: code), ["error": "server_error"]))
+                return eventLoop.makeSucceededFuture(
+                    .json(HTTPResponseStatus(statusCode: code), ["error": "server_error"]))
             case .notJSON:
-                return eventLoop.makeSucceededFuture(SimpleResponse(status: .ok, body: ByteBuffer(string: "<html>maintenance</html>")))
+                return eventLoop.makeSucceededFuture(
+                    SimpleResponse(status: .ok, body: ByteBuffer(string: "<html>maintenance</html>")))
             case .normal:
                 return self.gate.pass(self.answer(request), on: eventLoop)
             }
@@ -48,7 +52,9 @@ final class ScriptedIntrospection: Sendable {
     private func answer(_ request: SimpleRequest) -> SimpleResponse {
         let form = Dictionary(
             request.bodyText.split(separator: "&").map { pair -> (String, String) in
-                let parts = pair.split(separator: "=", maxSplits: 1).map { String($0).removingPercentEncoding ?? String($0) }
+                let parts = pair.split(separator: "=", maxSplits: 1).map {
+                    String($0).removingPercentEncoding ?? String($0)
+                }
                 return (parts[0], parts.count > 1 ? parts[1] : "")
             },
             uniquingKeysWith: { first, _ in first }
@@ -81,7 +87,8 @@ struct IntrospectionTests {
     }
 
     static func gateway(
-        _ endpoint: ScriptedIntrospection, clock: TestClock = TestClock(), configure: (inout JSONObject) -> Void = { _ in }
+        _ endpoint: ScriptedIntrospection, clock: TestClock = TestClock(),
+        configure: (inout JSONObject) -> Void = { _ in }
     ) async throws -> GatewayFixture {
         try await GatewayFixture.start(clock: clock) { config in
             config["identityHeaders"] = ["X-User-Subject": "claims.sub", "X-User-Scope": "claims.scope"]
@@ -107,8 +114,11 @@ struct IntrospectionTests {
     }
 
     static func activeAnswer(subject: String, expiresIn: Double = 3600, clock: TestClock) -> JSONValue {
-        ["active": true, "sub": .string(subject), "scope": "read write", "client_id": "app", "iss": "https://idp.test",
-         "exp": .number(JSONNumber(Int(clock.now + expiresIn)))]
+        [
+            "active": true, "sub": .string(subject), "scope": "read write", "client_id": "app",
+            "iss": "https://idp.test",
+            "exp": .number(JSONNumber(Int(clock.now + expiresIn))),
+        ]
     }
 
     @Test func anActiveOpaqueTokenIsForwardedWithItsClaimsAfterAnExactlyFormedCall() async throws {
@@ -143,7 +153,10 @@ struct IntrospectionTests {
         endpoint.set("opaque-form", Self.activeAnswer(subject: "bob", clock: clock))
         #expect(try await Self.get(gateway, "opaque-form").status == 200)
         let call = try #require(endpoint.service.requests.first)
-        #expect(call.bodyText == "token=opaque-form&token_type_hint=access_token&client_id=gateway&client_secret=s3cret%3Awith%2Fspecial%2Bchars")
+        #expect(
+            call.bodyText
+                == "token=opaque-form&token_type_hint=access_token&client_id=gateway&client_secret=s3cret%3Awith%2Fspecial%2Bchars"
+        )
         #expect(call.headers.first(name: "authorization") == nil)
     }
 
@@ -183,7 +196,10 @@ struct IntrospectionTests {
             }
         }
         let coalesced = "auth_gateway_introspections_total{outcome=\"coalesced\"}"
-        #expect(try await eventually(timeout: .seconds(30)) { try await RefreshTests.metric(coalesced, adminPort: gateway.adminPort) == 19 })
+        #expect(
+            try await eventually(timeout: .seconds(30)) {
+                try await RefreshTests.metric(coalesced, adminPort: gateway.adminPort) == 19
+            })
         // The one call may still be on its way to the endpoint.
         #expect(await eventually(timeout: .seconds(30)) { endpoint.calls == 1 })
         endpoint.gate.release()
@@ -247,7 +263,9 @@ struct IntrospectionTests {
         let response = try await Self.get(gateway, "opaque")
         #expect(response.status == 503)
         #expect(response.header("retry-after") == "5")
-        #expect(try JSONValue(parsing: response.text)["type"]?.stringValue == "urn:auth-gateway:problem:introspection.unavailable")
+        #expect(
+            try JSONValue(parsing: response.text)["type"]?.stringValue
+                == "urn:auth-gateway:problem:introspection.unavailable")
         #expect(gateway.backend.requestCount == 0)
         let health = try await TestConnection.connect(port: gateway.adminPort).send(.get("/healthz"))
         #expect(try JSONValue(parsing: health.text)["checks"]?["introspection"]?["status"]?.stringValue == "failing")
@@ -323,7 +341,10 @@ struct IntrospectionTests {
         }
         #expect(await eventually(timeout: .seconds(30)) { endpoint.calls == 1 })
         let coalesced = "auth_gateway_introspections_total{outcome=\"coalesced\"}"
-        #expect(try await eventually(timeout: .seconds(30)) { try await RefreshTests.metric(coalesced, adminPort: gateway.adminPort) == 9 })
+        #expect(
+            try await eventually(timeout: .seconds(30)) {
+                try await RefreshTests.metric(coalesced, adminPort: gateway.adminPort) == 9
+            })
         endpoint.gate.release()
         #expect(try await first.value == Array(repeating: 200, count: 10))
         for _ in 0..<10 { #expect(try await Self.get(gateway, token).status == 200) }
@@ -367,7 +388,9 @@ struct IntrospectionTests {
         let response = try await Self.get(gateway, TestKeys.token(subject: "ivan"))
         #expect(response.status == 503)
         #expect(response.header("retry-after") != nil)
-        #expect(try JSONValue(parsing: response.text)["type"]?.stringValue == "urn:auth-gateway:problem:introspection.unavailable")
+        #expect(
+            try JSONValue(parsing: response.text)["type"]?.stringValue
+                == "urn:auth-gateway:problem:introspection.unavailable")
         #expect(gateway.backend.requestCount == 0)
         endpoint.set(.notJSON)
         #expect(try await Self.get(gateway, TestKeys.token(subject: "ivan")).status == 503)

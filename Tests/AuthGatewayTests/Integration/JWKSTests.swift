@@ -23,7 +23,9 @@ struct JWKSTests {
         static func start(_ signers: [JWTSigner]) async throws -> KeyEndpoint {
             let holder = NIOLockedValueBox<KeyEndpoint?>(nil)
             let service = try await ScriptedAuthService.start { _ in
-                guard let endpoint = holder.withLockedValue({ $0 }) else { return SimpleResponse(status: .internalServerError) }
+                guard let endpoint = holder.withLockedValue({ $0 }) else {
+                    return SimpleResponse(status: .internalServerError)
+                }
                 endpoint.arrivals.withLockedValue { $0.append(.now) }
                 let (signers, status) = endpoint.state.withLockedValue { ($0.signers, $0.status) }
                 guard status == 200 else { return SimpleResponse(status: HTTPResponseStatus(statusCode: status)) }
@@ -45,7 +47,8 @@ struct JWKSTests {
     /// `callTimeoutMilliseconds`: `authService.timeoutMilliseconds`, which bounds each key fetch
     /// (the default 3 s when nil).
     static func gateway(
-        endpoint: KeyEndpoint, minRefetch: Int = 10, refresh: Int = 300, waitUntilReady: Bool = true, callTimeoutMilliseconds: Int? = nil
+        endpoint: KeyEndpoint, minRefetch: Int = 10, refresh: Int = 300, waitUntilReady: Bool = true,
+        callTimeoutMilliseconds: Int? = nil
     ) async throws -> GatewayFixture {
         try await GatewayFixture.start(waitUntilReady: waitUntilReady) { config in
             config["eventLoopThreads"] = 2
@@ -53,7 +56,8 @@ struct JWKSTests {
             // 2-core machine once took longer to answer a fetch, so tests that do not time
             // a fetch out give it 20 s.
             config["authService"] = [
-                "url": .string(endpoint.service.baseURL), "timeoutMilliseconds": .number(JSONNumber(callTimeoutMilliseconds ?? 20_000)),
+                "url": .string(endpoint.service.baseURL),
+                "timeoutMilliseconds": .number(JSONNumber(callTimeoutMilliseconds ?? 20_000)),
             ]
             config["tokens"] = [
                 "issuers": [
@@ -122,9 +126,10 @@ struct JWKSTests {
         #expect(endpoint.fetches == 1)
         endpoint.serve([Self.second])
         // Polled: the new key verifies once the periodic fetch has reached every event loop.
-        #expect(try await eventually {
-            try await gateway.send(.get("/new", token: TestKeys.token(signer: Self.second))).status == 200
-        })
+        #expect(
+            try await eventually {
+                try await gateway.send(.get("/new", token: TestKeys.token(signer: Self.second))).status == 200
+            })
         #expect(endpoint.fetches >= 2)
         #expect(try await gateway.send(.get("/old", token: TestKeys.token(signer: Self.first))).status == 401)
         let metrics = try await TestConnection.connect(port: gateway.adminPort).send(.get("/metrics")).text

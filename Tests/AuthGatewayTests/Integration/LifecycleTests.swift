@@ -41,9 +41,13 @@ struct LifecycleTests {
         #expect(metrics.status == 200)
         #expect(metrics.header("content-type")?.hasPrefix("text/plain; version=0.0.4") == true)
         let text = metrics.text
-        #expect(text.contains("auth_gateway_requests_total{route=\"default\",status_class=\"2xx\",protocol=\"http/1.1\"} 3\n"))
+        #expect(
+            text.contains(
+                "auth_gateway_requests_total{route=\"default\",status_class=\"2xx\",protocol=\"http/1.1\"} 3\n"))
         // Refused requests count under the route they matched (SPEC §4.6), not "-".
-        #expect(text.contains("auth_gateway_requests_total{route=\"default\",status_class=\"4xx\",protocol=\"http/1.1\"} 2\n"))
+        #expect(
+            text.contains(
+                "auth_gateway_requests_total{route=\"default\",status_class=\"4xx\",protocol=\"http/1.1\"} 2\n"))
         #expect(text.contains("auth_gateway_auth_failures_total{reason=\"missing\"} 1\n"))
         #expect(text.contains("auth_gateway_auth_failures_total{reason=\"expired\"} 1\n"))
         #expect(text.contains("auth_gateway_upstream_duration_seconds_count{backend=\"api\"} 3\n"))
@@ -61,7 +65,8 @@ struct LifecycleTests {
         let gate = ReplyGate()
         let backend = try await ScriptedAuthService.start { request, eventLoop in
             let response = SimpleResponse.json(.ok, ["path": .string(request.path)])
-            return request.path == "/held" ? gate.pass(response, on: eventLoop) : eventLoop.makeSucceededFuture(response)
+            return request.path == "/held"
+                ? gate.pass(response, on: eventLoop) : eventLoop.makeSucceededFuture(response)
         }
         atTestEnd { await backend.stop() }
         let gateway = try await GatewayFixture.start { config in
@@ -78,7 +83,10 @@ struct LifecycleTests {
         #expect(await eventually { gate.heldCount == 1 })
         let drain = Task { await gateway.application.drain() }
         // Readiness turns 503 on the admin listener; the main listener accepts no more.
-        #expect(await eventually { (try? await TestConnection.connect(port: gateway.adminPort).send(.get("/readyz")).status) == 503 })
+        #expect(
+            await eventually {
+                (try? await TestConnection.connect(port: gateway.adminPort).send(.get("/readyz")).status) == 503
+            })
         #expect(await eventually { !(await acceptsConnections(port: gateway.port)) })
         // The idle keep-alive connection is closed while the busy one's request is still in
         // flight (held: it cannot have finished).

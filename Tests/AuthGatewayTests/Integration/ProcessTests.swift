@@ -13,19 +13,27 @@ struct ProcessTests {
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
     /// Runs the executable to completion.
-    static func run(_ arguments: [String], environment: [String: String] = [:]) async throws -> (status: Int32, output: String) {
+    static func run(
+        _ arguments: [String], environment: [String: String] = [:]
+    ) async throws -> (status: Int32, output: String) {
         let child = try ChildProcess([try RunningGateway.executable().path] + arguments, environment: environment)
         try await child.exited(timeout: .seconds(60))
         return (child.terminationStatus, child.standardOutput + child.standardError)
     }
 
     @Test func checkAcceptsTheShippedConfigurations() async throws {
-        let result = try await Self.run(["check", "--config", Self.packageRoot.appendingPathComponent("config/gateway.json").path])
+        let result = try await Self.run([
+            "check", "--config", Self.packageRoot.appendingPathComponent("config/gateway.json").path,
+        ])
         #expect(result.status == 0, "\(result.output)")
         #expect(result.output.contains("OK"))
-        let rainmaker = try await Self.run(["check", "--config", Self.packageRoot.appendingPathComponent("config/examples/rainmaker.json").path])
+        let rainmaker = try await Self.run([
+            "check", "--config", Self.packageRoot.appendingPathComponent("config/examples/rainmaker.json").path,
+        ])
         #expect(rainmaker.status == 0, "\(rainmaker.output)")
-        let oidc = try await Self.run(["check", "--config", Self.packageRoot.appendingPathComponent("config/examples/oidc.json").path], environment: ["AUTH_CLIENT_SECRET": "s3cret"])
+        let oidc = try await Self.run(
+            ["check", "--config", Self.packageRoot.appendingPathComponent("config/examples/oidc.json").path],
+            environment: ["AUTH_CLIENT_SECRET": "s3cret"])
         #expect(oidc.status == 0, "\(oidc.output)")
     }
 
@@ -45,7 +53,10 @@ struct ProcessTests {
         let result = try await Self.run(["check", "--config", path])
         #expect(result.status == 1)
         #expect(result.output.contains("listener.port: must be between 0 and 65535, found 70000"))
-        #expect(result.output.contains("tokens.issuers[0].keys[0].publicKeyPEMFile: cannot read \(directory.appendingPathComponent("missing.pem").path)"))
+        #expect(
+            result.output.contains(
+                "tokens.issuers[0].keys[0].publicKeyPEMFile: cannot read \(directory.appendingPathComponent("missing.pem").path)"
+            ))
         #expect(result.output.contains("backends.api.urls[0]: \"ftp://nope\" must start with http:// or https://"))
         #expect(result.output.contains("routes[0].backend: unknown backend \"billing\""))
         #expect(result.output.contains("routes[0].pathPrefx: unknown key"))
@@ -69,18 +80,29 @@ struct ProcessTests {
             """.write(toFile: path, atomically: true, encoding: .utf8)
         }
         let key = Data(repeating: 1, count: 32).base64EncodedString()
-        try write(#"{ "postgres": { "url": "postgres://gateway:${PGPASSWORD}@db.does-not-exist.invalid/auth", "tls": "verify-full" }, "encryptionKeyBase64": "${STATE_KEY}" }"#)
-        let valid = try await Self.run(["check", "--config", path], environment: ["PGPASSWORD": "pw-not-to-print", "STATE_KEY": key])
+        try write(
+            #"{ "postgres": { "url": "postgres://gateway:${PGPASSWORD}@db.does-not-exist.invalid/auth", "tls": "verify-full" }, "encryptionKeyBase64": "${STATE_KEY}" }"#
+        )
+        let valid = try await Self.run(
+            ["check", "--config", path], environment: ["PGPASSWORD": "pw-not-to-print", "STATE_KEY": key])
         #expect(valid.status == 0, "\(valid.output)")
-        #expect(valid.output.contains("shared state on postgres://gateway:***@db.does-not-exist.invalid:5432/auth (not contacted)"), "\(valid.output)")
+        #expect(
+            valid.output.contains(
+                "shared state on postgres://gateway:***@db.does-not-exist.invalid:5432/auth (not contacted)"),
+            "\(valid.output)")
         #expect(!valid.output.contains("pw-not-to-print") && !valid.output.contains(key))
 
-        try write(#"{ "postgres": { "url": "postgres://gateway:pw-not-to-print@db/auth?sslmode=disable", "tls": "verify-ful", "caCertificatePEMFile": "missing.pem" }, "encryptionKeyBase64": "c2hvcnQ=" }"#)
+        try write(
+            #"{ "postgres": { "url": "postgres://gateway:pw-not-to-print@db/auth?sslmode=disable", "tls": "verify-ful", "caCertificatePEMFile": "missing.pem" }, "encryptionKeyBase64": "c2hvcnQ=" }"#
+        )
         let invalid = try await Self.run(["check", "--config", path])
         #expect(invalid.status == 1)
-        #expect(invalid.output.contains("sharedState.postgres.url: must not have query parameters"), "\(invalid.output)")
-        #expect(invalid.output.contains("sharedState.postgres.tls: must be \"disable\", \"require\" or \"verify-full\""))
-        #expect(invalid.output.contains("sharedState.postgres.caCertificatePEMFile: applies only to tls \"verify-full\""))
+        #expect(
+            invalid.output.contains("sharedState.postgres.url: must not have query parameters"), "\(invalid.output)")
+        #expect(
+            invalid.output.contains("sharedState.postgres.tls: must be \"disable\", \"require\" or \"verify-full\""))
+        #expect(
+            invalid.output.contains("sharedState.postgres.caCertificatePEMFile: applies only to tls \"verify-full\""))
         #expect(invalid.output.contains("sharedState.encryptionKeyBase64: must be 32 bytes for AES-256-GCM, found 5"))
         #expect(!invalid.output.contains("pw-not-to-print"))
     }
@@ -106,8 +128,13 @@ struct ProcessTests {
         """.write(toFile: path, atomically: true, encoding: .utf8)
         let result = try await Self.run(["check", "--config", path])
         #expect(result.status == 1)
-        #expect(result.output.contains("tokens.issuers[0].jwksURL: cannot be set together with \"discovery\": true"), "\(result.output)")
-        #expect(result.output.contains("authService.discoveryIssuer: issuer \"https://b.test\" does not have \"discovery\": true"), "\(result.output)")
+        #expect(
+            result.output.contains("tokens.issuers[0].jwksURL: cannot be set together with \"discovery\": true"),
+            "\(result.output)")
+        #expect(
+            result.output.contains(
+                "authService.discoveryIssuer: issuer \"https://b.test\" does not have \"discovery\": true"),
+            "\(result.output)")
         #expect(result.output.contains("authService.refresh.path: needs authService.url"), "\(result.output)")
         #expect(result.output.contains("authService.profile.path: needs authService.url"), "\(result.output)")
     }
@@ -120,10 +147,13 @@ struct ProcessTests {
     func serveReadsAUTH_GATEWAY_CONFIGAndIsTheDefaultCommand(_ invocation: RunningGateway.Invocation) async throws {
         let backend = try await EchoBackend.start(group: TestGroup.shared)
         atTestEnd { await backend.close() }
-        let gateway = try RunningGateway(configuration: RunningGateway.configuration(backendURL: backend.baseURL, drainSeconds: 1), invocation: invocation)
+        let gateway = try RunningGateway(
+            configuration: RunningGateway.configuration(backendURL: backend.baseURL, drainSeconds: 1),
+            invocation: invocation)
         defer { gateway.kill() }
         let port = try await gateway.waitForPort()
-        let response = try await TestConnection.connect(port: port).send(.get("/from-env", token: TestKeys.token()), timeout: .seconds(30))
+        let response = try await TestConnection.connect(port: port).send(
+            .get("/from-env", token: TestKeys.token()), timeout: .seconds(30))
         #expect(response.status == 200)
         #expect(response.header("x-echo-backend") == "1")
         #expect(backend.requestCount == 1)
@@ -136,13 +166,19 @@ struct ProcessTests {
     @Test func theConfigOptionWinsOverAUTH_GATEWAY_CONFIG() async throws {
         let backend = try await EchoBackend.start(group: TestGroup.shared)
         atTestEnd { await backend.close() }
-        let missing = FileManager.default.temporaryDirectory.appendingPathComponent("absent-\(UUID().uuidString)/gateway.json").path
+        let missing = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "absent-\(UUID().uuidString)/gateway.json"
+        ).path
         let gateway = try RunningGateway(
-            configuration: RunningGateway.configuration(backendURL: backend.baseURL, drainSeconds: 1), environment: ["AUTH_GATEWAY_CONFIG": missing]
+            configuration: RunningGateway.configuration(backendURL: backend.baseURL, drainSeconds: 1),
+            environment: ["AUTH_GATEWAY_CONFIG": missing]
         )
         defer { gateway.kill() }
         let port = try await gateway.waitForPort()
-        #expect(try await TestConnection.connect(port: port).send(.get("/flag", token: TestKeys.token()), timeout: .seconds(30)).status == 200)
+        #expect(
+            try await TestConnection.connect(port: port).send(
+                .get("/flag", token: TestKeys.token()), timeout: .seconds(30)
+            ).status == 200)
         gateway.signal(SIGTERM)
         #expect(try await gateway.waitForExit(timeout: .seconds(30)) == 0)
 
@@ -154,7 +190,8 @@ struct ProcessTests {
     @Test func sigtermDrainsInFlightRequestsAndExitsZero() async throws {
         let backend = try await EchoBackend.start(group: TestGroup.shared)
         atTestEnd { await backend.close() }
-        let gateway = try RunningGateway(configuration: RunningGateway.configuration(backendURL: backend.baseURL, drainSeconds: 5))
+        let gateway = try RunningGateway(
+            configuration: RunningGateway.configuration(backendURL: backend.baseURL, drainSeconds: 5))
         defer { gateway.kill() }
         let port = try await gateway.waitForPort()
         let client = try await TestConnection.connect(port: port)
@@ -179,18 +216,22 @@ struct ProcessTests {
         let backend = try await EchoBackend.start(group: TestGroup.shared)
         atTestEnd { await backend.close() }
         // 2 s of drain: room to observe the draining state on a busy machine.
-        let gateway = try RunningGateway(configuration: RunningGateway.configuration(backendURL: backend.baseURL, drainSeconds: 2, admin: true))
+        let gateway = try RunningGateway(
+            configuration: RunningGateway.configuration(backendURL: backend.baseURL, drainSeconds: 2, admin: true))
         defer { gateway.kill() }
         let port = try await gateway.waitForPort()
         let adminPort = try await gateway.waitForAdminPort()
-        #expect(try await TestConnection.connect(port: adminPort).send(.get("/readyz"), timeout: .seconds(30)).status == 200)
+        #expect(
+            try await TestConnection.connect(port: adminPort).send(.get("/readyz"), timeout: .seconds(30)).status == 200
+        )
         #expect(await acceptsConnections(port: port))
 
         // A request the backend holds far longer than drainSeconds.
         let client = try await TestConnection.connect(port: port)
         let held = Task { () -> (Result<TestResponse, any Error>, ContinuousClock.Instant) in
             do {
-                let response = try await client.send(.get("/delay/60000", token: TestKeys.token()), timeout: .seconds(50))
+                let response = try await client.send(
+                    .get("/delay/60000", token: TestKeys.token()), timeout: .seconds(50))
                 return (.success(response), ContinuousClock.now)
             } catch {
                 return (.failure(error), ContinuousClock.now)
@@ -207,7 +248,9 @@ struct ProcessTests {
             }
         }
         #expect(await eventually { await readiness() == 503 }, "readiness never turned 503")
-        #expect(await eventually { !(await acceptsConnections(port: port)) }, "the main listener still accepts connections while draining")
+        #expect(
+            await eventually { !(await acceptsConnections(port: port)) },
+            "the main listener still accepts connections while draining")
         #expect(gateway.process.isRunning, "the held request must keep the process draining")
 
         // Until the process is gone, every answer of the admin listener's /readyz is 503.
@@ -238,7 +281,10 @@ struct ProcessTests {
         atTestEnd { await backend.close() }
         let gateway = try RunningGateway(
             configuration: RunningGateway.configuration(backendURL: backend.baseURL, drainSeconds: 1),
-            prefix: ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", "--bounding-set=-all"]
+            prefix: [
+                "/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all",
+                "--bounding-set=-all",
+            ]
         )
         defer { gateway.kill() }
         let port = try await gateway.waitForPort()
@@ -262,12 +308,16 @@ struct ProcessTests {
         func reloads(_ result: String) async throws -> Int? {
             let metrics = try await TestConnection.connect(port: adminPort).send(.get("/metrics")).text
             let prefix = "auth_gateway_config_reloads_total{result=\"\(result)\"} "
-            return metrics.split(separator: "\n").first { $0.hasPrefix(prefix) }.flatMap { Int($0.dropFirst(prefix.count)) }
+            return metrics.split(separator: "\n").first { $0.hasPrefix(prefix) }.flatMap {
+                Int($0.dropFirst(prefix.count))
+            }
         }
 
         // A valid new configuration: the route now needs a claim the token lacks.
         var stricter = configuration
-        stricter["routes"] = [["name": "default", "pathPrefix": "/", "backend": "api", "require": ["claims.role": "admin"]]]
+        stricter["routes"] = [
+            ["name": "default", "pathPrefix": "/", "backend": "api", "require": ["claims.role": "admin"]]
+        ]
         try gateway.rewrite(stricter)
         gateway.signal(SIGHUP)
         #expect(try await gateway.waitForOutput { $0.contains("config.reloaded") })

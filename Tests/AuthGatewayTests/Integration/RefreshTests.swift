@@ -30,7 +30,9 @@ final class RotatingRainMaker: Sendable {
     static func start(delayMilliseconds: Int64 = 0) async throws -> RotatingRainMaker {
         let holder = NIOLockedValueBox<RotatingRainMaker?>(nil)
         let service = try await ScriptedAuthService.start { request, eventLoop in
-            guard let self = holder.withLockedValue({ $0 }) else { return eventLoop.makeSucceededFuture(SimpleResponse(status: .internalServerError)) }
+            guard let self = holder.withLockedValue({ $0 }) else {
+                return eventLoop.makeSucceededFuture(SimpleResponse(status: .internalServerError))
+            }
             let response = self.answer(request)
             let mode = self.mode.withLockedValue { $0 }
             var delay = delayMilliseconds
@@ -67,20 +69,29 @@ final class RotatingRainMaker: Sendable {
             return .json(.badRequest, ["status": "failure", "description": "bad request"])
         }
         let accepted = self.valid.withLockedValue { $0.remove(refreshToken) != nil }
-        guard accepted else { return .json(.unauthorized, ["status": "failure", "description": "Invalid refresh token"]) }
+        guard accepted else {
+            return .json(.unauthorized, ["status": "failure", "description": "Invalid refresh token"])
+        }
         let rotated = self.issueRefreshToken()
         if case .withoutAccessToken = self.mode.withLockedValue({ $0 }) {
             return .json(.ok, ["status": "success", "refreshtoken": .string(rotated)])
         }
         let subject = String(userName.split(separator: "@").first ?? "")
         let accessToken = TestKeys.token(signer: self.signer.withLockedValue { $0 }, subject: subject, expiresIn: 300)
-        return .json(.ok, ["status": "success", "description": "Session extended", "accesstoken": .string(accessToken), "refreshtoken": .string(rotated)])
+        return .json(
+            .ok,
+            [
+                "status": "success", "description": "Session extended", "accesstoken": .string(accessToken),
+                "refreshtoken": .string(rotated),
+            ])
     }
 }
 
 @Suite("Transparent session refresh (real sockets)", .awaitsCleanups)
 struct RefreshTests {
-    static func gateway(authService: String, clock: TestClock = TestClock(), threads: Int = 2, grace: Int = 2, timeout: Int = 10_000) async throws -> GatewayFixture {
+    static func gateway(
+        authService: String, clock: TestClock = TestClock(), threads: Int = 2, grace: Int = 2, timeout: Int = 10_000
+    ) async throws -> GatewayFixture {
         try await GatewayFixture.start(clock: clock) { config in
             config["eventLoopThreads"] = .number(JSONNumber(threads))
             config["identityHeaders"] = ["X-User-Subject": "claims.sub"]
@@ -109,7 +120,8 @@ struct RefreshTests {
         // A generous auth-service timeout: the answer is held while 100 clients connect. A grace
         // period longer than a loaded machine takes to collect the 100 responses (the clock
         // runs in real time; the test moves it past the grace period below).
-        let gateway = try await Self.gateway(authService: rainmaker.service.baseURL, clock: clock, grace: 300, timeout: 120_000)
+        let gateway = try await Self.gateway(
+            authService: rainmaker.service.baseURL, clock: clock, grace: 300, timeout: 120_000)
         atTestEnd { await gateway.stop() }
         let expired = TestKeys.token(subject: "alice", expiresIn: -60)
         let refreshToken = rainmaker.issueRefreshToken()
@@ -122,7 +134,8 @@ struct RefreshTests {
                     group.addTask {
                         let client = try await gateway.connect()
                         return try await withCleanup({ await client.close() }) { () async throws in
-                            return try await client.send(TestRequest(.GET, "/r/\(index)", headers: headers), timeout: .seconds(180))
+                            return try await client.send(
+                                TestRequest(.GET, "/r/\(index)", headers: headers), timeout: .seconds(180))
                         }
                     }
                 }
@@ -187,7 +200,8 @@ struct RefreshTests {
             config["tokens"] = [
                 "issuers": [
                     [
-                        "issuer": .string(TestKeys.issuer), "audiences": [.string(TestKeys.audience)], "leewaySeconds": 0,
+                        "issuer": .string(TestKeys.issuer), "audiences": [.string(TestKeys.audience)],
+                        "leewaySeconds": 0,
                         "jwksURL": .string(endpoint.url), "jwksMinRefetchSeconds": 1,
                     ]
                 ]
@@ -202,7 +216,9 @@ struct RefreshTests {
         clock.advance(by: 2)
         let expired = TestKeys.token(signer: JWKSTests.first, subject: "alice", expiresIn: -60)
         let response = try await gateway.send(
-            TestRequest(.GET, "/rotated", headers: [("Authorization", "Bearer \(expired)"), ("X-Refresh-Token", rainmaker.issueRefreshToken())])
+            TestRequest(
+                .GET, "/rotated",
+                headers: [("Authorization", "Bearer \(expired)"), ("X-Refresh-Token", rainmaker.issueRefreshToken())])
         )
         #expect(response.status == 200)
         let newToken = try #require(response.header("x-access-token"))
@@ -218,20 +234,25 @@ struct RefreshTests {
         atTestEnd { await gateway.stop() }
         let expired = TestKeys.token(subject: "carol", expiresIn: -60)
         let refreshToken = rainmaker.issueRefreshToken()
-        let response = try await gateway.send(TestRequest(.GET, "/c", headers: [("Cookie", "theme=dark; access_token=\(expired); refresh_token=\(refreshToken)")]))
+        let response = try await gateway.send(
+            TestRequest(
+                .GET, "/c", headers: [("Cookie", "theme=dark; access_token=\(expired); refresh_token=\(refreshToken)")])
+        )
         #expect(response.status == 200)
         let cookies = response.headers["set-cookie"]
         #expect(cookies.count == 2)
         let access = try #require(cookies.first { $0.hasPrefix("access_token=") })
         #expect(access.contains("; Path=/") && access.contains("; HttpOnly") && access.contains("; SameSite=Lax"))
         #expect(!access.contains("Secure"))
-        #expect(cookies.contains { $0.hasPrefix("refresh_token=rt-") && !$0.hasPrefix("refresh_token=\(refreshToken)") })
+        #expect(
+            cookies.contains { $0.hasPrefix("refresh_token=rt-") && !$0.hasPrefix("refresh_token=\(refreshToken)") })
         #expect(response.header("x-access-token") == nil)
         let newAccess = String(access.dropFirst("access_token=".count).prefix { $0 != ";" })
         #expect(response.echoedHeader("cookie") == ["theme=dark; access_token=\(newAccess)"])
 
         // A refresh token the service refuses: 401 and cookies cleared (sign-out).
-        let refused = try await gateway.send(TestRequest(.GET, "/c", headers: [("Cookie", "access_token=\(expired); refresh_token=rt-unknown")]))
+        let refused = try await gateway.send(
+            TestRequest(.GET, "/c", headers: [("Cookie", "access_token=\(expired); refresh_token=rt-unknown")]))
         #expect(refused.status == 401)
         let cleared = refused.headers["set-cookie"]
         #expect(cleared.contains { $0.hasPrefix("access_token=;") && $0.contains("Max-Age=0") })
@@ -245,7 +266,8 @@ struct RefreshTests {
         // meanwhile by another test's auth service, which would answer.
         let dead = try RefusingPort()
         defer { withExtendedLifetime(dead) {} }
-        let gateway = try await Self.gateway(authService: failure == "down" ? dead.url : rainmaker.service.baseURL, timeout: 300)
+        let gateway = try await Self.gateway(
+            authService: failure == "down" ? dead.url : rainmaker.service.baseURL, timeout: 300)
         atTestEnd { await gateway.stop() }
         switch failure {
         case "down": break
@@ -254,7 +276,10 @@ struct RefreshTests {
         default: rainmaker.set(.delayMilliseconds(1500))
         }
         let expired = TestKeys.token(expiresIn: -60)
-        let response = try await gateway.send(TestRequest(.GET, "/u", headers: [("Cookie", "access_token=\(expired); refresh_token=\(rainmaker.issueRefreshToken())")]))
+        let response = try await gateway.send(
+            TestRequest(
+                .GET, "/u",
+                headers: [("Cookie", "access_token=\(expired); refresh_token=\(rainmaker.issueRefreshToken())")]))
         #expect(response.status == 503)
         #expect(response.header("retry-after") != nil)
         #expect(response.headers["set-cookie"].isEmpty)
@@ -271,12 +296,16 @@ struct RefreshTests {
         let refreshToken = rainmaker.issueRefreshToken()
         // Expired and signed by a key the gateway does not trust.
         let forged = TestKeys.token(signer: TestKeys.otherRSA, expiresIn: -60)
-        let forgedResponse = try await gateway.send(TestRequest(.GET, "/f", headers: [("Authorization", "Bearer \(forged)"), ("X-Refresh-Token", refreshToken)]))
+        let forgedResponse = try await gateway.send(
+            TestRequest(
+                .GET, "/f", headers: [("Authorization", "Bearer \(forged)"), ("X-Refresh-Token", refreshToken)]))
         #expect(forgedResponse.status == 401)
         #expect(forgedResponse.json?["type"]?.stringValue == "urn:auth-gateway:problem:token.bad_signature")
         // Expired longer ago than maxExpiredSeconds (3600).
         let ancient = TestKeys.token(expiresIn: -7200)
-        let ancientResponse = try await gateway.send(TestRequest(.GET, "/f", headers: [("Authorization", "Bearer \(ancient)"), ("X-Refresh-Token", refreshToken)]))
+        let ancientResponse = try await gateway.send(
+            TestRequest(
+                .GET, "/f", headers: [("Authorization", "Bearer \(ancient)"), ("X-Refresh-Token", refreshToken)]))
         #expect(ancientResponse.status == 401)
         #expect(ancientResponse.json?["type"]?.stringValue == "urn:auth-gateway:problem:token.expired")
         // Expired without a refresh token.
@@ -291,7 +320,13 @@ struct RefreshTests {
         rainmaker.set(.withoutAccessToken)
         let gateway = try await Self.gateway(authService: rainmaker.service.baseURL)
         atTestEnd { await gateway.stop() }
-        let response = try await gateway.send(TestRequest(.GET, "/w", headers: [("Authorization", "Bearer \(TestKeys.token(expiresIn: -60))"), ("X-Refresh-Token", rainmaker.issueRefreshToken())]))
+        let response = try await gateway.send(
+            TestRequest(
+                .GET, "/w",
+                headers: [
+                    ("Authorization", "Bearer \(TestKeys.token(expiresIn: -60))"),
+                    ("X-Refresh-Token", rainmaker.issueRefreshToken()),
+                ]))
         #expect(response.status == 401)
         #expect(rainmaker.refreshCalls == 1)
     }
@@ -299,34 +334,52 @@ struct RefreshTests {
     @Test func oauth2RefreshSendsTheRFC6749FormWithBasicClientAuthentication() async throws {
         let service = try await ScriptedAuthService.start { request in
             guard request.path == "/oauth2/token" else { return SimpleResponse(status: .notFound) }
-            let form = Dictionary(uniqueKeysWithValues: request.bodyText.split(separator: "&").map { pair -> (String, String) in
-                let parts = pair.split(separator: "=", maxSplits: 1).map { String($0).removingPercentEncoding ?? "" }
-                return (parts[0], parts.count > 1 ? parts[1] : "")
-            })
+            let form = Dictionary(
+                uniqueKeysWithValues: request.bodyText.split(separator: "&").map { pair -> (String, String) in
+                    let parts = pair.split(separator: "=", maxSplits: 1).map {
+                        String($0).removingPercentEncoding ?? ""
+                    }
+                    return (parts[0], parts.count > 1 ? parts[1] : "")
+                })
             guard form["grant_type"] == "refresh_token", form["refresh_token"] == "rt/with+special",
-                request.headers.first(name: "authorization") == "Basic " + Data("gateway%3A1:s%C3%A9cret%2B".utf8).base64EncodedString(),
+                request.headers.first(name: "authorization") == "Basic "
+                    + Data("gateway%3A1:s%C3%A9cret%2B".utf8).base64EncodedString(),
                 request.headers.first(name: "content-type") == "application/x-www-form-urlencoded"
             else {
                 return .json(.badRequest, ["error": "invalid_grant"])
             }
-            return .json(.ok, ["access_token": .string(TestKeys.token(subject: "dave")), "token_type": "Bearer", "expires_in": 300])
+            return .json(
+                .ok,
+                ["access_token": .string(TestKeys.token(subject: "dave")), "token_type": "Bearer", "expires_in": 300])
         }
         atTestEnd { await service.stop() }
         let gateway = try await GatewayFixture.start { config in
             config["authService"] = [
                 "url": .string(service.baseURL),
-                "refresh": ["protocol": "oauth2", "clientId": "gateway:1", "clientSecret": "sécret+", "refreshTokenSources": [["header": "X-Refresh-Token"]]],
+                "refresh": [
+                    "protocol": "oauth2", "clientId": "gateway:1", "clientSecret": "sécret+",
+                    "refreshTokenSources": [["header": "X-Refresh-Token"]],
+                ],
             ]
         }
         atTestEnd { await gateway.stop() }
-        let response = try await gateway.send(TestRequest(.GET, "/o", headers: [("Authorization", "Bearer \(TestKeys.token(expiresIn: -60))"), ("X-Refresh-Token", "rt/with+special")]))
+        let response = try await gateway.send(
+            TestRequest(
+                .GET, "/o",
+                headers: [
+                    ("Authorization", "Bearer \(TestKeys.token(expiresIn: -60))"),
+                    ("X-Refresh-Token", "rt/with+special"),
+                ]))
         #expect(response.status == 200)
         #expect(response.header("x-access-token") != nil)
         // Not rotated: no new refresh token header.
         #expect(response.header("x-refresh-token") == nil)
         #expect(service.calls("/oauth2/token") == 1)
 
-        let refused = try await gateway.send(TestRequest(.GET, "/o", headers: [("Authorization", "Bearer \(TestKeys.token(expiresIn: -60))"), ("X-Refresh-Token", "other")]))
+        let refused = try await gateway.send(
+            TestRequest(
+                .GET, "/o",
+                headers: [("Authorization", "Bearer \(TestKeys.token(expiresIn: -60))"), ("X-Refresh-Token", "other")]))
         #expect(refused.status == 401)
     }
 
@@ -347,13 +400,19 @@ struct RefreshTests {
         }
         atTestEnd { await gateway.stop() }
         func token(exp literal: String, subject: String) -> String {
-            TestKeys.token(subject: subject, extra: ["exp": .number(JSONNumber(text: literal, double: Double(literal)!))])
+            TestKeys.token(
+                subject: subject, extra: ["exp": .number(JSONNumber(text: literal, double: Double(literal)!))])
         }
         let client = try await gateway.connect()
         // Far future: valid, with or without a refresh token, and no refresh.
         for literal in ["1e300", "18446744073709551617", "9223372036854775808"] {
             let response = try await client.send(
-                TestRequest(.GET, "/far", headers: [("Authorization", "Bearer \(token(exp: literal, subject: "far"))"), ("X-Refresh-Token", rainmaker.issueRefreshToken())])
+                TestRequest(
+                    .GET, "/far",
+                    headers: [
+                        ("Authorization", "Bearer \(token(exp: literal, subject: "far"))"),
+                        ("X-Refresh-Token", rainmaker.issueRefreshToken()),
+                    ])
             )
             #expect(response.status == 200, "exp \(literal)")
             #expect(response.echoedHeader("x-user-subject") == ["far"])
@@ -362,7 +421,12 @@ struct RefreshTests {
         // Absurdly long ago: expired beyond any refresh window; the refresh token is not redeemed.
         for literal in ["-1e300", "-18446744073709551617", "-9223372036854775809"] {
             let response = try await client.send(
-                TestRequest(.GET, "/past", headers: [("Authorization", "Bearer \(token(exp: literal, subject: "past"))"), ("X-Refresh-Token", rainmaker.issueRefreshToken())])
+                TestRequest(
+                    .GET, "/past",
+                    headers: [
+                        ("Authorization", "Bearer \(token(exp: literal, subject: "past"))"),
+                        ("X-Refresh-Token", rainmaker.issueRefreshToken()),
+                    ])
             )
             #expect(response.status == 401, "exp \(literal)")
             #expect(response.json?["type"]?.stringValue == "urn:auth-gateway:problem:token.expired")
@@ -371,7 +435,12 @@ struct RefreshTests {
         // The window itself still works at both ends: exp 0 (1970) is refreshed only when the
         // window reaches back that far (Int32.max seconds, ~68 years).
         let epoch = try await client.send(
-            TestRequest(.GET, "/epoch", headers: [("Authorization", "Bearer \(token(exp: "0", subject: "epoch"))"), ("X-Refresh-Token", rainmaker.issueRefreshToken())])
+            TestRequest(
+                .GET, "/epoch",
+                headers: [
+                    ("Authorization", "Bearer \(token(exp: "0", subject: "epoch"))"),
+                    ("X-Refresh-Token", rainmaker.issueRefreshToken()),
+                ])
         )
         let reachesEpoch = maxExpiredSeconds == Int(Int32.max)
         #expect(epoch.status == (reachesEpoch ? 200 : 401))

@@ -22,22 +22,42 @@ struct RejectionTests {
     static let now = Date().timeIntervalSince1970
     static let cases: [Case] = [
         Case(name: "no token", headers: [], status: 401, errorType: "token.missing", challengeError: nil),
-        Case(name: "Basic credentials are not a token", headers: [("Authorization", "Basic YWxpY2U6cHc=")], status: 401, errorType: "token.missing", challengeError: nil),
-        Case(name: "bad signature", headers: [("Authorization", "Bearer " + TestKeys.token(signer: TestKeys.otherRSA))], status: 401, errorType: "token.bad_signature", challengeError: "invalid_token"),
-        Case(name: "expired", headers: [("Authorization", "Bearer " + TestKeys.token(expiresIn: -5))], status: 401, errorType: "token.expired", challengeError: "invalid_token"),
-        Case(name: "wrong audience", headers: [("Authorization", "Bearer " + TestKeys.token(audience: "someone-else"))], status: 401, errorType: "token.wrong_audience", challengeError: "invalid_token"),
-        Case(name: "unknown issuer", headers: [("Authorization", "Bearer " + TestKeys.token(issuer: "https://evil.test"))], status: 401, errorType: "token.wrong_issuer", challengeError: "invalid_token"),
-        Case(name: "alg none", headers: [("Authorization", "Bearer " + RejectionTests.unsignedToken())], status: 401, errorType: "token.unsupported_algorithm", challengeError: "invalid_token"),
-        Case(name: "garbage", headers: [("Authorization", "Bearer not.a.jwt")], status: 401, errorType: "token.malformed", challengeError: "invalid_token"),
         Case(
-            name: "two different tokens", headers: [("Authorization", "Bearer " + TestKeys.token(subject: "a")), ("Cookie", "access_token=" + TestKeys.token(subject: "b"))],
+            name: "Basic credentials are not a token", headers: [("Authorization", "Basic YWxpY2U6cHc=")], status: 401,
+            errorType: "token.missing", challengeError: nil),
+        Case(
+            name: "bad signature", headers: [("Authorization", "Bearer " + TestKeys.token(signer: TestKeys.otherRSA))],
+            status: 401, errorType: "token.bad_signature", challengeError: "invalid_token"),
+        Case(
+            name: "expired", headers: [("Authorization", "Bearer " + TestKeys.token(expiresIn: -5))], status: 401,
+            errorType: "token.expired", challengeError: "invalid_token"),
+        Case(
+            name: "wrong audience", headers: [("Authorization", "Bearer " + TestKeys.token(audience: "someone-else"))],
+            status: 401, errorType: "token.wrong_audience", challengeError: "invalid_token"),
+        Case(
+            name: "unknown issuer",
+            headers: [("Authorization", "Bearer " + TestKeys.token(issuer: "https://evil.test"))], status: 401,
+            errorType: "token.wrong_issuer", challengeError: "invalid_token"),
+        Case(
+            name: "alg none", headers: [("Authorization", "Bearer " + RejectionTests.unsignedToken())], status: 401,
+            errorType: "token.unsupported_algorithm", challengeError: "invalid_token"),
+        Case(
+            name: "garbage", headers: [("Authorization", "Bearer not.a.jwt")], status: 401,
+            errorType: "token.malformed", challengeError: "invalid_token"),
+        Case(
+            name: "two different tokens",
+            headers: [
+                ("Authorization", "Bearer " + TestKeys.token(subject: "a")),
+                ("Cookie", "access_token=" + TestKeys.token(subject: "b")),
+            ],
             status: 400, errorType: "request.ambiguous_token", challengeError: nil
         ),
     ]
 
     static func unsignedToken() -> String {
         let header = Base64URL.encode(Array(#"{"alg":"none","typ":"JWT"}"#.utf8))
-        let claims = Base64URL.encode(Array(#"{"iss":"https://issuer.test","sub":"x","aud":"gateway-tests","exp":4102444800}"#.utf8))
+        let claims = Base64URL.encode(
+            Array(#"{"iss":"https://issuer.test","sub":"x","aud":"gateway-tests","exp":4102444800}"#.utf8))
         return "\(header).\(claims)."
     }
 
@@ -72,7 +92,9 @@ struct RejectionTests {
 
     @Test func forbiddenCarriesInsufficientScope() async throws {
         let gateway = try await GatewayFixture.start { config in
-            config["routes"] = [["name": "admin", "pathPrefix": "/", "backend": "api", "require": ["claims.roles": "admin"]]]
+            config["routes"] = [
+                ["name": "admin", "pathPrefix": "/", "backend": "api", "require": ["claims.roles": "admin"]]
+            ]
         }
         atTestEnd { await gateway.stop() }
         let reader = TestKeys.token(extra: ["roles": ["reader"]])
@@ -99,9 +121,14 @@ struct RejectionTests {
         #expect(try await gateway.send(.get("/admin/x", token: TestKeys.token())).status == 403)
         #expect(try await gateway.send(.get("/nowhere")).status == 404)
         let metrics = try await TestConnection.connect(port: gateway.adminPort).send(.get("/metrics")).text
-        #expect(metrics.contains("auth_gateway_requests_total{route=\"default\",status_class=\"4xx\",protocol=\"http/1.1\"} 2\n"))
-        #expect(metrics.contains("auth_gateway_requests_total{route=\"admin\",status_class=\"4xx\",protocol=\"http/1.1\"} 1\n"))
-        #expect(metrics.contains("auth_gateway_requests_total{route=\"-\",status_class=\"4xx\",protocol=\"http/1.1\"} 1\n"))
+        #expect(
+            metrics.contains(
+                "auth_gateway_requests_total{route=\"default\",status_class=\"4xx\",protocol=\"http/1.1\"} 2\n"))
+        #expect(
+            metrics.contains(
+                "auth_gateway_requests_total{route=\"admin\",status_class=\"4xx\",protocol=\"http/1.1\"} 1\n"))
+        #expect(
+            metrics.contains("auth_gateway_requests_total{route=\"-\",status_class=\"4xx\",protocol=\"http/1.1\"} 1\n"))
     }
 
     @Test func optionalAndNoneRoutes() async throws {
@@ -119,7 +146,9 @@ struct RejectionTests {
         #expect(anonymous.status == 200)
         #expect(anonymous.echoedHeader("x-user-subject").isEmpty)
         // optional with a valid token: identity added.
-        #expect(try await client.send(.get("/feed", token: TestKeys.token(subject: "bob"))).echoedHeader("x-user-subject") == ["bob"])
+        #expect(
+            try await client.send(.get("/feed", token: TestKeys.token(subject: "bob"))).echoedHeader("x-user-subject")
+                == ["bob"])
         // optional with an invalid token: refused.
         #expect(try await client.send(.get("/feed", token: TestKeys.token(expiresIn: -10))).status == 401)
         // none: even a garbage token is ignored, identity headers are still stripped.
@@ -138,7 +167,8 @@ struct RejectionTests {
         let viaHeader = try await gateway.send(.get("/x", token: token))
         #expect(viaHeader.status == 200)
         #expect(viaHeader.echoedHeader("authorization").isEmpty)
-        let viaCookie = try await gateway.send(TestRequest(.GET, "/x", headers: [("Cookie", "theme=dark; access_token=\(token)")]))
+        let viaCookie = try await gateway.send(
+            TestRequest(.GET, "/x", headers: [("Cookie", "theme=dark; access_token=\(token)")]))
         #expect(viaCookie.status == 200)
         #expect(viaCookie.echoedHeader("cookie") == ["theme=dark"])
     }
@@ -147,7 +177,9 @@ struct RejectionTests {
         let gateway = try await GatewayFixture.start()
         atTestEnd { await gateway.stop() }
         let raw = try await gateway.raw()
-        try await raw.send("GET /ws HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(TestKeys.token())\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n")
+        try await raw.send(
+            "GET /ws HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(TestKeys.token())\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
+        )
         #expect(await raw.waitFor { $0.contains("\"uri\"") })
         #expect(raw.firstStatus == 200)
         #expect(gateway.backend.requestCount == 1)
@@ -157,7 +189,9 @@ struct RejectionTests {
         let gateway = try await GatewayFixture.start()
         atTestEnd { await gateway.stop() }
         let raw = try await gateway.raw()
-        try await raw.send("POST /ws HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(TestKeys.token())\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nContent-Length: 2\r\n\r\nhi")
+        try await raw.send(
+            "POST /ws HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(TestKeys.token())\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nContent-Length: 2\r\n\r\nhi"
+        )
         #expect(await raw.waitForClose())
         #expect(raw.firstStatus == 400)
         #expect(gateway.backend.requestCount == 0)
@@ -175,11 +209,21 @@ struct RejectionTests {
             config["tokens"] = [
                 "issuers": [
                     [
-                        "issuer": "https://issuer.test", "audiences": ["gateway-tests"], "leewaySeconds": 30, "requiredClaims": ["sub"],
+                        "issuer": "https://issuer.test", "audiences": ["gateway-tests"], "leewaySeconds": 30,
+                        "requiredClaims": ["sub"],
                         "keys": [
-                            ["kid": "rsa-1", "algorithm": "RS256", "certificatePEMFile": .string(FixturePaths.url("jwt/keys/rsa.cert.pem").path)],
-                            ["kid": "ec256-1", "algorithm": "ES256", "publicKeyPEMFile": .string(FixturePaths.url("jwt/keys/ec256.pub.pem").path)],
-                            ["kid": "ed-1", "algorithm": "EdDSA", "publicKeyPEMFile": .string(FixturePaths.url("jwt/keys/ed25519.pub.pem").path)],
+                            [
+                                "kid": "rsa-1", "algorithm": "RS256",
+                                "certificatePEMFile": .string(FixturePaths.url("jwt/keys/rsa.cert.pem").path),
+                            ],
+                            [
+                                "kid": "ec256-1", "algorithm": "ES256",
+                                "publicKeyPEMFile": .string(FixturePaths.url("jwt/keys/ec256.pub.pem").path),
+                            ],
+                            [
+                                "kid": "ed-1", "algorithm": "EdDSA",
+                                "publicKeyPEMFile": .string(FixturePaths.url("jwt/keys/ed25519.pub.pem").path),
+                            ],
                         ],
                     ]
                 ]
@@ -190,7 +234,10 @@ struct RejectionTests {
         for name in ["valid-rs256", "valid-es256", "valid-eddsa"] {
             #expect(try await client.send(.get("/v", token: token(name))).status == 200, "\(name)")
         }
-        for name in ["expired", "bad-signature-rs256", "alg-none", "hs256-key-confusion", "jwk-header-injection", "crit-unknown", "wrong-audience"] {
+        for name in [
+            "expired", "bad-signature-rs256", "alg-none", "hs256-key-confusion", "jwk-header-injection", "crit-unknown",
+            "wrong-audience",
+        ] {
             #expect(try await client.send(.get("/v", token: token(name))).status == 401, "\(name)")
         }
         #expect(good.backend.requestCount == 3)
@@ -200,7 +247,8 @@ struct RejectionTests {
 
 /// Paths of committed test fixtures.
 enum FixturePaths {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Fixtures")
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Fixtures")
 
     static func url(_ relative: String) -> URL { Self.root.appendingPathComponent(relative) }
 }

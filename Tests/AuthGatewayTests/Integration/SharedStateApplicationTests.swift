@@ -14,7 +14,8 @@ extension PostgreSQLTests {
         func gatewayConnections(_ cluster: PostgresCluster, _ database: String) async throws -> Int {
             Int(
                 try await cluster.psql(
-                    "SELECT count(*) FROM pg_stat_activity WHERE datname = '\(database)' AND application_name = 'auth-gateway'", database: "postgres"
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = '\(database)' AND application_name = 'auth-gateway'",
+                    database: "postgres"
                 ).trimmingCharacters(in: .whitespacesAndNewlines)
             ) ?? -1
         }
@@ -24,7 +25,9 @@ extension PostgreSQLTests {
             let database = try await cluster.createDatabase()
             let rainmaker = try await RotatingRainMaker.start()
             atTestEnd { await rainmaker.service.stop() }
-            let gateway = try await GatewayFixture.start(environment: cluster.environment.merging(["STATE_KEY": SharedStateTesting.keyBase64]) { $1 }) { config in
+            let gateway = try await GatewayFixture.start(
+                environment: cluster.environment.merging(["STATE_KEY": SharedStateTesting.keyBase64]) { $1 }
+            ) { config in
                 config["authService"] = ["url": .string(rainmaker.service.baseURL), "refresh": ["graceSeconds": 30]]
                 config["sharedState"] = [
                     "postgres": ["url": .string(cluster.gatewayURL(database: database)), "tls": "require"],
@@ -39,13 +42,18 @@ extension PostgreSQLTests {
             let shared = try #require(gateway.application.shared.sharedState)
             #expect(gateway.application.shared.refreshStore as? PostgresRefreshStore === shared.store)
 
-            let headers = [("Authorization", "Bearer \(TestKeys.token(expiresIn: -60))"), ("X-Refresh-Token", rainmaker.issueRefreshToken())]
+            let headers = [
+                ("Authorization", "Bearer \(TestKeys.token(expiresIn: -60))"),
+                ("X-Refresh-Token", rainmaker.issueRefreshToken()),
+            ]
             #expect(try await gateway.send(TestRequest(.GET, "/x", headers: headers)).status == 200)
             #expect(try await cluster.rowCount(database) == 1, "the refresh went through the database")
             #expect(try await self.gatewayConnections(cluster, database) >= 2, "the pool and the LISTEN connection")
 
             await gateway.stop()
-            try await SharedStateTesting.eventually("the connections are closed") { try await self.gatewayConnections(cluster, database) == 0 }
+            try await SharedStateTesting.eventually("the connections are closed") {
+                try await self.gatewayConnections(cluster, database) == 0
+            }
             #expect(!shared.wakeups.isListening)
         }
     }

@@ -12,14 +12,16 @@ extension PostgreSQLTests {
     /// database, a RainMaker-style auth service that rotates refresh tokens and refuses reuse.
     /// One test at a time: each runs two debug-build gateways, and the rest of the suite has
     /// timing-sensitive tests on the same two cores.
-    @Suite("Shared state across instances (processes, PostgreSQL)", .serialized, .timeLimit(.minutes(2)), .awaitsCleanups)
+    @Suite(
+        "Shared state across instances (processes, PostgreSQL)", .serialized, .timeLimit(.minutes(2)), .awaitsCleanups)
     struct SharedStateTests {
         static let stateKey = Data((0..<32).map { UInt8(255 - $0) }).base64EncodedString()
 
         /// A `serve` process configured for `database`; the password and the key come from the
         /// environment, as an operator's Secret provides them.
         static func instance(
-            cluster: PostgresCluster, database: String, backend: EchoBackend, authService: String, grace: Int = 2, authTimeout: Int = 10_000,
+            cluster: PostgresCluster, database: String, backend: EchoBackend, authService: String, grace: Int = 2,
+            authTimeout: Int = 10_000,
             adjust: (inout JSONObject) -> Void = { _ in }
         ) async throws -> SharedInstance {
             var document = RunningGateway.configuration(backendURL: backend.baseURL, drainSeconds: 1)
@@ -32,19 +34,27 @@ extension PostgreSQLTests {
                 "refresh": ["graceSeconds": .number(JSONNumber(grace)), "maxExpiredSeconds": 3600],
             ]
             document["sharedState"] = [
-                "postgres": ["url": .string(cluster.gatewayURL(database: database)), "tls": "disable", "timeoutMilliseconds": 10_000],
+                "postgres": [
+                    "url": .string(cluster.gatewayURL(database: database)), "tls": "disable",
+                    "timeoutMilliseconds": 10_000,
+                ],
                 "encryptionKeyBase64": "${AUTH_GATEWAY_STATE_KEY}",
             ]
             adjust(&document)
             let process = try RunningGateway(
-                configuration: document, environment: cluster.environment.merging(["AUTH_GATEWAY_STATE_KEY": Self.stateKey]) { $1 }
+                configuration: document,
+                environment: cluster.environment.merging(["AUTH_GATEWAY_STATE_KEY": Self.stateKey]) { $1 }
             )
-            let instance = SharedInstance(process: process, port: try await process.waitForPort(), adminPort: try await process.waitForAdminPort(), document: document)
+            let instance = SharedInstance(
+                process: process, port: try await process.waitForPort(),
+                adminPort: try await process.waitForAdminPort(), document: document)
             try await instance.waitUntilShared()
             return instance
         }
 
-        static func pair(_ rainmaker: RotatingRainMaker, subject: String = "alice") -> (expired: String, refresh: String, headers: [(String, String)]) {
+        static func pair(
+            _ rainmaker: RotatingRainMaker, subject: String = "alice"
+        ) -> (expired: String, refresh: String, headers: [(String, String)]) {
             let expired = TestKeys.token(subject: subject, expiresIn: -60)
             let refresh = rainmaker.issueRefreshToken()
             return (expired, refresh, [("Authorization", "Bearer \(expired)"), ("X-Refresh-Token", refresh)])
@@ -57,12 +67,18 @@ extension PostgreSQLTests {
             let database = try await cluster.createDatabase()
             let rainmaker = try await RotatingRainMaker.start(delayMilliseconds: 300)
             let backend = try await EchoBackend.start(group: TestGroup.shared)
-            atTestEnd { await rainmaker.service.stop(); await backend.close() }
+            atTestEnd {
+                await rainmaker.service.stop(); await backend.close()
+            }
             // A grace period of 5 s: long enough for a loaded machine to send the 40 requests and
             // the late ones inside it (the processes' clocks are real).
-            let a = try await Self.instance(cluster: cluster, database: database, backend: backend, authService: rainmaker.service.baseURL, grace: 5)
+            let a = try await Self.instance(
+                cluster: cluster, database: database, backend: backend, authService: rainmaker.service.baseURL, grace: 5
+            )
             defer { a.stop() }
-            let b = try await Self.instance(cluster: cluster, database: database, backend: backend, authService: rainmaker.service.baseURL, grace: 5)
+            let b = try await Self.instance(
+                cluster: cluster, database: database, backend: backend, authService: rainmaker.service.baseURL, grace: 5
+            )
             defer { b.stop() }
 
             let (expired, refreshToken, headers) = Self.pair(rainmaker)
@@ -109,26 +125,44 @@ extension PostgreSQLTests {
             // The first call hangs (the claimant dies while waiting); later calls answer at once.
             let calls = NIOLockedValueBox(0)
             let service = try await ScriptedAuthService.start { request, eventLoop in
-                let index = calls.withLockedValue { $0 += 1; return $0 }
-                let response = SimpleResponse.json(.ok, ["accesstoken": .string(TestKeys.token(subject: "bob")), "refreshtoken": .string("rt-after-\(index)")])
-                return index == 1 ? eventLoop.scheduleTask(in: .seconds(10)) { response }.futureResult : eventLoop.makeSucceededFuture(response)
+                let index = calls.withLockedValue {
+                    $0 += 1; return $0
+                }
+                let response = SimpleResponse.json(
+                    .ok,
+                    [
+                        "accesstoken": .string(TestKeys.token(subject: "bob")),
+                        "refreshtoken": .string("rt-after-\(index)"),
+                    ])
+                return index == 1
+                    ? eventLoop.scheduleTask(in: .seconds(10)) { response }.futureResult
+                    : eventLoop.makeSucceededFuture(response)
             }
             let backend = try await EchoBackend.start(group: TestGroup.shared)
-            atTestEnd { await service.stop(); await backend.close() }
+            atTestEnd {
+                await service.stop(); await backend.close()
+            }
             // Lease: 5000 ms + 1 s. (B's own call must also finish within the 5 s: 1 s was too
             // short for a loaded machine.)
-            let a = try await Self.instance(cluster: cluster, database: database, backend: backend, authService: service.baseURL, authTimeout: 5000)
+            let a = try await Self.instance(
+                cluster: cluster, database: database, backend: backend, authService: service.baseURL, authTimeout: 5000)
             defer { a.stop() }
-            let b = try await Self.instance(cluster: cluster, database: database, backend: backend, authService: service.baseURL, authTimeout: 5000)
+            let b = try await Self.instance(
+                cluster: cluster, database: database, backend: backend, authService: service.baseURL, authTimeout: 5000)
             defer { b.stop() }
 
-            let headers = [("Authorization", "Bearer \(TestKeys.token(subject: "bob", expiresIn: -60))"), ("X-Refresh-Token", "rt-bob")]
+            let headers = [
+                ("Authorization", "Bearer \(TestKeys.token(subject: "bob", expiresIn: -60))"),
+                ("X-Refresh-Token", "rt-bob"),
+            ]
             let claimant = Task { try? await a.send(TestRequest(.GET, "/a", headers: headers)) }
             defer { claimant.cancel() }
             try await SharedStateTesting.eventually("A calls the auth service") { service.calls("/v1/login") == 1 }
             let started = ContinuousClock.now
             let waiter = Task { try await b.send(TestRequest(.GET, "/b", headers: headers)) }
-            try await SharedStateTesting.eventually("B waits for A's lease") { try await cluster.rowCount(database) == 1 }
+            try await SharedStateTesting.eventually("B waits for A's lease") {
+                try await cluster.rowCount(database) == 1
+            }
             a.process.signal(SIGKILL)
             let response = try await waiter.value
             let took = ContinuousClock.now - started
@@ -147,10 +181,14 @@ extension PostgreSQLTests {
             let database = try await cluster.createDatabase()
             let rainmaker = try await RotatingRainMaker.start(delayMilliseconds: 20)
             let backend = try await EchoBackend.start(group: TestGroup.shared)
-            atTestEnd { await rainmaker.service.stop(); await backend.close() }
-            let a = try await Self.instance(cluster: cluster, database: database, backend: backend, authService: rainmaker.service.baseURL)
+            atTestEnd {
+                await rainmaker.service.stop(); await backend.close()
+            }
+            let a = try await Self.instance(
+                cluster: cluster, database: database, backend: backend, authService: rainmaker.service.baseURL)
             defer { a.stop() }
-            let b = try await Self.instance(cluster: cluster, database: database, backend: backend, authService: rainmaker.service.baseURL)
+            let b = try await Self.instance(
+                cluster: cluster, database: database, backend: backend, authService: rainmaker.service.baseURL)
             defer { b.stop() }
 
             // Traffic: one refresh after another, alternating instances, each with its own pair.
@@ -159,7 +197,8 @@ extension PostgreSQLTests {
                 for index in 0..<60 {
                     let instance = index % 2 == 0 ? a : b
                     let (_, _, headers) = Self.pair(rainmaker, subject: "user\(index)")
-                    statuses.append((try? await instance.send(TestRequest(.GET, "/t/\(index)", headers: headers)).status) ?? 0)
+                    statuses.append(
+                        (try? await instance.send(TestRequest(.GET, "/t/\(index)", headers: headers)).status) ?? 0)
                     try? await Task.sleep(for: .milliseconds(25))
                 }
                 return statuses
@@ -167,7 +206,8 @@ extension PostgreSQLTests {
             try await SharedStateTesting.eventually("traffic flows") { rainmaker.refreshCalls >= 5 }
             try await cluster.kill()
             let statuses = await traffic.value
-            #expect(statuses == Array(repeating: 200, count: 60), "no request failed because the database did: \(statuses)")
+            #expect(
+                statuses == Array(repeating: 200, count: 60), "no request failed because the database did: \(statuses)")
 
             for instance in [a, b] {
                 let health = try await instance.health()
@@ -195,7 +235,9 @@ extension PostgreSQLTests {
             let responses = try await withThrowingTaskGroup(of: Int.self) { group in
                 for index in 0..<10 {
                     let instance = index % 2 == 0 ? a : b
-                    group.addTask { try await instance.send(TestRequest(.GET, "/after/\(index)", headers: after)).status }
+                    group.addTask {
+                        try await instance.send(TestRequest(.GET, "/after/\(index)", headers: after)).status
+                    }
                 }
                 return try await group.reduce(into: [Int]()) { $0.append($1) }
             }
@@ -210,14 +252,21 @@ extension PostgreSQLTests {
             let database = try await cluster.createDatabase()
             let rainmaker = try await RotatingRainMaker.start()
             let backend = try await EchoBackend.start(group: TestGroup.shared)
-            atTestEnd { await rainmaker.service.stop(); await backend.close() }
-            let a = try await Self.instance(cluster: cluster, database: database, backend: backend, authService: rainmaker.service.baseURL, grace: 30)
+            atTestEnd {
+                await rainmaker.service.stop(); await backend.close()
+            }
+            let a = try await Self.instance(
+                cluster: cluster, database: database, backend: backend, authService: rainmaker.service.baseURL,
+                grace: 30)
             defer { a.stop() }
 
             let (expired, refreshToken, headers) = Self.pair(rainmaker)
             let refreshed = try await a.send(TestRequest(.GET, "/s", headers: headers))
             #expect(refreshed.status == 200)
-            let rejected = try await a.send(TestRequest(.GET, "/s", headers: [("Authorization", "Bearer \(expired)"), ("X-Refresh-Token", "rt-refused-one")]))
+            let rejected = try await a.send(
+                TestRequest(
+                    .GET, "/s",
+                    headers: [("Authorization", "Bearer \(expired)"), ("X-Refresh-Token", "rt-refused-one")]))
             #expect(rejected.status == 401)
             let secrets = [
                 expired, refreshToken, "rt-refused-one",
@@ -229,14 +278,19 @@ extension PostgreSQLTests {
             #expect(dump.contains("auth_gateway_refresh_outcomes"))
             for secret in secrets {
                 // In clear, any long piece of it, or hex-encoded as a bytea would print it.
-                let pieces = stride(from: 0, to: max(secret.count - 12, 1), by: 12).map { String(secret.dropFirst($0).prefix(12)) }
+                let pieces = stride(from: 0, to: max(secret.count - 12, 1), by: 12).map {
+                    String(secret.dropFirst($0).prefix(12))
+                }
                 for piece in pieces { #expect(!dump.contains(piece), "a piece of a token is readable in the database") }
                 let hex = Data(secret.utf8).map { String(format: "%02x", $0) }.joined()
                 #expect(!dump.contains(String(hex.prefix(24))))
             }
             // The key is SHA-256 of the old refresh token; only the digest is stored.
-            let keys = try await cluster.psql("SELECT encode(token_digest, 'hex') FROM auth_gateway_refresh_outcomes ORDER BY 1", database: database)
-            #expect(Set(keys.split(separator: "\n").map(String.init)) == Set([TokenDigest(of: refreshToken[...]).hex, TokenDigest(of: "rt-refused-one"[...]).hex]))
+            let keys = try await cluster.psql(
+                "SELECT encode(token_digest, 'hex') FROM auth_gateway_refresh_outcomes ORDER BY 1", database: database)
+            #expect(
+                Set(keys.split(separator: "\n").map(String.init))
+                    == Set([TokenDigest(of: refreshToken[...]).hex, TokenDigest(of: "rt-refused-one"[...]).hex]))
         }
 
         // MARK: Reload
@@ -246,8 +300,12 @@ extension PostgreSQLTests {
             let database = try await cluster.createDatabase()
             let rainmaker = try await RotatingRainMaker.start()
             let backend = try await EchoBackend.start(group: TestGroup.shared)
-            atTestEnd { await rainmaker.service.stop(); await backend.close() }
-            let a = try await Self.instance(cluster: cluster, database: database, backend: backend, authService: rainmaker.service.baseURL, grace: 30)
+            atTestEnd {
+                await rainmaker.service.stop(); await backend.close()
+            }
+            let a = try await Self.instance(
+                cluster: cluster, database: database, backend: backend, authService: rainmaker.service.baseURL,
+                grace: 30)
             defer { a.stop() }
 
             let (_, _, headers) = Self.pair(rainmaker)
@@ -263,7 +321,9 @@ extension PostgreSQLTests {
             changed.set("sharedState.postgres.timeoutMilliseconds", 1500)
             try a.process.rewrite(changed)
             a.process.signal(SIGHUP)
-            try await SharedStateTesting.eventually("the reload happened") { a.process.output.contains("config.reloaded") }
+            try await SharedStateTesting.eventually("the reload happened") {
+                a.process.output.contains("config.reloaded")
+            }
             #expect(a.process.output.contains("sharedState changed; the running shared state"))
             #expect(!a.process.output.contains(PostgresCluster.gatewayPassword))
 
@@ -273,7 +333,11 @@ extension PostgreSQLTests {
             #expect(late.header("x-access-token") == first.header("x-access-token"))
             #expect(rainmaker.refreshCalls == 1)
             // The new configuration serves: its route name labels the request.
-            #expect(try await a.metrics().split(separator: "\n").contains { $0.hasPrefix("auth_gateway_requests_total{") && $0.contains("route=\"renamed\"") && $0.hasSuffix(" 1") })
+            #expect(
+                try await a.metrics().split(separator: "\n").contains {
+                    $0.hasPrefix("auth_gateway_requests_total{") && $0.contains("route=\"renamed\"")
+                        && $0.hasSuffix(" 1")
+                })
         }
     }
 }
@@ -314,7 +378,9 @@ struct SharedInstance: Sendable {
 
 extension PostgresCluster {
     func rowCount(_ database: String) async throws -> Int {
-        Int(try await self.psql("SELECT count(*) FROM auth_gateway_refresh_outcomes", database: database).trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
+        Int(
+            try await self.psql("SELECT count(*) FROM auth_gateway_refresh_outcomes", database: database)
+                .trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
     }
 
     /// Process ids of the gateway's LISTEN connections to `database`.

@@ -40,14 +40,26 @@ struct SignOutTests {
     }
 
     static let cases: [Case] = [
-        Case(name: "400 invalid_grant", oauth2: false, answer: .status(400, ["error": "invalid_grant"]), verdict: .signOut),
+        Case(
+            name: "400 invalid_grant", oauth2: false, answer: .status(400, ["error": "invalid_grant"]),
+            verdict: .signOut),
         Case(name: "401 without a body", oauth2: false, answer: .status(401, nil), verdict: .signOut),
         Case(name: "403", oauth2: false, answer: .status(403, ["status": "failure"]), verdict: .signOut),
-        Case(name: "2xx without the access-token field", oauth2: false, answer: .successWithoutAccessToken, verdict: .signOut),
-        Case(name: "oauth2: 400 invalid_grant", oauth2: true, answer: .status(400, ["error": "invalid_grant", "error_description": "expired"]), verdict: .signOut),
-        Case(name: "oauth2: 2xx without access_token", oauth2: true, answer: .successWithoutAccessToken, verdict: .signOut),
-        Case(name: "refreshed access token signed by another key", oauth2: false, answer: .accessTokenSignedByAnotherKey, verdict: .signOut, cookieSession: false),
-        Case(name: "oauth2: refreshed access token signed by another key", oauth2: true, answer: .accessTokenSignedByAnotherKey, verdict: .signOut, cookieSession: false),
+        Case(
+            name: "2xx without the access-token field", oauth2: false, answer: .successWithoutAccessToken,
+            verdict: .signOut),
+        Case(
+            name: "oauth2: 400 invalid_grant", oauth2: true,
+            answer: .status(400, ["error": "invalid_grant", "error_description": "expired"]), verdict: .signOut),
+        Case(
+            name: "oauth2: 2xx without access_token", oauth2: true, answer: .successWithoutAccessToken,
+            verdict: .signOut),
+        Case(
+            name: "refreshed access token signed by another key", oauth2: false, answer: .accessTokenSignedByAnotherKey,
+            verdict: .signOut, cookieSession: false),
+        Case(
+            name: "oauth2: refreshed access token signed by another key", oauth2: true,
+            answer: .accessTokenSignedByAnotherKey, verdict: .signOut, cookieSession: false),
         Case(name: "500", oauth2: false, answer: .status(500, nil), verdict: .unavailable),
         Case(name: "502", oauth2: false, answer: .status(502, nil), verdict: .unavailable),
         Case(name: "429", oauth2: false, answer: .status(429, ["error": "slow_down"]), verdict: .unavailable),
@@ -68,9 +80,16 @@ struct SignOutTests {
                 switch answer {
                 case .status(let code, let body):
                     let status = HTTPResponseStatus(statusCode: code)
-                    return eventLoop.makeSucceededFuture(body.map { .json(status, $0) } ?? SimpleResponse(status: status))
+                    return eventLoop.makeSucceededFuture(
+                        body.map { .json(status, $0) } ?? SimpleResponse(status: status))
                 case .successWithoutAccessToken:
-                    return eventLoop.makeSucceededFuture(.json(.ok, ["status": "success", "refreshtoken": "rt-rotated", "refresh_token": "rt-rotated", "token_type": "Bearer"]))
+                    return eventLoop.makeSucceededFuture(
+                        .json(
+                            .ok,
+                            [
+                                "status": "success", "refreshtoken": "rt-rotated", "refresh_token": "rt-rotated",
+                                "token_type": "Bearer",
+                            ]))
                 case .accessTokenSignedByAnotherKey:
                     let token = TestKeys.token(signer: TestKeys.otherRSA, subject: "mallory")
                     var body = JSONObject()
@@ -85,7 +104,9 @@ struct SignOutTests {
         }
 
         func stop() async {
-            for promise in self.hanging.withLockedValue({ $0 }) { promise.succeed(SimpleResponse(status: .serviceUnavailable)) }
+            for promise in self.hanging.withLockedValue({ $0 }) {
+                promise.succeed(SimpleResponse(status: .serviceUnavailable))
+            }
             await self.scripted.stop()
         }
     }
@@ -101,7 +122,10 @@ struct SignOutTests {
             // A short timeout only where the answer never comes; elsewhere a generous one, so a
             // busy machine cannot turn a definite answer into a timeout.
             let timeout = if case .hang = answer { 300 } else { 10_000 }
-            config["authService"] = ["url": .string(service.scripted.baseURL), "timeoutMilliseconds": .number(JSONNumber(timeout)), "refresh": .object(refresh)]
+            config["authService"] = [
+                "url": .string(service.scripted.baseURL), "timeoutMilliseconds": .number(JSONNumber(timeout)),
+                "refresh": .object(refresh),
+            ]
         }
     }
 
@@ -119,14 +143,20 @@ struct SignOutTests {
         var calls = 0
         // A cookie session.
         if testCase.cookieSession {
-            let cookieSession = try await gateway.send(TestRequest(.GET, "/c", headers: [("Cookie", "theme=dark; access_token=\(expired); refresh_token=rt-cookie-session")]))
+            let cookieSession = try await gateway.send(
+                TestRequest(
+                    .GET, "/c",
+                    headers: [("Cookie", "theme=dark; access_token=\(expired); refresh_token=rt-cookie-session")]))
             Self.check(cookieSession, testCase: testCase, cookies: true)
             calls += 1
             if case .hang = testCase.answer {} else { #expect(service.scripted.calls(refreshPath) == calls) }
         }
 
         // A header session: the same status, and never a Set-Cookie.
-        let headerSession = try await gateway.send(TestRequest(.GET, "/h", headers: [("Authorization", "Bearer \(expired)"), ("X-Refresh-Token", "rt-header-session")]))
+        let headerSession = try await gateway.send(
+            TestRequest(
+                .GET, "/h", headers: [("Authorization", "Bearer \(expired)"), ("X-Refresh-Token", "rt-header-session")])
+        )
         Self.check(headerSession, testCase: testCase, cookies: false)
         calls += 1
         if case .hang = testCase.answer {
@@ -143,7 +173,9 @@ struct SignOutTests {
     /// over: a cookie session must be signed out like after any other refusal.
     @Test(arguments: [false, true])
     func aRefreshedTokenTheGatewayRefusesSignsTheCookieSessionOut(_ oauth2: Bool) async throws {
-        let testCase = Case(name: "refreshed access token signed by another key", oauth2: oauth2, answer: .accessTokenSignedByAnotherKey, verdict: .signOut)
+        let testCase = Case(
+            name: "refreshed access token signed by another key", oauth2: oauth2,
+            answer: .accessTokenSignedByAnotherKey, verdict: .signOut)
         let service = try await Service(answer: testCase.answer, oauth2: oauth2)
         let gateway = try await Self.gateway(service: service, answer: testCase.answer, oauth2: oauth2)
         atTestEnd {
@@ -151,27 +183,36 @@ struct SignOutTests {
             await service.stop()
         }
         let expired = TestKeys.token(expiresIn: -60)
-        let response = try await gateway.send(TestRequest(.GET, "/c", headers: [("Cookie", "access_token=\(expired); refresh_token=rt-cookie-session")]))
+        let response = try await gateway.send(
+            TestRequest(.GET, "/c", headers: [("Cookie", "access_token=\(expired); refresh_token=rt-cookie-session")]))
         Self.check(response, testCase: testCase, cookies: true)
         #expect(service.scripted.calls(oauth2 ? "/oauth2/token" : "/v1/login") == 1)
         #expect(gateway.backend.requestCount == 0)
     }
 
-    static func check(_ response: TestResponse, testCase: Case, cookies: Bool, sourceLocation: SourceLocation = #_sourceLocation) {
+    static func check(
+        _ response: TestResponse, testCase: Case, cookies: Bool, sourceLocation: SourceLocation = #_sourceLocation
+    ) {
         let setCookies = response.headers["set-cookie"]
         #expect(response.header("x-access-token") == nil, sourceLocation: sourceLocation)
         #expect(response.header("x-refresh-token") == nil, sourceLocation: sourceLocation)
         switch testCase.verdict {
         case .signOut:
             #expect(response.status == 401, sourceLocation: sourceLocation)
-            #expect(response.json?["type"]?.stringValue == "urn:auth-gateway:problem:token.refresh_rejected", sourceLocation: sourceLocation)
-            #expect(response.header("www-authenticate")?.hasPrefix("Bearer realm=\"auth-gateway\"") == true, sourceLocation: sourceLocation)
+            #expect(
+                response.json?["type"]?.stringValue == "urn:auth-gateway:problem:token.refresh_rejected",
+                sourceLocation: sourceLocation)
+            #expect(
+                response.header("www-authenticate")?.hasPrefix("Bearer realm=\"auth-gateway\"") == true,
+                sourceLocation: sourceLocation)
             #expect(response.header("retry-after") == nil, sourceLocation: sourceLocation)
             if cookies {
                 #expect(setCookies.count == 2, "\(setCookies)", sourceLocation: sourceLocation)
                 for name in ["access_token", "refresh_token"] {
                     let clearing = setCookies.first { $0.hasPrefix("\(name)=;") }
-                    #expect(clearing?.contains("Max-Age=0") == true, "\(name) not cleared: \(setCookies)", sourceLocation: sourceLocation)
+                    #expect(
+                        clearing?.contains("Max-Age=0") == true, "\(name) not cleared: \(setCookies)",
+                        sourceLocation: sourceLocation)
                     #expect(clearing?.contains("Path=/") == true, sourceLocation: sourceLocation)
                 }
             } else {
@@ -179,8 +220,12 @@ struct SignOutTests {
             }
         case .unavailable:
             #expect(response.status == 503, sourceLocation: sourceLocation)
-            #expect(response.json?["type"]?.stringValue == "urn:auth-gateway:problem:auth_service.unavailable", sourceLocation: sourceLocation)
-            #expect(response.header("retry-after").flatMap { Int($0) }.map { $0 > 0 } == true, sourceLocation: sourceLocation)
+            #expect(
+                response.json?["type"]?.stringValue == "urn:auth-gateway:problem:auth_service.unavailable",
+                sourceLocation: sourceLocation)
+            #expect(
+                response.header("retry-after").flatMap { Int($0) }.map { $0 > 0 } == true,
+                sourceLocation: sourceLocation)
             #expect(setCookies.isEmpty, "nothing may be cleared: \(setCookies)", sourceLocation: sourceLocation)
         }
     }

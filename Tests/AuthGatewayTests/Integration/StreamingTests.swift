@@ -20,7 +20,9 @@ struct StreamingTests {
 
     /// Samples the gateway process's resident memory while `work` runs; returns the work's
     /// result and the peak growth over the baseline. Fails when the memory cannot be read.
-    static func measuringMemory<T: Sendable>(of gateway: RunningGateway, _ work: @Sendable () async throws -> T) async throws -> (T, Int) {
+    static func measuringMemory<T: Sendable>(
+        of gateway: RunningGateway, _ work: @Sendable () async throws -> T
+    ) async throws -> (T, Int) {
         let baseline = try gateway.residentMemoryBytes()
         let sampler = Task { () throws -> Int in
             var peak = baseline
@@ -97,9 +99,11 @@ struct StreamingTests {
         let expected = Self.expectedSHA256(bytes: Self.size)
         let client = try await TestConnection.connect(port: port, group: Self.group)
         // Warm up allocator pools so the baseline is fair.
-        _ = try await client.upload("/warmup", totalBytes: 1 << 20, headers: [("Authorization", "Bearer \(TestKeys.token())")])
+        _ = try await client.upload(
+            "/warmup", totalBytes: 1 << 20, headers: [("Authorization", "Bearer \(TestKeys.token())")])
         let (response, growth) = try await Self.measuringMemory(of: gateway) {
-            try await client.upload("/upload", totalBytes: Self.size, headers: [("Authorization", "Bearer \(TestKeys.token())")])
+            try await client.upload(
+                "/upload", totalBytes: Self.size, headers: [("Authorization", "Bearer \(TestKeys.token())")])
         }
         #expect(response.status == 200)
         #expect(response.json?["body"]?["bytes"]?.numberValue?.exactInt == Self.size)
@@ -139,7 +143,9 @@ struct StreamingTests {
         _ = try await client.send(.get("/bytes/1048576", token: TestKeys.token()))
         for chunked in [false, true] {
             let (response, growth) = try await Self.measuringMemory(of: gateway) {
-                try await client.send(.get("/bytes/\(Self.size)\(chunked ? "?chunked=1" : "")", token: TestKeys.token()), timeout: .seconds(120))
+                try await client.send(
+                    .get("/bytes/\(Self.size)\(chunked ? "?chunked=1" : "")", token: TestKeys.token()),
+                    timeout: .seconds(120))
             }
             #expect(response.status == 200)
             #expect(response.bodyBytes == Self.size)

@@ -11,7 +11,8 @@ import AuthGatewayDemo
 @Suite("TLS (real sockets)", .awaitsCleanups)
 struct TLSTests {
     /// The example certificate (CN/SAN localhost, 127.0.0.1) shipped with config/examples.
-    static let certificatePath = ProcessTests.packageRoot.appendingPathComponent("config/examples/tls/example-cert.pem").path
+    static let certificatePath = ProcessTests.packageRoot.appendingPathComponent("config/examples/tls/example-cert.pem")
+        .path
     static let keyPath = ProcessTests.packageRoot.appendingPathComponent("config/examples/tls/example-key.pem").path
 
     static func clientContext() throws -> NIOSSLContext {
@@ -32,16 +33,31 @@ struct TLSTests {
         let rainmaker = try await RotatingRainMaker.start()
         atTestEnd { await rainmaker.service.stop() }
         let gateway = try await GatewayFixture.start { config in
-            config["listener"] = ["host": "127.0.0.1", "port": 0, "tls": ["certificatePEMFile": .string(Self.certificatePath), "privateKeyPEMFile": .string(Self.keyPath)]]
+            config["listener"] = [
+                "host": "127.0.0.1", "port": 0,
+                "tls": [
+                    "certificatePEMFile": .string(Self.certificatePath), "privateKeyPEMFile": .string(Self.keyPath),
+                ],
+            ]
             // Generous: the refresh runs over TLS on a loaded machine.
-            config["authService"] = ["url": .string(rainmaker.service.baseURL), "refresh": [:], "timeoutMilliseconds": 20000]
+            config["authService"] = [
+                "url": .string(rainmaker.service.baseURL), "refresh": [:], "timeoutMilliseconds": 20000,
+            ]
         }
         atTestEnd { await gateway.stop() }
         let client = try await TestConnection.connect(port: gateway.port, tls: try Self.clientContext())
         let plain = try await client.send(.get("/x", token: TestKeys.token()))
         #expect(plain.status == 200)
         #expect(plain.echoedHeader("x-forwarded-proto") == ["https"])
-        let refreshed = try await client.send(TestRequest(.GET, "/y", headers: [("Cookie", "access_token=\(TestKeys.token(expiresIn: -30)); refresh_token=\(rainmaker.issueRefreshToken())")]))
+        let refreshed = try await client.send(
+            TestRequest(
+                .GET, "/y",
+                headers: [
+                    (
+                        "Cookie",
+                        "access_token=\(TestKeys.token(expiresIn: -30)); refresh_token=\(rainmaker.issueRefreshToken())"
+                    )
+                ]))
         #expect(refreshed.status == 200)
         #expect(refreshed.headers["set-cookie"].count == 2)
         #expect(refreshed.headers["set-cookie"].allSatisfy { $0.hasSuffix("; Secure") })
@@ -57,7 +73,12 @@ struct TLSTests {
     /// take longer than 1 s, and that client would be (rightly) cut off.
     @Test func aSilentTLSConnectionIsClosedAfterTheHeaderTimeout() async throws {
         let gateway = try await GatewayFixture.start { config in
-            config["listener"] = ["host": "127.0.0.1", "port": 0, "tls": ["certificatePEMFile": .string(Self.certificatePath), "privateKeyPEMFile": .string(Self.keyPath)]]
+            config["listener"] = [
+                "host": "127.0.0.1", "port": 0,
+                "tls": [
+                    "certificatePEMFile": .string(Self.certificatePath), "privateKeyPEMFile": .string(Self.keyPath),
+                ],
+            ]
         }
         atTestEnd { await gateway.stop() }
         let client = try await TestConnection.connect(port: gateway.port, tls: try Self.clientContext())
@@ -71,12 +92,14 @@ struct TLSTests {
         }
         // One event loop: once a new connection is routed by the reloaded configuration, new
         // connections get the 1 s deadline. (An attempt whose handshake is cut off retries.)
-        #expect(await eventually {
-            guard let probe = try? await TestConnection.connect(port: gateway.port, tls: try Self.clientContext()) else { return false }
-            let status = try? await probe.send(.get("/reloaded/probe")).status
-            await probe.close()
-            return status == 200
-        })
+        #expect(
+            await eventually {
+                guard let probe = try? await TestConnection.connect(port: gateway.port, tls: try Self.clientContext())
+                else { return false }
+                let status = try? await probe.send(.get("/reloaded/probe")).status
+                await probe.close()
+                return status == 200
+            })
         let started = ContinuousClock.now
         let silent = try await gateway.raw()
         #expect(try await client.send(.get("/y", token: TestKeys.token())).status == 200)
@@ -87,13 +110,17 @@ struct TLSTests {
     }
 
     @Test func httpsAuthServiceIsTrustedThroughTheConfiguredCAFile() async throws {
-        let service = try await SimpleHTTPServer.start(group: TestGroup.shared, tls: try Self.serverContext()) { request, eventLoop in
+        let service = try await SimpleHTTPServer.start(group: TestGroup.shared, tls: try Self.serverContext()) {
+            request, eventLoop in
             eventLoop.makeSucceededFuture(.json(.ok, ["user_id": "tls-user"]))
         }
         atTestEnd { await service.close() }
         func gateway(caFile: String?) async throws -> GatewayFixture {
             try await GatewayFixture.start { config in
-                var authService: JSONObject = ["url": .string("https://localhost:\(service.port)"), "timeoutMilliseconds": 20000, "profile": ["path": "/v1/user"]]
+                var authService: JSONObject = [
+                    "url": .string("https://localhost:\(service.port)"), "timeoutMilliseconds": 20000,
+                    "profile": ["path": "/v1/user"],
+                ]
                 if let caFile { authService["caCertificatePEMFile"] = .string(caFile) }
                 config["authService"] = .object(authService)
                 config["identityHeaders"] = ["X-User-Id": "profile.user_id"]

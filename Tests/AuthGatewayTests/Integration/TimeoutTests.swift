@@ -146,7 +146,9 @@ struct BackendFailureTests {
         let second = try await EchoBackend.start(group: TestGroup.shared)
         atTestEnd { await second.close() }
         let gateway = try await GatewayFixture.start { config in
-            config["backends"] = ["api": ["urls": [.string(dead.url), .string(config.backendURL), .string(second.baseURL)]]]
+            config["backends"] = [
+                "api": ["urls": [.string(dead.url), .string(config.backendURL), .string(second.baseURL)]]
+            ]
         }
         atTestEnd { await gateway.stop() }
         let token = TestKeys.token()
@@ -178,7 +180,8 @@ struct BackendFailureTests {
         #expect(second.status == 200)
         #expect(second.text == "/second")
         // POST is not replayable: the failure surfaces as 502.
-        let post = try await client.send(TestRequest(.POST, "/third", headers: [("Authorization", "Bearer \(token)")], body: "data"))
+        let post = try await client.send(
+            TestRequest(.POST, "/third", headers: [("Authorization", "Bearer \(token)")], body: "data"))
         #expect(post.status == 502)
         await client.close()
     }
@@ -227,7 +230,9 @@ final class OneRequestPerConnectionBackend: Sendable {
                 let body = context.channel.allocator.buffer(string: self.uri)
                 var headers = HTTPHeaders()
                 headers.add(name: "Content-Length", value: String(body.readableBytes))
-                context.write(self.wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .ok, headers: headers))), promise: nil)
+                context.write(
+                    self.wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .ok, headers: headers))),
+                    promise: nil)
                 context.write(self.wrapOutboundOut(.body(.byteBuffer(body))), promise: nil)
                 context.writeAndFlush(self.wrapOutboundOut(.end(nil)), promise: nil)
             }

@@ -44,10 +44,12 @@ struct TokenLoggingTests {
                     }
                     // The misissued refresh gets an access token the gateway does not trust.
                     let signer = refreshToken == Self.misissued ? TestKeys.otherRSA : TestKeys.rsa
-                    let access = TestKeys.token(signer: signer, subject: "alice", extra: ["nonce": .string(UUID().uuidString)])
+                    let access = TestKeys.token(
+                        signer: signer, subject: "alice", extra: ["nonce": .string(UUID().uuidString)])
                     let rotated = "rt-rotated-" + UUID().uuidString.lowercased()
                     issued.withLockedValue { $0 += [access, rotated] }
-                    return .json(.ok, ["status": "success", "accesstoken": .string(access), "refreshtoken": .string(rotated)])
+                    return .json(
+                        .ok, ["status": "success", "accesstoken": .string(access), "refreshtoken": .string(rotated)])
                 default:
                     return SimpleResponse(status: .notFound)
                 }
@@ -119,15 +121,37 @@ struct TokenLoggingTests {
         let sent: [Sent] = [
             Sent(id: "log-valid-bearer", request: .get("/a", token: valid), status: 200),
             Sent(id: "log-valid-raw", request: .get("/b", headers: [("Authorization", validRaw)]), status: 200),
-            Sent(id: "log-valid-cookie", request: .get("/c", headers: [("Cookie", "theme=dark; access_token=\(validInCookie)")]), status: 200),
-            Sent(id: "log-query", request: .get("/d?access_token=\(validInQuery)&refresh_token=\(refreshHeader)x", token: valid), status: 200),
-            Sent(id: "log-refresh-header", request: .get("/e", token: expiredForHeader, headers: [("X-Refresh-Token", refreshHeader)]), status: 200),
-            Sent(id: "log-refresh-cookie", request: .get("/f", headers: [("Cookie", "access_token=\(expiredForCookie); refresh_token=\(refreshCookie)")]), status: 200),
-            Sent(id: "log-refresh-refused", request: .get("/g", token: expiredRefused, headers: [("X-Refresh-Token", RecordingAuthService.refused)]), status: 401),
-            Sent(id: "log-refresh-misissued", request: .get("/h", token: expiredMisissued, headers: [("X-Refresh-Token", RecordingAuthService.misissued)]), status: 401),
+            Sent(
+                id: "log-valid-cookie",
+                request: .get("/c", headers: [("Cookie", "theme=dark; access_token=\(validInCookie)")]), status: 200),
+            Sent(
+                id: "log-query",
+                request: .get("/d?access_token=\(validInQuery)&refresh_token=\(refreshHeader)x", token: valid),
+                status: 200),
+            Sent(
+                id: "log-refresh-header",
+                request: .get("/e", token: expiredForHeader, headers: [("X-Refresh-Token", refreshHeader)]), status: 200
+            ),
+            Sent(
+                id: "log-refresh-cookie",
+                request: .get(
+                    "/f", headers: [("Cookie", "access_token=\(expiredForCookie); refresh_token=\(refreshCookie)")]),
+                status: 200),
+            Sent(
+                id: "log-refresh-refused",
+                request: .get(
+                    "/g", token: expiredRefused, headers: [("X-Refresh-Token", RecordingAuthService.refused)]),
+                status: 401),
+            Sent(
+                id: "log-refresh-misissued",
+                request: .get(
+                    "/h", token: expiredMisissued, headers: [("X-Refresh-Token", RecordingAuthService.misissued)]),
+                status: 401),
             Sent(id: "log-expired", request: .get("/i", token: expiredAlone), status: 401),
             Sent(id: "log-forged", request: .get("/j", token: forged), status: 401),
-            Sent(id: "log-ambiguous", request: .get("/k", token: valid, headers: [("Cookie", "access_token=\(other)")]), status: 400),
+            Sent(
+                id: "log-ambiguous", request: .get("/k", token: valid, headers: [("Cookie", "access_token=\(other)")]),
+                status: 400),
         ]
         var responses: [TestResponse] = []
         for item in sent {
@@ -141,7 +165,9 @@ struct TokenLoggingTests {
         }
         // The refreshed sessions: the new access token works in turn.
         let refreshedAccess = try #require(responses[4].header("x-access-token"))
-        let reused = try await TestConnection.connect(port: port).send(.get("/l", token: refreshedAccess, headers: [("X-Request-Id", "log-refreshed-reuse")]), timeout: .seconds(30))
+        let reused = try await TestConnection.connect(port: port).send(
+            .get("/l", token: refreshedAccess, headers: [("X-Request-Id", "log-refreshed-reuse")]),
+            timeout: .seconds(30))
         #expect(reused.status == 200)
         #expect(responses[5].headers["set-cookie"].count == 2)
         #expect(auth.service.calls("/v1/login") == 4)
@@ -150,7 +176,10 @@ struct TokenLoggingTests {
         // Every request reached the access log (flushed at least every second), then stop the
         // process so that everything it buffered is out.
         let ids = sent.map(\.id) + ["log-refreshed-reuse"]
-        #expect(try await gateway.waitForOutput(timeout: .seconds(30)) { output in ids.allSatisfy { output.contains("\"requestId\":\"\($0)\"") } })
+        #expect(
+            try await gateway.waitForOutput(timeout: .seconds(30)) { output in
+                ids.allSatisfy { output.contains("\"requestId\":\"\($0)\"") }
+            })
         #expect(try await gateway.waitForOutput(timeout: .seconds(30)) { $0.contains("refresh.token_not_accepted") })
         gateway.signal(SIGTERM)
         #expect(try await gateway.waitForExit(timeout: .seconds(30)) == 0)
@@ -163,9 +192,13 @@ struct TokenLoggingTests {
         #expect(stderr.contains(" debug "), "no debug line on stderr:\n\(stderr)")
         #expect(stderr.contains("refresh.token_not_accepted"))
 
-        var secrets = [valid, validInCookie, validRaw, validInQuery, expiredForHeader, expiredForCookie, expiredRefused, expiredMisissued, expiredAlone, forged, other]
-            .flatMap(Self.secrets(of:))
-        secrets += [refreshHeader, refreshCookie, RecordingAuthService.refused, RecordingAuthService.misissued].flatMap(Self.secrets(of:))
+        var secrets = [
+            valid, validInCookie, validRaw, validInQuery, expiredForHeader, expiredForCookie, expiredRefused,
+            expiredMisissued, expiredAlone, forged, other,
+        ]
+        .flatMap(Self.secrets(of:))
+        secrets += [refreshHeader, refreshCookie, RecordingAuthService.refused, RecordingAuthService.misissued].flatMap(
+            Self.secrets(of:))
         secrets += auth.issuedTokens.flatMap(Self.secrets(of:))
         secrets += responses.compactMap { $0.header("x-access-token") }.flatMap(Self.secrets(of:))
         secrets += responses.compactMap { $0.header("x-refresh-token") }.flatMap(Self.secrets(of:))

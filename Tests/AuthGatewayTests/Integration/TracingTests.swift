@@ -37,14 +37,21 @@ struct TracingTests {
                     for span in scope["spans"]?.arrayValue ?? [] {
                         var attributes: [String: String] = [:]
                         for attribute in span["attributes"]?.arrayValue ?? [] {
-                            guard let key = attribute["key"]?.stringValue, let value = attribute["value"]?.objectValue else { continue }
-                            attributes[key] = value.entries.first.map { entry in entry.value.stringValue ?? entry.value.jsonText }
+                            guard let key = attribute["key"]?.stringValue, let value = attribute["value"]?.objectValue
+                            else { continue }
+                            attributes[key] = value.entries.first.map { entry in
+                                entry.value.stringValue ?? entry.value.jsonText
+                            }
                         }
                         spans.append(
                             Span(
-                                traceID: Self.hexID(span["traceId"]?.stringValue), spanID: Self.hexID(span["spanId"]?.stringValue),
-                                parentSpanID: Self.hexID(span["parentSpanId"]?.stringValue), name: span["name"]?.stringValue ?? "",
-                                kind: span["kind"]?.numberValue?.exactInt ?? (span["kind"]?.stringValue == "SPAN_KIND_SERVER" ? 2 : span["kind"]?.stringValue == "SPAN_KIND_CLIENT" ? 3 : 0),
+                                traceID: Self.hexID(span["traceId"]?.stringValue),
+                                spanID: Self.hexID(span["spanId"]?.stringValue),
+                                parentSpanID: Self.hexID(span["parentSpanId"]?.stringValue),
+                                name: span["name"]?.stringValue ?? "",
+                                kind: span["kind"]?.numberValue?.exactInt
+                                    ?? (span["kind"]?.stringValue == "SPAN_KIND_SERVER"
+                                        ? 2 : span["kind"]?.stringValue == "SPAN_KIND_CLIENT" ? 3 : 0),
                                 attributes: attributes
                             )
                         )
@@ -61,9 +68,14 @@ struct TracingTests {
     static func parseTraceparent(_ text: String) -> (traceID: String, parentID: String, flags: String)? {
         let fields = text.split(separator: "-", omittingEmptySubsequences: false).map(String.init)
         func isLowerHex(_ field: String, count: Int) -> Bool {
-            field.utf8.count == count && field.utf8.allSatisfy { ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9")) || ($0 >= UInt8(ascii: "a") && $0 <= UInt8(ascii: "f")) }
+            field.utf8.count == count
+                && field.utf8.allSatisfy {
+                    ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9"))
+                        || ($0 >= UInt8(ascii: "a") && $0 <= UInt8(ascii: "f"))
+                }
         }
-        guard fields.count == 4, fields[0] == "00", isLowerHex(fields[1], count: 32), isLowerHex(fields[2], count: 16), isLowerHex(fields[3], count: 2),
+        guard fields.count == 4, fields[0] == "00", isLowerHex(fields[1], count: 32), isLowerHex(fields[2], count: 16),
+            isLowerHex(fields[3], count: 2),
             fields[1] != String(repeating: "0", count: 32), fields[2] != String(repeating: "0", count: 16)
         else { return nil }
         return (fields[1], fields[2], fields[3])
@@ -73,9 +85,14 @@ struct TracingTests {
         try await ScriptedAuthService.start { _ in .json(.ok, [:]) }
     }
 
-    static func gateway(collector: String, ratio: Double = 1, configure: (inout JSONObject) -> Void = { _ in }) async throws -> GatewayFixture {
+    static func gateway(
+        collector: String, ratio: Double = 1, configure: (inout JSONObject) -> Void = { _ in }
+    ) async throws -> GatewayFixture {
         try await GatewayFixture.start { config in
-            config["tracing"] = ["otlpEndpoint": .string(collector), "otlpProtocol": "http/json", "sampleRatio": .number(JSONNumber(text: String(ratio), double: ratio))]
+            config["tracing"] = [
+                "otlpEndpoint": .string(collector), "otlpProtocol": "http/json",
+                "sampleRatio": .number(JSONNumber(text: String(ratio), double: ratio)),
+            ]
             configure(&config)
         }
     }
@@ -87,7 +104,10 @@ struct TracingTests {
         atTestEnd { await gateway.stop() }
         let traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
         let parentID = "00f067aa0ba902b7"
-        let response = try await gateway.send(.get("/traced", token: TestKeys.token(subject: "tracy"), headers: [("traceparent", "00-\(traceID)-\(parentID)-01")]))
+        let response = try await gateway.send(
+            .get(
+                "/traced", token: TestKeys.token(subject: "tracy"),
+                headers: [("traceparent", "00-\(traceID)-\(parentID)-01")]))
         #expect(response.status == 200)
         // The backend sees the same trace, with the gateway's upstream span as its parent.
         let header = try #require(response.echoedHeader("traceparent").first)
@@ -143,11 +163,14 @@ struct TracingTests {
         try await poll {
             let spans = Self.spans(collector)
             return forwarded.allSatisfy { trace in
-                spans.contains { $0.kind == 2 && $0.traceID == trace.traceID } && spans.contains { $0.spanID == trace.parentID }
+                spans.contains { $0.kind == 2 && $0.traceID == trace.traceID }
+                    && spans.contains { $0.spanID == trace.parentID }
             }
         }
         for trace in forwarded {
-            let server = try #require(Self.spans(collector).first { $0.kind == 2 && $0.traceID == trace.traceID }, "no server span of \(trace.traceID)")
+            let server = try #require(
+                Self.spans(collector).first { $0.kind == 2 && $0.traceID == trace.traceID },
+                "no server span of \(trace.traceID)")
             #expect(server.parentSpanID.isEmpty, "a new trace's server span is a root span")
             // The backend's parent is the gateway's upstream span, a child of that server span.
             let upstream = try #require(Self.spans(collector).first { $0.spanID == trace.parentID })
@@ -166,14 +189,18 @@ struct TracingTests {
         let traceID = "5bf92f3577b34da6a3ce929d0e0e4736"
         let tracestate = "congo=t61rcWkgMzE,rojo=00f067aa0ba902b7"
         let response = try await gateway.send(
-            .get("/stateful", token: TestKeys.token(), headers: [("traceparent", "00-\(traceID)-00f067aa0ba902b7-01"), ("tracestate", tracestate)])
+            .get(
+                "/stateful", token: TestKeys.token(),
+                headers: [("traceparent", "00-\(traceID)-00f067aa0ba902b7-01"), ("tracestate", tracestate)])
         )
         #expect(response.status == 200)
         let header = try #require(response.echoedHeader("traceparent").first)
         #expect(W3CTraceparent(header)?.traceID == traceID)
         // The same list-members in the same order; the whitespace around "," is optional
         // (OWS, §3.3.1), so it is not compared.
-        let members = response.echoedHeader("tracestate").flatMap { $0.split(separator: ",").map { $0.trimmingCharacters(in: CharacterSet(charactersIn: " \t")) } }
+        let members = response.echoedHeader("tracestate").flatMap {
+            $0.split(separator: ",").map { $0.trimmingCharacters(in: CharacterSet(charactersIn: " \t")) }
+        }
         #expect(members == ["congo=t61rcWkgMzE", "rojo=00f067aa0ba902b7"], "\(response.echoedHeader("tracestate"))")
     }
 
@@ -181,7 +208,9 @@ struct TracingTests {
         let gateway = try await GatewayFixture.start()
         atTestEnd { await gateway.stop() }
         let traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
-        let response = try await gateway.send(.get("/plain", token: TestKeys.token(), headers: [("traceparent", traceparent), ("tracestate", "vendor=1")]))
+        let response = try await gateway.send(
+            .get(
+                "/plain", token: TestKeys.token(), headers: [("traceparent", traceparent), ("tracestate", "vendor=1")]))
         #expect(response.echoedHeader("traceparent") == [traceparent])
         #expect(response.echoedHeader("tracestate") == ["vendor=1"])
     }
@@ -197,7 +226,10 @@ struct TracingTests {
             #expect(response.echoedHeader("traceparent").isEmpty)
         }
         // A trace the client sampled is still followed.
-        let followed = try await unsampled.send(.get("/followed", token: TestKeys.token(), headers: [("traceparent", "00-11111111111111111111111111111111-2222222222222222-01")]))
+        let followed = try await unsampled.send(
+            .get(
+                "/followed", token: TestKeys.token(),
+                headers: [("traceparent", "00-11111111111111111111111111111111-2222222222222222-01")]))
         #expect(followed.echoedHeader("traceparent").first?.hasPrefix("00-11111111111111111111111111111111-") == true)
         try await poll { !Self.spans(collector).isEmpty }
         #expect(Set(Self.spans(collector).map(\.traceID)) == ["11111111111111111111111111111111"])
@@ -215,7 +247,10 @@ struct TracingTests {
         var count = 0
         let counted = try await eventually(timeout: .seconds(60)) {
             let metrics = try await TestConnection.connect(port: dead.adminPort).send(.get("/metrics")).text
-            count = metrics.split(separator: "\n").first { $0.hasPrefix(dropped) }.flatMap { Int($0.dropFirst(dropped.count)) } ?? 0
+            count =
+                metrics.split(separator: "\n").first { $0.hasPrefix(dropped) }.flatMap {
+                    Int($0.dropFirst(dropped.count))
+                } ?? 0
             return count > 0
         }
         #expect(counted, "no dropped spans counted")
@@ -233,7 +268,10 @@ struct TracingTests {
             Issue.record("an invalid tracing section must be refused")
         } catch {
             let paths = Set(error.issues.map(\.path))
-            #expect(paths.isSuperset(of: ["tracing.otlpEndpoint", "tracing.sampleRatio", "tracing.otlpProtocol", "tracing.extra"]))
+            #expect(
+                paths.isSuperset(of: [
+                    "tracing.otlpEndpoint", "tracing.sampleRatio", "tracing.otlpProtocol", "tracing.extra",
+                ]))
         }
     }
 }

@@ -35,7 +35,9 @@ struct UpstreamResponseTests {
             .until(body),
             .send("5\r\nhello\r\n0\r\n\r\n"),
         ])
-        atTestEnd { await gateway.stop(); await backend.close() }
+        atTestEnd {
+            await gateway.stop(); await backend.close()
+        }
         #expect(await raw.waitFor { $0.contains("X-Stream: 1") }, "head not forwarded before the body")
         #expect(!raw.received.contains("hello"))
         body.open()
@@ -48,23 +50,33 @@ struct UpstreamResponseTests {
             .send("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n"),
             .send("HTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\nok"),
         ])
-        atTestEnd { await gateway.stop(); await backend.close() }
+        atTestEnd {
+            await gateway.stop(); await backend.close()
+        }
         #expect(await raw.waitFor { $0.hasSuffix("\r\n\r\nok") })
         #expect(raw.firstStatus == 201)
         #expect(!raw.received.contains("Continue") && !raw.received.contains("Early"))
     }
 
     @Test func aCloseDelimitedBodyIsChunkedForHTTP11AndCloseDelimitedForHTTP10() async throws {
-        let script: [ScriptedBackend.Step] = [.send("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nuntil the end"), .close]
+        let script: [ScriptedBackend.Step] = [
+            .send("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nuntil the end"), .close,
+        ]
         let (raw, gateway, backend) = try await exchange(script)
-        atTestEnd { await gateway.stop(); await backend.close() }
+        atTestEnd {
+            await gateway.stop(); await backend.close()
+        }
         #expect(await raw.waitFor { $0.hasSuffix("0\r\n\r\n") })
         #expect(raw.received.contains("Transfer-Encoding: chunked\r\n"))
         #expect(raw.received.contains("d\r\nuntil the end\r\n"))
         #expect(!raw.isClosed, "an HTTP/1.1 client keeps its connection")
 
-        let (old, gateway10, backend10) = try await exchange(script) { "GET /x HTTP/1.0\r\nAuthorization: Bearer \($0)\r\n\r\n" }
-        atTestEnd { await gateway10.stop(); await backend10.close() }
+        let (old, gateway10, backend10) = try await exchange(script) {
+            "GET /x HTTP/1.0\r\nAuthorization: Bearer \($0)\r\n\r\n"
+        }
+        atTestEnd {
+            await gateway10.stop(); await backend10.close()
+        }
         #expect(await old.waitForClose())
         #expect(old.received.hasPrefix("HTTP/1.0 200 OK\r\n"))
         #expect(old.received.hasSuffix("\r\n\r\nuntil the end"))
@@ -79,15 +91,21 @@ struct UpstreamResponseTests {
     ])
     func anInvalidResponseIs502(_ response: String) async throws {
         let (raw, gateway, backend) = try await exchange([.send(response)])
-        atTestEnd { await gateway.stop(); await backend.close() }
+        atTestEnd {
+            await gateway.stop(); await backend.close()
+        }
         #expect(await raw.waitFor { $0.contains("\r\n\r\n{") })
         #expect(raw.firstStatus == 502)
         #expect(raw.received.contains("upstream.protocol_error"))
     }
 
     @Test func aCutShortBodyClosesTheClientConnection() async throws {
-        let (raw, gateway, backend) = try await exchange([.send("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc"), .close])
-        atTestEnd { await gateway.stop(); await backend.close() }
+        let (raw, gateway, backend) = try await exchange([
+            .send("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc"), .close,
+        ])
+        atTestEnd {
+            await gateway.stop(); await backend.close()
+        }
         #expect(await raw.waitForClose())
         #expect(raw.firstStatus == 200)
         #expect(raw.received.hasSuffix("\r\n\r\nabc"), "no more than the backend sent")
@@ -124,7 +142,9 @@ final class ScriptedBackend: Sendable {
         let heads = NIOLockedValueBox<[String]>([])
         let server = try await ServerBootstrap(group: TestGroup.shared)
             .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(Handler(script: script, heads: heads)) }
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(Handler(script: script, heads: heads))
+                }
             }
             .bind(host: "127.0.0.1", port: 0)
             .get()
@@ -168,7 +188,9 @@ final class ScriptedBackend: Sendable {
                 context.writeAndFlush(self.wrapOutboundOut(ByteBuffer(string: text)), promise: nil)
                 self.play(rest, context: context)
             case .wait(let milliseconds):
-                context.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(milliseconds)) { self.play(rest, context: context) }
+                context.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(milliseconds)) {
+                    self.play(rest, context: context)
+                }
             case .until(let latch):
                 latch.future(on: context.eventLoop).assumeIsolated().whenSuccess { self.play(rest, context: context) }
             case .close:
@@ -187,7 +209,8 @@ struct WebSocketTests {
 
     static func upgrade(token: String?, protocolName: String = "websocket") -> String {
         let authorization = token.map { "Authorization: Bearer \($0)\r\n" } ?? ""
-        return "GET /chat HTTP/1.1\r\nHost: x\r\n\(authorization)Upgrade: \(protocolName)\r\nConnection: keep-alive, Upgrade\r\n"
+        return
+            "GET /chat HTTP/1.1\r\nHost: x\r\n\(authorization)Upgrade: \(protocolName)\r\nConnection: keep-alive, Upgrade\r\n"
             + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
     }
 
@@ -199,14 +222,21 @@ struct WebSocketTests {
         let gateway = try await GatewayFixture.start { config in
             // Long enough that a busy machine does not turn the 101 into a 504; the tunnel test
             // outlives it on purpose.
-            config["backends"] = ["api": ["urls": [.string(backend.baseURL)], "responseTimeoutMilliseconds": .number(JSONNumber(Self.responseTimeoutMilliseconds))]]
+            config["backends"] = [
+                "api": [
+                    "urls": [.string(backend.baseURL)],
+                    "responseTimeoutMilliseconds": .number(JSONNumber(Self.responseTimeoutMilliseconds)),
+                ]
+            ]
         }
         return (gateway, backend)
     }
 
     @Test func anAuthorizedUpgradeBecomesATunnelBothWays() async throws {
         let (gateway, backend) = try await start([.send(Self.switching), .echo])
-        atTestEnd { await gateway.stop(); await backend.close() }
+        atTestEnd {
+            await gateway.stop(); await backend.close()
+        }
         let raw = try await gateway.raw()
         try await raw.send(Self.upgrade(token: TestKeys.token()))
         #expect(await raw.waitFor { $0.contains("\r\n\r\n") })
@@ -228,7 +258,9 @@ struct WebSocketTests {
 
     @Test func theBackendClosingTheTunnelClosesTheClientAfterItsLastBytes() async throws {
         let (gateway, backend) = try await start([.send(Self.switching + "last words"), .close])
-        atTestEnd { await gateway.stop(); await backend.close() }
+        atTestEnd {
+            await gateway.stop(); await backend.close()
+        }
         let raw = try await gateway.raw()
         try await raw.send(Self.upgrade(token: TestKeys.token()))
         #expect(await raw.waitForClose())
@@ -238,7 +270,9 @@ struct WebSocketTests {
 
     @Test func anUpgradeWithoutAValidTokenIs401AndNeverReachesTheBackend() async throws {
         let (gateway, backend) = try await start([.send(Self.switching), .echo])
-        atTestEnd { await gateway.stop(); await backend.close() }
+        atTestEnd {
+            await gateway.stop(); await backend.close()
+        }
         let raw = try await gateway.raw()
         try await raw.send(Self.upgrade(token: nil))
         #expect(await raw.waitFor { $0.contains("\r\n\r\n{") })
@@ -250,7 +284,9 @@ struct WebSocketTests {
     /// never forwarded, the connection kept.
     @Test func otherUpgradesAreIgnoredAndNotForwarded() async throws {
         let (gateway, backend) = try await start([.send("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")])
-        atTestEnd { await gateway.stop(); await backend.close() }
+        atTestEnd {
+            await gateway.stop(); await backend.close()
+        }
         let raw = try await gateway.raw()
         try await raw.send(Self.upgrade(token: TestKeys.token(), protocolName: "h2c"))
         #expect(await raw.waitFor { $0.hasSuffix("\r\n\r\nok") })
@@ -263,7 +299,9 @@ struct WebSocketTests {
 
     @Test func aRefusedUpgradeIsAnOrdinaryResponse() async throws {
         let (gateway, backend) = try await start([.send("HTTP/1.1 403 Forbidden\r\nContent-Length: 2\r\n\r\nno")])
-        atTestEnd { await gateway.stop(); await backend.close() }
+        atTestEnd {
+            await gateway.stop(); await backend.close()
+        }
         let raw = try await gateway.raw()
         try await raw.send(Self.upgrade(token: TestKeys.token()))
         #expect(await raw.waitFor { $0.hasSuffix("\r\n\r\nno") })
@@ -274,11 +312,12 @@ struct WebSocketTests {
 
     @Test func aBackendThatSwitchesProtocolsUnaskedIs502() async throws {
         let (gateway, backend) = try await start([.send(Self.switching)])
-        atTestEnd { await gateway.stop(); await backend.close() }
+        atTestEnd {
+            await gateway.stop(); await backend.close()
+        }
         let raw = try await gateway.raw()
         try await raw.send("GET /plain HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(TestKeys.token())\r\n\r\n")
         #expect(await raw.waitFor { $0.contains("\r\n\r\n{") })
         #expect(raw.firstStatus == 502)
     }
 }
-

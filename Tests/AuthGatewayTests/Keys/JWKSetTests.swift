@@ -63,7 +63,8 @@ struct JWKSetTests {
     @Test("use other than sig is skipped; use sig or absent is kept")
     func useEncSkipped() throws {
         let parsed = try parse([
-            entry("ec256-1", ["use": "enc"]), entry("ec384-1", ["use": nil]), entry("ec521-1", ["use": "sig"]), entry("ed-1", ["use": 1]),
+            entry("ec256-1", ["use": "enc"]), entry("ec384-1", ["use": nil]), entry("ec521-1", ["use": "sig"]),
+            entry("ed-1", ["use": 1]),
         ])
         #expect(parsed.keys.map(\.kid) == ["ec384-1", "ec521-1"])
         #expect(parsed.skipped.count == 2)
@@ -90,7 +91,10 @@ struct JWKSetTests {
 
     @Test("an EC or OKP key without alg takes its curve's algorithm")
     func curveImpliesAlg() throws {
-        let parsed = try parse([entry("ec256-1", ["alg": nil]), entry("ec384-1", ["alg": nil]), entry("ec521-1", ["alg": nil]), entry("ed-1", ["alg": nil])])
+        let parsed = try parse([
+            entry("ec256-1", ["alg": nil]), entry("ec384-1", ["alg": nil]), entry("ec521-1", ["alg": nil]),
+            entry("ed-1", ["alg": nil]),
+        ])
         #expect(parsed.keys.map(\.algorithm) == [.ES256, .ES384, .ES512, .EdDSA])
     }
 
@@ -102,7 +106,8 @@ struct JWKSetTests {
     @Test("an alg that does not fit the curve or key type is rejected")
     func algMismatch() throws {
         let parsed = try parse([
-            entry("ec256-1", ["alg": "ES384"]), entry("ec384-1", ["alg": "RS256"]), entry("rsa-1", ["alg": "ES256"]), entry("ed-1", ["alg": "ES256"]),
+            entry("ec256-1", ["alg": "ES384"]), entry("ec384-1", ["alg": "RS256"]), entry("rsa-1", ["alg": "ES256"]),
+            entry("ed-1", ["alg": "ES256"]),
         ])
         #expect(parsed.keys.isEmpty)
         #expect(parsed.skipped.count == 4)
@@ -111,7 +116,9 @@ struct JWKSetTests {
 
     @Test("unsupported or unknown algorithms are rejected")
     func unsupportedAlg() throws {
-        let parsed = try parse([entry("rsa-1", ["alg": "HS256"]), entry("rsa-1", ["alg": "none"]), entry("rsa-1", ["alg": "RSA-OAEP"])])
+        let parsed = try parse([
+            entry("rsa-1", ["alg": "HS256"]), entry("rsa-1", ["alg": "none"]), entry("rsa-1", ["alg": "RSA-OAEP"]),
+        ])
         #expect(parsed.keys.isEmpty)
         #expect(parsed.skipped.allSatisfy { $0.contains("unsupported algorithm") })
     }
@@ -149,7 +156,8 @@ struct JWKSetTests {
         let primitives = try weak.getKeyPrimitives()
         let jwk: JSONValue = [
             "kty": "RSA", "kid": "weak", "alg": "RS256",
-            "n": .string(Base64URL.encode(primitives.modulus)), "e": .string(Base64URL.encode(primitives.publicExponent)),
+            "n": .string(Base64URL.encode(primitives.modulus)),
+            "e": .string(Base64URL.encode(primitives.publicExponent)),
         ]
         let parsed = try parse([jwk])
         #expect(parsed.keys.isEmpty)

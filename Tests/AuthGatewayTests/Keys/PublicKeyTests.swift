@@ -61,9 +61,14 @@ struct PublicKeyTests {
         #expect(bytes(fromCertificate) == bytes(fromSPKI))
         // And it verifies the vector signed by that key.
         let token = try #require(tokenVectors.first { $0.name == "valid-rs256" }?.token)
-        let snapshot = KeySnapshot(generation: 1, issuers: [
-            VectorKeys.issuerEntry(VectorKeys.issuer, keys: [try VerificationKey(kid: "rsa-1", algorithm: .RS256, key: fromCertificate)], audiences: nil, requiredClaims: []),
-        ])
+        let snapshot = KeySnapshot(
+            generation: 1,
+            issuers: [
+                VectorKeys.issuerEntry(
+                    VectorKeys.issuer,
+                    keys: [try VerificationKey(kid: "rsa-1", algorithm: .RS256, key: fromCertificate)], audiences: nil,
+                    requiredClaims: [])
+            ])
         #expect(VectorKeys.verdict(token, keys: snapshot) == "valid")
     }
 
@@ -93,14 +98,22 @@ struct PublicKeyTests {
     @Test("RSA keys below 2048 bits are refused in every form")
     func weakRSA() throws {
         let pem = Fixtures.text("jwt/keys/rsa-1024.pub.pem")
-        #expect(message { () throws(PublicKeyError) in try PublicKey(pem: pem) } == "RSA key of 1024 bits is too short (minimum 2048)")
+        #expect(
+            message { () throws(PublicKeyError) in try PublicKey(pem: pem) }
+                == "RSA key of 1024 bits is too short (minimum 2048)")
         let weak = try _RSA.Signing.PublicKey(unsafePEMRepresentation: pem)
-        #expect(message { () throws(PublicKeyError) in try PublicKey(pem: weak.pkcs1PEMRepresentation) }?.contains("too short") == true)
+        #expect(
+            message { () throws(PublicKeyError) in try PublicKey(pem: weak.pkcs1PEMRepresentation) }?.contains(
+                "too short") == true)
         let base64 = Data(weak.derRepresentation).base64EncodedString()
-        #expect(message { () throws(PublicKeyError) in try PublicKey(base64SubjectPublicKeyInfo: base64) }?.contains("too short") == true)
+        #expect(
+            message { () throws(PublicKeyError) in try PublicKey(base64SubjectPublicKeyInfo: base64) }?.contains(
+                "too short") == true)
     }
 
-    @Test("private keys are refused with a message that says so", arguments: ["rsa", "rsa-pss", "ec256", "ec384", "ec521", "ed25519"])
+    @Test(
+        "private keys are refused with a message that says so",
+        arguments: ["rsa", "rsa-pss", "ec256", "ec384", "ec521", "ed25519"])
     func privateKeyRefused(stem: String) {
         let pem = Fixtures.text("jwt/keys/private/\(stem).key.pem")
         let text = message { () throws(PublicKeyError) in try PublicKey(pem: pem) }
@@ -122,12 +135,27 @@ struct PublicKeyTests {
     func garbage() {
         #expect(message { () throws(PublicKeyError) in try PublicKey(pem: "hello") } == "not a PEM document")
         #expect(message { () throws(PublicKeyError) in try PublicKey(pem: "") } == "not a PEM document")
-        #expect(message { () throws(PublicKeyError) in try PublicKey(pem: "-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n") } == "not a DER SubjectPublicKeyInfo")
-        #expect(message { () throws(PublicKeyError) in try PublicKey(pem: "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n") } == "not a DER X.509 certificate")
-        #expect(message { () throws(PublicKeyError) in try PublicKey(pem: "-----BEGIN CERTIFICATE REQUEST-----\nAAAA\n-----END CERTIFICATE REQUEST-----\n") } == "unsupported PEM type \"CERTIFICATE REQUEST\"")
-        #expect(message { () throws(PublicKeyError) in try PublicKey(base64SubjectPublicKeyInfo: "not base64!") } == "not valid base64")
-        #expect(message { () throws(PublicKeyError) in try PublicKey(base64SubjectPublicKeyInfo: "AAAA") } == "not a DER SubjectPublicKeyInfo")
-        #expect(message { () throws(PublicKeyError) in try PublicKey(subjectPublicKeyInfo: []) } == "not a DER SubjectPublicKeyInfo")
+        #expect(
+            message { () throws(PublicKeyError) in
+                try PublicKey(pem: "-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n")
+            } == "not a DER SubjectPublicKeyInfo")
+        #expect(
+            message { () throws(PublicKeyError) in
+                try PublicKey(pem: "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n")
+            } == "not a DER X.509 certificate")
+        #expect(
+            message { () throws(PublicKeyError) in
+                try PublicKey(pem: "-----BEGIN CERTIFICATE REQUEST-----\nAAAA\n-----END CERTIFICATE REQUEST-----\n")
+            } == "unsupported PEM type \"CERTIFICATE REQUEST\"")
+        #expect(
+            message { () throws(PublicKeyError) in try PublicKey(base64SubjectPublicKeyInfo: "not base64!") }
+                == "not valid base64")
+        #expect(
+            message { () throws(PublicKeyError) in try PublicKey(base64SubjectPublicKeyInfo: "AAAA") }
+                == "not a DER SubjectPublicKeyInfo")
+        #expect(
+            message { () throws(PublicKeyError) in try PublicKey(subjectPublicKeyInfo: []) }
+                == "not a DER SubjectPublicKeyInfo")
     }
 
     @Test("unsupported curves and key algorithms are named")
@@ -144,22 +172,30 @@ struct PublicKeyTests {
             MCowBQYDK2VuAyEA5HnLBqKszYbQbH/k3UAwG2sn4QgdYUdY7AKf4zv1Agc=
             -----END PUBLIC KEY-----
             """
-        #expect(message { () throws(PublicKeyError) in try PublicKey(pem: x25519) }?.hasPrefix("unsupported key algorithm") == true)
+        #expect(
+            message { () throws(PublicKeyError) in try PublicKey(pem: x25519) }?.hasPrefix("unsupported key algorithm")
+                == true)
         let ed448 = """
             -----BEGIN PUBLIC KEY-----
             MEMwBQYDK2VxAzoAb2QNUpKG7ZRUmiZBm3QaqKrel4Tz+FbxtgsAYMAH6ydwlOrg
             9lr2if6J2HagD02r3PN4KeDnmmIA
             -----END PUBLIC KEY-----
             """
-        #expect(message { () throws(PublicKeyError) in try PublicKey(pem: ed448) }?.hasPrefix("unsupported key algorithm") == true)
+        #expect(
+            message { () throws(PublicKeyError) in try PublicKey(pem: ed448) }?.hasPrefix("unsupported key algorithm")
+                == true)
     }
 
     @Test("a P-256 point that is not on the curve is refused")
     func invalidPoint() throws {
-        var der = Array(try #require(Data(base64Encoded: Fixtures.text("jwt/keys/ec256.pub.pem")
-            .split(separator: "\n").filter { !$0.hasPrefix("-----") }.joined())))
+        var der = Array(
+            try #require(
+                Data(
+                    base64Encoded: Fixtures.text("jwt/keys/ec256.pub.pem")
+                        .split(separator: "\n").filter { !$0.hasPrefix("-----") }.joined())))
         der[der.count - 1] ^= 0x01
-        #expect(message { () throws(PublicKeyError) in try PublicKey(subjectPublicKeyInfo: der) } == "invalid public key")
+        #expect(
+            message { () throws(PublicKeyError) in try PublicKey(subjectPublicKeyInfo: der) } == "invalid public key")
     }
 
     @Test("VerificationKey pins a key to an algorithm of its kind")
@@ -172,6 +208,8 @@ struct PublicKeyTests {
             #expect(rsaFits == [.RS256, .RS384, .RS512, .PS256, .PS384, .PS512].contains(algorithm), "\(algorithm)")
             #expect(ecFits == (algorithm == .ES256), "\(algorithm)")
         }
-        #expect(throws: PublicKeyError("a EC P-256 key cannot verify RS256")) { try VerificationKey(kid: "k", algorithm: .RS256, key: ec) }
+        #expect(throws: PublicKeyError("a EC P-256 key cannot verify RS256")) {
+            try VerificationKey(kid: "k", algorithm: .RS256, key: ec)
+        }
     }
 }

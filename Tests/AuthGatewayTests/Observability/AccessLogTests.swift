@@ -17,7 +17,9 @@ struct AccessLogTests {
     static func lines(_ output: String) -> [String: JSONValue] {
         var found: [String: JSONValue] = [:]
         for line in output.split(separator: "\n") where line.hasPrefix("{") {
-            guard let value = try? JSONValue(parsing: String(line)), let id = value["requestId"]?.stringValue else { continue }
+            guard let value = try? JSONValue(parsing: String(line)), let id = value["requestId"]?.stringValue else {
+                continue
+            }
             found[id] = value
         }
         return found
@@ -61,12 +63,25 @@ struct AccessLogTests {
         }
         let sent: [Sent] = [
             Sent(id: "h2-log-bearer", path: "/a", fields: [("authorization", "Bearer \(valid)")], status: 200),
-            Sent(id: "h2-log-cookie", path: "/b", fields: [("cookie", "theme=dark"), ("cookie", "access_token=\(validInCookie)")], status: 200),
-            Sent(id: "h2-log-query", path: "/c?access_token=\(validInQuery)", fields: [("authorization", "Bearer \(valid)")], status: 200),
-            Sent(id: "h2-log-refresh-header", path: "/d", fields: [("authorization", "Bearer \(expiredForHeader)"), ("x-refresh-token", refreshHeader)], status: 200),
-            Sent(id: "h2-log-refresh-cookie", path: "/e", fields: [("cookie", "access_token=\(expiredForCookie); refresh_token=\(refreshCookie)")], status: 200),
             Sent(
-                id: "h2-log-refused", path: "/f", fields: [("authorization", "Bearer \(expiredRefused)"), ("x-refresh-token", TokenLoggingTests.RecordingAuthService.refused)],
+                id: "h2-log-cookie", path: "/b",
+                fields: [("cookie", "theme=dark"), ("cookie", "access_token=\(validInCookie)")], status: 200),
+            Sent(
+                id: "h2-log-query", path: "/c?access_token=\(validInQuery)",
+                fields: [("authorization", "Bearer \(valid)")], status: 200),
+            Sent(
+                id: "h2-log-refresh-header", path: "/d",
+                fields: [("authorization", "Bearer \(expiredForHeader)"), ("x-refresh-token", refreshHeader)],
+                status: 200),
+            Sent(
+                id: "h2-log-refresh-cookie", path: "/e",
+                fields: [("cookie", "access_token=\(expiredForCookie); refresh_token=\(refreshCookie)")], status: 200),
+            Sent(
+                id: "h2-log-refused", path: "/f",
+                fields: [
+                    ("authorization", "Bearer \(expiredRefused)"),
+                    ("x-refresh-token", TokenLoggingTests.RecordingAuthService.refused),
+                ],
                 status: 401
             ),
             Sent(id: "h2-log-forged", path: "/g", fields: [("authorization", "Bearer \(forged)")], status: 401),
@@ -74,7 +89,12 @@ struct AccessLogTests {
         var answers: [HPACKHeaders] = []
         for item in sent {
             let result = try await client.exchange(
-                [.headers(.init(headers: H2TestClient.request(path: item.path, fields: item.fields + [("x-request-id", item.id)]), endStream: true))], timeout: .seconds(30)
+                [
+                    .headers(
+                        .init(
+                            headers: H2TestClient.request(
+                                path: item.path, fields: item.fields + [("x-request-id", item.id)]), endStream: true))
+                ], timeout: .seconds(30)
             )
             #expect(result.status == item.status, "\(item.id): \(result.frames)")
             answers.append(result.headers ?? HPACKHeaders())
@@ -85,7 +105,10 @@ struct AccessLogTests {
         #expect(answers[4]["set-cookie"].count == 2, "\(answers[4])")
 
         let ids = sent.map(\.id)
-        #expect(try await gateway.waitForOutput(timeout: .seconds(30)) { output in ids.allSatisfy { output.contains("\"requestId\":\"\($0)\"") } })
+        #expect(
+            try await gateway.waitForOutput(timeout: .seconds(30)) { output in
+                ids.allSatisfy { output.contains("\"requestId\":\"\($0)\"") }
+            })
         gateway.signal(SIGTERM)
         #expect(try await gateway.waitForExit(timeout: .seconds(30)) == 0)
         let stdout = gateway.standardOutput
@@ -104,13 +127,18 @@ struct AccessLogTests {
         }
         #expect(logged["h2-log-refresh-cookie"]?["sub"]?.stringValue == "alice")
 
-        var secrets = [valid, validInCookie, validInQuery, expiredForHeader, expiredForCookie, expiredRefused, forged, refreshHeader, refreshCookie]
-            .flatMap(TokenLoggingTests.secrets(of:))
+        var secrets = [
+            valid, validInCookie, validInQuery, expiredForHeader, expiredForCookie, expiredRefused, forged,
+            refreshHeader, refreshCookie,
+        ]
+        .flatMap(TokenLoggingTests.secrets(of:))
         secrets += [TokenLoggingTests.RecordingAuthService.refused].flatMap(TokenLoggingTests.secrets(of:))
         secrets += auth.issuedTokens.flatMap(TokenLoggingTests.secrets(of:))
         for answer in answers {
             let setCookies: [String] = answer["set-cookie"].map { String($0) }
-            let tokens = [answer.first(name: "x-access-token"), answer.first(name: "x-refresh-token")].compactMap { $0 } + Self.cookieValues(setCookies)
+            let tokens =
+                [answer.first(name: "x-access-token"), answer.first(name: "x-refresh-token")].compactMap { $0 }
+                + Self.cookieValues(setCookies)
             secrets += tokens.flatMap(TokenLoggingTests.secrets(of:))
         }
         #expect(auth.issuedTokens.count == 4, "two refreshes, each a new access and refresh token")
@@ -131,19 +159,27 @@ struct AccessLogTests {
             await collector.stop()
         }
         var configuration = RunningGateway.configuration(backendURL: backend.baseURL, drainSeconds: 1)
-        configuration["tracing"] = ["otlpEndpoint": .string(collector.baseURL), "otlpProtocol": "http/json", "sampleRatio": 1]
+        configuration["tracing"] = [
+            "otlpEndpoint": .string(collector.baseURL), "otlpProtocol": "http/json", "sampleRatio": 1,
+        ]
         let gateway = try RunningGateway(configuration: configuration)
         defer { gateway.kill() }
         let port = try await gateway.waitForPort()
 
-        let started = try await TestConnection.connect(port: port).send(.get("/new-trace", token: TestKeys.token(), headers: [("X-Request-Id", "trace-log-new")]), timeout: .seconds(30))
+        let started = try await TestConnection.connect(port: port).send(
+            .get("/new-trace", token: TestKeys.token(), headers: [("X-Request-Id", "trace-log-new")]),
+            timeout: .seconds(30))
         #expect(started.status == 200)
         let header = try #require(started.echoedHeader("traceparent").first, "the backend got no traceparent")
         let forwarded = try #require(W3CTraceparent(header), "not a W3C traceparent: \(header)")
 
         let clientTrace = "0af7651916cd43dd8448eb211c80319c"
         let continued = try await TestConnection.connect(port: port).send(
-            .get("/continued", token: TestKeys.token(), headers: [("X-Request-Id", "trace-log-continued"), ("traceparent", "00-\(clientTrace)-b7ad6b7169203331-01")]),
+            .get(
+                "/continued", token: TestKeys.token(),
+                headers: [
+                    ("X-Request-Id", "trace-log-continued"), ("traceparent", "00-\(clientTrace)-b7ad6b7169203331-01"),
+                ]),
             timeout: .seconds(30)
         )
         #expect(continued.status == 200)
@@ -151,20 +187,36 @@ struct AccessLogTests {
         let client = try await H2TestClient.connect(port: port)
         atTestEnd { await client.close() }
         let overH2 = try await client.exchange(
-            [.headers(.init(headers: H2TestClient.request(path: "/h2-trace", fields: [("authorization", "Bearer \(TestKeys.token())"), ("x-request-id", "trace-log-h2")]), endStream: true))],
+            [
+                .headers(
+                    .init(
+                        headers: H2TestClient.request(
+                            path: "/h2-trace",
+                            fields: [("authorization", "Bearer \(TestKeys.token())"), ("x-request-id", "trace-log-h2")]),
+                        endStream: true))
+            ],
             timeout: .seconds(30)
         )
         #expect(overH2.status == 200)
-        let h2Header = try #require((try? JSONValue(parsing: String(buffer: overH2.body)))?["headers"]?["traceparent"]?.arrayValue?.first?.stringValue)
+        let h2Header = try #require(
+            (try? JSONValue(parsing: String(buffer: overH2.body)))?["headers"]?["traceparent"]?.arrayValue?.first?
+                .stringValue)
         let h2Forwarded = try #require(W3CTraceparent(h2Header), "not a W3C traceparent: \(h2Header)")
 
         let ids = ["trace-log-new", "trace-log-continued", "trace-log-h2"]
-        #expect(try await gateway.waitForOutput(timeout: .seconds(30)) { output in ids.allSatisfy { output.contains("\"requestId\":\"\($0)\"") } })
+        #expect(
+            try await gateway.waitForOutput(timeout: .seconds(30)) { output in
+                ids.allSatisfy { output.contains("\"requestId\":\"\($0)\"") }
+            })
         let logged = Self.lines(gateway.standardOutput)
-        #expect(logged["trace-log-new"]?["traceId"]?.stringValue == forwarded.traceID, "\(logged["trace-log-new"].map(\.jsonText) ?? "no line")")
+        #expect(
+            logged["trace-log-new"]?["traceId"]?.stringValue == forwarded.traceID,
+            "\(logged["trace-log-new"].map(\.jsonText) ?? "no line")")
         #expect(logged["trace-log-continued"]?["traceId"]?.stringValue == clientTrace)
         #expect(logged["trace-log-h2"]?["traceId"]?.stringValue == h2Forwarded.traceID)
-        #expect(forwarded.traceID != clientTrace && h2Forwarded.traceID != forwarded.traceID, "each new request starts its own trace")
+        #expect(
+            forwarded.traceID != clientTrace && h2Forwarded.traceID != forwarded.traceID,
+            "each new request starts its own trace")
         // The exported server span of the new trace is the same trace.
         try await poll { TracingTests.spans(collector).contains { $0.kind == 2 && $0.traceID == forwarded.traceID } }
         gateway.signal(SIGTERM)

@@ -38,7 +38,12 @@ struct OpenConnectionsMetricTests {
         }
         let h2 = try await H2TestClient.connect(port: gateway.port)
         atTestEnd { await h2.close() }
-        let served = try await h2.exchange([.headers(.init(headers: H2TestClient.request(path: "/open/h2", fields: [("authorization", "Bearer \(TestKeys.token())")]), endStream: true))])
+        let served = try await h2.exchange([
+            .headers(
+                .init(
+                    headers: H2TestClient.request(
+                        path: "/open/h2", fields: [("authorization", "Bearer \(TestKeys.token())")]), endStream: true))
+        ])
         #expect(served.status == 200)
         #expect(try await eventually { try await Self.openConnections(gateway) == 4 })
 

@@ -29,8 +29,13 @@ struct PrometheusTextTests {
         snapshot.histograms[MetricKey(MetricName.upstreamDuration, ["backend": "api"])] = histogram
         let text = PrometheusText.render(snapshot)
         #expect(text.contains("# TYPE auth_gateway_requests_total counter\n"))
-        #expect(text.contains("auth_gateway_requests_total{route=\"de\\\"fault\",status_class=\"2xx\",protocol=\"h2\"} 3\n"))
-        #expect(text.contains("auth_gateway_auth_failures_total{reason=\"bad_signature\"} 1\nauth_gateway_auth_failures_total{reason=\"expired\"} 2\n"))
+        #expect(
+            text.contains("auth_gateway_requests_total{route=\"de\\\"fault\",status_class=\"2xx\",protocol=\"h2\"} 3\n")
+        )
+        #expect(
+            text.contains(
+                "auth_gateway_auth_failures_total{reason=\"bad_signature\"} 1\nauth_gateway_auth_failures_total{reason=\"expired\"} 2\n"
+            ))
         #expect(text.contains("auth_gateway_open_connections 7\n"))
         #expect(text.contains("auth_gateway_upstream_duration_seconds_bucket{backend=\"api\",le=\"0.5\"} 1\n"))
         #expect(text.contains("auth_gateway_upstream_duration_seconds_bucket{backend=\"api\",le=\"+Inf\"} 1\n"))

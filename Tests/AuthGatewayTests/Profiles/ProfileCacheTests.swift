@@ -37,13 +37,15 @@ struct ProfileCacheTests {
         init(ttl: Int = 60, stale: Int = 60) throws {
             let clock = TestClock(fixed: Date().timeIntervalSince1970)
             self.clock = clock
-            self.gateway = try EmbeddedGateway(configuration: ProfileCacheTests.configuration(ttl: ttl, stale: stale), clock: clock.function)
+            self.gateway = try EmbeddedGateway(
+                configuration: ProfileCacheTests.configuration(ttl: ttl, stale: stale), clock: clock.function)
             self.client = try self.gateway.connectClient()
             self.token = TestKeys.token(subject: "ana", now: clock.now, expiresIn: 3600)
         }
 
         func send(_ path: String) throws {
-            try self.client.writeInbound(ByteBuffer(string: "GET \(path) HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer \(self.token)\r\n\r\n"))
+            try self.client.writeInbound(
+                ByteBuffer(string: "GET \(path) HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer \(self.token)\r\n\r\n"))
             self.gateway.loop.run()
         }
 
@@ -64,7 +66,10 @@ struct ProfileCacheTests {
         }
 
         func answerProfile(_ json: String, status: String = "200 OK") throws {
-            try self.answer(ProfileCacheTests.authService, "HTTP/1.1 \(status)\r\nContent-Type: application/json\r\nContent-Length: \(json.utf8.count)\r\n\r\n\(json)")
+            try self.answer(
+                ProfileCacheTests.authService,
+                "HTTP/1.1 \(status)\r\nContent-Type: application/json\r\nContent-Length: \(json.utf8.count)\r\n\r\n\(json)"
+            )
         }
     }
 

@@ -11,7 +11,9 @@ import AuthGatewayDemo
 @Suite("Profile cache (real sockets)", .awaitsCleanups)
 struct ProfileTests {
     /// A RainMaker `GET /v1/user`: `super_admin` for subjects starting with "admin".
-    static func userService(delayMilliseconds: Int64 = 0, status: NIOLockedValueBox<Int>? = nil, gate: ReplyGate = ReplyGate()) async throws -> ScriptedAuthService {
+    static func userService(
+        delayMilliseconds: Int64 = 0, status: NIOLockedValueBox<Int>? = nil, gate: ReplyGate = ReplyGate()
+    ) async throws -> ScriptedAuthService {
         try await ScriptedAuthService.start { request, eventLoop in
             let forced = status?.withLockedValue { $0 } ?? 200
             let response: SimpleResponse
@@ -22,10 +24,12 @@ struct ProfileTests {
                 let payload = token.split(separator: ".").dropFirst().first.flatMap({ Base64URL.decode($0) }),
                 let claims = try? JSONValue(parsingBytes: payload), case .string(let subject)? = claims["sub"]
             {
-                response = .json(.ok, [
-                    "user_id": .string("id-\(subject)"), "user_name": .string("\(subject)@example.com"),
-                    "super_admin": .bool(subject.hasPrefix("admin")), "groups": ["a", "b"],
-                ])
+                response = .json(
+                    .ok,
+                    [
+                        "user_id": .string("id-\(subject)"), "user_name": .string("\(subject)@example.com"),
+                        "super_admin": .bool(subject.hasPrefix("admin")), "groups": ["a", "b"],
+                    ])
             } else {
                 response = .json(.unauthorized, ["status": "failure"])
             }
@@ -34,14 +38,23 @@ struct ProfileTests {
         }
     }
 
-    static func gateway(service: ScriptedAuthService, clock: TestClock = TestClock(), ttl: Int = 60, stale: Int = 60, timeout: Int = 60_000) async throws -> GatewayFixture {
+    static func gateway(
+        service: ScriptedAuthService, clock: TestClock = TestClock(), ttl: Int = 60, stale: Int = 60,
+        timeout: Int = 60_000
+    ) async throws -> GatewayFixture {
         try await GatewayFixture.start(clock: clock) { config in
             config["eventLoopThreads"] = 2
             config["authService"] = [
                 "url": .string(service.baseURL), "timeoutMilliseconds": .number(JSONNumber(timeout)),
-                "profile": ["path": "/v1/user", "authorization": "raw", "ttlSeconds": .number(JSONNumber(ttl)), "staleSeconds": .number(JSONNumber(stale))],
+                "profile": [
+                    "path": "/v1/user", "authorization": "raw", "ttlSeconds": .number(JSONNumber(ttl)),
+                    "staleSeconds": .number(JSONNumber(stale)),
+                ],
             ]
-            config["identityHeaders"] = ["X-User-Id": "profile.user_id", "X-User-Super-Admin": "profile.super_admin", "X-User-Groups": "profile.groups"]
+            config["identityHeaders"] = [
+                "X-User-Id": "profile.user_id", "X-User-Super-Admin": "profile.super_admin",
+                "X-User-Groups": "profile.groups",
+            ]
             config["routes"] = [
                 ["name": "admin", "pathPrefix": "/admin/", "backend": "api", "require": ["profile.super_admin": true]],
                 ["name": "default", "pathPrefix": "/", "backend": "api"],
@@ -85,7 +98,8 @@ struct ProfileTests {
                     group.addTask {
                         let client = try await gateway.connect()
                         return try await withCleanup({ await client.close() }) { () async throws in
-                            return try await client.send(.get("/c/\(index)", token: token), timeout: .seconds(60)).status
+                            return try await client.send(.get("/c/\(index)", token: token), timeout: .seconds(60))
+                                .status
                         }
                     }
                 }
@@ -93,7 +107,10 @@ struct ProfileTests {
             }
         }
         let coalesced = "auth_gateway_profile_cache_total{result=\"coalesced\"}"
-        #expect(try await eventually(timeout: .seconds(30)) { try await RefreshTests.metric(coalesced, adminPort: gateway.adminPort) == 49 })
+        #expect(
+            try await eventually(timeout: .seconds(30)) {
+                try await RefreshTests.metric(coalesced, adminPort: gateway.adminPort) == 49
+            })
         // The one fetch may still be on its way to the service.
         #expect(await eventually(timeout: .seconds(30)) { service.calls("/v1/user") == 1 })
         #expect(gateway.backend.requestCount == 0)
@@ -113,14 +130,17 @@ struct ProfileTests {
         let gateway = try await GatewayFixture.start { config in
             config["authService"] = [
                 "url": .string(service.baseURL), "timeoutMilliseconds": 60_000,
-                "profile": ["path": "/v1/user", "authorization": "raw", "ttlSeconds": 300, "staleSeconds": 300, "maxEntries": 3],
+                "profile": [
+                    "path": "/v1/user", "authorization": "raw", "ttlSeconds": 300, "staleSeconds": 300, "maxEntries": 3,
+                ],
             ]
             config["identityHeaders"] = ["X-User-Id": "profile.user_id"]
         }
         atTestEnd { await gateway.stop() }
         let client = try await gateway.connect()
         atTestEnd { await client.close() }
-        let tokens = Dictionary(uniqueKeysWithValues: ["u1", "u2", "u3", "u4"].map { ($0, TestKeys.token(subject: $0)) })
+        let tokens = Dictionary(
+            uniqueKeysWithValues: ["u1", "u2", "u3", "u4"].map { ($0, TestKeys.token(subject: $0)) })
         func visit(_ user: String, sourceLocation: SourceLocation = #_sourceLocation) async throws {
             let response = try await client.send(.get("/lru/\(user)", token: tokens[user]))
             #expect(response.echoedHeader("x-user-id") == ["id-\(user)"], sourceLocation: sourceLocation)

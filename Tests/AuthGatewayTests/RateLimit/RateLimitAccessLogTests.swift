@@ -13,8 +13,10 @@ struct RateLimitAccessLogTests {
         let log = AccessLog(enabled: true, fileDescriptor: descriptors[1])
         log.record(
             AccessLog.Entry(
-                requestID: "r-1", method: "GET", path: "/a", wireProtocol: .http1, route: "default", status: Int(error?.status.code ?? 200), durationSeconds: 0.001,
-                client: "192.0.2.1", backend: nil, subject: nil, errorType: error?.errorType, bytesIn: 0, bytesOut: 0, rateLimit: error?.rateLimitName
+                requestID: "r-1", method: "GET", path: "/a", wireProtocol: .http1, route: "default",
+                status: Int(error?.status.code ?? 200), durationSeconds: 0.001,
+                client: "192.0.2.1", backend: nil, subject: nil, errorType: error?.errorType, bytesIn: 0, bytesOut: 0,
+                rateLimit: error?.rateLimitName
             ),
             timestamp: 1_700_000_000
         )

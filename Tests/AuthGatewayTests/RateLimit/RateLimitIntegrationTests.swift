@@ -28,13 +28,17 @@ struct RateLimitIntegrationTests {
         guard let value else { return nil }
         let parts = value.split(separator: ";").map(String.init)
         guard parts.count == 3, parts[0].count >= 2, parts[0].hasPrefix("\""), parts[0].hasSuffix("\""),
-            parts[1].hasPrefix("r="), parts[2].hasPrefix("t="), let remaining = Int(parts[1].dropFirst(2)), let reset = Int(parts[2].dropFirst(2))
+            parts[1].hasPrefix("r="), parts[2].hasPrefix("t="), let remaining = Int(parts[1].dropFirst(2)),
+            let reset = Int(parts[2].dropFirst(2))
         else { return nil }
         return Field(name: String(parts[0].dropFirst().dropLast()), remaining: remaining, reset: reset)
     }
 
     /// `RateLimit` is `name` with `remaining` left and a reset within `reset`.
-    static func expectField(_ value: String?, _ name: String, remaining: Int, reset: ClosedRange<Int>, sourceLocation: SourceLocation = #_sourceLocation) {
+    static func expectField(
+        _ value: String?, _ name: String, remaining: Int, reset: ClosedRange<Int>,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) {
         guard let field = Self.field(value) else {
             Issue.record("RateLimit: \(value ?? "absent") is not \"name\";r=…;t=…", sourceLocation: sourceLocation)
             return
@@ -45,13 +49,25 @@ struct RateLimitIntegrationTests {
     }
 
     /// A refusal's `Retry-After` is within 1…100 and equals its `RateLimit` t.
-    static func expectRefusal(retryAfter: String?, rateLimit: String?, _ name: String, sourceLocation: SourceLocation = #_sourceLocation) {
+    static func expectRefusal(
+        retryAfter: String?, rateLimit: String?, _ name: String, sourceLocation: SourceLocation = #_sourceLocation
+    ) {
         let seconds = retryAfter.flatMap { Int($0) }
-        #expect(seconds.map { (1...100).contains($0) } == true, "Retry-After: \(retryAfter ?? "absent")", sourceLocation: sourceLocation)
-        #expect(Self.field(rateLimit) == seconds.map { Field(name: name, remaining: 0, reset: $0) }, "RateLimit: \(rateLimit ?? "absent")", sourceLocation: sourceLocation)
+        #expect(
+            seconds.map { (1...100).contains($0) } == true, "Retry-After: \(retryAfter ?? "absent")",
+            sourceLocation: sourceLocation)
+        #expect(
+            Self.field(rateLimit) == seconds.map { Field(name: name, remaining: 0, reset: $0) },
+            "RateLimit: \(rateLimit ?? "absent")", sourceLocation: sourceLocation)
     }
-    static func limit(_ name: String, key: String, burst: Int, routes: [String]? = nil, rate: Double = 0.01) -> JSONValue {
-        var limit: JSONObject = ["name": .string(name), "key": .string(key), "requestsPerSecond": .number(JSONNumber(text: String(rate), double: rate)), "burst": .number(JSONNumber(burst))]
+    static func limit(
+        _ name: String, key: String, burst: Int, routes: [String]? = nil, rate: Double = 0.01
+    ) -> JSONValue {
+        var limit: JSONObject = [
+            "name": .string(name), "key": .string(key),
+            "requestsPerSecond": .number(JSONNumber(text: String(rate), double: rate)),
+            "burst": .number(JSONNumber(burst)),
+        ]
         if let routes { limit["routes"] = .array(routes.map { .string($0) }) }
         return .object(limit)
     }
@@ -84,7 +100,8 @@ struct RateLimitIntegrationTests {
         #expect(refused.status == 429)
         #expect(refused.header("content-type") == "application/problem+json")
         #expect(refused.header("ratelimit-policy") == #""per-user";q=2;w=200"#)
-        Self.expectRefusal(retryAfter: refused.header("retry-after"), rateLimit: refused.header("ratelimit"), "per-user")
+        Self.expectRefusal(
+            retryAfter: refused.header("retry-after"), rateLimit: refused.header("ratelimit"), "per-user")
         let problem = try #require(refused.json)
         #expect(problem["error"]?.stringValue == "rate_limited")
         #expect(problem["status"]?.numberValue?.exactInt == 429)
@@ -99,8 +116,11 @@ struct RateLimitIntegrationTests {
         #expect(gateway.backend.requestCount == 3)
 
         let metrics = try await Self.metrics(gateway)
-        #expect(metrics.contains("auth_gateway_rate_limited_total{limit=\"per-user\",route=\"default\"} 1\n"), "\(metrics)")
-        #expect(metrics.contains("auth_gateway_requests_total{route=\"default\",status_class=\"4xx\",protocol=\"http/1.1\"} 1\n"))
+        #expect(
+            metrics.contains("auth_gateway_rate_limited_total{limit=\"per-user\",route=\"default\"} 1\n"), "\(metrics)")
+        #expect(
+            metrics.contains(
+                "auth_gateway_requests_total{route=\"default\",status_class=\"4xx\",protocol=\"http/1.1\"} 1\n"))
     }
 
     @Test func anonymousRequestsFallBackToTheClientAddress() async throws {
@@ -110,7 +130,8 @@ struct RateLimitIntegrationTests {
         #expect(try await gateway.send(.get("/")).status == 200)
         let refused = try await gateway.send(.get("/"))
         #expect(refused.status == 429)
-        Self.expectRefusal(retryAfter: refused.header("retry-after"), rateLimit: refused.header("ratelimit"), "per-user")
+        Self.expectRefusal(
+            retryAfter: refused.header("retry-after"), rateLimit: refused.header("ratelimit"), "per-user")
         // A signed-in user from the same address has a bucket of their own.
         #expect(try await gateway.send(.get("/", token: TestKeys.token(subject: "carol"))).status == 200)
         #expect(gateway.backend.requestCount == 3)
@@ -141,8 +162,10 @@ struct RateLimitIntegrationTests {
         #expect(bobRefused.header("ratelimit-policy") == #""per-ip";q=5;w=500"#)
         #expect(gateway.backend.requestCount == 5)
         let metrics = try await Self.metrics(gateway)
-        #expect(metrics.contains("auth_gateway_rate_limited_total{limit=\"per-user\",route=\"default\"} 2\n"), "\(metrics)")
-        #expect(metrics.contains("auth_gateway_rate_limited_total{limit=\"per-ip\",route=\"default\"} 1\n"), "\(metrics)")
+        #expect(
+            metrics.contains("auth_gateway_rate_limited_total{limit=\"per-user\",route=\"default\"} 2\n"), "\(metrics)")
+        #expect(
+            metrics.contains("auth_gateway_rate_limited_total{limit=\"per-ip\",route=\"default\"} 1\n"), "\(metrics)")
     }
 
     @Test func theRefusalOverHTTP2() async throws {
@@ -159,15 +182,19 @@ struct RateLimitIntegrationTests {
         #expect(refused.status == 429)
         #expect(refused.headers?.first(name: "content-type") == "application/problem+json")
         #expect(refused.headers?.first(name: "ratelimit-policy") == #""per-user";q=1;w=100"#)
-        Self.expectRefusal(retryAfter: refused.headers?.first(name: "retry-after"), rateLimit: refused.headers?.first(name: "ratelimit"), "per-user")
+        Self.expectRefusal(
+            retryAfter: refused.headers?.first(name: "retry-after"),
+            rateLimit: refused.headers?.first(name: "ratelimit"), "per-user")
         let problem = try JSONValue(parsing: String(buffer: refused.body))
         #expect(problem["error"]?.stringValue == "rate_limited")
         #expect(gateway.backend.requestCount == 1)
         // Another user on the same connection is unaffected.
-        let other = H2TestClient.request(path: "/h2", fields: [("authorization", "Bearer \(TestKeys.token(subject: "h2-other"))")])
+        let other = H2TestClient.request(
+            path: "/h2", fields: [("authorization", "Bearer \(TestKeys.token(subject: "h2-other"))")])
         #expect(try await client.exchange([.headers(.init(headers: other, endStream: true))]).status == 200)
         let metrics = try await Self.metrics(gateway)
-        #expect(metrics.contains("auth_gateway_rate_limited_total{limit=\"per-user\",route=\"default\"} 1\n"), "\(metrics)")
+        #expect(
+            metrics.contains("auth_gateway_rate_limited_total{limit=\"per-user\",route=\"default\"} 1\n"), "\(metrics)")
     }
 
     @Test func gRPCGetsResourceExhaustedTrailersOnly() async throws {
@@ -180,9 +207,14 @@ struct RateLimitIntegrationTests {
         var message = ByteBuffer(bytes: [0, 0, 0, 0, 2])
         message.writeString("hi")
         let result = try await client.exchange([
-            .headers(.init(headers: H2TestClient.request("POST", path: "/test.Echo/Unary", fields: [
-                ("content-type", "application/grpc"), ("te", "trailers"), ("authorization", "Bearer \(TestKeys.token())"),
-            ]))),
+            .headers(
+                .init(
+                    headers: H2TestClient.request(
+                        "POST", path: "/test.Echo/Unary",
+                        fields: [
+                            ("content-type", "application/grpc"), ("te", "trailers"),
+                            ("authorization", "Bearer \(TestKeys.token())"),
+                        ]))),
             .data(.init(data: .byteBuffer(message), endStream: true)),
         ])
         let trailers = try #require(result.finalHeaders)
@@ -194,20 +226,26 @@ struct RateLimitIntegrationTests {
     }
 
     @Test func aReloadKeepsTheBucketsOfUnchangedLimits() async throws {
-        let gateway = try await Self.start([Self.limit("per-user", key: "claims.sub", burst: 1), Self.limit("per-ip", key: "client.ip", burst: 100)])
+        let gateway = try await Self.start([
+            Self.limit("per-user", key: "claims.sub", burst: 1), Self.limit("per-ip", key: "client.ip", burst: 100),
+        ])
         atTestEnd { await gateway.stop() }
         let alice = TestKeys.token(subject: "alice")
         #expect(try await gateway.send(.get("/", token: alice)).status == 200)
         #expect(try await gateway.send(.get("/", token: alice)).status == 429)
         // Another limit changes: alice's bucket stays empty.
         try gateway.reload { config in
-            config["rateLimits"] = [Self.limit("per-user", key: "claims.sub", burst: 1), Self.limit("per-ip", key: "client.ip", burst: 50)]
+            config["rateLimits"] = [
+                Self.limit("per-user", key: "claims.sub", burst: 1), Self.limit("per-ip", key: "client.ip", burst: 50),
+            ]
         }
         try await Self.waitForGeneration(gateway, 2)
         #expect(try await gateway.send(.get("/", token: alice)).status == 429)
         // Her own limit changes: a new bucket.
         try gateway.reload { config in
-            config["rateLimits"] = [Self.limit("per-user", key: "claims.sub", burst: 2), Self.limit("per-ip", key: "client.ip", burst: 50)]
+            config["rateLimits"] = [
+                Self.limit("per-user", key: "claims.sub", burst: 2), Self.limit("per-ip", key: "client.ip", burst: 50),
+            ]
         }
         try await Self.waitForGeneration(gateway, 3)
         #expect(try await gateway.send(.get("/", token: alice)).status == 200)
@@ -237,7 +275,9 @@ struct RateLimitIntegrationTests {
         atTestEnd { await service.stop() }
         // Nothing else on the route reads the profile: the limit alone makes it fetched.
         let gateway = try await GatewayFixture.start { config in
-            config["authService"] = ["url": .string(service.baseURL), "profile": ["path": "/v1/user", "authorization": "raw"]]
+            config["authService"] = [
+                "url": .string(service.baseURL), "profile": ["path": "/v1/user", "authorization": "raw"],
+            ]
             config["rateLimits"] = [Self.limit("per-role", key: "profile.super_admin", burst: 1)]
         }
         atTestEnd { await gateway.stop() }

@@ -9,28 +9,42 @@ extension PostgreSQLTests {
     /// SPEC §4.12 across instances: two `auth-gateway serve` processes on one PostgreSQL
     /// database hold one limit together, the database holds no claim value, and with the
     /// database killed both keep limiting and serving.
-    @Suite("Rate limits across instances (processes, PostgreSQL)", .serialized, .timeLimit(.minutes(2)), .awaitsCleanups)
+    @Suite(
+        "Rate limits across instances (processes, PostgreSQL)", .serialized, .timeLimit(.minutes(2)), .awaitsCleanups)
     struct RateLimitSharedStateTests {
         static let stateKey = Data((0..<32).map { UInt8(7 * $0 & 0xFF) }).base64EncodedString()
         static let rate = 2.0
         static let burst = 2
         static let syncMilliseconds = 50
 
-        static func instance(cluster: PostgresCluster, database: String, backend: EchoBackend) async throws -> SharedInstance {
+        static func instance(
+            cluster: PostgresCluster, database: String, backend: EchoBackend
+        ) async throws -> SharedInstance {
             var document = RunningGateway.configuration(backendURL: backend.baseURL, drainSeconds: 1)
             document["admin"] = ["host": "127.0.0.1", "port": 0]
             document["eventLoopThreads"] = 2
             document["logging"] = ["level": "info", "accessLog": false]
             document["rateLimits"] = [
-                ["name": "per-user", "key": "claims.sub", "requestsPerSecond": .number(JSONNumber(text: "2", double: Self.rate)), "burst": .number(JSONNumber(Self.burst))]
+                [
+                    "name": "per-user", "key": "claims.sub",
+                    "requestsPerSecond": .number(JSONNumber(text: "2", double: Self.rate)),
+                    "burst": .number(JSONNumber(Self.burst)),
+                ]
             ]
             document["sharedState"] = [
-                "postgres": ["url": .string(cluster.gatewayURL(database: database)), "tls": "disable", "timeoutMilliseconds": 10_000],
+                "postgres": [
+                    "url": .string(cluster.gatewayURL(database: database)), "tls": "disable",
+                    "timeoutMilliseconds": 10_000,
+                ],
                 "encryptionKeyBase64": "${AUTH_GATEWAY_STATE_KEY}",
                 "rateLimitSyncMilliseconds": .number(JSONNumber(Self.syncMilliseconds)),
             ]
-            let process = try RunningGateway(configuration: document, environment: cluster.environment.merging(["AUTH_GATEWAY_STATE_KEY": Self.stateKey]) { $1 })
-            let instance = SharedInstance(process: process, port: try await process.waitForPort(), adminPort: try await process.waitForAdminPort(), document: document)
+            let process = try RunningGateway(
+                configuration: document,
+                environment: cluster.environment.merging(["AUTH_GATEWAY_STATE_KEY": Self.stateKey]) { $1 })
+            let instance = SharedInstance(
+                process: process, port: try await process.waitForPort(),
+                adminPort: try await process.waitForAdminPort(), document: document)
             try await instance.waitUntilShared()
             return instance
         }
@@ -64,10 +78,15 @@ extension PostgreSQLTests {
             #expect(statuses.allSatisfy { $0 == 200 || $0 == 429 }, "\(statuses)")
             // README: burst + rate × t, plus what the other instance admitted in one sync
             // interval (at most its burst + rate × (interval + statement time; 1 s allowed)).
-            let bound = Double(Self.burst) + Self.rate * seconds + Double(Self.burst) + Self.rate * (Double(Self.syncMilliseconds) / 1000 + 1)
-            #expect(Double(admitted) <= bound, "admitted \(admitted) of \(statuses.count) in \(seconds) s; bound \(bound)")
+            let bound =
+                Double(Self.burst) + Self.rate * seconds + Double(Self.burst) + Self.rate
+                * (Double(Self.syncMilliseconds) / 1000 + 1)
+            #expect(
+                Double(admitted) <= bound, "admitted \(admitted) of \(statuses.count) in \(seconds) s; bound \(bound)")
             // Two instances counting alone would admit 2 × (burst + rate × t).
-            #expect(Double(admitted) < 2 * (Double(Self.burst) + Self.rate * seconds) - 3, "admitted \(admitted): the instances did not share")
+            #expect(
+                Double(admitted) < 2 * (Double(Self.burst) + Self.rate * seconds) - 3,
+                "admitted \(admitted): the instances did not share")
             #expect(admitted >= Self.burst)
 
             // The database holds keys, never the claim value.
@@ -87,9 +106,12 @@ extension PostgreSQLTests {
             let carol = TestKeys.token(subject: "carol")
             for instance in [a, b] {
                 var during: [Int] = []
-                for request in 0..<4 { during.append(try await instance.send(.get("/down/\(request)", token: carol)).status) }
+                for request in 0..<4 {
+                    during.append(try await instance.send(.get("/down/\(request)", token: carol)).status)
+                }
                 #expect(during == [200, 200, 429, 429], "\(during)")
-                #expect(try await instance.send(.get("/down/other", token: TestKeys.token(subject: "dave"))).status == 200)
+                #expect(
+                    try await instance.send(.get("/down/other", token: TestKeys.token(subject: "dave"))).status == 200)
             }
         }
     }

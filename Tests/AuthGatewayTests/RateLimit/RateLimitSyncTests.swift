@@ -15,14 +15,18 @@ struct RateLimitSyncTests {
     static let key = SymmetricKey(data: Array(repeating: UInt8(3), count: 32))
 
     static func limiter(rate: Double, burst: Int, syncs: Bool = true) -> RateLimiter {
-        var configuration = RateLimiterTests().configuration([RateLimitConfiguration(name: "per-user", key: .claim("sub"), requestsPerSecond: rate, burst: burst)])
+        var configuration = RateLimiterTests().configuration([
+            RateLimitConfiguration(name: "per-user", key: .claim("sub"), requestsPerSecond: rate, burst: burst)
+        ])
         configuration.rateLimits[0].routes = nil
         return RateLimiter(configuration: configuration, hashingKey: Self.key, syncsUsage: syncs)
     }
 
     static func admit(_ limiter: RateLimiter, sub: String, now: UInt64) -> Bool {
         let request = RateLimiterTests().request(sub: sub)
-        guard case .admitted = limiter.check(limiter.tables(forRoute: "default")!, request: request, now: now) else { return false }
+        guard case .admitted = limiter.check(limiter.tables(forRoute: "default")!, request: request, now: now) else {
+            return false
+        }
         return true
     }
 
@@ -56,7 +60,8 @@ struct RateLimitSyncTests {
         let a = RateLimitKey(high: 1, low: 2)
         let b = RateLimitKey(high: 3, low: 4)
         let merged = RateLimitSyncState.merge([
-            .init(limit: "x", key: a, requests: 2), .init(limit: "y", key: a, requests: 1), .init(limit: "x", key: a, requests: 3),
+            .init(limit: "x", key: a, requests: 2), .init(limit: "y", key: a, requests: 1),
+            .init(limit: "x", key: a, requests: 3),
             .init(limit: "x", key: b, requests: 0),
         ])
         #expect(merged == [.init(limit: "x", key: a, requests: 5), .init(limit: "y", key: a, requests: 1)])
@@ -71,7 +76,8 @@ struct RateLimitSyncTests {
         #expect(state.nextSequence() == 2)
         let key = RateLimitKey(high: 9, low: 9)
         func row(_ instance: UUID, _ sequence: Int64) -> RemoteRateLimitUsage {
-            RemoteRateLimitUsage(instance: instance, sequence: sequence, limit: "per-user", key: key, requests: 1, ageMilliseconds: 0)
+            RemoteRateLimitUsage(
+                instance: instance, sequence: sequence, limit: "per-user", key: key, requests: 1, ageMilliseconds: 0)
         }
         let first = state.accept([row(other, 1), row(other, 2), row(me, 1), row(third, 7)])
         #expect(first == [row(other, 1), row(other, 2), row(third, 7)])
@@ -95,9 +101,12 @@ struct RateLimitSyncTests {
         // Another instance admitted 3 for alice just now, and 4 ten seconds ago (refilled since).
         limiter.debit(
             [
-                RemoteRateLimitUsage(instance: UUID(), sequence: 1, limit: "per-user", key: key, requests: 4, ageMilliseconds: 10_000),
-                RemoteRateLimitUsage(instance: UUID(), sequence: 1, limit: "per-user", key: key, requests: 3, ageMilliseconds: 0),
-                RemoteRateLimitUsage(instance: UUID(), sequence: 1, limit: "removed-limit", key: key, requests: 100, ageMilliseconds: 0),
+                RemoteRateLimitUsage(
+                    instance: UUID(), sequence: 1, limit: "per-user", key: key, requests: 4, ageMilliseconds: 10_000),
+                RemoteRateLimitUsage(
+                    instance: UUID(), sequence: 1, limit: "per-user", key: key, requests: 3, ageMilliseconds: 0),
+                RemoteRateLimitUsage(
+                    instance: UUID(), sequence: 1, limit: "removed-limit", key: key, requests: 100, ageMilliseconds: 0),
             ],
             now: Self.start
         )
@@ -135,7 +144,10 @@ struct RateLimitSyncTests {
                 for (position, limiter) in instances.enumerated() {
                     let sequence = states[position].nextSequence()
                     for usage in RateLimitSyncState.merge(limiter.drainUsage()) {
-                        table.append(RemoteRateLimitUsage(instance: states[position].instance, sequence: sequence, limit: usage.limit, key: usage.key, requests: usage.requests, ageMilliseconds: 0))
+                        table.append(
+                            RemoteRateLimitUsage(
+                                instance: states[position].instance, sequence: sequence, limit: usage.limit,
+                                key: usage.key, requests: usage.requests, ageMilliseconds: 0))
                     }
                     limiter.debit(states[position].accept(table), now: now)
                     worstInterval = max(worstInterval, admittedSince[position])

@@ -12,7 +12,9 @@ struct RateLimiterTests {
     static let now: UInt64 = 5_000_000_000_000
     static let key = SymmetricKey(data: Array(repeating: UInt8(7), count: 32))
 
-    func configuration(_ limits: [RateLimitConfiguration], routes: [String] = ["default", "public"]) -> GatewayConfiguration {
+    func configuration(
+        _ limits: [RateLimitConfiguration], routes: [String] = ["default", "public"]
+    ) -> GatewayConfiguration {
         GatewayConfiguration(
             sourcePath: nil,
             listener: ListenerConfiguration(host: "127.0.0.1", port: 0),
@@ -20,12 +22,14 @@ struct RateLimiterTests {
             eventLoopThreads: 1,
             limits: LimitsConfiguration(),
             timeouts: TimeoutsConfiguration(),
-            tokens: TokensConfiguration(sources: TokensConfiguration.defaultSources, issuers: [], verifiedCacheEntries: 0),
+            tokens: TokensConfiguration(
+                sources: TokensConfiguration.defaultSources, issuers: [], verifiedCacheEntries: 0),
             authService: nil,
             backends: [],
             routes: routes.map {
                 RouteConfiguration(
-                    name: $0, host: nil, pathMatch: .prefix("/"), methods: nil, backend: "api", auth: .optional, require: [], stripPathPrefix: false,
+                    name: $0, host: nil, pathMatch: .prefix("/"), methods: nil, backend: "api", auth: .optional,
+                    require: [], stripPathPrefix: false,
                     forwardAccessToken: true
                 )
             },
@@ -38,7 +42,10 @@ struct RateLimiterTests {
         ).with(rateLimits: limits)
     }
 
-    func request(route: String = "default", sub: String? = nil, profile: [String: JSONValue]? = nil, peer: String = "192.0.2.1", xff: String? = nil, trusted: [CIDR] = [])
+    func request(
+        route: String = "default", sub: String? = nil, profile: [String: JSONValue]? = nil, peer: String = "192.0.2.1",
+        xff: String? = nil, trusted: [CIDR] = []
+    )
         -> RateLimitRequest
     {
         var claims: JSONObject?
@@ -55,9 +62,12 @@ struct RateLimiterTests {
         }
         var headers = HTTPHeaders()
         if let xff { headers.add(name: "X-Forwarded-For", value: xff) }
-        let isTrusted = (try? SocketAddress(ipAddress: peer, port: 0)).map { address in trusted.contains { $0.contains(address) } } ?? false
+        let isTrusted =
+            (try? SocketAddress(ipAddress: peer, port: 0)).map { address in trusted.contains { $0.contains(address) } }
+            ?? false
         return RateLimitRequest(
-            route: route, claims: claims, profile: profileObject, headers: headers, connection: ClientConnectionInfo(peerIP: peer, peerIsTrustedProxy: isTrusted, isTLS: false),
+            route: route, claims: claims, profile: profileObject, headers: headers,
+            connection: ClientConnectionInfo(peerIP: peer, peerIsTrustedProxy: isTrusted, isTLS: false),
             trustedProxies: trusted
         )
     }
@@ -77,22 +87,32 @@ struct RateLimiterTests {
     }
 
     @Test func eachUserHasTheirOwnBucket() {
-        let limiter = RateLimiter(configuration: self.configuration([.init(name: "per-user", key: .claim("sub"), requestsPerSecond: 1, burst: 3)]), hashingKey: Self.key)
+        let limiter = RateLimiter(
+            configuration: self.configuration([
+                .init(name: "per-user", key: .claim("sub"), requestsPerSecond: 1, burst: 3)
+            ]), hashingKey: Self.key)
         #expect(self.admitted(limiter, self.request(sub: "alice"), count: 5) == 3)
         #expect(self.admitted(limiter, self.request(sub: "bob"), count: 5) == 3)
         #expect(self.admitted(limiter, self.request(sub: "alice"), count: 1, now: Self.now + 1_000_000_000) == 1)
     }
 
     @Test func theRefusalCarriesTheHeadersAndTheAdmissionTheTightestLimit() throws {
-        let limiter = RateLimiter(configuration: self.configuration([.init(name: "per-user", key: .claim("sub"), requestsPerSecond: 20, burst: 40)]), hashingKey: Self.key)
+        let limiter = RateLimiter(
+            configuration: self.configuration([
+                .init(name: "per-user", key: .claim("sub"), requestsPerSecond: 20, burst: 40)
+            ]), hashingKey: Self.key)
         let tables = try #require(limiter.tables(forRoute: "default"))
-        guard case .admitted(let header) = limiter.check(tables, request: self.request(sub: "alice"), now: Self.now) else {
+        guard case .admitted(let header) = limiter.check(tables, request: self.request(sub: "alice"), now: Self.now)
+        else {
             Issue.record("refused")
             return
         }
         #expect(header == #""per-user";r=39;t=1"#)
         #expect(self.admitted(limiter, self.request(sub: "alice"), count: 39) == 39)
-        guard case .refused(let limit, let retryAfter, let headers) = limiter.check(tables, request: self.request(sub: "alice"), now: Self.now) else {
+        guard
+            case .refused(let limit, let retryAfter, let headers) = limiter.check(
+                tables, request: self.request(sub: "alice"), now: Self.now)
+        else {
             Issue.record("admitted past the burst")
             return
         }
@@ -103,7 +123,10 @@ struct RateLimiterTests {
     }
 
     @Test func anonymousRequestsFallBackToTheClientAddress() {
-        let limiter = RateLimiter(configuration: self.configuration([.init(name: "per-user", key: .claim("sub"), requestsPerSecond: 1, burst: 2)]), hashingKey: Self.key)
+        let limiter = RateLimiter(
+            configuration: self.configuration([
+                .init(name: "per-user", key: .claim("sub"), requestsPerSecond: 1, burst: 2)
+            ]), hashingKey: Self.key)
         #expect(self.admitted(limiter, self.request(peer: "192.0.2.1"), count: 3) == 2)
         #expect(self.admitted(limiter, self.request(peer: "192.0.2.2"), count: 3) == 2)
         // A user whose sub is the same text as an address has a bucket of their own.
@@ -127,7 +150,10 @@ struct RateLimiterTests {
         #expect(self.admitted(limiter, self.request(route: "public", sub: "alice", peer: "192.0.2.7"), count: 3) == 1)
         // The header names the limit with the fewest requests left.
         let tables = try #require(limiter.tables(forRoute: "default"))
-        guard case .admitted(let header) = limiter.check(tables, request: self.request(sub: "carol", peer: "192.0.2.50"), now: Self.now) else {
+        guard
+            case .admitted(let header) = limiter.check(
+                tables, request: self.request(sub: "carol", peer: "192.0.2.50"), now: Self.now)
+        else {
             Issue.record("refused")
             return
         }
@@ -136,7 +162,9 @@ struct RateLimiterTests {
 
     @Test func routeScopingAndTheRouteKey() {
         let limiter = RateLimiter(
-            configuration: self.configuration([.init(name: "whole", key: .route, requestsPerSecond: 1, burst: 2, routes: ["public"])]), hashingKey: Self.key
+            configuration: self.configuration([
+                .init(name: "whole", key: .route, requestsPerSecond: 1, burst: 2, routes: ["public"])
+            ]), hashingKey: Self.key
         )
         #expect(limiter.tables(forRoute: "default") == nil)
         #expect(limiter.tables(forRoute: "unknown") == nil)
@@ -145,11 +173,19 @@ struct RateLimiterTests {
     }
 
     @Test func profileKeysAndNonStringValues() {
-        let limiter = RateLimiter(configuration: self.configuration([.init(name: "tenant", key: .profile("tenant"), requestsPerSecond: 1, burst: 1)]), hashingKey: Self.key)
-        #expect(self.admitted(limiter, self.request(sub: "a", profile: ["tenant": .number(JSONNumber(42))]), count: 2) == 1)
+        let limiter = RateLimiter(
+            configuration: self.configuration([
+                .init(name: "tenant", key: .profile("tenant"), requestsPerSecond: 1, burst: 1)
+            ]), hashingKey: Self.key)
+        #expect(
+            self.admitted(limiter, self.request(sub: "a", profile: ["tenant": .number(JSONNumber(42))]), count: 2) == 1)
         // Another user of tenant 42 shares its bucket; tenant 43 does not.
-        #expect(self.admitted(limiter, self.request(sub: "b", profile: ["tenant": .number(JSONNumber(42))], peer: "192.0.2.3"), count: 1) == 0)
-        #expect(self.admitted(limiter, self.request(sub: "c", profile: ["tenant": .number(JSONNumber(43))]), count: 1) == 1)
+        #expect(
+            self.admitted(
+                limiter, self.request(sub: "b", profile: ["tenant": .number(JSONNumber(42))], peer: "192.0.2.3"),
+                count: 1) == 0)
+        #expect(
+            self.admitted(limiter, self.request(sub: "c", profile: ["tenant": .number(JSONNumber(43))]), count: 1) == 1)
         // A null value falls back to the address.
         #expect(RateLimiter.keyText(.null) == nil)
         #expect(RateLimiter.keyText(.string("")) == nil)
@@ -159,14 +195,18 @@ struct RateLimiterTests {
     /// The loop's memo gives the same keys as computing them, for values that share a slot
     /// or not, and forgets a limiter's keys when another limiter (another hashing key) asks.
     @Test func theKeyMemoGivesTheComputedKeys() {
-        let limits: [RateLimitConfiguration] = [.init(name: "per-user", key: .claim("sub"), requestsPerSecond: 1, burst: 1)]
+        let limits: [RateLimitConfiguration] = [
+            .init(name: "per-user", key: .claim("sub"), requestsPerSecond: 1, burst: 1)
+        ]
         let limiter = RateLimiter(configuration: self.configuration(limits), hashingKey: Self.key)
         let memo = RateLimitKeyMemo(slotCount: 4)
         let users = (0..<40).map { "user-\($0)@example.com" }
         for _ in 0..<3 {
             for user in users {
                 let request = self.request(sub: user)
-                #expect(limiter.key(for: .claim("sub"), request: request, memo: memo) == limiter.key(for: .claim("sub"), request: request))
+                #expect(
+                    limiter.key(for: .claim("sub"), request: request, memo: memo)
+                        == limiter.key(for: .claim("sub"), request: request))
             }
         }
         // A value and an address of the same text are different keys, memo or not.
@@ -175,12 +215,19 @@ struct RateLimiterTests {
         #expect(limiter.key(for: .claim("sub"), request: self.request(sub: "192.0.2.9"), memo: memo) != address)
         let other = RateLimiter(configuration: self.configuration(limits), hashingKey: SymmetricKey(size: .bits256))
         let request = self.request(sub: users[0])
-        #expect(other.key(for: .claim("sub"), request: request, memo: memo) == other.key(for: .claim("sub"), request: request))
-        #expect(other.key(for: .claim("sub"), request: request, memo: memo) != limiter.key(for: .claim("sub"), request: request))
+        #expect(
+            other.key(for: .claim("sub"), request: request, memo: memo)
+                == other.key(for: .claim("sub"), request: request))
+        #expect(
+            other.key(for: .claim("sub"), request: request, memo: memo)
+                != limiter.key(for: .claim("sub"), request: request))
     }
 
     @Test func keysAreHMACsOfTheValueNeverTheValue() {
-        let limiter = RateLimiter(configuration: self.configuration([.init(name: "per-user", key: .claim("sub"), requestsPerSecond: 1, burst: 1)]), hashingKey: Self.key)
+        let limiter = RateLimiter(
+            configuration: self.configuration([
+                .init(name: "per-user", key: .claim("sub"), requestsPerSecond: 1, burst: 1)
+            ]), hashingKey: Self.key)
         let key = limiter.key(for: .claim("sub"), request: self.request(sub: "alice@example.com"))
         var expected = HMAC<SHA256>(key: Self.key)
         expected.update(data: [RateLimitKey.Kind.identity.rawValue] + Array("alice@example.com".utf8))
@@ -188,7 +235,10 @@ struct RateLimiterTests {
         #expect(key.description == Self.hex(code.prefix(16)))
         // Not a plain SHA-256 (reversible by dictionary), and another key gives another name.
         #expect(key.description != Self.hex(Array(SHA256.hash(data: Array("alice@example.com".utf8))).prefix(16)))
-        let other = RateLimiter(configuration: self.configuration([.init(name: "per-user", key: .claim("sub"), requestsPerSecond: 1, burst: 1)]), hashingKey: SymmetricKey(size: .bits256))
+        let other = RateLimiter(
+            configuration: self.configuration([
+                .init(name: "per-user", key: .claim("sub"), requestsPerSecond: 1, burst: 1)
+            ]), hashingKey: SymmetricKey(size: .bits256))
         #expect(other.key(for: .claim("sub"), request: self.request(sub: "alice@example.com")) != key)
         // Derived from the shared-state key: the same on every instance.
         let shared = Array(repeating: UInt8(0xA5), count: 32)
@@ -199,7 +249,9 @@ struct RateLimiterTests {
 
     @Test func leastRecentlyUsedKeysAreForgottenPastMaxKeys() throws {
         let one = RateLimiter(
-            configuration: self.configuration([.init(name: "per-user", key: .claim("sub"), requestsPerSecond: 1, burst: 1, maxKeys: 1)]), hashingKey: Self.key
+            configuration: self.configuration([
+                .init(name: "per-user", key: .claim("sub"), requestsPerSecond: 1, burst: 1, maxKeys: 1)
+            ]), hashingKey: Self.key
         )
         #expect(self.admitted(one, self.request(sub: "a"), count: 2) == 1)
         #expect(self.admitted(one, self.request(sub: "b"), count: 1) == 1)
@@ -208,7 +260,9 @@ struct RateLimiterTests {
         #expect(self.admitted(one, self.request(sub: "a"), count: 2) == 1)
         // Sharded, the bound holds in total.
         let many = RateLimiter(
-            configuration: self.configuration([.init(name: "per-user", key: .claim("sub"), requestsPerSecond: 1, burst: 1, maxKeys: 100)]), hashingKey: Self.key
+            configuration: self.configuration([
+                .init(name: "per-user", key: .claim("sub"), requestsPerSecond: 1, burst: 1, maxKeys: 100)
+            ]), hashingKey: Self.key
         )
         for user in 0..<1000 { _ = self.admitted(many, self.request(sub: "user-\(user)"), count: 1) }
         let count = try #require(many.tables(forRoute: "default")?.first).count

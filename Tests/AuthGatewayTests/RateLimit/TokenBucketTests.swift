@@ -10,7 +10,9 @@ struct TokenBucketTests {
     static let start: UInt64 = 123_456_789_012_345
 
     /// Runs `count` requests at `now`; returns how many were admitted and the last outcome.
-    func run(_ bucket: TokenBucket, tat: inout Int128, count: Int, now: UInt64) -> (admitted: Int, last: TokenBucket.Outcome?) {
+    func run(
+        _ bucket: TokenBucket, tat: inout Int128, count: Int, now: UInt64
+    ) -> (admitted: Int, last: TokenBucket.Outcome?) {
         var admitted = 0
         var last: TokenBucket.Outcome?
         for _ in 0..<count {
@@ -63,7 +65,9 @@ struct TokenBucketTests {
         #expect(self.run(bucket, tat: &tat, count: 1, now: Self.start).admitted == 1)
         // Refusals every 100 ms change nothing: the next request is due exactly 1 s later.
         for offset in stride(from: UInt64(0), to: Self.second, by: Int(Self.second / 10)) {
-            if case .admitted = self.run(bucket, tat: &tat, count: 1, now: Self.start + offset).last { Issue.record("admitted at +\(offset) ns") }
+            if case .admitted = self.run(bucket, tat: &tat, count: 1, now: Self.start + offset).last {
+                Issue.record("admitted at +\(offset) ns")
+            }
         }
         #expect(self.run(bucket, tat: &tat, count: 1, now: Self.start + Self.second - 1).admitted == 0)
         #expect(self.run(bucket, tat: &tat, count: 1, now: Self.start + Self.second).admitted == 1)
@@ -78,7 +82,9 @@ struct TokenBucketTests {
         #expect(slow.consume(tat: tat, now: Self.start + 500_000_000) == .refused(retryAfterSeconds: 2))
         #expect(slow.consume(tat: tat, now: Self.start + 1_500_000_000) == .refused(retryAfterSeconds: 1))
         #expect(slow.consume(tat: tat, now: Self.start + 2_499_999_999) == .refused(retryAfterSeconds: 1))
-        if case .refused = slow.consume(tat: tat, now: Self.start + 2_500_000_000) { Issue.record("refused once the interval passed") }
+        if case .refused = slow.consume(tat: tat, now: Self.start + 2_500_000_000) {
+            Issue.record("refused once the interval passed")
+        }
         // Fast rates still say at least 1.
         let fast = TokenBucket(requestsPerSecond: 1000, burst: 1)
         tat = TokenBucket.full
@@ -101,7 +107,8 @@ struct TokenBucketTests {
         #expect(bucket.windowSeconds == 2)
         #expect(TokenBucket(requestsPerSecond: 0.5, burst: 3).windowSeconds == 6)
         #expect(TokenBucket(requestsPerSecond: 1000, burst: 1).windowSeconds == 1)
-        guard case .admitted(_, let remaining, let reset) = bucket.consume(tat: TokenBucket.full, now: Self.start) else {
+        guard case .admitted(_, let remaining, let reset) = bucket.consume(tat: TokenBucket.full, now: Self.start)
+        else {
             Issue.record("refused")
             return
         }

@@ -16,11 +16,14 @@ struct AdminHandlerTests {
     /// One request through a fresh handler; the loop runs until the answer is written.
     private static func ask(_ method: HTTPMethod, _ uri: String) throws -> Answer {
         let loop = EmbeddedEventLoop()
-        let worker = try GatewayApplication.makeWorker(configuration: try ApplicationTesting.configuration(), eventLoop: loop, clock: { 1_000 }, connector: SocketConnector())
+        let worker = try GatewayApplication.makeWorker(
+            configuration: try ApplicationTesting.configuration(), eventLoop: loop, clock: { 1_000 },
+            connector: SocketConnector())
         let collector = MetricsCollector(workers: [NIOLoopBound(worker, eventLoop: loop)], shared: worker.shared)
         let channel = EmbeddedChannel(handler: AdminHandler(worker: worker, metrics: collector), loop: loop)
         defer { _ = try? channel.finish() }
-        try channel.writeInbound(HTTPServerRequestPart.head(HTTPRequestHead(version: .http1_1, method: method, uri: uri)))
+        try channel.writeInbound(
+            HTTPServerRequestPart.head(HTTPRequestHead(version: .http1_1, method: method, uri: uri)))
         try channel.writeInbound(HTTPServerRequestPart.end(nil))
         loop.run()
         guard case .head(let head)? = try channel.readOutbound(as: HTTPServerResponsePart.self) else {

@@ -13,8 +13,14 @@ struct BackendAvailabilitiesTests {
 
     @Test func aReloadKeepsAnUnchangedBackendsAvailabilityAndReplacesAChangedOne() throws {
         let availabilities = BackendAvailabilities(logger: Logger(label: "test"), metrics: ProcessMetrics())
-        let first = availabilities.update(for: try Self.configuration(["api": ["urls": ["http://127.0.0.1:9"]], "other": ["urls": ["http://127.0.0.1:10"]]]))
-        let second = availabilities.update(for: try Self.configuration(["api": ["urls": ["http://127.0.0.1:9"]], "other": ["urls": ["http://127.0.0.1:11"]]]))
+        let first = availabilities.update(
+            for: try Self.configuration([
+                "api": ["urls": ["http://127.0.0.1:9"]], "other": ["urls": ["http://127.0.0.1:10"]],
+            ]))
+        let second = availabilities.update(
+            for: try Self.configuration([
+                "api": ["urls": ["http://127.0.0.1:9"]], "other": ["urls": ["http://127.0.0.1:11"]],
+            ]))
 
         #expect(first.keys.sorted() == ["api", "other"])
         #expect(second["api"] === first["api"])
@@ -24,17 +30,24 @@ struct BackendAvailabilitiesTests {
 
     @Test func aRemovedBackendIsForgottenAndComesBackFresh() throws {
         let availabilities = BackendAvailabilities(logger: Logger(label: "test"), metrics: ProcessMetrics())
-        let first = availabilities.update(for: try Self.configuration(["api": ["urls": ["http://127.0.0.1:9"]], "old": ["urls": ["http://127.0.0.1:10"]]]))
+        let first = availabilities.update(
+            for: try Self.configuration([
+                "api": ["urls": ["http://127.0.0.1:9"]], "old": ["urls": ["http://127.0.0.1:10"]],
+            ]))
         _ = availabilities.update(for: try Self.configuration(["api": ["urls": ["http://127.0.0.1:9"]]]))
         #expect(availabilities.all.keys.sorted() == ["api"])
 
-        let back = availabilities.update(for: try Self.configuration(["api": ["urls": ["http://127.0.0.1:9"]], "old": ["urls": ["http://127.0.0.1:10"]]]))
+        let back = availabilities.update(
+            for: try Self.configuration([
+                "api": ["urls": ["http://127.0.0.1:9"]], "old": ["urls": ["http://127.0.0.1:10"]],
+            ]))
         #expect(back["old"] != nil && back["old"] !== first["old"])
     }
 
     @Test func everyURLIsReportedUpUntilItIsKnownDown() throws {
         let availabilities = BackendAvailabilities(logger: Logger(label: "test"), metrics: ProcessMetrics())
-        _ = availabilities.update(for: try Self.configuration(["api": ["urls": ["http://127.0.0.1:9", "http://127.0.0.1:10"]]]))
+        _ = availabilities.update(
+            for: try Self.configuration(["api": ["urls": ["http://127.0.0.1:9", "http://127.0.0.1:10"]]]))
         let gauges = availabilities.upGauges(now: .now())
         #expect(gauges.count == 2)
         #expect(gauges.values.allSatisfy { $0 == 1 })

@@ -11,7 +11,8 @@ import AuthGatewayTesting
 struct HealthEndpointsTests {
     private static func worker(_ configure: (inout JSONObject) -> Void = { _ in }) throws -> Worker {
         try GatewayApplication.makeWorker(
-            configuration: try ApplicationTesting.configuration(configure), eventLoop: EmbeddedEventLoop(), clock: { 1_000 }, connector: SocketConnector()
+            configuration: try ApplicationTesting.configuration(configure), eventLoop: EmbeddedEventLoop(),
+            clock: { 1_000 }, connector: SocketConnector()
         )
     }
 
@@ -44,7 +45,14 @@ struct HealthEndpointsTests {
 
     @Test func remoteKeysNotYetFetchedKeepItUnready() throws {
         let worker = try Self.worker { document in
-            document["tokens"] = ["issuers": [["issuer": .string(TestKeys.issuer), "audiences": [.string(TestKeys.audience)], "jwksURL": "http://127.0.0.1:9/jwks"]]]
+            document["tokens"] = [
+                "issuers": [
+                    [
+                        "issuer": .string(TestKeys.issuer), "audiences": [.string(TestKeys.audience)],
+                        "jwksURL": "http://127.0.0.1:9/jwks",
+                    ]
+                ]
+            ]
         }
         worker.shared.health.markConfigActive()
         #expect(Self.readiness(worker).hasPrefix("not ready: "))

@@ -37,7 +37,9 @@ struct DatabaseAvailabilityTests {
         #expect(availability.probeAt == 1.75)
         for _ in 0..<20 { availability.failed(Self.failure, now: 10) }
         #expect(availability.probeAt == 10 + DatabaseAvailability.maximumBackoff)
-        #expect(availability.lastFailure == SharedStateFailureRecord(operation: .claim, reason: "no answer within 1000 ms", at: 10))
+        #expect(
+            availability.lastFailure
+                == SharedStateFailureRecord(operation: .claim, reason: "no answer within 1000 ms", at: 10))
     }
 
     @Test func aFailureWhileUpFallsBackAtOnceUntilAProbeSucceeds() {

@@ -25,24 +25,32 @@ struct OutcomeSealerTests {
     @Test func nothingOfTheTokensIsReadableInTheSealedBytes() {
         let accessToken = "eyJhbGciOiJSUzI1NiJ9.access-token-in-clear"
         let refreshToken = "rt-rotated-refresh-token-in-clear"
-        let sealed = OutcomeSealer(key: Self.key).seal(.refreshed(accessToken: accessToken, refreshToken: refreshToken), for: Self.digest)
+        let sealed = OutcomeSealer(key: Self.key).seal(
+            .refreshed(accessToken: accessToken, refreshToken: refreshToken), for: Self.digest)
         let text = String(decoding: sealed, as: UTF8.self)
         #expect(!text.contains("access-token-in-clear"))
         #expect(!text.contains("refresh-token-in-clear"))
         #expect(!text.contains("refreshed"))
         #expect(sealed.first == OutcomeSealer.format)
         // A fresh nonce each time: the same outcome never seals to the same bytes.
-        #expect(OutcomeSealer(key: Self.key).seal(.rejected, for: Self.digest) != OutcomeSealer(key: Self.key).seal(.rejected, for: Self.digest))
+        #expect(
+            OutcomeSealer(key: Self.key).seal(.rejected, for: Self.digest)
+                != OutcomeSealer(key: Self.key).seal(.rejected, for: Self.digest))
     }
 
     @Test func anOutcomeMovedToAnotherRowDoesNotOpen() {
-        let sealed = OutcomeSealer(key: Self.key).seal(.refreshed(accessToken: "a", refreshToken: "r"), for: Self.digest)
-        #expect(throws: OutcomeSealer.OpenError(reason: .notAuthentic)) { try OutcomeSealer(key: Self.key).open(sealed, for: Self.otherDigest) }
+        let sealed = OutcomeSealer(key: Self.key).seal(
+            .refreshed(accessToken: "a", refreshToken: "r"), for: Self.digest)
+        #expect(throws: OutcomeSealer.OpenError(reason: .notAuthentic)) {
+            try OutcomeSealer(key: Self.key).open(sealed, for: Self.otherDigest)
+        }
     }
 
     @Test func anotherKeyDoesNotOpen() {
         let sealed = OutcomeSealer(key: Self.key).seal(.rejected, for: Self.digest)
-        #expect(throws: OutcomeSealer.OpenError(reason: .notAuthentic)) { try OutcomeSealer(key: Self.otherKey).open(sealed, for: Self.digest) }
+        #expect(throws: OutcomeSealer.OpenError(reason: .notAuthentic)) {
+            try OutcomeSealer(key: Self.otherKey).open(sealed, for: Self.digest)
+        }
     }
 
     @Test func anyAlteredByteIsRefused() {
@@ -51,13 +59,19 @@ struct OutcomeSealerTests {
         for index in 1..<sealed.count {
             var altered = sealed
             altered[index] ^= 0x01
-            #expect(throws: OutcomeSealer.OpenError(reason: .notAuthentic)) { try sealer.open(altered, for: Self.digest) }
+            #expect(throws: OutcomeSealer.OpenError(reason: .notAuthentic)) {
+                try sealer.open(altered, for: Self.digest)
+            }
         }
         var unknownFormat = sealed
         unknownFormat[0] = 2
-        #expect(throws: OutcomeSealer.OpenError(reason: .unknownFormat)) { try sealer.open(unknownFormat, for: Self.digest) }
+        #expect(throws: OutcomeSealer.OpenError(reason: .unknownFormat)) {
+            try sealer.open(unknownFormat, for: Self.digest)
+        }
         #expect(throws: OutcomeSealer.OpenError.self) { try sealer.open([], for: Self.digest) }
-        #expect(throws: OutcomeSealer.OpenError(reason: .notAuthentic)) { try sealer.open([1, 2, 3], for: Self.digest) }
+        #expect(throws: OutcomeSealer.OpenError(reason: .notAuthentic)) {
+            try sealer.open([1, 2, 3], for: Self.digest)
+        }
     }
 
     @Test func digestsRoundTripThroughBytesAndHex() throws {
@@ -79,12 +93,16 @@ struct OutcomeSealerTests {
         let sealer = OutcomeSealer(key: Self.key)
         let claims: JSONObject = ["active": true, "sub": "alice", "scope": "read write", "exp": 1_900_000_000]
         let active = try #require(sealer.seal(.active(claims: claims, validUntil: 100), for: Self.digest))
-        #expect(try sealer.openIntrospection(active, for: Self.digest, validUntil: 250) == .active(claims: claims, validUntil: 250))
+        #expect(
+            try sealer.openIntrospection(active, for: Self.digest, validUntil: 250)
+                == .active(claims: claims, validUntil: 250))
         let inactive = try #require(sealer.seal(.inactive(validUntil: 100), for: Self.digest))
         #expect(try sealer.openIntrospection(inactive, for: Self.digest, validUntil: 7) == .inactive(validUntil: 7))
         #expect(sealer.seal(IntrospectionOutcome.unavailable, for: Self.digest) == nil, "failures are never stored")
         #expect(!String(decoding: active, as: UTF8.self).contains("alice"))
-        #expect(throws: OutcomeSealer.OpenError(reason: .notAuthentic)) { try sealer.openIntrospection(active, for: Self.otherDigest, validUntil: 1) }
+        #expect(throws: OutcomeSealer.OpenError(reason: .notAuthentic)) {
+            try sealer.openIntrospection(active, for: Self.otherDigest, validUntil: 1)
+        }
         #expect(throws: OutcomeSealer.OpenError(reason: .notAuthentic)) {
             try OutcomeSealer(key: Self.otherKey).openIntrospection(active, for: Self.digest, validUntil: 1)
         }

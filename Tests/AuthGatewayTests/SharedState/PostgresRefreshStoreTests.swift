@@ -12,15 +12,22 @@ extension PostgreSQLTests {
     struct PostgresRefreshStoreTests {
         static let refreshed = RefreshOutcome.refreshed(accessToken: "eyJ.new-access", refreshToken: "rt-new")
 
-        func twoInstances(timeoutMilliseconds: Int = 10_000) async throws -> (PostgresSharedState, PostgresSharedState) {
+        func twoInstances(timeoutMilliseconds: Int = 10_000) async throws -> (PostgresSharedState, PostgresSharedState)
+        {
             let cluster = try await PostgresCluster.shared()
-            let configuration = try SharedStateTesting.configuration(cluster: cluster, database: try await cluster.createDatabase(), timeoutMilliseconds: timeoutMilliseconds)
-            return (try await SharedStateTesting.start(configuration), try await SharedStateTesting.start(configuration))
+            let configuration = try SharedStateTesting.configuration(
+                cluster: cluster, database: try await cluster.createDatabase(), timeoutMilliseconds: timeoutMilliseconds
+            )
+            return (
+                try await SharedStateTesting.start(configuration), try await SharedStateTesting.start(configuration)
+            )
         }
 
         @Test func concurrentRefreshesOnTwoInstancesMakeOneCallAndShareItsOutcome() async throws {
             let (a, b) = try await self.twoInstances()
-            atTestEnd { await a.stop(); await b.stop() }
+            atTestEnd {
+                await a.stop(); await b.stop()
+            }
             let digest = TokenDigest(of: "rt-concurrent"[...])
             let call = CountingCall(answer: Self.refreshed, delay: .milliseconds(200))
             let results = try await withThrowingTaskGroup(of: (RefreshOutcome, SingleFlightRole).self) { group in
@@ -34,35 +41,46 @@ extension PostgreSQLTests {
             #expect(results.allSatisfy { $0.0 == Self.refreshed })
             #expect(results.filter { $0.1 == .led }.count == 1)
             // A late request on either instance: remembered, no call.
-            #expect(try await b.refresh(digest, on: TestGroup.shared.any(), call: call) == (Self.refreshed, .remembered))
-            #expect(try await a.refresh(digest, on: TestGroup.shared.any(), call: call) == (Self.refreshed, .remembered))
+            #expect(
+                try await b.refresh(digest, on: TestGroup.shared.any(), call: call) == (Self.refreshed, .remembered))
+            #expect(
+                try await a.refresh(digest, on: TestGroup.shared.any(), call: call) == (Self.refreshed, .remembered))
             #expect(call.calls == 1)
         }
 
         @Test func aWaiterIsWokenByTheNotificationNotByItsPoll() async throws {
             let cluster = try await PostgresCluster.shared()
-            let configuration = try SharedStateTesting.configuration(cluster: cluster, database: try await cluster.createDatabase())
+            let configuration = try SharedStateTesting.configuration(
+                cluster: cluster, database: try await cluster.createDatabase())
             // The safety-net poll is 60 s here: only the NOTIFY can wake the waiter in time.
             let a = try await SharedStateTesting.start(configuration, pollMillisecondsWhileListening: 60_000)
             let b = try await SharedStateTesting.start(configuration, pollMillisecondsWhileListening: 60_000)
-            atTestEnd { await a.stop(); await b.stop() }
+            atTestEnd {
+                await a.stop(); await b.stop()
+            }
             let digest = TokenDigest(of: "rt-notified"[...])
             // A's call takes 800 ms under a 61 s lease (60 s timeout + 1 s).
             let call = CountingCall(answer: Self.refreshed, delay: .milliseconds(800))
             async let led = a.refresh(digest, callTimeoutMilliseconds: 60_000, on: TestGroup.shared.any(), call: call)
             try await SharedStateTesting.eventually("A calls") { call.calls == 1 }
             let started = ContinuousClock.now
-            #expect(try await b.refresh(digest, callTimeoutMilliseconds: 60_000, on: TestGroup.shared.any(), call: call) == (Self.refreshed, .joined))
+            #expect(
+                try await b.refresh(digest, callTimeoutMilliseconds: 60_000, on: TestGroup.shared.any(), call: call)
+                    == (Self.refreshed, .joined))
             // Without it, B would read again only when the poll (60 s) or the lease (61 s) ends:
             // the bound leaves ~40 s for a loaded machine.
-            #expect(ContinuousClock.now - started < .seconds(40), "woken by the notification, not by the lease's end or the 60 s poll")
+            #expect(
+                ContinuousClock.now - started < .seconds(40),
+                "woken by the notification, not by the lease's end or the 60 s poll")
             #expect(try await led == (Self.refreshed, .led))
             #expect(call.calls == 1)
         }
 
         @Test func anOutcomeStoredByOneInstanceIsAnsweredByAnotherWithoutACall() async throws {
             let (a, b) = try await self.twoInstances()
-            atTestEnd { await a.stop(); await b.stop() }
+            atTestEnd {
+                await a.stop(); await b.stop()
+            }
             let digest = TokenDigest(of: "rt-rejected"[...])
             let call = CountingCall(answer: .rejected)
             #expect(try await a.refresh(digest, on: TestGroup.shared.any(), call: call) == (.rejected, .led))
@@ -72,7 +90,9 @@ extension PostgreSQLTests {
 
         @Test func unavailableReachesTheFlightsWaitersButIsNotRemembered() async throws {
             let (a, b) = try await self.twoInstances()
-            atTestEnd { await a.stop(); await b.stop() }
+            atTestEnd {
+                await a.stop(); await b.stop()
+            }
             let digest = TokenDigest(of: "rt-unavailable"[...])
             let slow = CountingCall(answer: .unavailable, delay: .milliseconds(800))
             async let led = a.refresh(digest, on: TestGroup.shared.any(), call: slow)
@@ -88,7 +108,9 @@ extension PostgreSQLTests {
 
         @Test func anAbandonedLeaseIsTakenOverWhenItEnds() async throws {
             let (a, b) = try await self.twoInstances()
-            atTestEnd { await a.stop(); await b.stop() }
+            atTestEnd {
+                await a.stop(); await b.stop()
+            }
             let digest = TokenDigest(of: "rt-abandoned"[...])
             // An instance claimed and died before settling: its 1 s lease blocks the token.
             // Taken before the claim: the lease (the database's clock) ends no earlier than 1 s
@@ -96,7 +118,10 @@ extension PostgreSQLTests {
             let claimed = ContinuousClock.now
             _ = try await a.database.claim(digest, claimant: UUID(), leaseMilliseconds: 1000)
             let call = CountingCall(answer: Self.refreshed)
-            #expect(try await b.refresh(digest, callTimeoutMilliseconds: 1000, on: TestGroup.shared.any(), call: call) == (Self.refreshed, .led))
+            #expect(
+                try await b.refresh(digest, callTimeoutMilliseconds: 1000, on: TestGroup.shared.any(), call: call) == (
+                    Self.refreshed, .led
+                ))
             let waited = ContinuousClock.now - claimed
             #expect(call.calls == 1)
             #expect(waited >= .milliseconds(990), "took over before the lease ended: \(waited)")
@@ -114,12 +139,15 @@ extension PostgreSQLTests {
             let logs = LogCapture()
             let state = try await SharedStateTesting.start(
                 try SharedStateTesting.configuration(
-                    cluster: cluster, database: "unused", port: nobodyListens.port, password: "s3cret-pw", timeoutMilliseconds: 60_000
+                    cluster: cluster, database: "unused", port: nobodyListens.port, password: "s3cret-pw",
+                    timeoutMilliseconds: 60_000
                 ), logs: logs,
                 waitUntilUp: false
             )
             atTestEnd { await state.stop() }
-            try await SharedStateTesting.eventually("the connection failed") { state.database.availabilitySnapshot.lastFailure != nil }
+            try await SharedStateTesting.eventually("the connection failed") {
+                state.database.availabilitySnapshot.lastFailure != nil
+            }
             let digest = TokenDigest(of: "rt-local"[...])
             // The failure is recorded; refreshes no longer try the database until a probe
             // succeeds (none can: nothing listens).
@@ -134,7 +162,9 @@ extension PostgreSQLTests {
             #expect(ContinuousClock.now - started < .seconds(30), "waited for the database")
             #expect(call.calls == 1, "the local single flight still holds")
             #expect(results.map(\.0) == [Self.refreshed, Self.refreshed])
-            #expect(try await state.refresh(digest, on: TestGroup.shared.any(), call: call) == (Self.refreshed, .remembered))
+            #expect(
+                try await state.refresh(digest, on: TestGroup.shared.any(), call: call) == (Self.refreshed, .remembered)
+            )
             let health = state.health
             #expect(health.degraded)
             // Never reached since the start: "failing" (with the error), not "starting".
@@ -148,7 +178,8 @@ extension PostgreSQLTests {
         @Test func aDatabaseSlowerThanTheTimeoutFallsBackForThatRequest() async throws {
             let cluster = try await PostgresCluster.shared()
             let name = try await cluster.createDatabase()
-            let configuration = try SharedStateTesting.configuration(cluster: cluster, database: name, timeoutMilliseconds: 4000)
+            let configuration = try SharedStateTesting.configuration(
+                cluster: cluster, database: name, timeoutMilliseconds: 4000)
             let metrics = ProcessMetrics()
             let state = try await SharedStateTesting.start(configuration, metrics: metrics)
             atTestEnd { await state.stop() }
@@ -164,7 +195,8 @@ extension PostgreSQLTests {
             }
             func endTheLocker() async throws {
                 try await cluster.psql(
-                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(50) AS \(marker)%' AND pid <> pg_backend_pid()", database: name
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(50) AS \(marker)%' AND pid <> pg_backend_pid()",
+                    database: name
                 )
                 _ = await locker.result
             }
@@ -181,7 +213,9 @@ extension PostgreSQLTests {
                 }
                 let call = CountingCall(answer: Self.refreshed)
                 let started = ContinuousClock.now
-                #expect(try await state.refresh(TokenDigest(of: "rt-slow"[...]), on: TestGroup.shared.any(), call: call) == (Self.refreshed, .led))
+                #expect(
+                    try await state.refresh(TokenDigest(of: "rt-slow"[...]), on: TestGroup.shared.any(), call: call)
+                        == (Self.refreshed, .led))
                 let took = ContinuousClock.now - started
                 // Cut off at the 4 s timeout, not when the lock goes (50 s).
                 #expect(took >= .milliseconds(3950) && took < .seconds(25), "\(took)")
@@ -197,7 +231,9 @@ extension PostgreSQLTests {
                 #expect(!state.database.usesDatabase)
                 // (A claim would wait for the lock and fail at the 4 s timeout: a second claim
                 // error. No time bound: a loaded machine can take 4 s without waiting for it.)
-                #expect(try await state.refresh(TokenDigest(of: "rt-slow-2"[...]), on: TestGroup.shared.any(), call: call).1 == .led)
+                #expect(
+                    try await state.refresh(TokenDigest(of: "rt-slow-2"[...]), on: TestGroup.shared.any(), call: call).1
+                        == .led)
                 #expect(metrics.sharedStateErrors(.claim) == 1, "the second refresh tried the database")
                 #expect(call.calls == 2)
             } catch {

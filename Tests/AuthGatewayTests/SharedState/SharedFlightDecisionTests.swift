@@ -32,14 +32,18 @@ struct SharedFlightDecisionTests {
 
     @Test func aFreshStoredOutcomeIsUsedAsRemembered() {
         var flight = self.flight()
-        #expect(flight.claimed(self.settled(Self.other, remaining: 1200), now: 3) == .use(sealedOutcome: Self.sealed, remainingMilliseconds: 1200, role: .remembered))
+        #expect(
+            flight.claimed(self.settled(Self.other, remaining: 1200), now: 3)
+                == .use(sealedOutcome: Self.sealed, remainingMilliseconds: 1200, role: .remembered))
     }
 
     @Test func anotherClaimantsFlightIsAwaitedAndItsOutcomeJoined() {
         var flight = self.flight()
         #expect(flight.claimed(self.inFlight(Self.other, remaining: 1500), now: 0) == .wait(milliseconds: 50))
         #expect(flight.read(self.inFlight(Self.other, remaining: 1450), now: 50) == .wait(milliseconds: 50))
-        #expect(flight.read(self.settled(Self.other, remaining: 30000), now: 100) == .use(sealedOutcome: Self.sealed, remainingMilliseconds: 30000, role: .joined))
+        #expect(
+            flight.read(self.settled(Self.other, remaining: 30000), now: 100)
+                == .use(sealedOutcome: Self.sealed, remainingMilliseconds: 30000, role: .joined))
         #expect(flight.isFinished)
     }
 
@@ -82,7 +86,9 @@ struct SharedFlightDecisionTests {
         var flight = self.flight()
         #expect(flight.claimed(self.inFlight(Self.other, remaining: 30), now: 0) == .wait(milliseconds: 30))
         #expect(flight.read(self.inFlight(Self.other, remaining: 0), now: 30) == .claim)
-        #expect(flight.claimed(self.settled(Self.other, remaining: 900), now: 31) == .use(sealedOutcome: Self.sealed, remainingMilliseconds: 900, role: .joined))
+        #expect(
+            flight.claimed(self.settled(Self.other, remaining: 900), now: 31)
+                == .use(sealedOutcome: Self.sealed, remainingMilliseconds: 900, role: .joined))
     }
 
     @Test func aFlightThatEndedWithNothingToShareGivesUp() {
@@ -106,7 +112,9 @@ struct SharedFlightDecisionTests {
         // The row shows up: its claimant's lease is awaited in full.
         #expect(flight.read(self.inFlight(Self.other, remaining: 1900), now: 50) == .wait(milliseconds: 50))
         #expect(flight.read(self.inFlight(Self.other, remaining: 1850), now: 100) == .wait(milliseconds: 50))
-        #expect(flight.read(self.settled(Self.other, remaining: 30000), now: 150) == .use(sealedOutcome: Self.sealed, remainingMilliseconds: 30000, role: .joined))
+        #expect(
+            flight.read(self.settled(Self.other, remaining: 30000), now: 150)
+                == .use(sealedOutcome: Self.sealed, remainingMilliseconds: 30000, role: .joined))
     }
 
     @Test func noWaitLastsLongerThanTheLeaseAndAPoll() {
@@ -136,6 +144,8 @@ struct SharedFlightDecisionTests {
         var flight = self.flight()
         #expect(flight.claimed(self.inFlight(Self.other, remaining: 5000), now: 0) == .wait(milliseconds: 50))
         #expect(flight.read(self.inFlight(Self.other, remaining: 1000), now: 4000) == .wait(milliseconds: 50))
-        #expect(flight.read(self.settled(Self.other, remaining: 30000), now: 4050) == .use(sealedOutcome: Self.sealed, remainingMilliseconds: 30000, role: .joined))
+        #expect(
+            flight.read(self.settled(Self.other, remaining: 30000), now: 4050)
+                == .use(sealedOutcome: Self.sealed, remainingMilliseconds: 30000, role: .joined))
     }
 }

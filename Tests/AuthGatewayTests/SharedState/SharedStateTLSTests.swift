@@ -29,11 +29,16 @@ extension PostgreSQLTests {
             let cluster = try await PostgresCluster.shared()
             let database = try await cluster.createDatabase()
             let state = try await SharedStateTesting.start(
-                try SharedStateTesting.configuration(cluster: cluster, database: database, host: host, tls: mode, caFile: withCA ? cluster.caCertificate.path : nil)
+                try SharedStateTesting.configuration(
+                    cluster: cluster, database: database, host: host, tls: mode,
+                    caFile: withCA ? cluster.caCertificate.path : nil)
             )
             atTestEnd { await state.stop() }
             let call = CountingCall(answer: .rejected)
-            #expect(try await state.refresh(TokenDigest(of: "rt-tls"[...]), on: TestGroup.shared.any(), call: call) == (.rejected, .led))
+            #expect(
+                try await state.refresh(TokenDigest(of: "rt-tls"[...]), on: TestGroup.shared.any(), call: call) == (
+                    .rejected, .led
+                ))
             #expect(try await cluster.rowCount(database) == 1, "the outcome went through the database")
             #expect(try await self.encrypted(cluster, database) == true)
         }
@@ -41,7 +46,8 @@ extension PostgreSQLTests {
         @Test func disableConnectsInPlainText() async throws {
             let cluster = try await PostgresCluster.shared()
             let database = try await cluster.createDatabase()
-            let state = try await SharedStateTesting.start(try SharedStateTesting.configuration(cluster: cluster, database: database, tls: .disable))
+            let state = try await SharedStateTesting.start(
+                try SharedStateTesting.configuration(cluster: cluster, database: database, tls: .disable))
             atTestEnd { await state.stop() }
             #expect(try await self.encrypted(cluster, database) == false)
         }
@@ -57,7 +63,9 @@ extension PostgreSQLTests {
             let database = try await cluster.createDatabase()
             let ca = otherCA ? cluster.otherCACertificate : cluster.caCertificate
             let state = try await SharedStateTesting.start(
-                try SharedStateTesting.configuration(cluster: cluster, database: database, host: host, tls: .verifyFull, caFile: ca.path), waitUntilUp: false
+                try SharedStateTesting.configuration(
+                    cluster: cluster, database: database, host: host, tls: .verifyFull, caFile: ca.path),
+                waitUntilUp: false
             )
             atTestEnd { await state.stop() }
             try await SharedStateTesting.eventually("the certificate was refused") {
@@ -67,7 +75,9 @@ extension PostgreSQLTests {
             #expect(try await self.encrypted(cluster, database) == nil, "no connection of the gateway was let in")
             // Refreshes still work, through the local table.
             let call = CountingCall(answer: .rejected)
-            #expect(try await state.refresh(TokenDigest(of: "rt-unverified"[...]), on: TestGroup.shared.any(), call: call) == (.rejected, .led))
+            #expect(
+                try await state.refresh(TokenDigest(of: "rt-unverified"[...]), on: TestGroup.shared.any(), call: call)
+                    == (.rejected, .led))
         }
 
         @Test func aWrongPasswordIsReportedWithoutThePassword() async throws {
@@ -75,11 +85,14 @@ extension PostgreSQLTests {
             let database = try await cluster.createDatabase()
             let logs = LogCapture()
             let state = try await SharedStateTesting.start(
-                try SharedStateTesting.configuration(cluster: cluster, database: database, password: "not-the-password-42"), logs: logs, waitUntilUp: false
+                try SharedStateTesting.configuration(
+                    cluster: cluster, database: database, password: "not-the-password-42"), logs: logs,
+                waitUntilUp: false
             )
             atTestEnd { await state.stop() }
             try await SharedStateTesting.eventually("authentication failed") {
-                state.health.detail["lastError"]?.stringValue?.contains("password authentication failed for user \"gateway\"") == true
+                state.health.detail["lastError"]?.stringValue?.contains(
+                    "password authentication failed for user \"gateway\"") == true
             }
             #expect(state.health.degraded)
             #expect(!logs.text.contains("not-the-password-42"))

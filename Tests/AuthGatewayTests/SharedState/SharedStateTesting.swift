@@ -13,12 +13,15 @@ enum SharedStateTesting {
     static let keyBase64 = Data((0..<32).map { UInt8($0) }).base64EncodedString()
 
     static func configuration(
-        cluster: PostgresCluster, database: String, host: String = "127.0.0.1", port: Int? = nil, password: String = PostgresCluster.gatewayPassword,
+        cluster: PostgresCluster, database: String, host: String = "127.0.0.1", port: Int? = nil,
+        password: String = PostgresCluster.gatewayPassword,
         tls: PostgresTLSMode = .disable, caFile: String? = nil, timeoutMilliseconds: Int = 10_000
     ) throws -> SharedStateConfiguration {
         let text = "postgres://\(PostgresCluster.gatewayRole):\(password)@\(host):\(port ?? cluster.port)/\(database)"
         return SharedStateConfiguration(
-            postgres: PostgresSettings(url: try PostgresURL.parse(text).get(), tls: tls, caCertificatePEMFile: caFile, timeoutMilliseconds: timeoutMilliseconds),
+            postgres: PostgresSettings(
+                url: try PostgresURL.parse(text).get(), tls: tls, caCertificatePEMFile: caFile,
+                timeoutMilliseconds: timeoutMilliseconds),
             encryptionKey: Self.key,
             sweepIntervalSeconds: 60
         )
@@ -27,7 +30,8 @@ enum SharedStateTesting {
     /// A started shared state; waits (bounded) until refreshes use the database, unless
     /// `waitUntilUp` is false.
     static func start(
-        _ configuration: SharedStateConfiguration, logs: LogCapture? = nil, metrics: ProcessMetrics = ProcessMetrics(), waitUntilUp: Bool = true,
+        _ configuration: SharedStateConfiguration, logs: LogCapture? = nil, metrics: ProcessMetrics = ProcessMetrics(),
+        waitUntilUp: Bool = true,
         pollMillisecondsWhileListening: Int64 = 250
     ) async throws -> PostgresSharedState {
         var logger = Logger(label: "shared-state-test") { label in logs ?? LogCapture() }
@@ -38,14 +42,19 @@ enum SharedStateTesting {
         )
         state.start()
         if waitUntilUp {
-            try await Self.eventually("the shared state connects") { state.database.usesDatabase && state.wakeups.isListening }
+            try await Self.eventually("the shared state connects") {
+                state.database.usesDatabase && state.wakeups.isListening
+            }
         }
         return state
     }
 
     /// Polls `condition` every 20 ms for up to `seconds` (as generous as `eventually`: it only
     /// lengthens a failing test).
-    static func eventually(_ what: String, seconds: Double = 30, sourceLocation: SourceLocation = #_sourceLocation, _ condition: () async throws -> Bool) async throws {
+    static func eventually(
+        _ what: String, seconds: Double = 30, sourceLocation: SourceLocation = #_sourceLocation,
+        _ condition: () async throws -> Bool
+    ) async throws {
         let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
         while ContinuousClock.now < deadline {
             if try await condition() { return }
@@ -106,10 +115,14 @@ final class CountingCall: Sendable {
 
 extension PostgresSharedState {
     /// The refresh of `digest` as a request on `eventLoop` makes it.
-    func refresh(_ digest: TokenDigest, grace: Int = 30, callTimeoutMilliseconds: Int = 1000, on eventLoop: EventLoop, call: CountingCall) async throws -> (RefreshOutcome, SingleFlightRole) {
+    func refresh(
+        _ digest: TokenDigest, grace: Int = 30, callTimeoutMilliseconds: Int = 1000, on eventLoop: EventLoop,
+        call: CountingCall
+    ) async throws -> (RefreshOutcome, SingleFlightRole) {
         try await eventLoop.flatSubmit {
             self.store.outcome(
-                for: digest, graceSeconds: grace, callTimeoutMilliseconds: callTimeoutMilliseconds, now: Date().timeIntervalSince1970, eventLoop: eventLoop,
+                for: digest, graceSeconds: grace, callTimeoutMilliseconds: callTimeoutMilliseconds,
+                now: Date().timeIntervalSince1970, eventLoop: eventLoop,
                 joined: {}
             ) {
                 call.make(on: eventLoop)

@@ -12,11 +12,17 @@ extension PostgreSQLTests {
     /// checked by an implementation independent of the gateway's (Python `cryptography`).
     @Suite("Shared state on the wire (PostgreSQL)", .serialized, .timeLimit(.minutes(2)), .awaitsCleanups)
     struct SharedStateWireTests {
-        static let openOutcome = ProcessTests.packageRoot.appendingPathComponent("Tests/AuthGatewayTests/Fixtures/sharedstate/open_outcome.py").path
+        static let openOutcome = ProcessTests.packageRoot.appendingPathComponent(
+            "Tests/AuthGatewayTests/Fixtures/sharedstate/open_outcome.py"
+        ).path
 
         /// A gateway on `database`; the auth service's answers are `rainmaker`'s.
-        static func gateway(cluster: PostgresCluster, database: String, rainmaker: RotatingRainMaker, grace: Int = 30) async throws -> GatewayFixture {
-            let gateway = try await GatewayFixture.start(environment: cluster.environment.merging(["STATE_KEY": SharedStateTesting.keyBase64]) { $1 }) { config in
+        static func gateway(
+            cluster: PostgresCluster, database: String, rainmaker: RotatingRainMaker, grace: Int = 30
+        ) async throws -> GatewayFixture {
+            let gateway = try await GatewayFixture.start(
+                environment: cluster.environment.merging(["STATE_KEY": SharedStateTesting.keyBase64]) { $1 }
+            ) { config in
                 config["eventLoopThreads"] = 1
                 config["authService"] = [
                     "url": .string(rainmaker.service.baseURL), "timeoutMilliseconds": 20_000,
@@ -29,7 +35,8 @@ extension PostgreSQLTests {
             }
             atTestEnd { await gateway.stop() }
             try await SharedStateTesting.eventually("the shared state is in use", seconds: 20) {
-                (try? await TestConnection.connect(port: gateway.adminPort).send(.get("/healthz")).json)?["checks"]?["sharedState"]?["status"] == "ok"
+                (try? await TestConnection.connect(port: gateway.adminPort).send(.get("/healthz")).json)?["checks"]?[
+                    "sharedState"]?["status"] == "ok"
             }
             return gateway
         }
@@ -48,7 +55,10 @@ extension PostgreSQLTests {
             let c = try await Self.gateway(cluster: cluster, database: database, rainmaker: rainmaker)
 
             let refreshToken = rainmaker.issueRefreshToken()
-            let headers = [("Authorization", "Bearer \(TestKeys.token(subject: "wanda", expiresIn: -60))"), ("X-Refresh-Token", refreshToken)]
+            let headers = [
+                ("Authorization", "Bearer \(TestKeys.token(subject: "wanda", expiresIn: -60))"),
+                ("X-Refresh-Token", refreshToken),
+            ]
             // Taken before the crashed lease starts: it ends no earlier than 3 s from here.
             let started = ContinuousClock.now
             // The crashed claimant: the key is SHA-256 of the refresh token, computed by the
@@ -110,7 +120,10 @@ extension PostgreSQLTests {
             let gateway = try await Self.gateway(cluster: cluster, database: database, rainmaker: rainmaker)
 
             let refreshToken = rainmaker.issueRefreshToken()
-            let headers = [("Authorization", "Bearer \(TestKeys.token(subject: "olga", expiresIn: -60))"), ("X-Refresh-Token", refreshToken)]
+            let headers = [
+                ("Authorization", "Bearer \(TestKeys.token(subject: "olga", expiresIn: -60))"),
+                ("X-Refresh-Token", refreshToken),
+            ]
             let response = try await gateway.send(TestRequest(.GET, "/sealed", headers: headers))
             #expect(response.status == 200)
             let newAccess = try #require(response.header("x-access-token"))
@@ -123,12 +136,16 @@ extension PostgreSQLTests {
             #expect(rows.count == 1, "\(rows)")
             let row = try #require(rows.first)
             try #require(row.count == 2)
-            let result = try await ExternalTool.run(python, [Self.openOutcome, SharedStateTesting.keyBase64, refreshToken, row[0], row[1]], timeout: .seconds(60))
+            let result = try await ExternalTool.run(
+                python, [Self.openOutcome, SharedStateTesting.keyBase64, refreshToken, row[0], row[1]],
+                timeout: .seconds(60))
             #expect(result.status == 0, "\(result.stderr)")
-            let opened = try #require(try? JSONValue(parsing: result.stdout), "open_outcome.py printed: \(result.stdout) \(result.stderr)")
+            let opened = try #require(
+                try? JSONValue(parsing: result.stdout), "open_outcome.py printed: \(result.stdout) \(result.stderr)")
             #expect(opened["digestMatches"]?.boolValue == true, "the row's key is not SHA-256 of the old refresh token")
             #expect(opened["error"] == JSONValue.null, "\(opened)")
-            #expect(opened["openedUnderAnotherDigest"]?.boolValue == false, "the digest is not bound as authenticated data")
+            #expect(
+                opened["openedUnderAnotherDigest"]?.boolValue == false, "the digest is not bound as authenticated data")
             #expect(opened["outcome"]?["o"]?.stringValue == "refreshed")
             #expect(opened["outcome"]?["a"]?.stringValue == newAccess)
             #expect(opened["outcome"]?["r"]?.stringValue == newRefresh)

@@ -11,12 +11,14 @@ extension PostgreSQLTests {
     /// answers are stored sealed and read back with their remaining time.
     @Suite("SharedTokenTables (PostgreSQL)", .timeLimit(.minutes(1)), .awaitsCleanups)
     struct SharedTokenTablesTests {
-        static let proof = DPoPReplayCache.digest(of: DPoPVerifiedProof(thumbprint: "jkt-test", jti: "jti-1", issuedAt: 0))
+        static let proof = DPoPReplayCache.digest(
+            of: DPoPVerifiedProof(thumbprint: "jkt-test", jti: "jti-1", issuedAt: 0))
 
         func database() async throws -> (PostgresSharedState, PostgresCluster, String) {
             let cluster = try await PostgresCluster.shared()
             let name = try await cluster.createDatabase()
-            let state = try await SharedStateTesting.start(try SharedStateTesting.configuration(cluster: cluster, database: name))
+            let state = try await SharedStateTesting.start(
+                try SharedStateTesting.configuration(cluster: cluster, database: name))
             try await SharedStateTesting.eventually("the token tables exist") { state.tokenTables.isReady }
             return (state, cluster, name)
         }
@@ -25,12 +27,15 @@ extension PostgreSQLTests {
             let (state, cluster, name) = try await self.database()
             atTestEnd { await state.stop() }
             let firsts = try await withThrowingTaskGroup(of: Bool.self) { group in
-                for _ in 0..<20 { group.addTask { try await state.database.recordDPoPProof(Self.proof, keepMilliseconds: 60_000) } }
+                for _ in 0..<20 {
+                    group.addTask { try await state.database.recordDPoPProof(Self.proof, keepMilliseconds: 60_000) }
+                }
                 return try await group.reduce(into: [Bool]()) { $0.append($1) }
             }
             #expect(firsts.filter { $0 }.count == 1)
             // 16 bytes of the digest: the row holds nothing else of the proof.
-            let stored = try await cluster.psql("SELECT encode(proof_digest, 'hex') FROM auth_gateway_dpop_proofs", database: name)
+            let stored = try await cluster.psql(
+                "SELECT encode(proof_digest, 'hex') FROM auth_gateway_dpop_proofs", database: name)
             #expect(stored.trimmingCharacters(in: .whitespacesAndNewlines) == String(Self.proof.hex.prefix(32)))
         }
 
@@ -39,13 +44,19 @@ extension PostgreSQLTests {
             atTestEnd { await state.stop() }
             #expect(try await state.database.recordDPoPProof(Self.proof, keepMilliseconds: 1500))
             #expect(try await !state.database.recordDPoPProof(Self.proof, keepMilliseconds: 1500))
-            try await SharedStateTesting.eventually("the row expires") { try await state.database.recordDPoPProof(Self.proof, keepMilliseconds: 500) }
+            try await SharedStateTesting.eventually("the row expires") {
+                try await state.database.recordDPoPProof(Self.proof, keepMilliseconds: 500)
+            }
             try await SharedStateTesting.eventually("the row expires again") {
-                try await cluster.psql("SELECT count(*) FROM auth_gateway_dpop_proofs WHERE expires_at < clock_timestamp()", database: name)
-                    .trimmingCharacters(in: .whitespacesAndNewlines) == "1"
+                try await cluster.psql(
+                    "SELECT count(*) FROM auth_gateway_dpop_proofs WHERE expires_at < clock_timestamp()", database: name
+                )
+                .trimmingCharacters(in: .whitespacesAndNewlines) == "1"
             }
             try await state.database.sweepTokenTables()
-            #expect(try await cluster.psql("SELECT count(*) FROM auth_gateway_dpop_proofs", database: name).trimmingCharacters(in: .whitespacesAndNewlines) == "0")
+            #expect(
+                try await cluster.psql("SELECT count(*) FROM auth_gateway_dpop_proofs", database: name)
+                    .trimmingCharacters(in: .whitespacesAndNewlines) == "0")
         }
 
         @Test func anAnswerIsStoredSealedAndReadWithItsRemainingTime() async throws {
@@ -59,7 +70,9 @@ extension PostgreSQLTests {
             let row = try #require(try await state.database.readIntrospection(digest))
             #expect(row.sealed == sealed)
             #expect(row.remainingMilliseconds > 20_000 && row.remainingMilliseconds <= 30_000)
-            #expect(try sealer.openIntrospection(row.sealed, for: digest, validUntil: 1) == .active(claims: ["sub": "carol"], validUntil: 1))
+            #expect(
+                try sealer.openIntrospection(row.sealed, for: digest, validUntil: 1)
+                    == .active(claims: ["sub": "carol"], validUntil: 1))
             // A second store replaces the first (another instance's later answer).
             let inactive = try #require(sealer.seal(.inactive(validUntil: 0), for: digest))
             try await state.database.storeIntrospection(digest, sealedOutcome: inactive, keepMilliseconds: 30_000)

@@ -79,11 +79,13 @@ struct SingleFlightTableTests {
             Issue.record("fresh within ttl")
             return
         }
-        guard case .stale("v1", refresh: 2?) = table.lookup("k", now: 11, policy: cache, startFlight: flights.start) else {
+        guard case .stale("v1", refresh: 2?) = table.lookup("k", now: 11, policy: cache, startFlight: flights.start)
+        else {
             Issue.record("the first stale lookup leads a refresh")
             return
         }
-        guard case .stale("v1", refresh: nil) = table.lookup("k", now: 12, policy: cache, startFlight: flights.start) else {
+        guard case .stale("v1", refresh: nil) = table.lookup("k", now: 12, policy: cache, startFlight: flights.start)
+        else {
             Issue.record("later stale lookups do not start another refresh")
             return
         }

@@ -19,7 +19,9 @@ import Testing
 func atTestEnd(sourceLocation: SourceLocation = #_sourceLocation, _ cleanup: @escaping @Sendable () async -> Void) {
     guard let cleanups = TestCleanups.current else {
         // A suite without the trait: still cleaned up, but the test fails so that it gets it.
-        Issue.record("atTestEnd outside a test with the .awaitsCleanups trait: its cleanup would not be awaited", sourceLocation: sourceLocation)
+        Issue.record(
+            "atTestEnd outside a test with the .awaitsCleanups trait: its cleanup would not be awaited",
+            sourceLocation: sourceLocation)
         Task { await cleanup() }
         return
     }
@@ -54,7 +56,9 @@ struct AwaitsCleanupsTrait: SuiteTrait, TestTrait, TestScoping {
         test.isSuite || testCase == nil ? nil : self
     }
 
-    func provideScope(for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void) async throws {
+    func provideScope(
+        for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void
+    ) async throws {
         let cleanups = TestCleanups()
         do {
             try await TestCleanups.$current.withValue(cleanups) { try await function() }

@@ -19,7 +19,8 @@ enum Fixtures {
     }()
 
     /// The repository root (the folder holding `Package.swift`).
-    static let repositoryRoot: URL = directory
+    static let repositoryRoot: URL =
+        directory
         .deletingLastPathComponent()  // AuthGatewayTests
         .deletingLastPathComponent()  // Tests
         .deletingLastPathComponent()

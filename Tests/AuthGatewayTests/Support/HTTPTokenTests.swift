@@ -13,10 +13,13 @@ struct HTTPTokenTests {
             // Long enough for any vectorized loop; the byte first, in the middle, last.
             let filler = String(repeating: "a", count: 100)
             for value in [character + filler, filler + character + filler, filler + character] {
-                #expect(HTTPToken.isSafeHeaderValue(value) == !refused.contains(byte), "byte 0x\(String(byte, radix: 16))")
+                #expect(
+                    HTTPToken.isSafeHeaderValue(value) == !refused.contains(byte), "byte 0x\(String(byte, radix: 16))")
                 // A substring takes the same path over its own bytes only.
                 let substring = ("\u{0}" + value + "\u{0}").dropFirst().dropLast()
-                #expect(HTTPToken.isSafeHeaderValue(substring) == !refused.contains(byte), "byte 0x\(String(byte, radix: 16)) in a substring")
+                #expect(
+                    HTTPToken.isSafeHeaderValue(substring) == !refused.contains(byte),
+                    "byte 0x\(String(byte, radix: 16)) in a substring")
             }
         }
         #expect(HTTPToken.isSafeHeaderValue("Bearer é∑ 漢字\tx"), "UTF-8 (obs-text) passes")

@@ -4,17 +4,19 @@ import Testing
 
 @Suite("IdentityLookup")
 struct IdentityLookupTests {
-    private let claims: JSONObject = try! JSONValue(parsing: #"""
-        {
-          "sub": "user-42",
-          "https://example.com/roles": ["admin"],
-          "realm_access": { "roles": ["orders-admin", "reader"], "nested": { "deep": 7 } },
-          "a.b": "direct",
-          "a": { "b": "walked" },
-          "scope": "read write  admin",
-          "n": 1
-        }
-        """#).objectValue!
+    private let claims: JSONObject = try! JSONValue(
+        parsing: #"""
+            {
+              "sub": "user-42",
+              "https://example.com/roles": ["admin"],
+              "realm_access": { "roles": ["orders-admin", "reader"], "nested": { "deep": 7 } },
+              "a.b": "direct",
+              "a": { "b": "walked" },
+              "scope": "read write  admin",
+              "n": 1
+            }
+            """#
+    ).objectValue!
 
     @Test("a member whose name holds dots is found directly")
     func directMember() {
@@ -53,7 +55,9 @@ struct IdentityLookupTests {
         let actual = try JSONValue(parsing: "1234567890123456789")
         let expected = try JSONValue(parsing: "1234567890123456788")
         #expect(IdentityLookup.satisfies(actual, expected: actual, name: "org_id"))
-        #expect(!IdentityLookup.satisfies(actual, expected: expected, name: "org_id"), "org 1234567890123456789 passes a requirement for org 1234567890123456788")
+        #expect(
+            !IdentityLookup.satisfies(actual, expected: expected, name: "org_id"),
+            "org 1234567890123456789 passes a requirement for org 1234567890123456788")
         #expect(!IdentityLookup.satisfies(.array([actual]), expected: expected, name: "org_ids"))
     }
 
@@ -81,7 +85,9 @@ struct IdentityLookupTests {
         #expect(IdentityLookup.headerText(for: ["a", .null, "b"]) == "a,b")
     }
 
-    @Test("values that could split the header block are refused", arguments: ["a\r\nX-Admin: true", "a\nb", "a\rb", "a\u{0}b", "a\u{7F}"])
+    @Test(
+        "values that could split the header block are refused",
+        arguments: ["a\r\nX-Admin: true", "a\nb", "a\rb", "a\u{0}b", "a\u{7F}"])
     func unsafeHeaderText(_ text: String) {
         #expect(IdentityLookup.headerText(for: .string(text)) == nil)
         // Inside an array or object the unsafe text must not come through either.

@@ -256,9 +256,12 @@ struct JSONTests {
 
     @Test("strings are escaped when written")
     func stringEscaping() throws {
-        let original = "quote\" backslash\\ nl\n cr\r tab\t bs\u{08} ff\u{0C} nul\u{00} us\u{1F} slash/ e\u{E9} emoji\u{1F600} del\u{7F}"
+        let original =
+            "quote\" backslash\\ nl\n cr\r tab\t bs\u{08} ff\u{0C} nul\u{00} us\u{1F} slash/ e\u{E9} emoji\u{1F600} del\u{7F}"
         let text = JSONValue.string(original).jsonText
-        #expect(text == #""quote\" backslash\\ nl\n cr\r tab\t bs\b ff\f nul\u0000 us\u001f slash/ e"# + "\u{E9} emoji\u{1F600} del\u{7F}\"")
+        #expect(
+            text == #""quote\" backslash\\ nl\n cr\r tab\t bs\b ff\f nul\u0000 us\u001f slash/ e"#
+                + "\u{E9} emoji\u{1F600} del\u{7F}\"")
         // No raw control character survives.
         #expect(!text.unicodeScalars.contains { $0.value < 0x20 })
         #expect(try parse(text) == .string(original))

@@ -163,7 +163,9 @@ struct LRUCacheTests {
         }
     }
 
-    @Test("behaves like a reference model over random operations", arguments: [(1, 1), (4, 2), (8, 3), (16, 4)] as [(Int, UInt64)])
+    @Test(
+        "behaves like a reference model over random operations",
+        arguments: [(1, 1), (4, 2), (8, 3), (16, 4)] as [(Int, UInt64)])
     func randomizedAgainstReference(capacity: Int, seed: UInt64) {
         // Seeded, so a failure can be replayed from its seed.
         var generator = RequestIDGenerator(seed: seed)

@@ -49,7 +49,9 @@ struct RequestTargetTests {
         #expect(path(uri) == expected)
     }
 
-    @Test("a path that climbs above the root is refused", arguments: ["/..", "/../a", "/a/../..", "/a/../../b", "/%2e%2e", "/%2E%2E/etc/passwd", "/./.."])
+    @Test(
+        "a path that climbs above the root is refused",
+        arguments: ["/..", "/../a", "/a/../..", "/a/../../b", "/%2e%2e", "/%2E%2E/etc/passwd", "/./.."])
     func climbsAboveRoot(_ uri: String) {
         #expect(parse(uri) == .failure(.climbsAboveRoot))
     }
@@ -59,7 +61,9 @@ struct RequestTargetTests {
         #expect(parse(uri) == .failure(.invalidPercentEncoding))
     }
 
-    @Test("fragments, spaces, control and non-ASCII bytes are refused", arguments: ["/a#b", "/a?b#c", "/a b", "/a\tb", "/caf\u{E9}", "/a?x=\u{7F}", "", "a/b", "*"])
+    @Test(
+        "fragments, spaces, control and non-ASCII bytes are refused",
+        arguments: ["/a#b", "/a?b#c", "/a b", "/a\tb", "/caf\u{E9}", "/a?x=\u{7F}", "", "a/b", "*"])
     func invalidTarget(_ uri: String) {
         #expect(parse(uri) == .failure(.invalidTarget))
     }
@@ -95,7 +99,9 @@ struct RequestTargetTests {
         #expect(try parse("/a").get().authority == nil)
     }
 
-    @Test("bad absolute-form targets are refused", arguments: ["http:///a", "http://user@h/a", "ftp://h/a", "http:/h/a", "h/a"])
+    @Test(
+        "bad absolute-form targets are refused",
+        arguments: ["http:///a", "http://user@h/a", "ftp://h/a", "http:/h/a", "h/a"])
     func badAbsoluteForm(_ uri: String) {
         #expect(parse(uri) == .failure(.invalidTarget))
     }

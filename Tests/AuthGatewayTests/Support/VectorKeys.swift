@@ -75,7 +75,8 @@ enum VectorKeys {
         issuerEntry(issuer, keys: keys, audiences: [audience], requiredClaims: ["sub"])
     }
 
-    static let otherIssuerEntry = issuerEntry(otherIssuer, keys: [key("other-1", .RS256, "other-rsa")], audiences: nil, requiredClaims: [])
+    static let otherIssuerEntry = issuerEntry(
+        otherIssuer, keys: [key("other-1", .RS256, "other-rsa")], audiences: nil, requiredClaims: [])
 
     static func snapshot(generation: UInt64 = 1, mainKeys: [VerificationKey]) -> KeySnapshot {
         KeySnapshot(generation: generation, issuers: [mainIssuer(keys: mainKeys), otherIssuerEntry])

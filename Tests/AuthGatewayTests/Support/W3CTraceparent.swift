@@ -10,7 +10,9 @@ struct W3CTraceparent: Equatable, Sendable {
     init?(_ text: String) {
         guard let match = text.wholeMatch(of: /00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})/) else { return nil }
         let (_, traceID, parentID, flags) = match.output
-        guard traceID != String(repeating: "0", count: 32), parentID != String(repeating: "0", count: 16) else { return nil }
+        guard traceID != String(repeating: "0", count: 32), parentID != String(repeating: "0", count: 16) else {
+            return nil
+        }
         self.traceID = String(traceID)
         self.parentID = String(parentID)
         self.flags = String(flags)

@@ -186,7 +186,9 @@ struct PoolStateMachineTests {
         pool.cancel(0)
         #expect(pool.connected(attempt.id, "a") == .deliver("a", to: 1, reused: false))
         var idlePool = Machine(targetCount: 1, maxConnections: 1)
-        guard case .connect(let idleAttempt) = idlePool.lease(0, now: self.now) else { Issue.record("expected a connect"); return }
+        guard case .connect(let idleAttempt) = idlePool.lease(0, now: self.now) else {
+            Issue.record("expected a connect"); return
+        }
         idlePool.cancel(0)
         #expect(idlePool.connected(idleAttempt.id, "a") == .none)
         #expect(idlePool.idleCount == 1)
@@ -220,7 +222,9 @@ struct PoolStateMachineTests {
     @Test("a connection finishing its connect after shutdown is closed")
     func connectAfterShutdown() {
         var pool = Machine(targetCount: 1, maxConnections: 1)
-        guard case .connect(let attempt) = pool.lease(0, now: self.now) else { Issue.record("expected a connect"); return }
+        guard case .connect(let attempt) = pool.lease(0, now: self.now) else {
+            Issue.record("expected a connect"); return
+        }
         _ = pool.shutDown()
         #expect(pool.connected(attempt.id, "a") == .close("a"))
     }
@@ -250,7 +254,9 @@ struct PoolStateMachineTests {
     @Test("HTTP/2: a full connection (peer's SETTINGS_MAX_CONCURRENT_STREAMS) makes the next lease open another")
     func fullConnectionOpensAnother() {
         var pool = self.multiplexed()
-        guard case .connect(let attempt) = pool.lease(0, now: self.now) else { Issue.record("expected a connect"); return }
+        guard case .connect(let attempt) = pool.lease(0, now: self.now) else {
+            Issue.record("expected a connect"); return
+        }
         _ = pool.connected(attempt.id, "a")
         #expect(pool.streamCapacityChanged("a", target: 0, to: 2) == .none)
         #expect(pool.lease(1, now: self.now) == .deliver("a", to: 1, reused: true))
@@ -264,7 +270,9 @@ struct PoolStateMachineTests {
     @Test("HTTP/2: a closed stream's slot goes to the longest waiter; a larger capacity serves waiters at once")
     func slotsServeWaiters() {
         var pool = self.multiplexed(max: 1)
-        guard case .connect(let attempt) = pool.lease(0, now: self.now) else { Issue.record("expected a connect"); return }
+        guard case .connect(let attempt) = pool.lease(0, now: self.now) else {
+            Issue.record("expected a connect"); return
+        }
         _ = pool.connected(attempt.id, "a")
         _ = pool.streamCapacityChanged("a", target: 0, to: 1)
         #expect(pool.lease(1, now: self.now) == .wait(1))
@@ -277,7 +285,9 @@ struct PoolStateMachineTests {
     @Test("HTTP/2: GOAWAY stops new streams; the connection closes with its last stream")
     func goAwayDrains() {
         var pool = self.multiplexed()
-        guard case .connect(let attempt) = pool.lease(0, now: self.now) else { Issue.record("expected a connect"); return }
+        guard case .connect(let attempt) = pool.lease(0, now: self.now) else {
+            Issue.record("expected a connect"); return
+        }
         _ = pool.connected(attempt.id, "a")
         #expect(pool.goAwayReceived("a", target: 0) == .none)
         guard case .connect = pool.lease(1, now: self.now) else {
@@ -291,7 +301,9 @@ struct PoolStateMachineTests {
     @Test("HTTP/2: when the only connect fails, every lease that waited for it fails as unreachable")
     func failedConnectFailsItsWaiters() {
         var pool = self.multiplexed()
-        guard case .connect(let attempt) = pool.lease(0, now: self.now) else { Issue.record("expected a connect"); return }
+        guard case .connect(let attempt) = pool.lease(0, now: self.now) else {
+            Issue.record("expected a connect"); return
+        }
         _ = pool.lease(1, now: self.now)
         #expect(pool.connectFailed(attempt.id, now: self.now) == .failAll([0, 1], .unreachable))
         #expect(pool.openCount == 0)

@@ -41,12 +41,12 @@ struct SecretHeaderNamesTests {
     @Test func theConfigurationNamesItsTokenCarriers() throws {
         let configuration = try ConfigurationLoader().load(
             text: #"""
-            {"listener": {}, "backends": {"api": {"urls": ["http://127.0.0.1:1"]}},
-             "routes": [{"name": "r", "pathPrefix": "/", "backend": "api", "auth": "none"}],
-             "tokens": {"sources": [{"header": "X-Api-Token"}]},
-             "authService": {"url": "http://127.0.0.1:2", "refresh": {"refreshTokenSources": [{"header": "X-Session-Refresh"}],
-                             "responseHeaders": {"accessToken": "X-New-Access", "refreshToken": "X-New-Refresh"}}}}
-            """#,
+                {"listener": {}, "backends": {"api": {"urls": ["http://127.0.0.1:1"]}},
+                 "routes": [{"name": "r", "pathPrefix": "/", "backend": "api", "auth": "none"}],
+                 "tokens": {"sources": [{"header": "X-Api-Token"}]},
+                 "authService": {"url": "http://127.0.0.1:2", "refresh": {"refreshTokenSources": [{"header": "X-Session-Refresh"}],
+                                 "responseHeaders": {"accessToken": "X-New-Access", "refreshToken": "X-New-Refresh"}}}}
+                """#,
             baseDirectory: "/"
         )
         let names = SecretHeaderNames(configuration: configuration)

@@ -9,9 +9,13 @@ import Testing
 /// backend shares — its published mask, and one reported change per change.
 @Suite("TargetAvailability")
 struct TargetAvailabilityTests {
-    static let urls = [UpstreamURL(scheme: .http, host: "10.0.0.1", port: 80, pathAndQuery: ""), UpstreamURL(scheme: .http, host: "10.0.0.2", port: 80, pathAndQuery: "")]
+    static let urls = [
+        UpstreamURL(scheme: .http, host: "10.0.0.1", port: 80, pathAndQuery: ""),
+        UpstreamURL(scheme: .http, host: "10.0.0.2", port: 80, pathAndQuery: ""),
+    ]
 
-    static func make(failures: Int = 2, base: Int = 1) -> (TargetAvailability, NIOLockedValueBox<[TargetHealth.Change]>) {
+    static func make(failures: Int = 2, base: Int = 1) -> (TargetAvailability, NIOLockedValueBox<[TargetHealth.Change]>)
+    {
         let changes = NIOLockedValueBox<[TargetHealth.Change]>([])
         var outlier = OutlierDetectionConfiguration()
         outlier.consecutiveFailures = failures
@@ -67,7 +71,9 @@ struct TargetAvailabilityTests {
 
     @Test func aReloadKeepsItWhileURLsAndSettingsHold() {
         let (availability, _) = Self.make()
-        var backend = BackendConfiguration(name: "api", urls: Self.urls, connectTimeoutMilliseconds: 1000, responseTimeoutMilliseconds: 1000, maxConnectionsPerThread: 1)
+        var backend = BackendConfiguration(
+            name: "api", urls: Self.urls, connectTimeoutMilliseconds: 1000, responseTimeoutMilliseconds: 1000,
+            maxConnectionsPerThread: 1)
         var outlier = OutlierDetectionConfiguration()
         outlier.consecutiveFailures = 2
         outlier.baseEjectionSeconds = 1
@@ -90,7 +96,8 @@ struct TargetAvailabilityTests {
         var check = HealthCheckConfiguration()
         check.unhealthyThreshold = 1
         check.healthyThreshold = 1
-        let availability = TargetAvailability(name: "api", urls: Self.urls, outlier: outlier, healthCheck: check, logger: logger)
+        let availability = TargetAvailability(
+            name: "api", urls: Self.urls, outlier: outlier, healthCheck: check, logger: logger)
         let now = NIODeadline.now()
         for _ in 0..<10 { availability.failed(0, .status(502), now: now) }
         for _ in 0..<10 { availability.succeeded(1) }

@@ -22,7 +22,8 @@ import NIOPosix
 
 let arguments = CommandLine.arguments
 guard arguments.count == 3, let port = Int(arguments[1]),
-    let token = try? String(contentsOfFile: arguments[2], encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+    let token = try? String(contentsOfFile: arguments[2], encoding: .utf8).trimmingCharacters(
+        in: .whitespacesAndNewlines)
 else {
     FileHandle.standardError.write(Data("usage: nio-floor PORT TOKEN_FILE\n".utf8))
     exit(2)
@@ -45,7 +46,8 @@ final class ProtocolDetector: ChannelInboundHandler, RemovableChannelHandler {
                     HTTP2Setting(parameter: .maxConcurrentStreams, value: 100),
                     HTTP2Setting(parameter: .maxHeaderListSize, value: 16_384),
                 ]
-                try sync.addHandler(NIOHTTP2Handler(mode: .server, connectionConfiguration: configuration), position: .after(self))
+                try sync.addHandler(
+                    NIOHTTP2Handler(mode: .server, connectionConfiguration: configuration), position: .after(self))
                 try sync.addHandler(HTTP2Responder(), position: .last)
             } else {
                 try sync.addHandler(HTTP1Responder(), position: .after(self))
@@ -73,14 +75,21 @@ final class HTTP2Responder: ChannelInboundHandler {
         let frame = Self.unwrapInboundIn(data)
         guard case .headers(let headers) = frame.payload, headers.endStream else { return }
         if headers.headers.first(name: "authorization") == expectedAuthorization {
-            context.write(Self.wrapOutboundOut(HTTP2Frame(streamID: frame.streamID, payload: .headers(.init(headers: self.ok)))), promise: nil)
             context.write(
-                Self.wrapOutboundOut(HTTP2Frame(streamID: frame.streamID, payload: .data(.init(data: .byteBuffer(self.body), endStream: true)))),
+                Self.wrapOutboundOut(HTTP2Frame(streamID: frame.streamID, payload: .headers(.init(headers: self.ok)))),
+                promise: nil)
+            context.write(
+                Self.wrapOutboundOut(
+                    HTTP2Frame(
+                        streamID: frame.streamID, payload: .data(.init(data: .byteBuffer(self.body), endStream: true)))),
                 promise: nil
             )
         } else {
             context.write(
-                Self.wrapOutboundOut(HTTP2Frame(streamID: frame.streamID, payload: .headers(.init(headers: self.unauthorized, endStream: true)))),
+                Self.wrapOutboundOut(
+                    HTTP2Frame(
+                        streamID: frame.streamID, payload: .headers(.init(headers: self.unauthorized, endStream: true)))
+                ),
                 promise: nil
             )
         }
@@ -134,7 +143,9 @@ final class HTTP1Responder: ChannelInboundHandler {
         guard bytes.count >= 4 else { return nil }
         var index = 3
         while index < bytes.count {
-            if bytes[index] == 0x0A, bytes[index - 1] == 0x0D, bytes[index - 2] == 0x0A, bytes[index - 3] == 0x0D { return index + 1 }
+            if bytes[index] == 0x0A, bytes[index - 1] == 0x0D, bytes[index - 2] == 0x0A, bytes[index - 3] == 0x0D {
+                return index + 1
+            }
             index += 1
         }
         return nil

@@ -35,7 +35,8 @@ enum DPoPNonce {
     /// random key per process (SPEC §4.14): nonces are then valid on the issuing process only.
     static func key(sharedSecret: SharedStateConfiguration.EncryptionKey?) -> SymmetricKey {
         guard let sharedSecret else { return SymmetricKey(size: .bits256) }
-        return HKDF<SHA256>.deriveKey(inputKeyMaterial: SymmetricKey(data: sharedSecret.bytes), info: Self.context, outputByteCount: 32)
+        return HKDF<SHA256>.deriveKey(
+            inputKeyMaterial: SymmetricKey(data: sharedSecret.bytes), info: Self.context, outputByteCount: 32)
     }
 
     static func issue(key: SymmetricKey, now: Double) -> String {
@@ -46,10 +47,13 @@ enum DPoPNonce {
         return Base64URL.encode([Self.version] + Array(box.combined))
     }
 
-    static func check(_ nonce: String, key: SymmetricKey, now: Double, lifetimeSeconds: Double, leewaySeconds: Double) -> Verdict {
+    static func check(
+        _ nonce: String, key: SymmetricKey, now: Double, lifetimeSeconds: Double, leewaySeconds: Double
+    ) -> Verdict {
         guard nonce.utf8.count <= 128, let bytes = Base64URL.decode(nonce), bytes.first == Self.version,
             let box = try? ChaChaPoly.SealedBox(combined: bytes.dropFirst()),
-            let plaintext = try? ChaChaPoly.open(box, using: key, authenticating: Self.context + [Self.version]), plaintext.count == 8
+            let plaintext = try? ChaChaPoly.open(box, using: key, authenticating: Self.context + [Self.version]),
+            plaintext.count == 8
         else { return .invalid }
         let milliseconds = plaintext.reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
         let age = now - Double(milliseconds) / 1000

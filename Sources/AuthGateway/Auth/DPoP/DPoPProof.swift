@@ -34,14 +34,18 @@ enum DPoPProof {
         let now: Double
     }
 
-    static func verify(_ proof: Substring, for request: Request, configuration: DPoPConfiguration) -> Result<DPoPVerifiedProof, DPoPFailure> {
+    static func verify(
+        _ proof: Substring, for request: Request, configuration: DPoPConfiguration
+    ) -> Result<DPoPVerifiedProof, DPoPFailure> {
         var proof = proof
         return proof.withUTF8 { bytes in
             Self.verify(UnsafeRawBufferPointer(bytes), request: request, configuration: configuration)
         }
     }
 
-    private static func verify(_ token: UnsafeRawBufferPointer, request: Request, configuration: DPoPConfiguration) -> Result<DPoPVerifiedProof, DPoPFailure> {
+    private static func verify(
+        _ token: UnsafeRawBufferPointer, request: Request, configuration: DPoPConfiguration
+    ) -> Result<DPoPVerifiedProof, DPoPFailure> {
         let jws: CompactJWS
         do {
             jws = try CompactJWS.parse(token)
@@ -55,7 +59,9 @@ enum DPoPProof {
             return .failure(DPoPFailure("alg"))
         }
         guard case .object(let jwk)? = jws.header["jwk"] else { return .failure(DPoPFailure("jwk")) }
-        guard !Self.privateMembers.contains(where: { jwk[$0] != nil }) else { return .failure(DPoPFailure("jwk has private members")) }
+        guard !Self.privateMembers.contains(where: { jwk[$0] != nil }) else {
+            return .failure(DPoPFailure("jwk has private members"))
+        }
         // The client picks the key: an RSA modulus past 8192 bits would make every request cost
         // a huge verification (1366 base64url characters = 1024 bytes).
         if case .string(let modulus)? = jwk["n"], modulus.utf8.count > 1366 { return .failure(DPoPFailure("jwk")) }
@@ -66,27 +72,36 @@ enum DPoPProof {
             publicOnly["use"] = nil
             publicOnly["key_ops"] = nil
             publicOnly["alg"] = nil
-            guard let parsed = try JWKSet.verificationKey(from: publicOnly, kid: nil) else { return .failure(DPoPFailure("jwk")) }
+            guard let parsed = try JWKSet.verificationKey(from: publicOnly, kid: nil) else {
+                return .failure(DPoPFailure("jwk"))
+            }
             key = try VerificationKey(kid: nil, algorithm: algorithm, key: parsed.key)
         } catch {
             return .failure(DPoPFailure("jwk"))
         }
         guard let thumbprint = JWKThumbprint.sha256(of: jwk) else { return .failure(DPoPFailure("jwk")) }
-        guard key.isValidSignature(jws.signature, for: UnsafeRawBufferPointer(rebasing: token[..<jws.signingInputLength])) else {
+        guard
+            key.isValidSignature(jws.signature, for: UnsafeRawBufferPointer(rebasing: token[..<jws.signingInputLength]))
+        else {
             return .failure(DPoPFailure("signature"))
         }
         let claims = jws.payload
         guard case .string(let htm)? = claims["htm"], htm == request.method else { return .failure(DPoPFailure("htm")) }
-        guard case .string(let htu)? = claims["htu"], DPoPTarget.normalized(htu: htu) == request.url else { return .failure(DPoPFailure("htu")) }
+        guard case .string(let htu)? = claims["htu"], DPoPTarget.normalized(htu: htu) == request.url else {
+            return .failure(DPoPFailure("htu"))
+        }
         guard let iat = claims["iat"]?.numberValue?.double else { return .failure(DPoPFailure("iat")) }
         let leeway = Double(configuration.leewaySeconds)
         guard iat <= request.now + leeway, iat >= request.now - Double(configuration.maxAgeSeconds) - leeway else {
             return .failure(DPoPFailure("iat"))
         }
-        guard case .string(let jti)? = claims["jti"], !jti.isEmpty, jti.utf8.count <= 256 else { return .failure(DPoPFailure("jti")) }
+        guard case .string(let jti)? = claims["jti"], !jti.isEmpty, jti.utf8.count <= 256 else {
+            return .failure(DPoPFailure("jti"))
+        }
         var accessToken = request.accessToken
         let expectedHash = accessToken.withUTF8 { Base64URL.encode(SHA256.hash(data: UnsafeRawBufferPointer($0))) }
         guard case .string(let ath)? = claims["ath"], ath == expectedHash else { return .failure(DPoPFailure("ath")) }
-        return .success(DPoPVerifiedProof(thumbprint: thumbprint, jti: jti, issuedAt: iat, nonce: claims["nonce"]?.stringValue))
+        return .success(
+            DPoPVerifiedProof(thumbprint: thumbprint, jti: jti, issuedAt: iat, nonce: claims["nonce"]?.stringValue))
     }
 }

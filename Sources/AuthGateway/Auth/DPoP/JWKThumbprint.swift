@@ -19,7 +19,11 @@ enum JWKThumbprint {
             guard case .string(let value)? = jwk[name] else { return nil }
             // The members are base64url strings and short names: no escaping is needed, and
             // any character that would need it is refused rather than guessed at.
-            guard value.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }) else { return nil }
+            guard
+                value.utf8.allSatisfy({
+                    $0 >= 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\")
+                })
+            else { return nil }
             text += (index == 0 ? "" : ",") + "\"\(name)\":\"\(value)\""
         }
         text += "}"

@@ -11,7 +11,9 @@ import AuthGatewayDemo
 /// gateway makes itself are Trailers-Only with the status SPEC §4.9 maps them to.
 @Suite("gRPC (grpcio client and server, real sockets)", .serialized, .timeLimit(.minutes(5)), .awaitsCleanups)
 struct GRPCTests {
-    static let peer = ProcessTests.packageRoot.appendingPathComponent("Tests/AuthGatewayTests/Fixtures/grpc/grpc_peer.py").path
+    static let peer = ProcessTests.packageRoot.appendingPathComponent(
+        "Tests/AuthGatewayTests/Fixtures/grpc/grpc_peer.py"
+    ).path
 
     static func python() throws -> String {
         let python = try ExternalTool.require("python3", package: "python3")
@@ -20,7 +22,10 @@ struct GRPCTests {
     }
 
     /// Runs one client scenario against the gateway; its JSON report.
-    static func call(_ gateway: GatewayFixture, _ scenario: String, token: String? = nil, refreshToken: String? = nil, timeout: Double = 10) async throws -> JSONValue {
+    static func call(
+        _ gateway: GatewayFixture, _ scenario: String, token: String? = nil, refreshToken: String? = nil,
+        timeout: Double = 10
+    ) async throws -> JSONValue {
         var arguments = [Self.peer, "client", "127.0.0.1:\(gateway.port)", scenario, "--timeout", String(timeout)]
         if let token { arguments += ["--token", token] }
         if let refreshToken { arguments += ["--refresh-token", refreshToken] }
@@ -33,7 +38,9 @@ struct GRPCTests {
 
     /// A grpcio server for the duration of `body`, and a gateway whose backend `grpc` is it
     /// (`protocol: h2c`) and whose backend `plain` is an HTTP/1.1 echo backend.
-    static func withGateway(configure: (inout JSONObject) -> Void = { _ in }, _ body: (GatewayFixture) async throws -> Void) async throws {
+    static func withGateway(
+        configure: (inout JSONObject) -> Void = { _ in }, _ body: (GatewayFixture) async throws -> Void
+    ) async throws {
         let server = try BackgroundTool(try Self.python(), [Self.peer, "server"])
         do {
             try await Self.withGateway(server: server, configure: configure, body)
@@ -44,9 +51,12 @@ struct GRPCTests {
         await server.stop()
     }
 
-    private static func withGateway(server: BackgroundTool, configure: (inout JSONObject) -> Void, _ body: (GatewayFixture) async throws -> Void) async throws {
+    private static func withGateway(
+        server: BackgroundTool, configure: (inout JSONObject) -> Void, _ body: (GatewayFixture) async throws -> Void
+    ) async throws {
         let ready = try await server.firstLine()
-        let port = try #require(ready.hasPrefix("READY ") ? Int(ready.dropFirst(6)) : nil, "grpc_peer.py printed \(ready)")
+        let port = try #require(
+            ready.hasPrefix("READY ") ? Int(ready.dropFirst(6)) : nil, "grpc_peer.py printed \(ready)")
         let gateway = try await GatewayFixture.start { config in
             config["backends"] = [
                 "grpc": ["urls": [.string("http://127.0.0.1:\(port)")], "protocol": "h2c"],
@@ -54,7 +64,10 @@ struct GRPCTests {
             ]
             config["identityHeaders"] = ["X-User-Subject": "claims.sub"]
             config["routes"] = [
-                ["name": "admin", "pathPrefix": "/test.Echo/Slow", "backend": "grpc", "require": ["claims.roles": "admin"]],
+                [
+                    "name": "admin", "pathPrefix": "/test.Echo/Slow", "backend": "grpc",
+                    "require": ["claims.roles": "admin"],
+                ],
                 ["name": "grpc", "pathPrefix": "/test.Echo/", "backend": "grpc"],
             ]
             configure(&config)
@@ -76,11 +89,17 @@ struct GRPCTests {
             #expect(unary["trailing"]?["seen-x-request-id"]?.stringValue?.isEmpty == false)
 
             let serverStream = try await Self.call(gateway, "server_stream", token: token)
-            #expect(serverStream["responses"]?.arrayValue?.compactMap(\.stringValue) == ["part-0", "part-1", "part-2", "part-3", "part-4"])
+            #expect(
+                serverStream["responses"]?.arrayValue?.compactMap(\.stringValue) == [
+                    "part-0", "part-1", "part-2", "part-3", "part-4",
+                ])
             let clientStream = try await Self.call(gateway, "client_stream", token: token)
             #expect(clientStream["response"]?.stringValue == "abbcccddddeeeee")
             let bidi = try await Self.call(gateway, "bidi", token: token)
-            #expect(bidi["responses"]?.arrayValue?.compactMap(\.stringValue) == ["echo:1", "echo:2", "echo:3", "echo:4", "echo:5"])
+            #expect(
+                bidi["responses"]?.arrayValue?.compactMap(\.stringValue) == [
+                    "echo:1", "echo:2", "echo:3", "echo:4", "echo:5",
+                ])
 
             let large = try await Self.call(gateway, "large", token: token)
             #expect(large["code"]?.stringValue == "OK")
@@ -137,9 +156,14 @@ struct GRPCTests {
             var message = ByteBuffer(bytes: [0, 0, 0, 0, 4])
             message.writeString("late")
             let result = try await client.exchange([
-                .headers(.init(headers: H2TestClient.request("POST", path: "/test.Echo/Slow", fields: [
-                    ("content-type", "application/grpc"), ("te", "trailers"), ("grpc-timeout", "300m"), ("authorization", "Bearer \(TestKeys.token())"),
-                ]))),
+                .headers(
+                    .init(
+                        headers: H2TestClient.request(
+                            "POST", path: "/test.Echo/Slow",
+                            fields: [
+                                ("content-type", "application/grpc"), ("te", "trailers"), ("grpc-timeout", "300m"),
+                                ("authorization", "Bearer \(TestKeys.token())"),
+                            ]))),
                 .data(.init(data: .byteBuffer(message), endStream: true)),
             ])
             let elapsed = ContinuousClock.now - started
@@ -159,7 +183,9 @@ struct GRPCTests {
         try await Self.withGateway(configure: { config in
             config["authService"] = ["url": .string(rainmaker.service.baseURL), "refresh": ["maxExpiredSeconds": 3600]]
         }) { gateway in
-            let refreshed = try await Self.call(gateway, "unary", token: TestKeys.token(subject: "grpc-refresh", expiresIn: -60), refreshToken: rainmaker.issueRefreshToken())
+            let refreshed = try await Self.call(
+                gateway, "unary", token: TestKeys.token(subject: "grpc-refresh", expiresIn: -60),
+                refreshToken: rainmaker.issueRefreshToken())
             #expect(refreshed["code"]?.stringValue == "OK")
             let newToken = try #require(refreshed["initial"]?["x-access-token"]?.stringValue)
             #expect(refreshed["trailing"]?["seen-authorization"]?.stringValue == "Bearer \(newToken)")

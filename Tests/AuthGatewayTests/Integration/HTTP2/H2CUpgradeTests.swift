@@ -17,7 +17,8 @@ struct H2CUpgradeTests {
         let token = TestKeys.token(subject: "upgrade-user")
         // curl sends `Connection: Upgrade, HTTP2-Settings`, `Upgrade: h2c` and `HTTP2-Settings`.
         let result = try await HTTP2ClientTests.curl([
-            "--http2", "--include", "-H", "Authorization: Bearer \(token)", "http://127.0.0.1:\(gateway.port)/items?q=1",
+            "--http2", "--include", "-H", "Authorization: Bearer \(token)",
+            "http://127.0.0.1:\(gateway.port)/items?q=1",
         ])
         #expect(result.status == 0, "\(result.stderr)")
         let response = HTTP2ClientTests.parse(result.stdout)

@@ -10,7 +10,9 @@ import AuthGatewayDemo
 /// `hpack`: `Fixtures/h2/hpack_peer.py`), which reports each field's representation.
 @Suite("HPACK: secrets are never indexed (Python h2 peers, real sockets)", .serialized, .timeLimit(.minutes(3)))
 struct HPACKSecretsTests {
-    static let peer = ProcessTests.packageRoot.appendingPathComponent("Tests/AuthGatewayTests/Fixtures/h2/hpack_peer.py").path
+    static let peer = ProcessTests.packageRoot.appendingPathComponent(
+        "Tests/AuthGatewayTests/Fixtures/h2/hpack_peer.py"
+    ).path
 
     /// A field as the peer decoded it.
     struct Field: Equatable, CustomStringConvertible {
@@ -28,7 +30,8 @@ struct HPACKSecretsTests {
 
     static func fields(_ value: JSONValue?) -> [Field] {
         (value?.arrayValue ?? []).compactMap { entry in
-            guard let parts = entry.arrayValue, parts.count == 3, let name = parts[0].stringValue, let value = parts[1].stringValue,
+            guard let parts = entry.arrayValue, parts.count == 3, let name = parts[0].stringValue,
+                let value = parts[1].stringValue,
                 case .bool(let neverIndexed) = parts[2]
             else { return nil }
             return Field(name: name, value: value, neverIndexed: neverIndexed)
@@ -40,7 +43,9 @@ struct HPACKSecretsTests {
     }
 
     /// One h2c GET by the Python client: the response's status, its fields, its body.
-    static func get(port: Int, path: String, headers: [(String, String)] = [], secrets: [(String, String)] = []) async throws -> (
+    static func get(
+        port: Int, path: String, headers: [(String, String)] = [], secrets: [(String, String)] = []
+    ) async throws -> (
         status: Int, fields: [Field], body: String
     ) {
         var arguments = [Self.peer, "client", "127.0.0.1:\(port)", path]
@@ -51,7 +56,10 @@ struct HPACKSecretsTests {
             Issue.record("Python h2 is not installed: pip install h2 (or run .ci/run, which installs it)")
         }
         let report = try JSONValue(parsing: result.stdout)
-        return (report["status"]?.numberValue?.exactInt ?? 0, Self.fields(report["fields"]), report["body"]?.stringValue ?? "")
+        return (
+            report["status"]?.numberValue?.exactInt ?? 0, Self.fields(report["fields"]),
+            report["body"]?.stringValue ?? ""
+        )
     }
 
     /// The Python h2c backend for the duration of `body`, behind a gateway (`protocol: h2c`).
@@ -59,7 +67,8 @@ struct HPACKSecretsTests {
         let server = try BackgroundTool(try Self.python(), [Self.peer, "server"])
         try await withCleanup({ await server.stop() }) {
             let ready = try await server.firstLine()
-            let port = try #require(ready.hasPrefix("READY ") ? Int(ready.dropFirst(6)) : nil, "hpack_peer.py printed \(ready)")
+            let port = try #require(
+                ready.hasPrefix("READY ") ? Int(ready.dropFirst(6)) : nil, "hpack_peer.py printed \(ready)")
             let gateway = try await GatewayFixture.start { config in
                 config["backends"] = ["api": ["urls": [.string("http://127.0.0.1:\(port)")], "protocol": "h2c"]]
             }
@@ -73,12 +82,18 @@ struct HPACKSecretsTests {
         try await Self.withH2Backend { gateway in
             let token = TestKeys.token(subject: "hpack-user")
             let response = try await gateway.send(
-                TestRequest(.GET, "/secrets", headers: [("Authorization", "Bearer \(token)"), ("Cookie", "session=abc"), ("X-Plain", "p")])
+                TestRequest(
+                    .GET, "/secrets",
+                    headers: [("Authorization", "Bearer \(token)"), ("Cookie", "session=abc"), ("X-Plain", "p")])
             )
             #expect(response.status == 200)
             let seen = Self.fields(try JSONValue(parsing: response.text)["fields"])
-            #expect(Self.field("authorization", in: seen) == Field(name: "authorization", value: "Bearer \(token)", neverIndexed: true), "\(seen)")
-            #expect(Self.field("cookie", in: seen) == Field(name: "cookie", value: "session=abc", neverIndexed: true), "\(seen)")
+            #expect(
+                Self.field("authorization", in: seen)
+                    == Field(name: "authorization", value: "Bearer \(token)", neverIndexed: true), "\(seen)")
+            #expect(
+                Self.field("cookie", in: seen) == Field(name: "cookie", value: "session=abc", neverIndexed: true),
+                "\(seen)")
             #expect(Self.field("x-plain", in: seen)?.neverIndexed == false, "\(seen)")
             #expect(Self.field("x-request-id", in: seen)?.neverIndexed == false, "\(seen)")
         }
@@ -96,12 +111,16 @@ struct HPACKSecretsTests {
             )
             #expect(response.status == 200, "\(response.body)")
             let atBackend = Self.fields(try JSONValue(parsing: response.body)["fields"])
-            #expect(Self.field("x-client-secret", in: atBackend) == Field(name: "x-client-secret", value: "client-s3cret", neverIndexed: true), "\(atBackend)")
+            #expect(
+                Self.field("x-client-secret", in: atBackend)
+                    == Field(name: "x-client-secret", value: "client-s3cret", neverIndexed: true), "\(atBackend)")
             #expect(Self.field("x-client-plain", in: atBackend)?.neverIndexed == false, "\(atBackend)")
             #expect(Self.field("authorization", in: atBackend)?.neverIndexed == true, "\(atBackend)")
 
             let atClient = response.fields
-            #expect(Self.field("x-backend-secret", in: atClient) == Field(name: "x-backend-secret", value: "backend-s3cret", neverIndexed: true), "\(atClient)")
+            #expect(
+                Self.field("x-backend-secret", in: atClient)
+                    == Field(name: "x-backend-secret", value: "backend-s3cret", neverIndexed: true), "\(atClient)")
             #expect(Self.field("set-cookie", in: atClient)?.neverIndexed == true, "\(atClient)")
             #expect(Self.field("x-backend-plain", in: atClient)?.neverIndexed == false, "\(atClient)")
         }
@@ -116,7 +135,10 @@ struct HPACKSecretsTests {
             try await withCleanup({ await gateway.stop() }) {
                 let expired = TestKeys.token(subject: "alice", expiresIn: -60)
                 let byHeader = try await Self.get(
-                    port: gateway.port, path: "/refresh", headers: [("authorization", "Bearer \(expired)"), ("x-refresh-token", rainmaker.issueRefreshToken())]
+                    port: gateway.port, path: "/refresh",
+                    headers: [
+                        ("authorization", "Bearer \(expired)"), ("x-refresh-token", rainmaker.issueRefreshToken()),
+                    ]
                 )
                 #expect(byHeader.status == 200, "\(byHeader.body)")
                 let accessToken = try #require(Self.field("x-access-token", in: byHeader.fields), "\(byHeader.fields)")

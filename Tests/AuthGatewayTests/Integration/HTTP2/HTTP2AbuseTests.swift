@@ -52,9 +52,14 @@ struct HTTP2AbuseTests {
         var fields = request.fields
         fields.append(("authorization", "Bearer \(TestKeys.token())"))
         var frames: [HTTP2Frame.FramePayload] = [
-            .headers(.init(headers: H2TestClient.request(request.method, path: request.path, fields: fields), endStream: request.body == nil))
+            .headers(
+                .init(
+                    headers: H2TestClient.request(request.method, path: request.path, fields: fields),
+                    endStream: request.body == nil))
         ]
-        if let body = request.body { frames.append(.data(.init(data: .byteBuffer(ByteBuffer(string: body)), endStream: true))) }
+        if let body = request.body {
+            frames.append(.data(.init(data: .byteBuffer(ByteBuffer(string: body)), endStream: true)))
+        }
         let result = try await client.exchange(frames)
         #expect(result.resetCode != nil || result.status == 400, "\(request.name): \(result.frames)")
         #expect(gateway.backend.requestCount == 0, "\(request.name) reached the backend")
@@ -66,9 +71,19 @@ struct HTTP2AbuseTests {
         let client = try await H2TestClient.connect(port: gateway.port, validateHeaders: false)
         atTestEnd { await client.close() }
         let token = TestKeys.token()
-        let bad = try await client.exchange([.headers(.init(headers: H2TestClient.request(path: "/x", fields: [("X-Upper", "1"), ("authorization", "Bearer \(token)")]), endStream: true))])
+        let bad = try await client.exchange([
+            .headers(
+                .init(
+                    headers: H2TestClient.request(
+                        path: "/x", fields: [("X-Upper", "1"), ("authorization", "Bearer \(token)")]), endStream: true))
+        ])
         #expect(bad.resetCode != nil)
-        let good = try await client.exchange([.headers(.init(headers: H2TestClient.request(path: "/ok", fields: [("authorization", "Bearer \(token)")]), endStream: true))])
+        let good = try await client.exchange([
+            .headers(
+                .init(
+                    headers: H2TestClient.request(path: "/ok", fields: [("authorization", "Bearer \(token)")]),
+                    endStream: true))
+        ])
         #expect(good.status == 200)
         #expect(gateway.backend.requestCount == 1)
     }
@@ -83,7 +98,10 @@ struct HTTP2AbuseTests {
         let started = ContinuousClock.now
         let result = try await client.exchange(
             [
-                .headers(.init(headers: H2TestClient.request("POST", path: "/upload", fields: [("content-length", "100000")]), endStream: false)),
+                .headers(
+                    .init(
+                        headers: H2TestClient.request("POST", path: "/upload", fields: [("content-length", "100000")]),
+                        endStream: false)),
                 .data(.init(data: .byteBuffer(ByteBuffer(string: "first bytes")), endStream: false)),
             ],
             timeout: .seconds(30)
@@ -106,7 +124,10 @@ struct HTTP2AbuseTests {
         try await raw.send(bytes: Self.preface)
         // The server's SETTINGS (with the limit), then our acknowledgement: from then on the
         // limit is in force (RFC 9113 §6.5.3).
-        #expect(await raw.waitFor { _ in Self.frames(in: raw.receivedBytes).contains { $0.type == 0x4 && $0.flags & 0x1 == 0 } })
+        #expect(
+            await raw.waitFor { _ in
+                Self.frames(in: raw.receivedBytes).contains { $0.type == 0x4 && $0.flags & 0x1 == 0 }
+            })
         let settings = Self.frames(in: raw.receivedBytes).first { $0.type == 0x4 && $0.flags & 0x1 == 0 }
         #expect(settings.map { Self.setting(0x3, in: $0.payload) } == 2)
         try await raw.send(bytes: Self.frame(type: 0x4, flags: 0x1, stream: 0, payload: []))
@@ -114,7 +135,9 @@ struct HTTP2AbuseTests {
         var streams: [UInt8] = []
         for stream in [1, 3, 5] as [UInt32] {
             var block = ByteBuffer()
-            try encoder.encode(headers: H2TestClient.request(path: "/delay/2000?s=\(stream)", fields: [("authorization", "Bearer \(token)")]), to: &block)
+            try encoder.encode(
+                headers: H2TestClient.request(
+                    path: "/delay/2000?s=\(stream)", fields: [("authorization", "Bearer \(token)")]), to: &block)
             streams += Self.frame(type: 0x1, flags: 0x5, stream: stream, payload: Array(block.readableBytesView))
         }
         try await raw.send(bytes: streams)
@@ -123,7 +146,12 @@ struct HTTP2AbuseTests {
         #expect(try await Self.abuseCount(gateway, "too_many_streams") == 1)
         let bystander = try await H2TestClient.connect(port: gateway.port)
         atTestEnd { await bystander.close() }
-        let result = try await bystander.exchange([.headers(.init(headers: H2TestClient.request(path: "/bystander", fields: [("authorization", "Bearer \(token)")]), endStream: true))])
+        let result = try await bystander.exchange([
+            .headers(
+                .init(
+                    headers: H2TestClient.request(path: "/bystander", fields: [("authorization", "Bearer \(token)")]),
+                    endStream: true))
+        ])
         #expect(result.status == 200)
     }
 
@@ -134,8 +162,11 @@ struct HTTP2AbuseTests {
         while index + 9 <= bytes.count {
             let length = Int(bytes[index]) << 16 | Int(bytes[index + 1]) << 8 | Int(bytes[index + 2])
             guard index + 9 + length <= bytes.count else { break }
-            let stream = UInt32(bytes[index + 5] & 0x7F) << 24 | UInt32(bytes[index + 6]) << 16 | UInt32(bytes[index + 7]) << 8 | UInt32(bytes[index + 8])
-            frames.append((bytes[index + 3], bytes[index + 4], stream, Array(bytes[(index + 9)..<(index + 9 + length)])))
+            let stream =
+                UInt32(bytes[index + 5] & 0x7F) << 24 | UInt32(bytes[index + 6]) << 16 | UInt32(bytes[index + 7]) << 8
+                | UInt32(bytes[index + 8])
+            frames.append(
+                (bytes[index + 3], bytes[index + 4], stream, Array(bytes[(index + 9)..<(index + 9 + length)])))
             index += 9 + length
         }
         return frames
@@ -145,7 +176,8 @@ struct HTTP2AbuseTests {
     static func setting(_ identifier: UInt16, in payload: [UInt8]) -> Int? {
         stride(from: 0, to: payload.count - payload.count % 6, by: 6).lazy.compactMap { offset -> Int? in
             guard UInt16(payload[offset]) << 8 | UInt16(payload[offset + 1]) == identifier else { return nil }
-            return Int(payload[offset + 2]) << 24 | Int(payload[offset + 3]) << 16 | Int(payload[offset + 4]) << 8 | Int(payload[offset + 5])
+            return Int(payload[offset + 2]) << 24 | Int(payload[offset + 3]) << 16 | Int(payload[offset + 4]) << 8
+                | Int(payload[offset + 5])
         }.first
     }
 
@@ -154,12 +186,15 @@ struct HTTP2AbuseTests {
     /// Frame bytes: 9-byte header (RFC 9113 §4.1) and payload.
     static func frame(type: UInt8, flags: UInt8, stream: UInt32, payload: [UInt8]) -> [UInt8] {
         let length = payload.count
-        return [UInt8(length >> 16 & 0xFF), UInt8(length >> 8 & 0xFF), UInt8(length & 0xFF), type, flags,
-                UInt8(stream >> 24 & 0x7F), UInt8(stream >> 16 & 0xFF), UInt8(stream >> 8 & 0xFF), UInt8(stream & 0xFF)] + payload
+        return [
+            UInt8(length >> 16 & 0xFF), UInt8(length >> 8 & 0xFF), UInt8(length & 0xFF), type, flags,
+            UInt8(stream >> 24 & 0x7F), UInt8(stream >> 16 & 0xFF), UInt8(stream >> 8 & 0xFF), UInt8(stream & 0xFF),
+        ] + payload
     }
 
     /// The client preface and an empty SETTINGS frame.
-    static let preface: [UInt8] = Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8) + frame(type: 0x4, flags: 0, stream: 0, payload: [])
+    static let preface: [UInt8] =
+        Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8) + frame(type: 0x4, flags: 0, stream: 0, payload: [])
 
     /// A minimal GET's header block: :method GET, :scheme http, :path /, :authority x (HPACK
     /// static-table indexes and one literal).
@@ -180,11 +215,15 @@ struct HTTP2AbuseTests {
     /// GOAWAY and closed.
     /// `acknowledgeSettings`: first acknowledge the gateway's SETTINGS, as a conforming client
     /// does (its limits, such as the header list size, apply once acknowledged).
-    static func flood(_ gateway: GatewayFixture, batches: Int, acknowledgeSettings: Bool = false, batch: (Int) -> [UInt8]) async throws -> (goAway: Bool, closed: Bool) {
+    static func flood(
+        _ gateway: GatewayFixture, batches: Int, acknowledgeSettings: Bool = false, batch: (Int) -> [UInt8]
+    ) async throws -> (goAway: Bool, closed: Bool) {
         let raw = try await gateway.raw()
         try await raw.send(bytes: Self.preface)
         if acknowledgeSettings {
-            let settings = try await pollValue { Self.frames(in: raw.receivedBytes).first { $0.type == 0x4 && $0.flags & 0x1 == 0 } }
+            let settings = try await pollValue {
+                Self.frames(in: raw.receivedBytes).first { $0.type == 0x4 && $0.flags & 0x1 == 0 }
+            }
             try #require(settings != nil, "the gateway sent no SETTINGS")
             try await raw.send(bytes: Self.frame(type: 0x4, flags: 0x1, stream: 0, payload: []))
         }
@@ -199,11 +238,17 @@ struct HTTP2AbuseTests {
     /// While `attack` runs, and after it, another client on its own connection keeps getting
     /// 200. Returns how many requests it made (all answered 200).
     @discardableResult
-    static func othersUnaffected(_ gateway: GatewayFixture, during attack: () async throws -> Void) async throws -> Int {
+    static func othersUnaffected(_ gateway: GatewayFixture, during attack: () async throws -> Void) async throws -> Int
+    {
         let token = TestKeys.token()
         let bystander = try await H2TestClient.connect(port: gateway.port)
         atTestEnd { await bystander.close() }
-        let request: [HTTP2Frame.FramePayload] = [.headers(.init(headers: H2TestClient.request(path: "/bystander", fields: [("authorization", "Bearer \(token)")]), endStream: true))]
+        let request: [HTTP2Frame.FramePayload] = [
+            .headers(
+                .init(
+                    headers: H2TestClient.request(path: "/bystander", fields: [("authorization", "Bearer \(token)")]),
+                    endStream: true))
+        ]
         // Served once before the attack, as a client of a running gateway would be: the
         // upstream connection exists. (A first connect started while the debug build's single
         // event loop chews through a flood can outlast the connect timeout: seen once, 502.)
@@ -233,7 +278,8 @@ struct HTTP2AbuseTests {
     static func abuseCount(_ gateway: GatewayFixture, _ kind: String) async throws -> Int {
         let metrics = try await TestConnection.connect(port: gateway.adminPort).send(.get("/metrics")).text
         let prefix = "auth_gateway_http2_abuse_total{kind=\"\(kind)\"} "
-        return metrics.split(separator: "\n").first { $0.hasPrefix(prefix) }.flatMap { Int($0.dropFirst(prefix.count)) } ?? 0
+        return metrics.split(separator: "\n").first { $0.hasPrefix(prefix) }.flatMap { Int($0.dropFirst(prefix.count)) }
+            ?? 0
     }
 
     /// CVE-2023-44487: streams opened and reset at once, 20 000 of them.
@@ -245,8 +291,10 @@ struct HTTP2AbuseTests {
                 var bytes: [UInt8] = []
                 for offset in 0..<100 {
                     let stream = UInt32(1 + 2 * (batch * 100 + offset))
-                    bytes += Self.frame(type: 0x1, flags: 0x4 | 0x1, stream: stream, payload: Self.getBlock)  // HEADERS, END_HEADERS|END_STREAM
-                    bytes += Self.frame(type: 0x3, flags: 0, stream: stream, payload: [0, 0, 0, 0x8])  // RST_STREAM CANCEL
+                    // HEADERS, END_HEADERS|END_STREAM
+                    bytes += Self.frame(type: 0x1, flags: 0x4 | 0x1, stream: stream, payload: Self.getBlock)
+                    // RST_STREAM CANCEL
+                    bytes += Self.frame(type: 0x3, flags: 0, stream: stream, payload: [0, 0, 0, 0x8])
                 }
                 return bytes
             }
@@ -263,8 +311,10 @@ struct HTTP2AbuseTests {
         try await Self.othersUnaffected(gateway) {
             let outcome = try await Self.flood(gateway, batches: 100) { batch in
                 var bytes: [UInt8] = []
-                if batch == 0 { bytes += Self.frame(type: 0x1, flags: 0, stream: 1, payload: Self.getBlock) }  // HEADERS without END_HEADERS
-                for _ in 0..<100 { bytes += Self.frame(type: 0x9, flags: 0, stream: 1, payload: []) }  // empty CONTINUATION
+                // HEADERS without END_HEADERS
+                if batch == 0 { bytes += Self.frame(type: 0x1, flags: 0, stream: 1, payload: Self.getBlock) }
+                // empty CONTINUATION
+                for _ in 0..<100 { bytes += Self.frame(type: 0x9, flags: 0, stream: 1, payload: []) }
                 return bytes
             }
             #expect(outcome.goAway)
@@ -283,13 +333,16 @@ struct HTTP2AbuseTests {
                 var block = Self.getBlock
                 for index in 0..<16 {
                     let name = Array("x-big-\(index)".utf8)
-                    block += [0x00, UInt8(name.count)] + name + [0x7F, 0x81, 0x07] + Array(repeating: UInt8(ascii: "a"), count: 1000)  // 1000 = 127 + 873 (0x81 0x07)
+                    block +=
+                        [0x00, UInt8(name.count)] + name + [0x7F, 0x81, 0x07]
+                        + Array(repeating: UInt8(ascii: "a"), count: 1000)  // 1000 = 127 + 873 (0x81 0x07)
                 }
                 var bytes = Self.frame(type: 0x1, flags: 0, stream: 1, payload: Array(block[0..<4000]))
                 var offset = 4000
                 while offset < block.count {
                     let end = min(offset + 4000, block.count)
-                    bytes += Self.frame(type: 0x9, flags: end == block.count ? 0x4 : 0, stream: 1, payload: Array(block[offset..<end]))
+                    bytes += Self.frame(
+                        type: 0x9, flags: end == block.count ? 0x4 : 0, stream: 1, payload: Array(block[offset..<end]))
                     offset = end
                 }
                 return bytes
@@ -306,7 +359,9 @@ struct HTTP2AbuseTests {
 
     /// The error code of the first GOAWAY in `bytes` (RFC 9113 §6.8), if any.
     static func goAwayCode(_ bytes: [UInt8]) -> UInt32? {
-        guard let goAway = Self.frames(in: bytes).first(where: { $0.type == 0x7 }), goAway.payload.count >= 8 else { return nil }
+        guard let goAway = Self.frames(in: bytes).first(where: { $0.type == 0x7 }), goAway.payload.count >= 8 else {
+            return nil
+        }
         return goAway.payload[4..<8].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
     }
 
@@ -323,7 +378,9 @@ struct HTTP2AbuseTests {
             let raw = try await gateway.raw()
             atTestEnd { await raw.close() }
             try await raw.send(bytes: Self.preface)
-            let settings = try await pollValue { Self.frames(in: raw.receivedBytes).first { $0.type == 0x4 && $0.flags & 0x1 == 0 } }
+            let settings = try await pollValue {
+                Self.frames(in: raw.receivedBytes).first { $0.type == 0x4 && $0.flags & 0x1 == 0 }
+            }
             try #require(settings != nil, "the gateway sent no SETTINGS")
             #expect(settings.flatMap { Self.setting(0x6, in: $0.payload) } == 8192, "SETTINGS_MAX_HEADER_LIST_SIZE")
             try await raw.send(bytes: Self.frame(type: 0x4, flags: 0x1, stream: 0, payload: []))
@@ -337,7 +394,10 @@ struct HTTP2AbuseTests {
             let seed = Self.getBlock + [0x40, UInt8(name.count)] + name + [0x7F, 0xA1, 0x1E] + value
             try await raw.send(bytes: Self.frame(type: 0x1, flags: 0x5, stream: 1, payload: seed))
             // Answered (401: no token) before the bomb: the table is in place on both sides.
-            #expect(await raw.waitFor { _ in Self.frames(in: raw.receivedBytes).contains { $0.type == 0x1 && $0.stream == 1 } })
+            #expect(
+                await raw.waitFor { _ in
+                    Self.frames(in: raw.receivedBytes).contains { $0.type == 0x1 && $0.stream == 1 }
+                })
             // Stream 3: :method GET, :scheme http, :path /, :authority (index 63), then
             // index 62 a hundred times.
             let bomb: [UInt8] = [0x82, 0x86, 0x84, 0xBF] + Array(repeating: 0xBE, count: 100)
@@ -347,7 +407,9 @@ struct HTTP2AbuseTests {
             #expect(await raw.waitForClose(timeout: .seconds(10)), "the connection stayed open")
             #expect(Self.containsGoAway(raw.receivedBytes), "closed without GOAWAY")
             // A decoding failure of the header block: COMPRESSION_ERROR (RFC 9113 §4.3).
-            #expect(Self.goAwayCode(raw.receivedBytes) == 0x9, "GOAWAY code \(Self.goAwayCode(raw.receivedBytes).map(String.init) ?? "none")")
+            #expect(
+                Self.goAwayCode(raw.receivedBytes) == 0x9,
+                "GOAWAY code \(Self.goAwayCode(raw.receivedBytes).map(String.init) ?? "none")")
             // Neither stream 3 nor anything else was answered after the bomb.
             #expect(!Self.frames(in: raw.receivedBytes).contains { $0.stream == 3 })
         }
@@ -369,10 +431,14 @@ struct HTTP2AbuseTests {
                 if batch == 0 {
                     var encoder = HPACKEncoder(allocator: ByteBufferAllocator())
                     var block = ByteBuffer()
-                    try! encoder.encode(headers: H2TestClient.request("POST", path: "/upload", fields: [("authorization", "Bearer \(token)")]), to: &block)
-                    bytes += Self.frame(type: 0x1, flags: 0x4, stream: 1, payload: Array(block.readableBytesView))  // HEADERS, END_HEADERS, no END_STREAM
+                    try! encoder.encode(
+                        headers: H2TestClient.request(
+                            "POST", path: "/upload", fields: [("authorization", "Bearer \(token)")]), to: &block)
+                    // HEADERS, END_HEADERS, no END_STREAM
+                    bytes += Self.frame(type: 0x1, flags: 0x4, stream: 1, payload: Array(block.readableBytesView))
                 }
-                for _ in 0..<100 { bytes += Self.frame(type: 0x0, flags: 0, stream: 1, payload: []) }  // empty DATA, no END_STREAM
+                // empty DATA, no END_STREAM
+                for _ in 0..<100 { bytes += Self.frame(type: 0x0, flags: 0, stream: 1, payload: []) }
                 return bytes
             }
             #expect(outcome.goAway)
@@ -390,7 +456,8 @@ struct HTTP2AbuseTests {
             let outcome = try await Self.flood(gateway, batches: 50) { _ in
                 var bytes: [UInt8] = []
                 for _ in 0..<100 {
-                    bytes += kind == "ping"
+                    bytes +=
+                        kind == "ping"
                         ? Self.frame(type: 0x6, flags: 0, stream: 0, payload: Array(repeating: 1, count: 8))
                         : Self.frame(type: 0x4, flags: 0, stream: 0, payload: [])
                 }

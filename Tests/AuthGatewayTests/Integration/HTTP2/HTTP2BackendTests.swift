@@ -12,9 +12,14 @@ import AuthGatewayDemo
 /// over pooled connections, reached by HTTP/1.1 and HTTP/2 clients alike.
 @Suite("HTTP/2 backends (real sockets)", .timeLimit(.minutes(3)), .awaitsCleanups)
 struct HTTP2BackendTests {
-    static func gateway(backend: EchoBackend, protocolName: String = "h2c", url: String? = nil, configure: (inout JSONObject) -> Void = { _ in }) async throws -> GatewayFixture {
+    static func gateway(
+        backend: EchoBackend, protocolName: String = "h2c", url: String? = nil,
+        configure: (inout JSONObject) -> Void = { _ in }
+    ) async throws -> GatewayFixture {
         try await GatewayFixture.start(backend: backend) { config in
-            config["backends"] = ["api": ["urls": [.string(url ?? backend.baseURL)], "protocol": .string(protocolName)]]
+            config["backends"] = [
+                "api": ["urls": [.string(url ?? backend.baseURL)], "protocol": .string(protocolName)]
+            ]
             configure(&config)
         }
     }
@@ -25,7 +30,10 @@ struct HTTP2BackendTests {
         atTestEnd { await gateway.stop() }
         let client = try await gateway.connect()
         for index in 0..<5 {
-            let response = try await client.send(TestRequest(.POST, "/h2c/\(index)?q=1", headers: [("Authorization", "Bearer \(TestKeys.token())")], body: "payload-\(index)"))
+            let response = try await client.send(
+                TestRequest(
+                    .POST, "/h2c/\(index)?q=1", headers: [("Authorization", "Bearer \(TestKeys.token())")],
+                    body: "payload-\(index)"))
             #expect(response.status == 200)
             #expect(response.json?["uri"]?.stringValue == "/h2c/\(index)?q=1")
             #expect(response.json?["body"]?["bytes"]?.numberValue?.exactInt == "payload-\(index)".utf8.count)
@@ -49,7 +57,12 @@ struct HTTP2BackendTests {
         }
         atTestEnd { await gateway.stop() }
         let h2load = try ExternalTool.require("h2load", package: "nghttp2-client")
-        let load = try await ExternalTool.run(h2load, ["-n", "500", "-c", "2", "-m", "40", "-H", "authorization: Bearer \(TestKeys.token())", "http://127.0.0.1:\(gateway.port)/multiplexed"])
+        let load = try await ExternalTool.run(
+            h2load,
+            [
+                "-n", "500", "-c", "2", "-m", "40", "-H", "authorization: Bearer \(TestKeys.token())",
+                "http://127.0.0.1:\(gateway.port)/multiplexed",
+            ])
         #expect(load.stdout.contains("500 succeeded, 0 failed, 0 errored"), "\(load.stdout)")
         #expect(load.stdout.contains("status codes: 500 2xx"), "\(load.stdout)")
         // 80 concurrent requests fit in one connection's 100 streams (one event loop); a
@@ -64,15 +77,24 @@ struct HTTP2BackendTests {
             privateKey: .privateKey(try NIOSSLPrivateKey(file: TLSTests.keyPath, format: .pem))
         )
         serverTLS.applicationProtocols = ["h2"]
-        let backend = try await EchoBackend.start(group: TestGroup.shared, http2: true, tls: try NIOSSLContext(configuration: serverTLS))
-        let gateway = try await Self.gateway(backend: backend, protocolName: "h2", url: "https://localhost:\(backend.port)") { config in
+        let backend = try await EchoBackend.start(
+            group: TestGroup.shared, http2: true, tls: try NIOSSLContext(configuration: serverTLS))
+        let gateway = try await Self.gateway(
+            backend: backend, protocolName: "h2", url: "https://localhost:\(backend.port)"
+        ) { config in
             // The backend's certificate is trusted through its own CA file (SPEC §4.11).
             config["backends"] = [
-                "api": ["urls": [.string("https://localhost:\(backend.port)")], "protocol": "h2", "tls": ["caCertificatePEMFile": .string(TLSTests.certificatePath)]]
+                "api": [
+                    "urls": [.string("https://localhost:\(backend.port)")], "protocol": "h2",
+                    "tls": ["caCertificatePEMFile": .string(TLSTests.certificatePath)],
+                ]
             ]
         }
         atTestEnd { await gateway.stop() }
-        let result = try await HTTP2ClientTests.curl(["--http2-prior-knowledge", "--include", "-H", "Authorization: Bearer \(TestKeys.token())", "http://127.0.0.1:\(gateway.port)/tls-h2"])
+        let result = try await HTTP2ClientTests.curl([
+            "--http2-prior-knowledge", "--include", "-H", "Authorization: Bearer \(TestKeys.token())",
+            "http://127.0.0.1:\(gateway.port)/tls-h2",
+        ])
         let response = HTTP2ClientTests.parse(result.stdout)
         #expect(response.status == 200, "\(result.stdout) \(result.stderr)")
         #expect(try JSONValue(parsing: response.body)["uri"]?.stringValue == "/tls-h2")
@@ -89,7 +111,11 @@ struct HTTP2BackendTests {
         let client = try await H2TestClient.connect(port: gateway.port)
         atTestEnd { await client.close() }
         let result = try await client.exchange([
-            .headers(.init(headers: H2TestClient.request("POST", path: "/with-trailers", fields: [("authorization", "Bearer \(TestKeys.token())")]), endStream: false)),
+            .headers(
+                .init(
+                    headers: H2TestClient.request(
+                        "POST", path: "/with-trailers", fields: [("authorization", "Bearer \(TestKeys.token())")]),
+                    endStream: false)),
             .data(.init(data: .byteBuffer(ByteBuffer(string: "body")), endStream: false)),
             .headers(.init(headers: HPACKHeaders([("x-checksum", "c0ffee")]), endStream: true)),
         ])
@@ -135,7 +161,9 @@ struct HTTP2BackendTests {
              "c":{"urls":["http://127.0.0.1:1"],"protocol":"spdy"}},
              "routes":[{"name":"r","pathPrefix":"/","backend":"a","auth":"none"}]}
             """
-        #expect(throws: ConfigurationError.self) { try ConfigurationLoader(environment: [:]).load(text: text, baseDirectory: "/") }
+        #expect(throws: ConfigurationError.self) {
+            try ConfigurationLoader(environment: [:]).load(text: text, baseDirectory: "/")
+        }
         do {
             _ = try ConfigurationLoader(environment: [:]).load(text: text, baseDirectory: "/")
         } catch {

@@ -28,7 +28,8 @@ struct HTTP2ClientTests {
         var headers: [String: [String]] = [:]
         for line in lines.dropFirst() {
             guard let colon = line.firstIndex(of: ":") else { continue }
-            headers[line[..<colon].lowercased(), default: []].append(line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces))
+            headers[line[..<colon].lowercased(), default: []].append(
+                line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces))
         }
         return (
             statusLine.first.map(String.init) ?? "", statusLine.count > 1 ? Int(statusLine[1]) ?? 0 : 0, headers,
@@ -37,12 +38,15 @@ struct HTTP2ClientTests {
     }
 
     @Test func curlWithPriorKnowledgeIsAuthenticatedAndForwarded() async throws {
-        let gateway = try await GatewayFixture.start { config in config["identityHeaders"] = ["X-User-Subject": "claims.sub"] }
+        let gateway = try await GatewayFixture.start { config in
+            config["identityHeaders"] = ["X-User-Subject": "claims.sub"]
+        }
         atTestEnd { await gateway.stop() }
         let token = TestKeys.token(subject: "h2-user")
         let url = "http://127.0.0.1:\(gateway.port)/h2/items?x=1"
         let result = try await Self.curl([
-            "--http2-prior-knowledge", "--include", "-H", "Authorization: Bearer \(token)", "-H", "X-User-Subject: forged", "-H", "Cookie: a=1", "-H", "Cookie: b=2", url,
+            "--http2-prior-knowledge", "--include", "-H", "Authorization: Bearer \(token)", "-H",
+            "X-User-Subject: forged", "-H", "Cookie: a=1", "-H", "Cookie: b=2", url,
         ])
         #expect(result.status == 0, "\(result.stderr)")
         let response = Self.parse(result.stdout)
@@ -69,34 +73,50 @@ struct HTTP2ClientTests {
         #expect(gateway.backend.requestCount == before)
 
         // HTTP/1.1 keeps working on the same port.
-        let http1 = Self.parse(try await Self.curl(["--http1.1", "--include", "-H", "Authorization: Bearer \(token)", url]).stdout)
+        let http1 = Self.parse(
+            try await Self.curl(["--http1.1", "--include", "-H", "Authorization: Bearer \(token)", url]).stdout)
         #expect(http1.version == "HTTP/1.1")
         #expect(http1.status == 200)
 
         let metrics = try await TestConnection.connect(port: gateway.adminPort).send(.get("/metrics")).text
-        #expect(metrics.contains("auth_gateway_requests_total{route=\"default\",status_class=\"2xx\",protocol=\"h2\"} 1\n"))
-        #expect(metrics.contains("auth_gateway_requests_total{route=\"default\",status_class=\"4xx\",protocol=\"h2\"} 1\n"))
-        #expect(metrics.contains("auth_gateway_requests_total{route=\"default\",status_class=\"2xx\",protocol=\"http/1.1\"} 1\n"))
+        #expect(
+            metrics.contains("auth_gateway_requests_total{route=\"default\",status_class=\"2xx\",protocol=\"h2\"} 1\n"))
+        #expect(
+            metrics.contains("auth_gateway_requests_total{route=\"default\",status_class=\"4xx\",protocol=\"h2\"} 1\n"))
+        #expect(
+            metrics.contains(
+                "auth_gateway_requests_total{route=\"default\",status_class=\"2xx\",protocol=\"http/1.1\"} 1\n"))
     }
 
     @Test func curlOverTLSNegotiatesHTTP2ByALPN() async throws {
         let gateway = try await GatewayFixture.start { config in
             config["listener"] = [
                 "host": "127.0.0.1", "port": 0,
-                "tls": ["certificatePEMFile": .string(TLSTests.certificatePath), "privateKeyPEMFile": .string(TLSTests.keyPath)],
+                "tls": [
+                    "certificatePEMFile": .string(TLSTests.certificatePath),
+                    "privateKeyPEMFile": .string(TLSTests.keyPath),
+                ],
             ]
         }
         atTestEnd { await gateway.stop() }
         let url = "https://localhost:\(gateway.port)/tls"
         let token = TestKeys.token()
-        let h2 = try await Self.curl(["--http2", "--cacert", TLSTests.certificatePath, "--include", "-H", "Authorization: Bearer \(token)", url])
+        let h2 = try await Self.curl([
+            "--http2", "--cacert", TLSTests.certificatePath, "--include", "-H", "Authorization: Bearer \(token)", url,
+        ])
         #expect(h2.status == 0, "\(h2.stderr)")
         let response = Self.parse(h2.stdout)
         #expect(response.version == "HTTP/2")
         #expect(response.status == 200)
-        #expect(try JSONValue(parsing: response.body)["headers"]?["x-forwarded-proto"]?.arrayValue?.first?.stringValue == "https")
+        #expect(
+            try JSONValue(parsing: response.body)["headers"]?["x-forwarded-proto"]?.arrayValue?.first?.stringValue
+                == "https")
         // A client that offers only HTTP/1.1 in ALPN gets HTTP/1.1.
-        let http1 = Self.parse(try await Self.curl(["--http1.1", "--cacert", TLSTests.certificatePath, "--include", "-H", "Authorization: Bearer \(token)", url]).stdout)
+        let http1 = Self.parse(
+            try await Self.curl([
+                "--http1.1", "--cacert", TLSTests.certificatePath, "--include", "-H", "Authorization: Bearer \(token)",
+                url,
+            ]).stdout)
         #expect(http1.version == "HTTP/1.1")
         #expect(http1.status == 200)
     }
@@ -108,17 +128,23 @@ struct HTTP2ClientTests {
         // A 3 MiB upload without content-length (curl streams stdin): chunked to the backend.
         let body = Data((0..<(3 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 7) })
         let curl = try ExternalTool.require("curl", package: "curl")
-        let upload = try await ExternalTool.run(curl, [
-            "--silent", "--show-error", "--http2-prior-knowledge", "-H", "Authorization: Bearer \(token)", "-H", "Transfer-Encoding:", "--data-binary", "@-",
-            "http://127.0.0.1:\(gateway.port)/upload",
-        ], input: body)
+        let upload = try await ExternalTool.run(
+            curl,
+            [
+                "--silent", "--show-error", "--http2-prior-knowledge", "-H", "Authorization: Bearer \(token)", "-H",
+                "Transfer-Encoding:", "--data-binary", "@-",
+                "http://127.0.0.1:\(gateway.port)/upload",
+            ], input: body)
         #expect(upload.status == 0, "\(upload.stderr)")
         let echoed = try JSONValue(parsing: upload.stdout)
         #expect(echoed["body"]?["bytes"]?.numberValue?.exactInt == body.count)
         #expect(echoed["body"]?["sha256"]?.stringValue == SHA256Hex.of(body))
 
         // An 8 MiB download, chunked by the backend, arrives whole.
-        let download = try await Self.curl(["--http2-prior-knowledge", "-H", "Authorization: Bearer \(token)", "-o", "/dev/null", "-w", "%{size_download} %{http_version}", "http://127.0.0.1:\(gateway.port)/bytes/8388608?chunked=1"])
+        let download = try await Self.curl([
+            "--http2-prior-knowledge", "-H", "Authorization: Bearer \(token)", "-o", "/dev/null", "-w",
+            "%{size_download} %{http_version}", "http://127.0.0.1:\(gateway.port)/bytes/8388608?chunked=1",
+        ])
         #expect(download.stdout == "8388608 2")
     }
 
@@ -133,14 +159,20 @@ struct HTTP2ClientTests {
         atTestEnd { await gateway.stop() }
         let token = TestKeys.token()
         let nghttp = try ExternalTool.require("nghttp", package: "nghttp2-client")
-        let single = try await ExternalTool.run(nghttp, ["-v", "-H", "authorization: Bearer \(token)", "http://127.0.0.1:\(gateway.port)/nghttp"])
+        let single = try await ExternalTool.run(
+            nghttp, ["-v", "-H", "authorization: Bearer \(token)", "http://127.0.0.1:\(gateway.port)/nghttp"])
         #expect(single.status == 0, "\(single.stderr)")
         #expect(single.stdout.contains(":status: 200"))
         #expect(single.stdout.contains("SETTINGS_MAX_CONCURRENT_STREAMS(0x03):100"))
 
         // 600 requests over 3 connections, 40 concurrent streams each (a debug build is slow).
         let h2load = try ExternalTool.require("h2load", package: "nghttp2-client")
-        let load = try await ExternalTool.run(h2load, ["-n", "600", "-c", "3", "-m", "40", "-H", "authorization: Bearer \(token)", "http://127.0.0.1:\(gateway.port)/load"])
+        let load = try await ExternalTool.run(
+            h2load,
+            [
+                "-n", "600", "-c", "3", "-m", "40", "-H", "authorization: Bearer \(token)",
+                "http://127.0.0.1:\(gateway.port)/load",
+            ])
         #expect(load.status == 0, "\(load.stderr)")
         #expect(load.stdout.contains("600 succeeded, 0 failed, 0 errored"), "\(load.stdout)")
         #expect(load.stdout.contains("status codes: 600 2xx"), "\(load.stdout)")

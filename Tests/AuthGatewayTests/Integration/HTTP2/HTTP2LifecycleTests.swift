@@ -18,7 +18,12 @@ struct HTTP2LifecycleTests {
         let client = try await H2TestClient.connect(port: gateway.port)
         atTestEnd { await client.close() }
         let token = TestKeys.token()
-        async let slow = client.exchange([.headers(.init(headers: H2TestClient.request(path: "/delay/600", fields: [("authorization", "Bearer \(token)")]), endStream: true))])
+        async let slow = client.exchange([
+            .headers(
+                .init(
+                    headers: H2TestClient.request(path: "/delay/600", fields: [("authorization", "Bearer \(token)")]),
+                    endStream: true))
+        ])
         try await poll { gateway.backend.requestCount == 1 }
         async let drained: Void = gateway.application.drain()
         try await poll { client.goAwayReceived }
@@ -42,7 +47,8 @@ struct HTTP2LifecycleTests {
         let before = try gateway.residentMemoryBytes()
         // curl at 16 MiB/s: the 64 MiB body takes ~4 s while the backend could send it at once.
         let result = try await HTTP2ClientTests.curl([
-            "--http2-prior-knowledge", "--limit-rate", "16M", "-o", "/dev/null", "-w", "%{size_download}", "-H", "Authorization: Bearer \(token)",
+            "--http2-prior-knowledge", "--limit-rate", "16M", "-o", "/dev/null", "-w", "%{size_download}", "-H",
+            "Authorization: Bearer \(token)",
             "http://127.0.0.1:\(port)/bytes/67108864",
         ])
         #expect(result.stdout == "67108864", "\(result.stderr)")

@@ -23,8 +23,12 @@ struct HTTP2RequestLimitsTests {
         atTestEnd { await raw.close() }
         var encoder = HPACKEncoder(allocator: ByteBufferAllocator())
         var block = ByteBuffer()
-        try encoder.encode(headers: H2TestClient.request(path: "/h2", fields: [("authorization", "Bearer \(TestKeys.token())")]), to: &block)
-        try await raw.send(bytes: HTTP2AbuseTests.preface + HTTP2AbuseTests.frame(type: 0x1, flags: 0x5, stream: 1, payload: Array(block.readableBytesView)))
+        try encoder.encode(
+            headers: H2TestClient.request(path: "/h2", fields: [("authorization", "Bearer \(TestKeys.token())")]),
+            to: &block)
+        try await raw.send(
+            bytes: HTTP2AbuseTests.preface
+                + HTTP2AbuseTests.frame(type: 0x1, flags: 0x5, stream: 1, payload: Array(block.readableBytesView)))
         #expect(await raw.waitForClose(timeout: .seconds(10)), "the connection stayed open")
         #expect(raw.received.hasPrefix("HTTP/1.1 "), "not an HTTP/1.1 answer: \(raw.received.prefix(40))")
         let status = try #require(raw.firstStatus)
@@ -37,9 +41,11 @@ struct HTTP2RequestLimitsTests {
         // (then connecting fails: a refusal too).
         if let client = try? await H2TestClient.connect(port: gateway.port) {
             atTestEnd { await client.close() }
-            let result = try? await client.exchange([.headers(.init(headers: H2TestClient.request(path: "/h2"), endStream: true))], timeout: .seconds(10))
+            let result = try? await client.exchange(
+                [.headers(.init(headers: H2TestClient.request(path: "/h2"), endStream: true))], timeout: .seconds(10))
             #expect(result?.status == nil)
-            #expect(!client.connectionLevelFrames.contains { if case .settings = $0 { return true } else { return false } })
+            #expect(
+                !client.connectionLevelFrames.contains { if case .settings = $0 { return true } else { return false } })
         }
 
         let http1 = try await gateway.send(.get("/http1", token: TestKeys.token()))
@@ -58,7 +64,11 @@ struct HTTP2RequestLimitsTests {
         let authorization = ("authorization", "Bearer \(TestKeys.token())")
 
         let declared = try await client.exchange([
-            .headers(.init(headers: H2TestClient.request("POST", path: "/declared", fields: [authorization, ("content-length", "5000")]), endStream: false)),
+            .headers(
+                .init(
+                    headers: H2TestClient.request(
+                        "POST", path: "/declared", fields: [authorization, ("content-length", "5000")]),
+                    endStream: false)),
             .data(.init(data: .byteBuffer(ByteBuffer(repeating: UInt8(ascii: "a"), count: 5000)), endStream: true)),
         ])
         #expect(declared.status == 413, "\(declared.frames)")
@@ -66,41 +76,60 @@ struct HTTP2RequestLimitsTests {
         #expect(gateway.backend.requestCount == 0, "a declared oversized body was forwarded")
 
         let streamed = try await client.exchange([
-            .headers(.init(headers: H2TestClient.request("POST", path: "/streamed", fields: [authorization]), endStream: false)),
+            .headers(
+                .init(
+                    headers: H2TestClient.request("POST", path: "/streamed", fields: [authorization]), endStream: false)
+            ),
             .data(.init(data: .byteBuffer(ByteBuffer(repeating: UInt8(ascii: "b"), count: 800)), endStream: false)),
             .data(.init(data: .byteBuffer(ByteBuffer(repeating: UInt8(ascii: "b"), count: 800)), endStream: true)),
         ])
         #expect(streamed.status == 413, "\(streamed.frames)")
 
         let atLimit = try await client.exchange([
-            .headers(.init(headers: H2TestClient.request("POST", path: "/at-limit", fields: [authorization, ("content-length", "1000")]), endStream: false)),
+            .headers(
+                .init(
+                    headers: H2TestClient.request(
+                        "POST", path: "/at-limit", fields: [authorization, ("content-length", "1000")]),
+                    endStream: false)),
             .data(.init(data: .byteBuffer(ByteBuffer(repeating: UInt8(ascii: "c"), count: 1000)), endStream: true)),
         ])
         #expect(atLimit.status == 200)
-        #expect((try? JSONValue(parsing: String(buffer: atLimit.body)))?["body"]?["bytes"]?.numberValue?.exactInt == 1000)
+        #expect(
+            (try? JSONValue(parsing: String(buffer: atLimit.body)))?["body"]?["bytes"]?.numberValue?.exactInt == 1000)
     }
 
     /// Cookies over HTTP/2 (RFC 9113 §8.2.3): a client may split the cookie header into one
     /// field per cookie. The access token in one of them authenticates the request, and the
     /// HTTP/1.1 backend gets one `Cookie` header joined with "; ".
     @Test func anAccessTokenInASplitCookieFieldAuthenticates() async throws {
-        let gateway = try await GatewayFixture.start { config in config["identityHeaders"] = ["X-User-Subject": "claims.sub"] }
+        let gateway = try await GatewayFixture.start { config in
+            config["identityHeaders"] = ["X-User-Subject": "claims.sub"]
+        }
         atTestEnd { await gateway.stop() }
         let client = try await H2TestClient.connect(port: gateway.port)
         atTestEnd { await client.close() }
         let token = TestKeys.token(subject: "cookie-h2")
         let result = try await client.exchange([
-            .headers(.init(headers: H2TestClient.request(path: "/cookies", fields: [("cookie", "theme=dark"), ("cookie", "access_token=\(token)")]), endStream: true))
+            .headers(
+                .init(
+                    headers: H2TestClient.request(
+                        path: "/cookies", fields: [("cookie", "theme=dark"), ("cookie", "access_token=\(token)")]),
+                    endStream: true))
         ])
         #expect(result.status == 200)
         let echoed = try #require(try? JSONValue(parsing: String(buffer: result.body)))
         #expect(echoed["headers"]?["x-user-subject"]?.arrayValue?.compactMap(\.stringValue) == ["cookie-h2"])
-        #expect(echoed["headers"]?["cookie"]?.arrayValue?.compactMap(\.stringValue) == ["theme=dark; access_token=\(token)"])
+        #expect(
+            echoed["headers"]?["cookie"]?.arrayValue?.compactMap(\.stringValue) == ["theme=dark; access_token=\(token)"]
+        )
 
         // A forged token in a cookie field is refused like on HTTP/1.1.
         let forged = TestKeys.token(signer: TestKeys.otherRSA, subject: "cookie-h2")
         let refused = try await client.exchange([
-            .headers(.init(headers: H2TestClient.request(path: "/cookies", fields: [("cookie", "access_token=\(forged)")]), endStream: true))
+            .headers(
+                .init(
+                    headers: H2TestClient.request(path: "/cookies", fields: [("cookie", "access_token=\(forged)")]),
+                    endStream: true))
         ])
         #expect(refused.status == 401)
         #expect(gateway.backend.requestCount == 1)
