@@ -44,20 +44,12 @@ final class SessionRefresher: Sendable {
             let started = self.clock()
             return self.call(refreshToken: token, claims: claims, client: client, path: path).map { outcome in
                 self.metrics.observe(.authServiceDuration(.refresh), seconds: self.clock() - started)
-                self.metrics.increment(.refresh(outcome: Self.label(outcome)))
+                self.metrics.increment(.refresh(outcome: outcome.label))
                 return outcome
             }
         }.map { outcome, role in
             if role == .remembered { self.metrics.increment(.refreshGraceHit) }
             return outcome
-        }
-    }
-
-    private static func label(_ outcome: Outcome) -> String {
-        switch outcome {
-        case .refreshed: return "refreshed"
-        case .rejected: return "rejected"
-        case .unavailable: return "unavailable"
         }
     }
 

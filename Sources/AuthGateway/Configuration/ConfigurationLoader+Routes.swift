@@ -14,7 +14,9 @@ extension ConfigurationLoader {
             if !seen.insert(member.name.lowercased()).inserted {
                 root.error("identityHeaders.\(member.name)", "duplicate header (names are case-insensitive)")
             }
-            guard case .string(let text) = member.value, let path = IdentityValuePath(parsing: text) else {
+            guard case .string(let text) = member.value, let path = IdentityValuePath(parsing: text),
+                path.source != .client
+            else {
                 root.error(
                     "identityHeaders.\(member.name)", "expected \"claims.<name>\", \"profile.<name>\" or \"dpop.jkt\"")
                 continue
@@ -90,7 +92,7 @@ extension ConfigurationLoader {
             var requirements: [Requirement] = []
             if let members = entry.members("require") {
                 for member in members {
-                    guard let path = IdentityValuePath(parsing: member.name) else {
+                    guard let path = IdentityValuePath(parsing: member.name), path.source != .client else {
                         entry.error("require.\(member.name)", "keys must be \"claims.<name>\" or \"profile.<name>\"")
                         continue
                     }

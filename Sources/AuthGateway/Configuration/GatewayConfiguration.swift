@@ -354,13 +354,19 @@ public struct IdentityHeader: Sendable {
     public var path: IdentityValuePath
 }
 
-/// `claims.<name>` or `profile.<name>`.
+/// A value rules read about a request (`IdentityFields`): `claims.<name>`, `profile.<name>`,
+/// `dpop.jkt`, or `client.ip`. Each place that takes one says which sources it accepts.
 public struct IdentityValuePath: Sendable, Hashable, CustomStringConvertible {
     public enum Source: String, Sendable, Hashable {
         case claims, profile
-        /// `dpop.jkt`: the thumbprint of a verified DPoP proof's key (SPEC §4.14).
+        /// `dpop.jkt`: the thumbprint of a verified DPoP proof's key (docs/authentication.md).
         case dpop
+        /// `client.ip`: the client's address (docs/rate-limits.md).
+        case client
     }
+
+    /// `client.ip`.
+    public static let clientIP = IdentityValuePath(source: .client, name: "ip")
 
     public var source: Source
     public var name: String
@@ -376,7 +382,7 @@ public struct IdentityValuePath: Sendable, Hashable, CustomStringConvertible {
         guard let dot = text.firstIndex(of: ".") else { return nil }
         guard let source = Source(rawValue: String(text[..<dot])) else { return nil }
         let name = String(text[text.index(after: dot)...])
-        guard !name.isEmpty, source != .dpop || name == "jkt" else { return nil }
+        guard !name.isEmpty, source != .dpop || name == "jkt", source != .client || name == "ip" else { return nil }
         self.init(source: source, name: name)
     }
 

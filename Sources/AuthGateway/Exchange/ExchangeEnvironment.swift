@@ -13,8 +13,8 @@ protocol ExchangeEnvironment: AnyObject {
     var keys: KeySnapshot { get }
     /// The loop's pool for a backend, nil for a name the configuration does not have.
     func pool(forBackend name: String) -> UpstreamPool?
-    /// The loop's clients for the auth service, introspection and the like.
-    var authServices: AuthServices { get }
+    /// The loop's authentication pipeline for the configuration in force.
+    var authenticator: RequestAuthenticator { get }
     /// The loop's memo of rate-limit keys.
     var rateLimitKeys: RateLimitKeyMemo { get }
     var metrics: WorkerMetrics { get }

@@ -100,24 +100,23 @@ struct RequestPlanner {
                 .respond(.problem(.upstreamUnreachable, requestID: requestID), close: false, route: route.name))
         }
         let request = AuthRequest(
-            headers: head.headers, route: route, keys: self.environment.keys, now: now, isTLS: self.connection.isTLS,
-            trace: trace, method: head.method,
-            uri: head.uri, peerIsTrustedProxy: self.connection.peerIsTrustedProxy
+            headers: head.headers, route: route, keys: self.environment.keys, now: now, connection: self.connection,
+            trustedProxies: self.snapshot.forwarding.trustedProxies, method: head.method, uri: head.uri, trace: trace
         )
-        let decision = self.snapshot.authenticator.authenticate(request, services: self.environment.authServices)
+        let decision = self.environment.authenticator.authenticate(request)
         switch decision {
         case .done(let outcome):
             return .ready(
                 self.finish(
-                    outcome, head: head, framing: framing, target: target, route: route, pool: pool,
-                    requestID: requestID, upgrade: upgrade, trace: trace))
+                    outcome, request: request, head: head, framing: framing, target: target, pool: pool,
+                    requestID: requestID, upgrade: upgrade))
         case .pending(let future):
             let planner = self
             return .pending(
                 future.assumeIsolated().map { outcome in
                     planner.finish(
-                        outcome, head: head, framing: framing, target: target, route: route, pool: pool,
-                        requestID: requestID, upgrade: upgrade, trace: trace)
+                        outcome, request: request, head: head, framing: framing, target: target, pool: pool,
+                        requestID: requestID, upgrade: upgrade)
                 }.nonisolated(),
                 route: route.name
             )
@@ -126,15 +125,15 @@ struct RequestPlanner {
 
     private func finish(
         _ outcome: AuthOutcome,
+        request: AuthRequest,
         head: HTTPRequestHead,
         framing: BodyFraming,
         target: RequestTarget,
-        route: RouteConfiguration,
         pool: UpstreamPool,
         requestID: String,
-        upgrade: String?,
-        trace: RequestTrace?
+        upgrade: String?
     ) -> RequestPlan {
+        let route = request.route
         var identity: Identity?
         switch outcome {
         case .rejected(let error, let headers):
@@ -145,12 +144,13 @@ struct RequestPlanner {
         case .authenticated(let authenticated):
             identity = authenticated
         }
-        // Rate limits (SPEC §4.12): after authentication, before anything goes upstream.
+        let fields = IdentityFields(identity: identity, request: request)
+        // Rate limits (docs/rate-limits.md): after authentication, before anything goes upstream.
         var responseHeaders = identity?.responseHeaders ?? []
         if let limiter = self.snapshot.rateLimiter, let tables = limiter.tables(forRoute: route.name) {
             switch limiter.check(
-                tables, request: self.rateLimitRequest(head: head, route: route, identity: identity),
-                now: NIODeadline.now().uptimeNanoseconds, memo: self.environment.rateLimitKeys)
+                tables, route: route.name, fields: fields, now: NIODeadline.now().uptimeNanoseconds,
+                memo: self.environment.rateLimitKeys)
             {
             case .admitted(let header):
                 if let header { responseHeaders.append(("RateLimit", header)) }
@@ -170,9 +170,10 @@ struct RequestPlanner {
             } else if let replacement = identity.replacementAccessToken {
                 edits.append(TokenEdit(location: identity.accessToken.location, replacement: replacement))
             }
-            identityHeaders = Self.identityHeaders(for: identity, policy: self.snapshot.forwarding)
+            identityHeaders = Self.identityHeaders(fields, policy: self.snapshot.forwarding)
         }
         // A traced request's backend sees the upstream span as its parent.
+        let trace = request.trace
         let upstreamSpan = trace?.child("upstream \(route.backend)", kind: .client)
         var upstreamHeaders = HeaderRewriter.upstreamRequestHeaders(
             head.headers,
@@ -215,26 +216,12 @@ struct RequestPlanner {
         )
     }
 
-    private func rateLimitRequest(
-        head: HTTPRequestHead, route: RouteConfiguration, identity: Identity?
-    ) -> RateLimitRequest {
-        RateLimitRequest(
-            route: route.name, claims: identity?.token.claims, profile: identity?.profile, headers: head.headers,
-            connection: self.connection,
-            trustedProxies: self.snapshot.forwarding.trustedProxies
-        )
-    }
-
-    static func identityHeaders(for identity: Identity, policy: ForwardingPolicy) -> [(name: String, value: String)] {
+    /// The identity headers (docs/configuration.md): each configured name with the value its
+    /// path reads, in header form; names without a value are left out.
+    static func identityHeaders(_ fields: IdentityFields, policy: ForwardingPolicy) -> [(name: String, value: String)] {
         var headers: [(name: String, value: String)] = []
         for header in policy.identityHeaders {
-            let value: JSONValue?
-            switch header.path.source {
-            case .claims: value = IdentityLookup.value(named: header.path.name, in: identity.token.claims)
-            case .profile: value = identity.profile.flatMap { IdentityLookup.value(named: header.path.name, in: $0) }
-            case .dpop: value = identity.dpopThumbprint.map(JSONValue.string)
-            }
-            if let value, let text = IdentityLookup.headerText(for: value) {
+            if let value = fields.value(header.path), let text = IdentityLookup.headerText(for: value) {
                 headers.append((header.name, text))
             }
         }

@@ -8,7 +8,11 @@ final class RuntimeSnapshot: Sendable {
     let generation: UInt64
     let routes: RouteTable
     let forwarding: ForwardingPolicy
-    let authenticator: RequestAuthenticator
+    /// What authentication keeps per configuration, process-wide; each loop's
+    /// `RequestAuthenticator` is built around them (`Worker`).
+    let refresher: SessionRefresher?
+    let profiles: ProfileCache?
+    let introspector: TokenIntrospector?
     let idleTimeout: TimeAmount
     let requestHeaderTimeout: TimeAmount
     /// Response timeout per backend name.
@@ -40,8 +44,9 @@ final class RuntimeSnapshot: Sendable {
         self.generation = generation
         self.routes = RouteTable(configuration.routes)
         self.forwarding = ForwardingPolicy(configuration: configuration)
-        self.authenticator = RequestAuthenticator(
-            configuration: configuration, refresher: refresher, profiles: profiles, introspector: introspector)
+        self.refresher = refresher
+        self.profiles = profiles
+        self.introspector = introspector
         self.idleTimeout = .seconds(Int64(configuration.timeouts.idleSeconds))
         self.requestHeaderTimeout = .seconds(Int64(configuration.timeouts.requestHeaderSeconds))
         var timeouts: [String: TimeAmount] = [:]

@@ -56,18 +56,20 @@ final class RateLimiter: Sendable {
     /// Runs a request through `tables`: every one must admit it; when one refuses, what the
     /// others admitted is given back, so a refused request consumes nothing.
     func check(
-        _ tables: [RateLimitTable], request: RateLimitRequest, now: UInt64, memo: RateLimitKeyMemo? = nil
+        _ tables: [RateLimitTable], route: String, fields: IdentityFields, now: UInt64, memo: RateLimitKeyMemo? = nil
     ) -> RateLimitVerdict {
         // The limit with the fewest requests left names the `RateLimit` header.
         var tightest: (table: RateLimitTable, remaining: Int, reset: Int)?
         for (index, table) in tables.enumerated() {
-            switch table.consume(self.key(for: table.configuration.key, request: request, memo: memo), now: now) {
+            switch table.consume(
+                self.key(for: table.configuration.key, route: route, fields: fields, memo: memo), now: now)
+            {
             case .admitted(_, let remaining, let reset):
                 if tightest == nil || remaining < tightest!.remaining { tightest = (table, remaining, reset) }
             case .refused(let retryAfter):
                 // Rare: the keys are made again rather than kept for every request.
                 for earlier in tables[..<index] {
-                    earlier.refund(self.key(for: earlier.configuration.key, request: request, memo: memo))
+                    earlier.refund(self.key(for: earlier.configuration.key, route: route, fields: fields, memo: memo))
                 }
                 return .refused(
                     limit: table.name,
@@ -118,23 +120,23 @@ final class RateLimiter: Sendable {
     /// under `claims.sub`) is counted under its client address.
     /// `memo`: this loop's memo of recent keys (nil: always computed).
     func key(
-        for kind: RateLimitConfiguration.Key, request: RateLimitRequest, memo: RateLimitKeyMemo? = nil
+        for kind: RateLimitConfiguration.Key, route: String, fields: IdentityFields, memo: RateLimitKeyMemo? = nil
     ) -> RateLimitKey {
         let value: JSONValue?
         switch kind {
         case .route:
-            return self.key(.route, request.route, memo: memo)
+            return self.key(.route, route, memo: memo)
         case .clientIP:
             value = nil
         case .claim(let name):
-            value = request.claims.flatMap { IdentityLookup.value(named: name, in: $0) }
+            value = fields.claim(name)
         case .profile(let name):
-            value = request.profile.flatMap { IdentityLookup.value(named: name, in: $0) }
+            value = fields.profileValue(name)
         }
         if let value, let text = Self.keyText(value) {
             return self.key(.identity, text, memo: memo)
         }
-        return self.key(.address, request.clientIP, memo: memo)
+        return self.key(.address, fields.request.clientIP, memo: memo)
     }
 
     private func key(_ kind: RateLimitKey.Kind, _ value: String, memo: RateLimitKeyMemo?) -> RateLimitKey {
@@ -166,24 +168,6 @@ final class RateLimiter: Sendable {
 }
 
 /// What a rate limit may count a request under.
-struct RateLimitRequest {
-    let route: String
-    /// The verified claims; nil for an anonymous request.
-    let claims: JSONObject?
-    let profile: JSONObject?
-    let headers: HTTPHeaders
-    let connection: ClientConnectionInfo
-    let trustedProxies: [CIDR]
-
-    /// Computed only when a limit needs it (it may walk `X-Forwarded-For`).
-    var clientIP: String {
-        ClientAddress.resolve(
-            peerIP: self.connection.peerIP, peerIsTrustedProxy: self.connection.peerIsTrustedProxy,
-            headers: self.headers, trustedProxies: self.trustedProxies
-        )
-    }
-}
-
 enum RateLimitVerdict {
     /// Admitted by every limit; `header` is the `RateLimit` value of the tightest one.
     case admitted(header: String?)

@@ -35,6 +35,7 @@ final class GatewayShared: Sendable {
     /// Which URL of each backend is in rotation (SPEC §4.11), process-wide.
     let backendAvailabilities: BackendAvailabilities
     private let openConnectionCount = Atomic<Int>(0)
+    let logger: Logger
 
     init(
         verifiedTokens: VerifiedTokenCache, keyStore: KeyStore, health: HealthState, processMetrics: ProcessMetrics,
@@ -44,6 +45,7 @@ final class GatewayShared: Sendable {
         logger: Logger = Logger(label: "auth-gateway"), dpopNonceKey: SymmetricKey = DPoPNonce.key(sharedSecret: nil)
     ) {
         self.dpopNonceKey = dpopNonceKey
+        self.logger = logger
         self.backendAvailabilities = BackendAvailabilities(logger: logger, metrics: processMetrics)
         self.sharedState = sharedState
         self.verifiedTokens = verifiedTokens

@@ -109,7 +109,7 @@ enum HealthEndpoints {
             if let issuer = authService.discoveryIssuer {
                 // The endpoints in use now, as the issuer's discovery document names them.
                 entry["discoveryIssuer"] = .string(issuer)
-                let endpoints = worker.authServices.endpoints
+                let endpoints = worker.authEndpoints
                 for (name, source) in [("tokenEndpoint", endpoints.refresh), ("userinfoEndpoint", endpoints.profile)] {
                     guard case .discovered = source else { continue }
                     guard let url = endpoints.currentURL(of: source) else {
@@ -128,7 +128,7 @@ enum HealthEndpoints {
             if !failing.isEmpty { degraded = true }
             checks["authService"] = .object(entry)
         }
-        if let introspector = snapshot.authenticator.introspector {
+        if let introspector = snapshot.introspector {
             // The endpoint's last call; a failing endpoint refuses opaque tokens (503) but
             // leaves JWT requests alone, so it degrades.
             let state = introspector.endpointState

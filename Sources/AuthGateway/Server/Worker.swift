@@ -103,31 +103,45 @@ package final class Worker {
         }
     }
 
-    /// The caches and clients this loop lends every request's authentication; rebuilt when
-    /// the upstream clients change (a closure or struct built per request would cost).
-    private(set) lazy var authServices: AuthServices = self.makeAuthServices(authClient: nil, configuration: nil)
+    /// Where this loop sends refresh calls and profile fetches (also shown by `/healthz`).
+    private(set) var authEndpoints = AuthServiceEndpoints()
 
-    private func makeAuthServices(authClient: UpstreamClient?, configuration: AuthServiceConfiguration?) -> AuthServices
-    {
+    /// This loop's authentication pipeline for the configuration in force; rebuilt when the
+    /// configuration or the loop's clients change (never per request).
+    private(set) lazy var authenticator: RequestAuthenticator = self.makeAuthenticator()
+
+    private func makeAuthenticator() -> RequestAuthenticator {
+        let configuration = self.snapshot.configuration
         let clients: (UpstreamURL) -> UpstreamClient? = { [unowned self] url in self.client(for: url) }
-        var services = AuthServices(
-            eventLoop: self.eventLoop,
-            verifiedTokens: self.shared.verifiedTokens,
-            recentTokens: self.recentTokens,
-            keyStore: self.shared.keyStore,
-            endpoints: AuthServiceEndpoints(
-                configuration: configuration, authClient: authClient, keyStore: self.shared.keyStore, clients: clients),
-            clients: clients,
-            metrics: self.metrics
-        )
-        if self.snapshot.configuration.tokens.introspection != nil {
-            services.introspectionEndpoint = { [unowned self] in self.introspectionEndpoint() }
-            services.recentIntrospections = self.recentIntrospections
+        let endpoints = self.authEndpoints
+        let verification = JWTVerification(
+            cache: self.shared.verifiedTokens, memo: self.recentTokens, keyStore: self.shared.keyStore,
+            eventLoop: self.eventLoop, clients: clients)
+        var refresh: TokenRefresh?
+        if let refreshConfiguration = configuration.authService?.refresh, let refresher = self.snapshot.refresher {
+            refresh = TokenRefresh(
+                configuration: refreshConfiguration, refresher: refresher, tokenSources: configuration.tokens.sources,
+                endpoint: { endpoints.refreshEndpoint() }, verification: verification, logger: self.shared.logger)
         }
-        services.dpopReplay = self.shared.dpopReplay
-        services.sharedDPoPReplay = self.shared.sharedState?.dpopReplay
-        services.dpopNonceKey = self.shared.dpopNonceKey
-        return services
+        let introspection = self.snapshot.introspector.map {
+            TokenIntrospection(
+                introspector: $0, memo: self.recentIntrospections,
+                endpoint: { [unowned self] in self.introspectionEndpoint() }, eventLoop: self.eventLoop,
+                metrics: self.metrics)
+        }
+        return RequestAuthenticator(
+            extraction: CredentialExtraction(sources: configuration.tokens.sources),
+            verification: verification,
+            refresh: refresh,
+            introspection: introspection,
+            proofOfPossession: ProofOfPossession(
+                configuration: configuration.tokens.dpop, replay: self.shared.dpopReplay,
+                sharedReplay: self.shared.sharedState?.dpopReplay, nonceKey: self.shared.dpopNonceKey,
+                eventLoop: self.eventLoop),
+            profile: ProfileLookup(
+                profiles: self.snapshot.profiles, configuration: configuration,
+                endpoint: { endpoints.profileEndpoint() }, eventLoop: self.eventLoop, metrics: self.metrics)
+        )
     }
 
     private func buildUpstreams(for configuration: GatewayConfiguration) {
@@ -202,7 +216,10 @@ package final class Worker {
         }
         if let old = self.introspectionClient, old !== introspectionClient { old.pool.shutdown() }
         self.introspectionClient = introspectionClient
-        self.authServices = self.makeAuthServices(authClient: authClient, configuration: configuration.authService)
+        self.authEndpoints = AuthServiceEndpoints(
+            configuration: configuration.authService, authClient: authClient, keyStore: self.shared.keyStore,
+            clients: { [unowned self] url in self.client(for: url) })
+        self.authenticator = self.makeAuthenticator()
     }
 
     /// Where an introspection call goes now: the configured `url` on its client, or the

@@ -88,6 +88,6 @@ struct ConfigurationReloaderTests {
 
     private static func profileCache(_ application: GatewayApplication) async throws -> ProfileCache? {
         let worker = application.workers[0]
-        return try await worker.eventLoop.submit { worker.value.snapshot.authenticator.profiles }.get()
+        return try await worker.eventLoop.submit { worker.value.snapshot.profiles }.get()
     }
 }

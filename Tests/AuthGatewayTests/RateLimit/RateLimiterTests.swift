@@ -42,38 +42,50 @@ struct RateLimiterTests {
         ).with(rateLimits: limits)
     }
 
+    /// A request as the limiter sees it: its route's name and what `IdentityFields` reads.
+    struct LimitedRequest {
+        let route: String
+        let fields: IdentityFields
+    }
+
     func request(
         route: String = "default", sub: String? = nil, profile: [String: JSONValue]? = nil, peer: String = "192.0.2.1",
         xff: String? = nil, trusted: [CIDR] = []
-    )
-        -> RateLimitRequest
-    {
-        var claims: JSONObject?
-        if let sub {
-            var object = JSONObject()
-            object["sub"] = .string(sub)
-            claims = object
-        }
-        var profileObject: JSONObject?
-        if let profile {
-            var object = JSONObject()
-            for (name, value) in profile { object[name] = value }
-            profileObject = object
+    ) -> LimitedRequest {
+        var identity: Identity?
+        if sub != nil || profile != nil {
+            var claims = JSONObject()
+            if let sub { claims["sub"] = .string(sub) }
+            let token = VerifiedToken(
+                issuerIndex: 0, generation: 0, claims: claims, subject: sub, expiresAt: 2_000_000_000, notBefore: nil,
+                issuedAt: nil, leewaySeconds: 0)
+            identity = Identity(
+                token: token,
+                accessToken: ExtractedToken(value: "t", location: .header(name: "Authorization", bearer: true)),
+                issuer: "test")
+            if let profile {
+                var object = JSONObject()
+                for (name, value) in profile { object[name] = value }
+                identity?.profile = object
+            }
         }
         var headers = HTTPHeaders()
         if let xff { headers.add(name: "X-Forwarded-For", value: xff) }
         let isTrusted =
             (try? SocketAddress(ipAddress: peer, port: 0)).map { address in trusted.contains { $0.contains(address) } }
             ?? false
-        return RateLimitRequest(
-            route: route, claims: claims, profile: profileObject, headers: headers,
+        let routeConfiguration = RouteConfiguration(
+            name: route, host: nil, pathMatch: .prefix("/"), methods: nil, backend: "api", auth: .optional, require: [],
+            stripPathPrefix: false, forwardAccessToken: true)
+        let request = AuthRequest(
+            headers: headers, route: routeConfiguration, keys: KeySnapshot(generation: 0, issuers: []), now: 0,
             connection: ClientConnectionInfo(peerIP: peer, peerIsTrustedProxy: isTrusted, isTLS: false),
-            trustedProxies: trusted
-        )
+            trustedProxies: trusted)
+        return LimitedRequest(route: route, fields: IdentityFields(identity: identity, request: request))
     }
 
     /// Runs `count` requests; returns how many were admitted.
-    func admitted(_ limiter: RateLimiter, _ request: RateLimitRequest, count: Int, now: UInt64 = Self.now) -> Int {
+    func admitted(_ limiter: RateLimiter, _ request: LimitedRequest, count: Int, now: UInt64 = Self.now) -> Int {
         guard let tables = limiter.tables(forRoute: request.route) else { return count }
         var admitted = 0
         for _ in 0..<count {
@@ -291,7 +303,7 @@ struct RateLimiterTests {
     @Test func clientAddressBehindTrustedProxies() {
         let trusted = [CIDR(parsing: "10.0.0.0/8")!]
         func resolve(peer: String, xff: String?) -> String {
-            self.request(peer: peer, xff: xff, trusted: trusted).clientIP
+            self.request(peer: peer, xff: xff, trusted: trusted).fields.request.clientIP
         }
         // An untrusted peer's X-Forwarded-For is ignored.
         #expect(resolve(peer: "192.0.2.1", xff: "203.0.113.5") == "192.0.2.1")
@@ -309,5 +321,21 @@ extension GatewayConfiguration {
         var copy = self
         copy.rateLimits = rateLimits
         return copy
+    }
+}
+
+extension RateLimiter {
+    /// The tests' shorthand for `check(_:route:fields:now:memo:)`.
+    func check(
+        _ tables: [RateLimitTable], request: RateLimiterTests.LimitedRequest, now: UInt64, memo: RateLimitKeyMemo? = nil
+    ) -> RateLimitVerdict {
+        self.check(tables, route: request.route, fields: request.fields, now: now, memo: memo)
+    }
+
+    /// The tests' shorthand for `key(for:route:fields:memo:)`.
+    func key(
+        for kind: RateLimitConfiguration.Key, request: RateLimiterTests.LimitedRequest, memo: RateLimitKeyMemo? = nil
+    ) -> RateLimitKey {
+        self.key(for: kind, route: request.route, fields: request.fields, memo: memo)
     }
 }

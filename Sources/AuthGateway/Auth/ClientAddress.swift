@@ -1,7 +1,7 @@
 import NIOCore
 import NIOHTTP1
 
-/// The client address a `client.ip` rate limit counts under (SPEC §4.12): the peer, or — when
+/// The client address `client.ip` names (docs/rate-limits.md): the peer, or — when
 /// the peer is one of `trustedProxies` — the first `X-Forwarded-For` hop, from the right, that
 /// is not a trusted proxy. Hops left of it were written by the client and are not believed.
 enum ClientAddress {

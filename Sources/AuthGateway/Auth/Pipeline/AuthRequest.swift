@@ -1,0 +1,49 @@
+import NIOHTTP1
+
+/// The request being authenticated, as far as authentication cares: what each step reads of it.
+/// Built once per request by `RequestPlanner`; the planner goes on to use it for rate limits and
+/// identity headers, so every rule reads the request the same way (`IdentityFields`).
+struct AuthRequest {
+    let headers: HTTPHeaders
+    let route: RouteConfiguration
+    /// The keys of the request's event loop when it arrived.
+    let keys: KeySnapshot
+    /// Wall-clock seconds since 1970.
+    let now: Double
+    /// The connection it came on: the peer, whether the peer is a trusted proxy, TLS.
+    let connection: ClientConnectionInfo
+    /// `trustedProxies`: whose `X-Forwarded-For` hops `client.ip` believes.
+    let trustedProxies: [CIDR]
+    /// For DPoP proofs (`htm`, `htu`) and `request.method`: the method and the target as sent.
+    var method: HTTPMethod = .GET
+    var uri: String = "/"
+    /// The request's trace, when it is traced: the slow steps open child spans in it.
+    var trace: RequestTrace? = nil
+
+    init(
+        headers: HTTPHeaders, route: RouteConfiguration, keys: KeySnapshot, now: Double,
+        connection: ClientConnectionInfo, trustedProxies: [CIDR] = [], method: HTTPMethod = .GET, uri: String = "/",
+        trace: RequestTrace? = nil
+    ) {
+        self.headers = headers
+        self.route = route
+        self.keys = keys
+        self.now = now
+        self.connection = connection
+        self.trustedProxies = trustedProxies
+        self.method = method
+        self.uri = uri
+        self.trace = trace
+    }
+
+    var isTLS: Bool { self.connection.isTLS }
+
+    /// The client's address for `client.ip` (docs/rate-limits.md): the peer, or the first
+    /// untrusted `X-Forwarded-For` hop when the peer is a trusted proxy. Computed when asked.
+    var clientIP: String {
+        ClientAddress.resolve(
+            peerIP: self.connection.peerIP, peerIsTrustedProxy: self.connection.peerIsTrustedProxy,
+            headers: self.headers, trustedProxies: self.trustedProxies
+        )
+    }
+}
