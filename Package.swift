@@ -1,5 +1,9 @@
-// swift-tools-version:6.1
+// swift-tools-version:6.2
 import PackageDescription
+
+// The product targets, and AuthGatewayTesting (which release builds of the benchmarks link),
+// build with every warning as an error (SE-0443), so a warning cannot slip into a release.
+let warningsAsErrors: [SwiftSetting] = [.treatAllWarnings(as: .error)]
 
 let package = Package(
     name: "auth-gateway",
@@ -52,7 +56,8 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
-            ]
+            ],
+            swiftSettings: warningsAsErrors
         ),
         // `auth-gateway demo`: the sample auth service, echo backend and JWT signer. Not part
         // of the product library; the tests use its services as scripted peers.
@@ -71,7 +76,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
-            ]
+            ],
+            swiftSettings: warningsAsErrors
         ),
         // Harnesses shared by the tests and `Benchmarks/` (the embedded whole-request driver),
         // and the integration harness of the tests (gateways on 127.0.0.1:0, child processes,
@@ -94,7 +100,8 @@ let package = Package(
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ]
+            ],
+            swiftSettings: warningsAsErrors
         ),
         .executableTarget(
             name: "auth-gateway",
@@ -104,7 +111,8 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ]
+            ],
+            swiftSettings: warningsAsErrors
         ),
         .testTarget(
             name: "AuthGatewayTests",

@@ -304,7 +304,7 @@ struct RequestAuthenticator: Sendable {
         keys: KeySnapshot,
         _ services: AuthServices
     ) -> AuthStep {
-        let retry = { (snapshot: KeySnapshot) in
+        let retry = { @Sendable (snapshot: KeySnapshot) in
             AuthPhase.adoptRefresh(outcome, access: access, refresh: refresh, keys: snapshot, keysRefetched: true)
         }
         guard
