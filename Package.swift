@@ -1,5 +1,9 @@
-// swift-tools-version:6.1
+// swift-tools-version:6.2
 import PackageDescription
+
+// The product targets, and AuthGatewayTesting (which release builds of the benchmarks link),
+// build with every warning as an error (SE-0443), so a warning cannot slip into a release.
+let warningsAsErrors: [SwiftSetting] = [.treatAllWarnings(as: .error)]
 
 let package = Package(
     name: "auth-gateway",
@@ -11,18 +15,25 @@ let package = Package(
         .library(name: "AuthGatewayTesting", targets: ["AuthGatewayTesting"]),
     ],
     dependencies: [
-        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.3"),
-        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
-        .package(url: "https://github.com/apple/swift-nio-http2.git", from: "1.46.0"),
+        // Each dependency is held to the minor version this release is tested with (patch
+        // releases only). To update: raise a version here, `swift package update`, run
+        // `swift test`; see docs/operations.md.
+        .package(url: "https://github.com/apple/swift-nio.git", .upToNextMinor(from: "2.101.3")),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", .upToNextMinor(from: "2.37.6")),
+        .package(url: "https://github.com/apple/swift-nio-http2.git", .upToNextMinor(from: "1.46.0")),
         // OTLP/HTTP only: the gRPC exporter would build grpc-swift for nothing.
-        .package(url: "https://github.com/swift-otel/swift-otel.git", from: "1.6.0", traits: ["OTLPHTTP"]),
-        .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.7.3"),
-        .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
-        .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
-        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
-        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
-        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
-        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
+        .package(
+            url: "https://github.com/swift-otel/swift-otel.git",
+            .upToNextMinor(from: "1.6.0"),
+            traits: ["OTLPHTTP"]
+        ),
+        .package(url: "https://github.com/apple/swift-distributed-tracing.git", .upToNextMinor(from: "1.7.3")),
+        .package(url: "https://github.com/apple/swift-crypto.git", .upToNextMinor(from: "4.5.2")),
+        .package(url: "https://github.com/apple/swift-asn1.git", .upToNextMinor(from: "1.7.4")),
+        .package(url: "https://github.com/apple/swift-log.git", .upToNextMinor(from: "1.16.2")),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", .upToNextMinor(from: "1.8.2")),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", .upToNextMinor(from: "2.13.0")),
+        .package(url: "https://github.com/vapor/postgres-nio.git", .upToNextMinor(from: "1.33.2")),
     ],
     targets: [
         .target(
@@ -45,7 +56,8 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
-            ]
+            ],
+            swiftSettings: warningsAsErrors
         ),
         // `auth-gateway demo`: the sample auth service, echo backend and JWT signer. Not part
         // of the product library; the tests use its services as scripted peers.
@@ -64,7 +76,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
-            ]
+            ],
+            swiftSettings: warningsAsErrors
         ),
         // Harnesses shared by the tests and `Benchmarks/` (the embedded whole-request driver),
         // and the integration harness of the tests (gateways on 127.0.0.1:0, child processes,
@@ -87,7 +100,8 @@ let package = Package(
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ]
+            ],
+            swiftSettings: warningsAsErrors
         ),
         .executableTarget(
             name: "auth-gateway",
@@ -97,7 +111,8 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ]
+            ],
+            swiftSettings: warningsAsErrors
         ),
         .testTarget(
             name: "AuthGatewayTests",

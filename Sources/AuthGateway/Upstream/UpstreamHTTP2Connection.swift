@@ -30,7 +30,7 @@ final class UpstreamHTTP2Connection: Equatable {
         let bound = NIOLoopBound(handler, eventLoop: self.channel.eventLoop)
         return self.multiplexer.createStreamChannel { channel in
             channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(bound.value) }
-        }.map { _ in stream }
+        }.assumeIsolated().map { _ in stream }.nonisolated()
     }
 
     func close() {

@@ -123,7 +123,7 @@ final class UpstreamStreamHandler: ChannelDuplexHandler {
             // current step is over, as a closed connection would.
             self.delegate = nil
             self.ended = true
-            self.eventLoop.execute { delegate.upstreamClosed(protocolError: false) }
+            self.eventLoop.assumeIsolated().execute { delegate.upstreamClosed(protocolError: false) }
         }
     }
 
