@@ -91,14 +91,13 @@ struct RequestPlanner {
         let host =
             target.authority.map(RouteTable.hostWithoutPort)
             ?? head.headers.first(name: "host").map { RouteTable.hostWithoutPort($0[...]) }
-        guard let route = self.snapshot.routes.match(host: host, path: target.path, method: head.method.rawValue) else {
+        guard let resolved = self.snapshot.routes.match(host: host, path: target.path, method: head.method.rawValue)
+        else {
             return .ready(.respond(.problem(.routeNotFound, requestID: requestID), close: false))
         }
-        guard let pool = self.environment.pool(forBackend: route.backend) else {
-            // Unreachable with a validated configuration.
-            return .ready(
-                .respond(.problem(.upstreamUnreachable, requestID: requestID), close: false, route: route.name))
-        }
+        let route = resolved.configuration
+        let backend = self.snapshot.backend(of: resolved)
+        let pool = self.environment.pool(for: backend)
         let request = AuthRequest(
             headers: head.headers, route: route, keys: self.environment.keys, now: now, isTLS: self.connection.isTLS,
             trace: trace, method: head.method,
@@ -109,14 +108,15 @@ struct RequestPlanner {
         case .done(let outcome):
             return .ready(
                 self.finish(
-                    outcome, head: head, framing: framing, target: target, route: route, pool: pool,
+                    outcome, head: head, framing: framing, target: target, route: route, backend: backend, pool: pool,
                     requestID: requestID, upgrade: upgrade, trace: trace))
         case .pending(let future):
             let planner = self
             return .pending(
                 future.assumeIsolated().map { outcome in
                     planner.finish(
-                        outcome, head: head, framing: framing, target: target, route: route, pool: pool,
+                        outcome, head: head, framing: framing, target: target, route: route, backend: backend,
+                        pool: pool,
                         requestID: requestID, upgrade: upgrade, trace: trace)
                 }.nonisolated(),
                 route: route.name
@@ -130,6 +130,7 @@ struct RequestPlanner {
         framing: BodyFraming,
         target: RequestTarget,
         route: RouteConfiguration,
+        backend: ResolvedBackend,
         pool: UpstreamPool,
         requestID: String,
         upgrade: String?,
@@ -205,7 +206,7 @@ struct RequestPlanner {
                 route: route,
                 pool: pool,
                 head: upstreamHead,
-                responseTimeout: self.snapshot.responseTimeouts[route.backend] ?? .seconds(30),
+                responseTimeout: backend.responseTimeout,
                 responseHeaders: responseHeaders,
                 subject: identity?.token.subject,
                 upgrade: upgrade,
