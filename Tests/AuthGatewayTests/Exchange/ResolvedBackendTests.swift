@@ -87,13 +87,4 @@ struct ResolvedBackendTests {
         }
         #expect(try Self.snapshot(configuration).timerGranularity == .milliseconds(1500))
     }
-
-    @Test func eachUpstreamHasItsPoolName() {
-        #expect(DependencyKey.Upstream.backend("api").poolName == "backend api")
-        #expect(DependencyKey.Upstream.authService.poolName == "auth service")
-        #expect(DependencyKey.Upstream.jwks.poolName == "jwks")
-        #expect(DependencyKey.Upstream.discovery.poolName == "discovery")
-        #expect(DependencyKey.Upstream.discovered.poolName == "discovered")
-        #expect(DependencyKey.Upstream.introspection.poolName == "introspection")
-    }
 }
