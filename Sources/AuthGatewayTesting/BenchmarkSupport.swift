@@ -80,7 +80,8 @@ public enum GatewayBenchmarkSupport {
                         methods: ["GET", "POST"],
                         backend: "api", auth: .required, require: [], stripPathPrefix: false, forwardAccessToken: true
                     )
-                }
+                },
+                backendNames: ["api"]
             )
         }
 

@@ -14,10 +14,9 @@ import NIOTLS
 /// connections).
 package enum ClientPipeline {
     package static func configure(channel: Channel, worker: Worker, tls: NIOSSLContext?) throws {
-        let shared = worker.shared
         let configuration = worker.snapshot.configuration
         let sync = channel.pipeline.syncOperations
-        guard shared.admitConnection(limit: configuration.limits.maxConnections) else {
+        guard worker.connections.admit(channel, limit: configuration.limits.maxConnections) else {
             // Over `maxConnections`: say so and close, rather than leave the client hanging.
             let bytes = RawResponse.bytes(.overloaded, requestID: RequestID.generate(), allocator: channel.allocator)
             channel.writeAndFlush(bytes).assumeIsolated().whenComplete { _ in
@@ -25,8 +24,7 @@ package enum ClientPipeline {
             }
             return
         }
-        worker.connectionOpened(channel)
-        channel.closeFuture.assumeIsolated().whenComplete { _ in worker.connectionClosed(channel) }
+        channel.closeFuture.assumeIsolated().whenComplete { _ in worker.connections.closed(channel) }
 
         let connection = ClientConnectionInfo(
             peerIP: channel.remoteAddress?.ipAddress ?? "unknown",

@@ -57,7 +57,7 @@ final class ConfigurationReloader: Sendable {
     /// Adopts `configuration`, validated already.
     func reload(_ configuration: GatewayConfiguration) {
         // Backend TLS is built before anything changes: if it cannot be, the old configuration stays.
-        let backendTLS: [String: UpstreamTLS]
+        let backendTLS: [UpstreamTLS?]
         do {
             backendTLS = try UpstreamTLS.backends(configuration)
         } catch {

@@ -156,7 +156,7 @@ public final class GatewayApplication: Sendable {
         self.logger.info("gateway.draining", metadata: ["drain.seconds": "\(seconds)"])
         await self.listeners.closeMain()
         for worker in self.workers {
-            worker.eventLoop.execute { worker.value.quiesceConnections() }
+            worker.eventLoop.execute { worker.value.connections.quiesce() }
         }
         let deadline = NIODeadline.now() + .seconds(Int64(seconds))
         while NIODeadline.now() < deadline {
@@ -167,7 +167,7 @@ public final class GatewayApplication: Sendable {
         if remaining > 0 {
             self.logger.warning("gateway.drain_timeout", metadata: ["connections.closed": "\(remaining)"])
             for worker in self.workers {
-                worker.eventLoop.execute { worker.value.closeAllConnections() }
+                worker.eventLoop.execute { worker.value.connections.closeAll() }
             }
         }
     }
@@ -184,7 +184,7 @@ public final class GatewayApplication: Sendable {
         await self.listeners.closeAll()
         for worker in self.workers {
             try? await worker.eventLoop.submit {
-                worker.value.closeAllConnections()
+                worker.value.connections.closeAll()
                 worker.value.accessLog.flush()
             }.get()
         }
@@ -197,7 +197,7 @@ public final class GatewayApplication: Sendable {
     func openConnectionCount() async -> Int {
         var total = 0
         for worker in self.workers {
-            total += (try? await worker.eventLoop.submit { worker.value.openConnectionCount }.get()) ?? 0
+            total += (try? await worker.eventLoop.submit { worker.value.connections.openCount }.get()) ?? 0
         }
         return total
     }

@@ -81,7 +81,7 @@ enum GatewayComposition {
     /// application's refresh store, which every configuration shares.
     static func makeSnapshot(
         _ configuration: GatewayConfiguration, generation: UInt64, shared: GatewayShared, parts: ReloadableParts,
-        backendTLS: [String: UpstreamTLS]
+        backendTLS: [UpstreamTLS?]
     ) -> RuntimeSnapshot {
         let refresher = configuration.authService.flatMap { authService in
             authService.refresh.map {

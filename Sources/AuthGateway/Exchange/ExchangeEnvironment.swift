@@ -11,8 +11,8 @@ protocol ExchangeEnvironment: AnyObject {
     var snapshot: RuntimeSnapshot { get }
     /// The verification keys in force.
     var keys: KeySnapshot { get }
-    /// The loop's pool for a backend, nil for a name the configuration does not have.
-    func pool(forBackend name: String) -> UpstreamPool?
+    /// The loop's pool for one of `snapshot`'s backends.
+    func pool(for backend: ResolvedBackend) -> UpstreamPool
     /// The loop's authentication pipeline for the configuration in force.
     var authenticator: RequestAuthenticator { get }
     /// The loop's memo of rate-limit keys.

@@ -91,14 +91,13 @@ struct RequestPlanner {
         let host =
             target.authority.map(RouteTable.hostWithoutPort)
             ?? head.headers.first(name: "host").map { RouteTable.hostWithoutPort($0[...]) }
-        guard let route = self.snapshot.routes.match(host: host, path: target.path, method: head.method.rawValue) else {
+        guard let resolved = self.snapshot.routes.match(host: host, path: target.path, method: head.method.rawValue)
+        else {
             return .ready(.respond(.problem(.routeNotFound, requestID: requestID), close: false))
         }
-        guard let pool = self.environment.pool(forBackend: route.backend) else {
-            // Unreachable with a validated configuration.
-            return .ready(
-                .respond(.problem(.upstreamUnreachable, requestID: requestID), close: false, route: route.name))
-        }
+        let route = resolved.configuration
+        let backend = self.snapshot.backend(of: resolved)
+        let pool = self.environment.pool(for: backend)
         let request = AuthRequest(
             headers: head.headers, route: route, keys: self.environment.keys, now: now, connection: self.connection,
             trustedProxies: self.snapshot.forwarding.trustedProxies, method: head.method, uri: head.uri, trace: trace
@@ -108,14 +107,16 @@ struct RequestPlanner {
         case .done(let outcome):
             return .ready(
                 self.finish(
-                    outcome, request: request, head: head, framing: framing, target: target, pool: pool,
+                    outcome, request: request, head: head, framing: framing, target: target, backend: backend,
+                    pool: pool,
                     requestID: requestID, upgrade: upgrade))
         case .pending(let future):
             let planner = self
             return .pending(
                 future.assumeIsolated().map { outcome in
                     planner.finish(
-                        outcome, request: request, head: head, framing: framing, target: target, pool: pool,
+                        outcome, request: request, head: head, framing: framing, target: target, backend: backend,
+                        pool: pool,
                         requestID: requestID, upgrade: upgrade)
                 }.nonisolated(),
                 route: route.name
@@ -129,6 +130,7 @@ struct RequestPlanner {
         head: HTTPRequestHead,
         framing: BodyFraming,
         target: RequestTarget,
+        backend: ResolvedBackend,
         pool: UpstreamPool,
         requestID: String,
         upgrade: String?
@@ -206,7 +208,7 @@ struct RequestPlanner {
                 route: route,
                 pool: pool,
                 head: upstreamHead,
-                responseTimeout: self.snapshot.responseTimeouts[route.backend] ?? .seconds(30),
+                responseTimeout: backend.responseTimeout,
                 responseHeaders: responseHeaders,
                 subject: identity?.token.subject,
                 upgrade: upgrade,

@@ -1,17 +1,27 @@
-/// The configured routes, matched first to last (SPEC §3.3).
+/// The configured routes, matched first to last (docs/configuration.md).
 package struct RouteTable: Sendable {
-    let routes: [RouteConfiguration]
+    let routes: [ResolvedRoute]
 
-    package init(_ routes: [RouteConfiguration]) {
-        self.routes = routes
+    /// `backendNames`: the configuration's backends in order; every route's backend is one of
+    /// them (a validated configuration's are).
+    package init(_ routes: [RouteConfiguration], backendNames: [String]) {
+        var indices: [String: Int] = [:]
+        for (index, name) in backendNames.enumerated() { indices[name] = indices[name] ?? index }
+        self.routes = routes.map { route in
+            guard let index = indices[route.backend] else {
+                preconditionFailure("route \(route.name) names an unknown backend (the configuration is validated)")
+            }
+            return ResolvedRoute(configuration: route, backendIndex: index)
+        }
     }
 
     /// The first route whose host, path and methods all match; nil means 404.
     ///
     /// `host` is the request's Host (or absolute-form authority) without port, any case.
     /// A route whose `methods` exclude the method does not match and matching goes on.
-    package func match(host: Substring?, path: String, method: String) -> RouteConfiguration? {
-        for route in self.routes {
+    package func match(host: Substring?, path: String, method: String) -> ResolvedRoute? {
+        for resolved in self.routes {
+            let route = resolved.configuration
             if let routeHost = route.host {
                 guard let host, Self.equalsIgnoringASCIICase(host, routeHost) else { continue }
             }
@@ -22,7 +32,7 @@ package struct RouteTable: Sendable {
                 guard path == exact else { continue }
             }
             if let methods = route.methods, !methods.contains(method) { continue }
-            return route
+            return resolved
         }
         return nil
     }

@@ -15,8 +15,9 @@ final class RuntimeSnapshot: Sendable {
     let introspector: TokenIntrospector?
     let idleTimeout: TimeAmount
     let requestHeaderTimeout: TimeAmount
-    /// Response timeout per backend name.
-    let responseTimeouts: [String: TimeAmount]
+    /// The configuration's backends, in order, resolved once: a route reaches its backend by
+    /// position (`ResolvedRoute.backendIndex`), never by name.
+    let backends: [ResolvedBackend]
     /// How far ahead a connection's timer is armed at most: the shortest timeout a connection
     /// can be under, so a deadline moving earlier by a state change never needs a new timer.
     let timerGranularity: TimeAmount
@@ -24,37 +25,30 @@ final class RuntimeSnapshot: Sendable {
     let refreshTokenRemovals: [TokenEdit]
     /// Header fields encoded never-indexed on HTTP/2, both ways (SPEC §4.9).
     let secretHeaders: SecretHeaderNames
-    /// Each `https` backend's TLS (SPEC §4.11), by backend name; built once per configuration.
-    let backendTLS: [String: UpstreamTLS]
-    /// Each backend's process-wide availability (SPEC §4.11), by backend name.
-    let backendAvailability: [String: TargetAvailability]
     /// The rate limits (SPEC §4.12); nil without any, so requests pay nothing.
     let rateLimiter: RateLimiter?
 
+    /// `backendTLS` and `backendAvailability`: each backend's, in the order of
+    /// `configuration.backends` (`UpstreamTLS.backends`, `BackendAvailabilities.update`).
     init(
         configuration: GatewayConfiguration, generation: UInt64, refresher: SessionRefresher?, profiles: ProfileCache?,
         introspector: TokenIntrospector? = nil, rateLimiter: RateLimiter? = nil,
-        backendTLS: [String: UpstreamTLS] = [:],
-        backendAvailability: [String: TargetAvailability] = [:]
+        backendTLS: [UpstreamTLS?], backendAvailability: [TargetAvailability]
     ) {
-        self.backendTLS = backendTLS
-        self.backendAvailability = backendAvailability
+        let backends = ResolvedBackend.resolve(
+            configuration.backends, tls: backendTLS, availabilities: backendAvailability)
+        self.backends = backends
         self.configuration = configuration
         self.rateLimiter = rateLimiter
         self.generation = generation
-        self.routes = RouteTable(configuration.routes)
+        self.routes = RouteTable(configuration.routes, backendNames: backends.map(\.name))
         self.forwarding = ForwardingPolicy(configuration: configuration)
         self.refresher = refresher
         self.profiles = profiles
         self.introspector = introspector
         self.idleTimeout = .seconds(Int64(configuration.timeouts.idleSeconds))
         self.requestHeaderTimeout = .seconds(Int64(configuration.timeouts.requestHeaderSeconds))
-        var timeouts: [String: TimeAmount] = [:]
-        for backend in configuration.backends {
-            timeouts[backend.name] = .milliseconds(Int64(backend.responseTimeoutMilliseconds))
-        }
-        self.responseTimeouts = timeouts
-        self.timerGranularity = ([self.idleTimeout, self.requestHeaderTimeout] + timeouts.values).min()!
+        self.timerGranularity = ([self.idleTimeout, self.requestHeaderTimeout] + backends.map(\.responseTimeout)).min()!
         self.secretHeaders = SecretHeaderNames(configuration: configuration)
         self.refreshTokenRemovals = (configuration.authService?.refresh?.refreshTokenSources ?? []).map { source in
             switch source {
@@ -64,4 +58,7 @@ final class RuntimeSnapshot: Sendable {
             }
         }
     }
+
+    /// The backend `route` forwards to.
+    func backend(of route: ResolvedRoute) -> ResolvedBackend { self.backends[route.backendIndex] }
 }

@@ -16,29 +16,33 @@ final class BackendAvailabilities: Sendable {
         self.metrics = metrics
     }
 
-    /// The availabilities for `configuration`'s backends (made once per (re)load, before the
-    /// loops build their pools from the snapshot that carries them).
-    func update(for configuration: GatewayConfiguration) -> [String: TargetAvailability] {
+    /// The availabilities for `configuration`'s backends, in their order (made once per
+    /// (re)load, before the loops build their pools from the snapshot that carries them).
+    func update(for configuration: GatewayConfiguration) -> [TargetAvailability] {
         let metrics = self.metrics
         return self.current.withLockedValue { current in
             var next: [String: TargetAvailability] = [:]
+            var ordered: [TargetAvailability] = []
             for backend in configuration.backends {
+                let availability: TargetAvailability
                 if let existing = current[backend.name], existing.matches(backend) {
-                    next[backend.name] = existing
-                    continue
-                }
-                next[backend.name] = TargetAvailability(
-                    name: backend.name, urls: backend.urls, outlier: backend.outlierDetection,
-                    healthCheck: backend.healthCheck, logger: self.logger
-                ) { change, availability in
-                    if case .ejected(let index, _) = change {
-                        metrics.increment(
-                            .backendEjection(backend: availability.name, url: availability.urls[index].description))
+                    availability = existing
+                } else {
+                    availability = TargetAvailability(
+                        name: backend.name, urls: backend.urls, outlier: backend.outlierDetection,
+                        healthCheck: backend.healthCheck, logger: self.logger
+                    ) { change, availability in
+                        if case .ejected(let index, _) = change {
+                            metrics.increment(
+                                .backendEjection(backend: availability.name, url: availability.urls[index].description))
+                        }
                     }
                 }
+                next[backend.name] = availability
+                ordered.append(availability)
             }
             current = next
-            return next
+            return ordered
         }
     }
 

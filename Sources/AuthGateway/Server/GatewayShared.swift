@@ -2,7 +2,6 @@ import Crypto
 import Foundation
 import Logging
 import NIOSSL
-import Synchronization
 
 /// What all event loops share: the process-wide caches and coordinators (DESIGN.md), health,
 /// slow-path metrics, the clock.
@@ -25,7 +24,7 @@ final class GatewayShared: Sendable {
     let clock: @Sendable () -> Double
     /// Client TLS for the gateway's own HTTPS calls — auth service, JWKS, discovery (system
     /// trust store plus `authService.caCertificatePEMFile`). Never used for backends: each
-    /// has its own (`RuntimeSnapshot.backendTLS`, SPEC §4.11).
+    /// has its own (`ResolvedBackend.tls`, docs/forwarding.md).
     let clientTLS: NIOSSLContext?
     /// Opens upstream connections: TCP/TLS sockets, or embedded channels in the in-process
     /// harness (`AuthGatewayTesting`).
@@ -34,7 +33,9 @@ final class GatewayShared: Sendable {
     let tracing: GatewayTracing?
     /// Which URL of each backend is in rotation (SPEC §4.11), process-wide.
     let backendAvailabilities: BackendAvailabilities
-    private let openConnectionCount = Atomic<Int>(0)
+    /// Open client connections, all loops together (each loop's `ConnectionRegistry` counts
+    /// its own in and out).
+    let clientConnections = ClientConnectionCount()
     let logger: Logger
 
     init(
@@ -58,23 +59,6 @@ final class GatewayShared: Sendable {
         self.connector = connector
         self.tracing = tracing
     }
-
-    /// Counts a new client connection against `limit`; false when the limit is reached.
-    /// One atomic add per connection (not per request).
-    func admitConnection(limit: Int) -> Bool {
-        let count = self.openConnectionCount.wrappingAdd(1, ordering: .relaxed).newValue
-        if count > limit {
-            self.openConnectionCount.wrappingSubtract(1, ordering: .relaxed)
-            return false
-        }
-        return true
-    }
-
-    func connectionClosed() {
-        self.openConnectionCount.wrappingSubtract(1, ordering: .relaxed)
-    }
-
-    var openConnections: Int { self.openConnectionCount.load(ordering: .relaxed) }
 
     static let systemClock: @Sendable () -> Double = { Date().timeIntervalSince1970 }
 

@@ -63,17 +63,18 @@ enum HealthEndpoints {
 
         var backends = JSONObject()
         let now = NIODeadline.now()
-        for backend in snapshot.configuration.backends {
+        for resolved in snapshot.backends {
+            let backend = resolved.configuration
             var urls = JSONObject()
             var failing = 0
-            // SPEC §4.11: each URL's rotation state; no URL in rotation means panic routing.
-            let rotation = snapshot.backendAvailability[backend.name]?.states(now: now)
+            // Each URL's rotation state; no URL in rotation means panic routing (docs/forwarding.md).
+            let rotation = resolved.availability.states(now: now)
             for (index, url) in backend.urls.enumerated() {
-                let record = health.status(of: "backend \(backend.name) \(url)")
+                let record = health.status(of: resolved.healthKeys[index])
                 var entry: JSONObject = ["status": .string(Self.label(record))]
                 if let error = record?.lastError, record?.isFailing == true { entry["lastError"] = .string(error) }
                 if record?.isFailing == true { failing += 1 }
-                if let state = rotation?.states[index] { Self.describe(state, now: now, into: &entry) }
+                Self.describe(rotation.states[index], now: now, into: &entry)
                 urls[url.description] = .object(entry)
             }
             // SPEC §4.11: some URLs out (refusing connects, ejected, unhealthy) leave the
@@ -82,7 +83,7 @@ enum HealthEndpoints {
             if failing == backend.urls.count { degraded = true }
             var status = failing == 0 ? "ok" : (failing == backend.urls.count ? "unavailable" : "degraded")
             var entry: JSONObject = [:]
-            if rotation?.anyInRotation == false {
+            if !rotation.anyInRotation {
                 degraded = true
                 entry["panicRouting"] = true
                 if status == "ok" { status = "degraded" }
@@ -97,14 +98,14 @@ enum HealthEndpoints {
             "keys": .object(keys),
             "backends": .object(backends),
             "draining": .bool(health.isDraining),
-            "openConnections": .number(JSONNumber(shared.openConnections)),
+            "openConnections": .number(JSONNumber(shared.clientConnections.current)),
         ]
         if let authService = snapshot.configuration.authService {
             var entry = JSONObject()
             var records: [HealthState.DependencyStatus?] = []
             if let url = authService.url {
                 entry["url"] = .string(url.description)
-                records.append(health.status(of: "auth service \(url)"))
+                records.append(health.status(of: DependencyKey(upstream: .authService, url: url)))
             }
             if let issuer = authService.discoveryIssuer {
                 // The endpoints in use now, as the issuer's discovery document names them.
@@ -118,7 +119,7 @@ enum HealthEndpoints {
                         continue
                     }
                     entry[name] = .string(url.description)
-                    records.append(worker.dependencyName(for: url).flatMap(health.status(of:)))
+                    records.append(worker.upstreams.dependencyKey(for: url).flatMap(health.status(of:)))
                 }
             }
             let failing = records.compactMap { $0 }.filter(\.isFailing)

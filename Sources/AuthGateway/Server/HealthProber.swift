@@ -51,16 +51,16 @@ final class HealthProber: Service, Sendable {
                 let (snapshot, eventLoop) = self.state.withLockedValue { ($0.snapshot, $0.eventLoop) }
                 let now = ContinuousClock.now
                 if let snapshot, let eventLoop {
-                    for backend in snapshot.configuration.backends {
-                        guard let check = backend.healthCheck,
-                            let availability = snapshot.backendAvailability[backend.name]
-                        else {
+                    for resolved in snapshot.backends {
+                        let backend = resolved.configuration
+                        guard let check = backend.healthCheck else {
                             due.removeValue(forKey: backend.name)
                             continue
                         }
                         if let next = due[backend.name], next > now { continue }
                         due[backend.name] = now + .seconds(check.intervalSeconds)
-                        let tls = snapshot.backendTLS[backend.name]
+                        let availability = resolved.availability
+                        let tls = resolved.tls
                         let connector = self.shared.connector
                         for (index, url) in backend.urls.enumerated() {
                             let key = ProbeKey(availability: ObjectIdentifier(availability), index: index)

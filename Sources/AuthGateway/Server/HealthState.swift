@@ -7,7 +7,7 @@ import Synchronization
 final class HealthState: Sendable {
     private let draining = Atomic<Bool>(false)
     private let configActive = Atomic<Bool>(false)
-    private let dependencies = NIOLockedValueBox<[String: DependencyStatus]>([:])
+    private let dependencies = NIOLockedValueBox<[DependencyKey: DependencyStatus]>([:])
 
     struct DependencyStatus: Sendable {
         var lastSuccess: Double?
@@ -27,8 +27,9 @@ final class HealthState: Sendable {
     var isConfigActive: Bool { self.configActive.load(ordering: .relaxed) }
     func markConfigActive() { self.configActive.store(true, ordering: .relaxed) }
 
-    /// Records the outcome of talking to a dependency, e.g. `backend api http://10.0.0.1:80`.
-    func record(_ dependency: String, success: Bool, error: String? = nil, now: Double) {
+    /// Records the outcome of talking to a dependency, e.g. backend `api`'s URL
+    /// `http://10.0.0.1:80`.
+    func record(_ dependency: DependencyKey, success: Bool, error: String? = nil, now: Double) {
         self.dependencies.withLockedValue { table in
             var status = table[dependency] ?? DependencyStatus()
             if success {
@@ -42,7 +43,7 @@ final class HealthState: Sendable {
         }
     }
 
-    func status(of dependency: String) -> DependencyStatus? {
+    func status(of dependency: DependencyKey) -> DependencyStatus? {
         self.dependencies.withLockedValue { $0[dependency] }
     }
 }

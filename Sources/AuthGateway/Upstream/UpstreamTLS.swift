@@ -85,13 +85,10 @@ package struct UpstreamTLS: Sendable {
             checksServerName: checksServerName)
     }
 
-    /// Every backend's TLS by name (built once per configuration, shared by all event loops).
-    static func backends(_ configuration: GatewayConfiguration) throws -> [String: UpstreamTLS] {
-        var contexts: [String: UpstreamTLS] = [:]
-        for backend in configuration.backends {
-            contexts[backend.name] = try Self.backend(backend)
-        }
-        return contexts
+    /// Every backend's TLS, in the order of `configuration.backends` (built once per
+    /// configuration, shared by all event loops).
+    static func backends(_ configuration: GatewayConfiguration) throws -> [UpstreamTLS?] {
+        try configuration.backends.map(Self.backend)
     }
 }
 

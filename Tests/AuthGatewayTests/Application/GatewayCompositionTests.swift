@@ -59,16 +59,16 @@ struct GatewayCompositionTests {
         let shared = try Self.shared(configuration)
         let parts = GatewayComposition.reloadableParts(for: configuration, keeping: nil, shared: shared)
         let snapshot = GatewayComposition.makeSnapshot(
-            configuration, generation: 7, shared: shared, parts: parts, backendTLS: [:])
+            configuration, generation: 7, shared: shared, parts: parts, backendTLS: [nil])
         #expect(snapshot.generation == 7)
         #expect(snapshot.configuration.routes.map(\.name) == ["a", "b"])
-        #expect(snapshot.backendAvailability.keys.sorted() == ["api"])
+        #expect(snapshot.backends.map(\.name) == ["api"])
+        #expect(snapshot.routes.routes.map(\.backendIndex) == [0, 0])
 
         let loop = EmbeddedEventLoop()
         let worker = try GatewayApplication.makeWorker(
             configuration: configuration, eventLoop: loop, clock: { 1_000 }, connector: SocketConnector())
         #expect(worker.snapshot.generation == 1)
-        #expect(worker.pool(forBackend: "api") != nil)
-        #expect(worker.pool(forBackend: "other") == nil)
+        #expect(worker.pool(for: worker.snapshot.backends[0]).name == "backend api")
     }
 }

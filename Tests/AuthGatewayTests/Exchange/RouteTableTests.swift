@@ -15,26 +15,31 @@ struct RouteTableTests {
             require: [], stripPathPrefix: false, forwardAccessToken: true)
     }
 
+    /// A table of `routes`, which all forward to the one backend `api`.
+    private static func table(_ routes: [RouteConfiguration]) -> RouteTable {
+        RouteTable(routes, backendNames: ["api"])
+    }
+
     private func match(_ table: RouteTable, host: String? = nil, _ path: String, method: String = "GET") -> String? {
-        table.match(host: host.map { $0[...] }, path: path, method: method)?.name
+        table.match(host: host.map { $0[...] }, path: path, method: method)?.configuration.name
     }
 
     @Test("first match in order wins")
     func firstMatchWins() {
-        let table = RouteTable([
+        let table = Self.table([
             route("public", .prefix("/public/")), route("catch-all", .prefix("/")),
             route("never", .prefix("/public/x")),
         ])
         #expect(match(table, "/public/x") == "public")
         #expect(match(table, "/private") == "catch-all")
         // Order, not specificity.
-        let reversed = RouteTable([route("catch-all", .prefix("/")), route("public", .prefix("/public/"))])
+        let reversed = Self.table([route("catch-all", .prefix("/")), route("public", .prefix("/public/"))])
         #expect(match(reversed, "/public/x") == "catch-all")
     }
 
     @Test("exact paths match only themselves; prefixes match by string prefix")
     func exactAndPrefix() {
-        let table = RouteTable([route("ping", .exact("/v1/ping")), route("v1", .prefix("/v1/"))])
+        let table = Self.table([route("ping", .exact("/v1/ping")), route("v1", .prefix("/v1/"))])
         #expect(match(table, "/v1/ping") == "ping")
         #expect(match(table, "/v1/ping/") == "v1")
         #expect(match(table, "/v1/pingx") == "v1")
@@ -45,7 +50,7 @@ struct RouteTableTests {
 
     @Test("a host route matches its host in any case, and nothing else")
     func hostMatching() {
-        let table = RouteTable([
+        let table = Self.table([
             route("api", host: "api.example.com", .prefix("/")), route("other", .prefix("/other/")),
         ])
         #expect(match(table, host: "api.example.com", "/x") == "api")
@@ -66,15 +71,16 @@ struct RouteTableTests {
         #expect(RouteTable.hostWithoutPort("[::1]:8080") == "[::1]")
         #expect(RouteTable.hostWithoutPort("[::1]") == "[::1]")
         #expect(RouteTable.hostWithoutPort("127.0.0.1:80") == "127.0.0.1")
-        let table = RouteTable([route("api", host: "api.example.com", .prefix("/"))])
+        let table = Self.table([route("api", host: "api.example.com", .prefix("/"))])
         #expect(
-            table.match(host: RouteTable.hostWithoutPort("API.example.com:8443"), path: "/", method: "GET")?.name
+            table.match(host: RouteTable.hostWithoutPort("API.example.com:8443"), path: "/", method: "GET")?
+                .configuration.name
                 == "api")
     }
 
     @Test("a route whose methods exclude the request's does not match, and matching goes on (no 405)")
     func methodsFilter() {
-        let table = RouteTable([
+        let table = Self.table([
             route("admin-write", .prefix("/admin/"), methods: ["POST", "PUT"]),
             route("admin-read", .prefix("/admin/"), methods: ["GET"]),
             route("fallback", .prefix("/")),
@@ -87,8 +93,8 @@ struct RouteTableTests {
 
     @Test("no match gives nil (404)")
     func noMatch() {
-        #expect(match(RouteTable([route("a", .prefix("/a/"))]), "/b") == nil)
-        #expect(match(RouteTable([]), "/") == nil)
-        #expect(match(RouteTable([route("w", .prefix("/"), methods: ["POST"])]), "/", method: "GET") == nil)
+        #expect(match(Self.table([route("a", .prefix("/a/"))]), "/b") == nil)
+        #expect(match(Self.table([]), "/") == nil)
+        #expect(match(Self.table([route("w", .prefix("/"), methods: ["POST"])]), "/", method: "GET") == nil)
     }
 }

@@ -1,0 +1,12 @@
+/// A configured route with its backend resolved: what route matching returns.
+///
+/// Resolved when the table is built (docs/configuration.md: a validated configuration's
+/// routes only name configured backends), so a request goes from its route to its backend
+/// (`RuntimeSnapshot.backends[backendIndex]`) and that backend's pool on its loop
+/// (`UpstreamRegistry`) by position, never by name.
+package struct ResolvedRoute: Sendable {
+    /// The route as configured; what authentication, rate limits and forwarding read.
+    let configuration: RouteConfiguration
+    /// Its backend's position in the configuration's backends (`RuntimeSnapshot.backends`).
+    let backendIndex: Int
+}
