@@ -34,6 +34,8 @@ final class GatewayShared: Sendable {
     let tracing: GatewayTracing?
     /// Which URL of each backend is in rotation (SPEC §4.11), process-wide.
     let backendAvailabilities: BackendAvailabilities
+    /// The application's logger (`GatewayApplication.make`), for everything built from here.
+    let logger: Logger
     private let openConnectionCount = Atomic<Int>(0)
 
     init(
@@ -41,8 +43,9 @@ final class GatewayShared: Sendable {
         refreshStore: RefreshStore, clock: @escaping @Sendable () -> Double, clientTLS: NIOSSLContext?,
         connector: UpstreamConnector = SocketConnector(), tracing: GatewayTracing? = nil,
         sharedState: PostgresSharedState? = nil,
-        logger: Logger = Logger(label: "auth-gateway"), dpopNonceKey: SymmetricKey = DPoPNonce.key(sharedSecret: nil)
+        logger: Logger, dpopNonceKey: SymmetricKey = DPoPNonce.key(sharedSecret: nil)
     ) {
+        self.logger = logger
         self.dpopNonceKey = dpopNonceKey
         self.backendAvailabilities = BackendAvailabilities(logger: logger, metrics: processMetrics)
         self.sharedState = sharedState
