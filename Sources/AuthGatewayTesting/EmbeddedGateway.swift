@@ -1,4 +1,5 @@
 import AuthGateway
+import Logging
 import NIOCore
 import NIOEmbedded
 import NIOSSL
@@ -13,12 +14,16 @@ package final class EmbeddedGateway {
     private let worker: Worker
     private let connector: EmbeddedConnector
 
-    /// `configuration`: a gateway JSON; its backends are never really dialled.
-    package init(configuration: String, clock: @escaping @Sendable () -> Double) throws {
+    /// `configuration`: a gateway JSON; its backends are never really dialled. The worker logs
+    /// through `logger` (the harness's own, as the library makes none).
+    package init(
+        configuration: String, clock: @escaping @Sendable () -> Double,
+        logger: Logger = Logger(label: "auth-gateway")
+    ) throws {
         let parsed = try ConfigurationLoader(environment: [:]).load(text: configuration, baseDirectory: "/")
         self.connector = EmbeddedConnector(loop: self.loop)
         self.worker = try GatewayApplication.makeWorker(
-            configuration: parsed, eventLoop: self.loop, clock: clock, connector: self.connector)
+            configuration: parsed, eventLoop: self.loop, clock: clock, connector: self.connector, logger: logger)
     }
 
     /// A new client connection from `peer`, with the gateway's pipeline on it.

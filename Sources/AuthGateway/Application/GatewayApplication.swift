@@ -21,14 +21,16 @@ public final class GatewayApplication: Sendable {
     private let group: MultiThreadedEventLoopGroup
     private let state = NIOLockedValueBox<(flushTasks: [RepeatedTask], stopped: Bool)>(([], false))
 
-    /// Background work the application needs beside `GatewayService` (the trace exporter, the
-    /// active health checks of SPEC §4.11): run them in the same service group.
+    /// Background work the application needs beside `GatewayService` (the shared state's
+    /// connections and jobs, the trace exporter, the active health checks of
+    /// docs/forwarding.md): run them in the same service group, before `GatewayService`.
     public let backgroundServices: [any Service]
 
-    /// Builds everything; listens only after `start()`.
+    /// Builds everything; listens only after `start()`. `logger` is the application's: every
+    /// part of the gateway logs through it (or a logger derived from it).
     public static func make(
         configuration: GatewayConfiguration,
-        logger: Logger = Logger(label: "auth-gateway"),
+        logger: Logger,
         clock: @escaping @Sendable () -> Double = GatewayApplication.systemClock
     ) async throws -> GatewayApplication {
         let threads = configuration.eventLoopThreads == 0 ? System.coreCount : configuration.eventLoopThreads
@@ -53,7 +55,8 @@ public final class GatewayApplication: Sendable {
         var backgroundServices: [any Service] = []
         let processMetrics = ProcessMetrics()
         if let tracingConfiguration = configuration.tracing {
-            let (made, exporter) = try GatewayTracing.make(tracingConfiguration, metrics: processMetrics)
+            let (made, exporter) = try GatewayTracing.make(
+                tracingConfiguration, metrics: processMetrics, logger: logger)
             tracing = made
             backgroundServices.append(exporter)
         }
@@ -63,6 +66,10 @@ public final class GatewayApplication: Sendable {
             processMetrics: processMetrics
         )
         self.shared = shared
+        if let sharedState = shared.sharedState {
+            // First: the group shuts it down last (after `shutdown()` has ended its work).
+            backgroundServices.insert(sharedState, at: 0)
+        }
         let prober = HealthProber(shared: shared)
         backgroundServices.append(prober)
         self.backgroundServices = backgroundServices
@@ -125,7 +132,6 @@ public final class GatewayApplication: Sendable {
         }
         self.state.withLockedValue { $0.flushTasks = tasks }
         self.shared.health.markConfigActive()
-        self.shared.sharedState?.start()
         GatewayComposition.warnAboutInsecureBackends(configuration, logger: self.logger)
         self.logger.info(
             "gateway.listening",
@@ -188,8 +194,9 @@ public final class GatewayApplication: Sendable {
                 worker.value.accessLog.flush()
             }.get()
         }
-        // Its client's connections live on the event loops.
-        await self.shared.sharedState?.stop()
+        // Its client's connections live on the event loops: its work ends here, its service
+        // when the group shuts down.
+        await self.shared.sharedState?.shutdown()
         try? await self.group.shutdownGracefully()
         self.logger.info("gateway.stopped")
     }

@@ -141,15 +141,15 @@ enum GatewayComposition {
 extension GatewayApplication {
     /// One worker built exactly as `serve` builds each of its loops' workers, on `eventLoop`
     /// (an `EmbeddedEventLoop` in the in-process harness of `AuthGatewayTesting`), opening
-    /// upstream connections with `connector`. Must be called on `eventLoop`.
+    /// upstream connections with `connector` and logging through `logger`. Must be called on
+    /// `eventLoop`.
     package static func makeWorker(
         configuration: GatewayConfiguration, eventLoop: EventLoop, clock: @escaping @Sendable () -> Double,
-        connector: UpstreamConnector
+        connector: UpstreamConnector, logger: Logger
     ) throws -> Worker {
         let publisher = KeyPublisher()
         let shared = try GatewayComposition.makeShared(
-            configuration, clock: clock, logger: Logger(label: "auth-gateway"), connector: connector,
-            publisher: publisher, group: nil
+            configuration, clock: clock, logger: logger, connector: connector, publisher: publisher, group: nil
         )
         let parts = GatewayComposition.reloadableParts(for: configuration, keeping: nil, shared: shared)
         let snapshot = GatewayComposition.makeSnapshot(

@@ -71,7 +71,7 @@ public final class KeyStore: Sendable {
     /// `publish` receives every new snapshot (the application hands it to each event loop).
     init(
         configuration: TokensConfiguration, metrics: ProcessMetrics, clock: @escaping @Sendable () -> Double,
-        logger: Logger = Logger(label: "auth-gateway.keys"),
+        logger: Logger,
         publish: @escaping @Sendable (KeySnapshot) -> Void
     ) {
         var remote: [String: RemoteState] = [:]
@@ -203,21 +203,24 @@ public final class KeyStore: Sendable {
         issuer: String, on eventLoop: EventLoop, clients: @escaping (UpstreamURL) -> UpstreamClient?
     ) -> EventLoopFuture<Bool> {
         eventLoop.preconditionInEventLoop()
-        let flight: LocalSingleFlight<String, Bool>.Flight
-        switch self.fetches.lookup(issuer, now: self.clock(), policy: .init(freshSeconds: 0), eventLoop: eventLoop) {
-        case .fresh(let fetched), .stale(let fetched, _):
-            return eventLoop.makeSucceededFuture(fetched)  // nothing is remembered: not reached
-        case .joined(let inFlight):
-            return inFlight
-        case .lead(let lead):
-            flight = lead
-        }
+        return self.fetches.lookup(issuer, now: self.clock(), policy: .init(freshSeconds: 0), eventLoop: eventLoop) {
+            flight in
+            self.fetch(flight, issuer: issuer, on: eventLoop, clients: clients)
+            return flight.promise.futureResult
+        }.future(on: eventLoop)
+    }
+
+    /// The fetch `flight` leads; settled (nothing remembered) with whether keys were fetched.
+    private func fetch(
+        _ flight: LocalSingleFlight<String, Bool>.Flight, issuer: String, on eventLoop: EventLoop,
+        clients: @escaping (UpstreamURL) -> UpstreamClient?
+    ) {
         let settle: @Sendable (Bool) -> Void = { fetched in
             self.fetches.settle(flight, now: self.clock(), outcome: fetched, remember: false)
         }
         guard let source = self.state.withLockedValue({ $0.remote[issuer]?.source }) else {
             settle(false)
-            return flight.promise.futureResult
+            return
         }
         switch source {
         case .url(let url):
@@ -234,7 +237,6 @@ public final class KeyStore: Sendable {
                         .whenSuccess(settle)
                 }
         }
-        return flight.promise.futureResult
     }
 
     /// One GET of a JWKS; true when it gave a usable key set.
@@ -272,21 +274,22 @@ public final class KeyStore: Sendable {
         }
         guard let target else { return nil }
         let policy = LocalSingleFlight<String, Bool>.Policy(freshSeconds: Double(target.cooldown))
-        let fetched: EventLoopFuture<Bool>
-        switch self.unknownKidRefetches.lookup(target.issuer, now: now, policy: policy, eventLoop: eventLoop) {
-        case .fresh, .stale:
-            return nil
-        case .joined(let inFlight):
-            fetched = inFlight
-        case .lead(let flight):
-            self.fetch(issuer: target.issuer, on: eventLoop, clients: clients).whenComplete { result in
-                // Remembered either way: the cooldown holds after a failed refetch too.
-                self.unknownKidRefetches.settle(
-                    flight, now: self.clock(), outcome: (try? result.get()) ?? false, remember: true)
-            }
-            fetched = flight.promise.futureResult
+        let answer = self.unknownKidRefetches.lookup(target.issuer, now: now, policy: policy, eventLoop: eventLoop) {
+            flight in
+            // Remembered either way: the cooldown holds after a failed refetch too.
+            self.unknownKidRefetches.settle(
+                flight, when: self.fetch(issuer: target.issuer, on: eventLoop, clients: clients), failure: false,
+                clock: self.clock
+            ) { _ in true }
+            return flight.promise.futureResult
         }
-        return fetched.map { succeeded in succeeded ? self.snapshot : nil }
+        switch answer {
+        case .fresh, .stale:
+            // Refetched within the cooldown: no refetch allowed now.
+            return nil
+        case .joined(let fetched), .led(let fetched):
+            return fetched.map { succeeded in succeeded ? self.snapshot : nil }
+        }
     }
 
     private func finishFetch(

@@ -8,7 +8,7 @@ import NIOCore
 /// one call (`LocalSingleFlight`, the table the profile cache and refreshes use).
 ///
 /// With `sharedState` the answers are shared by every instance on the database
-/// (`SharedIntrospections`): a local miss reads the shared table before calling.
+/// (`SharedIntrospections`): a local miss reads the shared answers before calling.
 ///
 /// Kept across reloads while `tokens.introspection` is unchanged.
 final class TokenIntrospector: Sendable {
@@ -60,38 +60,48 @@ final class TokenIntrospector: Sendable {
     ) -> Lookup {
         let now = self.clock()
         let digest = TokenDigest(of: token)
-        let step = self.table.lookup(digest, now: now, policy: self.policy, eventLoop: eventLoop) {
-            $0.isCurrent(at: now)
+        let answer = self.table.lookup(
+            digest, now: now, policy: self.policy, eventLoop: eventLoop, isCurrent: { $0.isCurrent(at: now) }
+        ) { flight in
+            self.lead(flight, token: token, digest: digest, eventLoop: eventLoop, endpoint: endpoint())
+            return flight.promise.futureResult
         }
-        switch step {
-        case .fresh(let outcome), .stale(let outcome, _):
+        switch answer {
+        case .fresh(let outcome), .stale(let outcome):
             counted("cached")
             return .known(outcome)
         case .joined(let inFlight):
             counted("coalesced")
             return .pending(inFlight)
-        case .lead(let flight):
-            let token = String(token)
-            guard let endpoint = endpoint() else {
-                self.record(.unavailable)
-                self.settle(flight, .unavailable)
-                return .pending(flight.promise.futureResult)
-            }
-            if let shared = self.shared {
-                let bound = NIOLoopBound(endpoint, eventLoop: eventLoop)
-                let resolving = shared.resolve(
-                    digest, clock: self.clock,
-                    call: { eventLoop.flatSubmit { self.call(token: token, endpoint: bound.value) } }
-                ) {
-                    outcome, fromTable in
-                    if fromTable { self.metrics.increment(.introspection(outcome: "shared")) }
-                    self.settle(flight, outcome)
-                }
-                if resolving { return .pending(flight.promise.futureResult) }
-            }
-            self.call(token: token, endpoint: endpoint).whenSuccess { self.settle(flight, $0) }
-            return .pending(flight.promise.futureResult)
+        case .led(let outcome):
+            return .pending(outcome)
         }
+    }
+
+    /// The flight's call: read from the shared answers (with `sharedState`), else made to
+    /// `endpoint` (none yet: `unavailable`).
+    private func lead(
+        _ flight: LocalSingleFlight<TokenDigest, IntrospectionOutcome>.Flight, token: Substring, digest: TokenDigest,
+        eventLoop: EventLoop, endpoint: UpstreamEndpoint?
+    ) {
+        guard let endpoint else {
+            self.record(.unavailable)
+            self.settle(flight, .unavailable)
+            return
+        }
+        let token = String(token)
+        if let shared = self.shared {
+            let bound = NIOLoopBound(endpoint, eventLoop: eventLoop)
+            let resolving = shared.resolve(
+                digest, clock: self.clock,
+                call: { eventLoop.flatSubmit { self.call(token: token, endpoint: bound.value) } }
+            ) { outcome, fromTable in
+                if fromTable { self.metrics.increment(.introspection(outcome: "shared")) }
+                self.settle(flight, outcome)
+            }
+            if resolving { return }
+        }
+        self.call(token: token, endpoint: endpoint).whenSuccess { self.settle(flight, $0) }
     }
 
     /// Ends the flight; definite outcomes are remembered until their `validUntil`.

@@ -7,11 +7,11 @@ extension GatewayTracing {
     /// The tracer and the background service that batches and exports its spans (run it in the
     /// service group). swift-otel's own `OTEL_*` environment variables still apply on top.
     static func make(
-        _ configuration: TracingConfiguration, metrics: ProcessMetrics
+        _ configuration: TracingConfiguration, metrics: ProcessMetrics, logger: Logger
     ) throws -> (GatewayTracing, any Service) {
         var otel = OTel.Configuration.default
         // swift-otel's own warnings go to the gateway's log; the spans it drops are counted.
-        var diagnostics = Logger(label: "auth-gateway.otel")
+        var diagnostics = logger
         diagnostics.handler = TraceDropCounter(wrapping: diagnostics.handler, metrics: metrics)
         otel.diagnosticLogger = .custom(diagnostics)
         otel.serviceName = configuration.serviceName

@@ -6,7 +6,8 @@ import Logging
 /// found the queue full (`queue_full`). swift-otel keeps those counts internal and only logs
 /// them, so the two warnings are recognised by their text; `TracingTests` checks the counter
 /// against a dead collector, so a change of wording in swift-otel fails a test instead of
-/// silently counting nothing.
+/// silently counting nothing. The warnings are counted whatever the gateway's log level (the
+/// handler admits `.warning` at least); only what that level admits goes on to be logged.
 struct TraceDropCounter: LogHandler {
     static let exportFailed = "Failed to export batch."
     static let queueFull = "Spans were dropped this iteration because queue was full"
@@ -26,7 +27,7 @@ struct TraceDropCounter: LogHandler {
         } else if message == Self.queueFull {
             self.count(.queueFull, event, key: "dropped_count")
         }
-        self.wrapped.log(event: event)
+        if event.level >= self.wrapped.logLevel { self.wrapped.log(event: event) }
     }
 
     private func count(_ reason: TraceDropReason, _ event: LogEvent, key: String) {
@@ -46,7 +47,7 @@ struct TraceDropCounter: LogHandler {
     }
 
     var logLevel: Logger.Level {
-        get { self.wrapped.logLevel }
+        get { min(self.wrapped.logLevel, .warning) }
         set { self.wrapped.logLevel = newValue }
     }
 }

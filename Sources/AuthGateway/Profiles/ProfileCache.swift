@@ -53,25 +53,28 @@ final class ProfileCache: Sendable {
         let policy = LocalSingleFlight<ProfileKey, FetchResult>.Policy(
             freshSeconds: Double(self.configuration.ttlSeconds), staleSeconds: Double(self.configuration.staleSeconds)
         )
-        switch self.table.lookup(key, now: self.clock(), policy: policy, eventLoop: eventLoop) {
+        let answer = self.table.lookup(key, now: self.clock(), policy: policy, eventLoop: eventLoop) { flight in
+            // A miss, or the background refresh of a stale profile.
+            self.fetch(flight, accessToken: accessToken, endpoint: endpoint())
+            return flight.promise.futureResult
+        }
+        switch answer {
         case .fresh(.profile(let profile)):
             result(.hit)
             return .hit(profile)
-        case .stale(.profile(let profile), let refresh):
+        case .stale(.profile(let profile)):
             result(.stale)
-            if let refresh { self.fetch(refresh, accessToken: accessToken, endpoint: endpoint()) }
             return .hit(profile)
-        case .fresh(let other), .stale(let other, _):
+        case .fresh(let other), .stale(let other):
             // Only profiles are remembered; answered as it is should that ever change.
             result(.hit)
             return .pending(eventLoop.makeSucceededFuture(other))
         case .joined(let inFlight):
             result(.coalesced)
             return .pending(inFlight)
-        case .lead(let flight):
+        case .led(let fetched):
             result(.miss)
-            self.fetch(flight, accessToken: accessToken, endpoint: endpoint())
-            return .pending(flight.promise.futureResult)
+            return .pending(fetched)
         }
     }
 

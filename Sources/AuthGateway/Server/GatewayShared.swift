@@ -36,6 +36,7 @@ final class GatewayShared: Sendable {
     /// Open client connections, all loops together (each loop's `ConnectionRegistry` counts
     /// its own in and out).
     let clientConnections = ClientConnectionCount()
+    /// The application's logger (`GatewayApplication.make`), for everything built from here.
     let logger: Logger
 
     init(
@@ -43,10 +44,10 @@ final class GatewayShared: Sendable {
         refreshStore: RefreshStore, clock: @escaping @Sendable () -> Double, clientTLS: NIOSSLContext?,
         connector: UpstreamConnector = SocketConnector(), tracing: GatewayTracing? = nil,
         sharedState: PostgresSharedState? = nil,
-        logger: Logger = Logger(label: "auth-gateway"), dpopNonceKey: SymmetricKey = DPoPNonce.key(sharedSecret: nil)
+        logger: Logger, dpopNonceKey: SymmetricKey = DPoPNonce.key(sharedSecret: nil)
     ) {
-        self.dpopNonceKey = dpopNonceKey
         self.logger = logger
+        self.dpopNonceKey = dpopNonceKey
         self.backendAvailabilities = BackendAvailabilities(logger: logger, metrics: processMetrics)
         self.sharedState = sharedState
         self.verifiedTokens = verifiedTokens

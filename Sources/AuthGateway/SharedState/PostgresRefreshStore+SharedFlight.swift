@@ -7,7 +7,9 @@ import NIOCore
 /// the auth service from here (the process-local behaviour); a failed settle still answers
 /// with the outcome this instance got.
 extension PostgresRefreshStore {
-    func sharedOutcome(_ request: SharedFlightRequest) async -> SharedFlightAnswer {
+    /// The answer, and the claimant under which to store it once answered (a refresh whose
+    /// claim failed here: `publishAfterFailedClaim`), if any.
+    func sharedOutcome(_ request: SharedFlightRequest) async -> (SharedFlightAnswer, publishAs: UUID?) {
         let me = UUID()
         let subscription = self.wakeups.subscribe(request.digest)
         defer { self.wakeups.unsubscribe(subscription) }
@@ -24,15 +26,14 @@ extension PostgresRefreshStore {
             while true {
                 switch step {
                 case .lead:
-                    return await self.lead(request, claimant: me)
+                    return (await self.lead(request, claimant: me), nil)
                 case .use(let sealed, let remaining, let role):
                     do throws(OutcomeSealer.OpenError) {
-                        return SharedFlightAnswer(
-                            outcome: try self.sealer.open(sealed, for: request.digest), role: role,
-                            remainingMilliseconds: remaining)
+                        let outcome = try self.sealer.open(sealed, for: request.digest)
+                        return (SharedFlightAnswer(outcome: outcome, role: role, remainingMilliseconds: remaining), nil)
                     } catch {
                         self.database.record(SharedStateFailure(operation: .decrypt, reason: error.description))
-                        return await self.fallback(request)
+                        return (await self.fallback(request), nil)
                     }
                 case .wait(let milliseconds):
                     if !waited {
@@ -42,9 +43,7 @@ extension PostgresRefreshStore {
                     // Polled at the short interval again as soon as LISTEN is lost mid-wait.
                     let wait = self.wakeups.isListening ? milliseconds : min(milliseconds, Self.pollMilliseconds)
                     await subscription.wait(milliseconds: wait, on: request.eventLoop)
-                    if Task.isCancelled {
-                        return SharedFlightAnswer(outcome: .unavailable, role: .joined, remainingMilliseconds: 0)
-                    }
+                    if Task.isCancelled { return (Self.stopping, nil) }
                     step = decision.read(try await self.database.read(request.digest), now: Self.nowMilliseconds())
                 case .claim:
                     step = decision.claimed(
@@ -53,38 +52,36 @@ extension PostgresRefreshStore {
                         now: Self.nowMilliseconds()
                     )
                 case .giveUp:
-                    return SharedFlightAnswer(outcome: .unavailable, role: .joined, remainingMilliseconds: 0)
+                    return (SharedFlightAnswer(outcome: .unavailable, role: .joined, remainingMilliseconds: 0), nil)
                 }
             }
         } catch {
             // Stopping (shutdown cancelled the flights): no auth-service call whose outcome
             // nobody would keep.
-            if Task.isCancelled {
-                return SharedFlightAnswer(outcome: .unavailable, role: .joined, remainingMilliseconds: 0)
-            }
+            if Task.isCancelled { return (Self.stopping, nil) }
             // Counted and logged by the database; this request goes on as if alone.
             let answer = await self.fallback(request)
             if error.operation == .claim, case .refreshed = answer.outcome {
-                self.publishAfterFailedClaim(answer.outcome, request: request, claimant: me)
+                return (answer, publishAs: me)
             }
-            return answer
+            return (answer, nil)
         }
     }
+
+    /// The answer of a flight the shared-state service's shutdown ended.
+    private static let stopping = SharedFlightAnswer(outcome: .unavailable, role: .joined, remainingMilliseconds: 0)
 
     /// A claim that failed here (a timeout, a lost connection) may still have been committed:
     /// then instances waiting on it would take over when the lease ends and redeem an old
     /// refresh token this call has already rotated. Storing this outcome under the claim
     /// answers them; when the claim never landed, the statement stores nothing. Off the
-    /// request's path (the answer is already known), and only for new tokens: a refusal could
-    /// be the auth service refusing a token another instance redeemed first.
-    private func publishAfterFailedClaim(_ outcome: RefreshOutcome, request: SharedFlightRequest, claimant: UUID) {
+    /// request's path (run after the answer), and only for new tokens: a refusal could be the
+    /// auth service refusing a token another instance redeemed first.
+    func publishAfterFailedClaim(_ outcome: RefreshOutcome, request: SharedFlightRequest, claimant: UUID) async {
         let sealed = self.sealer.seal(outcome, for: request.digest)
         let keep = Int64(request.graceSeconds) * 1000
-        let database = self.database
-        Task {
-            _ = try? await database.settle(
-                request.digest, claimant: claimant, sealedOutcome: sealed, keepMilliseconds: keep)
-        }
+        _ = try? await self.database.settle(
+            request.digest, claimant: claimant, sealedOutcome: sealed, keepMilliseconds: keep)
     }
 
     /// This instance holds the lease: call, then store the outcome for every instance. When

@@ -19,7 +19,7 @@ extension PostgresSharedState {
             do {
                 let connection = try await PostgresConnection.connect(
                     on: self.eventLoopGroup.any(), configuration: configuration, id: connectionID,
-                    logger: SharedStateDatabase.silent
+                    logger: self.database.silent
                 )
                 do {
                     try await withTaskCancellationHandler {

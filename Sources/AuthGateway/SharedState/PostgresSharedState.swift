@@ -2,18 +2,21 @@ import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 import PostgresNIO
+import ServiceLifecycle
 
-/// Everything `sharedState.postgres` runs (SPEC §4.8): the refresh store the requests use,
-/// and the background work — the client's pool, the LISTEN connection that wakes waiters,
-/// and the maintenance loop that creates the table, probes a failed database with backoff
-/// and sweeps expired rows.
+/// Everything `sharedState.postgres` runs (docs/shared-state.md): the stores the requests use
+/// (refreshes, DPoP proofs, introspection answers) and, as a `Service` of the application's
+/// service group, the work behind them — the client's pool, the LISTEN connection that wakes
+/// waiters, the maintenance loop that creates the tables, probes a failed database with
+/// backoff and sweeps expired rows, the rate-limit sync, and the jobs the requests queue
+/// (`SharedStateJobs`; a request never starts a task).
 ///
 /// Owned by the application, like the process-local store: a reload keeps the connections,
-/// the flights in flight and the outcomes. `start()` begins the background work (from
-/// `GatewayApplication.start()`), `stop()` ends it and every flight (from `shutdown()`, before
-/// the event loops stop), so nothing outlives the application in `serve`, the demo or the
-/// tests.
-final class PostgresSharedState: Sendable {
+/// the flights in flight and the outcomes. `run()` works until `shutdown()` — which the
+/// application calls before its event loops stop, as the connections live there — or until the
+/// service group shuts down; then it waits for the group, as a service that returned early
+/// would end it. Nothing outlives the application in `serve`, the demo or the tests.
+final class PostgresSharedState: Service, Sendable {
     let configuration: SharedStateConfiguration
     let database: SharedStateDatabase
     let wakeups = RefreshWakeups()
@@ -21,17 +24,18 @@ final class PostgresSharedState: Sendable {
     let eventLoopGroup: EventLoopGroup
     private let metrics: ProcessMetrics
     let logger: Logger
-    private let background = NIOLockedValueBox<Task<Void, Never>?>(nil)
+    /// When `run()` works, and `shutdown()`'s wait for it.
+    private let lifecycle = SharedStateLifecycle()
     /// The limiter the rate-limit sync works on (`attachRateLimiter`).
     let rateLimiter = NIOLockedValueBox<RateLimiter?>(nil)
-    /// The tasks requests start for DPoP proofs and introspection answers.
-    let requestTasks = SharedStateTasks()
+    /// The jobs requests queue for refresh flights, DPoP proofs and introspection answers.
+    let jobs = SharedStateJobs()
     /// Whether the DPoP-proof and introspection tables exist (the maintenance loop makes them).
     let tokenTables = TokenTablesReadiness()
-    /// The DPoP replay check across instances (SPEC §4.14).
-    let dpopReplay: SharedDPoPReplay
-    /// Introspection answers across instances (SPEC §4.13).
-    let introspections: SharedIntrospections
+    /// The DPoP replay check across instances (docs/authentication.md).
+    let dpopReplay: PostgresDPoPReplay
+    /// Introspection answers across instances (docs/authentication.md).
+    let introspections: PostgresIntrospections
 
     /// `pollMillisecondsWhileListening`: the waiters' safety-net poll while notifications
     /// work (tests lengthen it to show that notifications alone wake them).
@@ -47,50 +51,76 @@ final class PostgresSharedState: Sendable {
         self.database = try SharedStateDatabase(
             settings: configuration.postgres, eventLoopGroup: eventLoopGroup, metrics: metrics, logger: logger)
         let sealer = OutcomeSealer(key: configuration.encryptionKey)
-        self.dpopReplay = SharedDPoPReplay(
-            database: self.database, tasks: self.requestTasks, tablesReady: self.tokenTables)
-        self.introspections = SharedIntrospections(
-            database: self.database, tasks: self.requestTasks, tablesReady: self.tokenTables, sealer: sealer)
+        self.dpopReplay = PostgresDPoPReplay(database: self.database, jobs: self.jobs, tablesReady: self.tokenTables)
+        self.introspections = PostgresIntrospections(
+            database: self.database, jobs: self.jobs, tablesReady: self.tokenTables, sealer: sealer)
         self.store = PostgresRefreshStore(
-            database: self.database, wakeups: self.wakeups, sealer: sealer,
+            database: self.database, wakeups: self.wakeups, jobs: self.jobs, sealer: sealer,
             pollMillisecondsWhileListening: pollMillisecondsWhileListening, clock: clock
         )
     }
 
-    func start() {
-        self.logger.info(
-            "shared_state.starting",
-            metadata: [
-                "shared_state.database": "\(self.configuration.postgres.url)",
-                "shared_state.tls": "\(self.configuration.postgres.tls.rawValue)",
-            ]
-        )
-        let task = Task {
-            await withTaskGroup(of: Void.self) { group in
-                group.addTask { await self.database.client.run() }
-                group.addTask { await self.listen() }
-                group.addTask { await self.maintain() }
-                group.addTask { await self.syncRateLimits() }
-                await group.waitForAll()
+    // MARK: Service
+
+    func run() async throws {
+        if self.lifecycle.begin() {
+            self.logger.info(
+                "shared_state.starting",
+                metadata: [
+                    "shared_state.database": "\(self.configuration.postgres.url)",
+                    "shared_state.tls": "\(self.configuration.postgres.tls.rawValue)",
+                ]
+            )
+            await withTaskCancellationOrGracefulShutdownHandler {
+                await self.work()
+            } onCancelOrGracefulShutdown: {
+                self.lifecycle.requestStop()
             }
         }
-        self.background.withLockedValue { $0 = task }
+        // Stopped by `shutdown()` while the group runs (the gateway's own shutdown): wait for
+        // the group's graceful shutdown. At once when that (or cancellation) is what stopped it.
+        try? await gracefulShutdown()
     }
 
-    /// Ends the flights (each answers from its own call or "unavailable"), then the
-    /// background work and the client. Idempotent.
-    func stop() async {
-        await self.store.stop()
-        await self.requestTasks.stop()
-        guard
-            let task = self.background.withLockedValue({ state -> Task<Void, Never>? in
-                defer { state = nil }
-                return state
-            })
-        else { return }
-        task.cancel()
-        await task.value
+    /// The background work and the requests' jobs, until a stop is requested. Then no job is
+    /// accepted, and everything is cancelled: a flight answers from its own call or
+    /// "unavailable", a DPoP proof or an introspection falls back to the process-local check.
+    private func work() async {
+        await withDiscardingTaskGroup { group in
+            group.addTask { await self.database.client.run() }
+            group.addTask { await self.listen() }
+            group.addTask { await self.maintain() }
+            group.addTask { await self.syncRateLimits() }
+            group.addTask { await self.jobs.run { await self.perform($0) } }
+            await self.lifecycle.untilStopRequested()
+            self.jobs.finish()
+            group.cancelAll()
+            // So that no waiter sits out its poll interval.
+            self.wakeups.wakeAll()
+        }
         self.wakeups.setListening(false)
+        self.lifecycle.finish()
+    }
+
+    /// Runs one job a request queued.
+    private func perform(_ job: SharedStateJob) async {
+        switch job {
+        case .refresh(let refresh):
+            await self.store.run(refresh)
+        case .recordDPoPProof(let digest, let keepMilliseconds, let firstUse):
+            await self.dpopReplay.record(digest, keepMilliseconds: keepMilliseconds, firstUse: firstUse)
+        case .introspection(let introspection):
+            await self.introspections.run(introspection)
+        }
+    }
+
+    /// Ends the work and waits for it, connections closed: from the application's
+    /// `shutdown()`, before the event loops stop. Idempotent; requests after it do without the
+    /// database.
+    func shutdown() async {
+        self.lifecycle.requestStop()
+        self.jobs.finish()
+        await self.lifecycle.stopped()
     }
 
     // MARK: Health

@@ -50,12 +50,6 @@ final class UpstreamClient {
         call.start(timeout: self.timeout)
         return promise.futureResult
     }
-
-    /// `execute` from any thread (background services).
-    func executeFromAnyThread(_ request: UpstreamRequest) -> EventLoopFuture<UpstreamResponse> {
-        let bound = NIOLoopBound(self, eventLoop: self.eventLoop)
-        return self.eventLoop.flatSubmit { bound.value.execute(request) }
-    }
 }
 
 @available(*, unavailable)

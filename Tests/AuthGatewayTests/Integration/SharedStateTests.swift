@@ -60,6 +60,31 @@ extension PostgreSQLTests {
             return (expired, refresh, [("Authorization", "Bearer \(expired)"), ("X-Refresh-Token", refresh)])
         }
 
+        // MARK: Lifecycle
+
+        /// The shared state is a service of `serve`'s service group: SIGTERM drains the gateway,
+        /// ends the shared state's work before the event loops stop, then the group, with 0.
+        @Test func sigtermEndsAServeProcessWithSharedStateCleanly() async throws {
+            let cluster = try await PostgresCluster.shared()
+            let database = try await cluster.createDatabase()
+            let rainmaker = try await RotatingRainMaker.start()
+            let backend = try await EchoBackend.start(group: TestGroup.shared)
+            atTestEnd {
+                await rainmaker.service.stop(); await backend.close()
+            }
+            let instance = try await Self.instance(
+                cluster: cluster, database: database, backend: backend, authService: rainmaker.service.baseURL)
+            defer { instance.stop() }
+            let (_, _, headers) = Self.pair(rainmaker)
+            #expect(try await instance.send(TestRequest(.GET, "/r", headers: headers)).status == 200)
+            #expect(try await cluster.rowCount(database) == 1, "the refresh went through the database")
+            instance.process.signal(SIGTERM)
+            let output = { instance.process.output }
+            #expect(try await instance.process.waitForExit(timeout: .seconds(30)) == 0, "\(output())")
+            #expect(!output().contains("serviceFinishedUnexpectedly"), "\(output())")
+            #expect(!output().contains("Cannot schedule tasks on an EventLoop"), "\(output())")
+        }
+
         // MARK: One refresh for the fleet
 
         @Test func fortyConcurrentRequestsOverTwoInstancesMakeOneRefreshCall() async throws {

@@ -27,8 +27,9 @@ enum SharedStateTesting {
         )
     }
 
-    /// A started shared state; waits (bounded) until refreshes use the database, unless
-    /// `waitUntilUp` is false.
+    /// A shared state whose service runs (as in the application's service group); waits
+    /// (bounded) until refreshes use the database, unless `waitUntilUp` is false. End it with
+    /// `stop()`.
     static func start(
         _ configuration: SharedStateConfiguration, logs: LogCapture? = nil, metrics: ProcessMetrics = ProcessMetrics(),
         waitUntilUp: Bool = true,
@@ -40,7 +41,7 @@ enum SharedStateTesting {
             configuration: configuration, eventLoopGroup: TestGroup.shared, metrics: metrics, logger: logger,
             pollMillisecondsWhileListening: pollMillisecondsWhileListening, clock: { Date().timeIntervalSince1970 }
         )
-        state.start()
+        Self.services.withLockedValue { $0[ObjectIdentifier(state)] = Task { try? await state.run() } }
         if waitUntilUp {
             try await Self.eventually("the shared state connects") {
                 state.database.usesDatabase && state.wakeups.isListening
@@ -48,6 +49,9 @@ enum SharedStateTesting {
         }
         return state
     }
+
+    /// The service tasks of the shared states `start` made, by state.
+    static let services = NIOLockedValueBox<[ObjectIdentifier: Task<Void, Never>]>([:])
 
     /// Polls `condition` every 20 ms for up to `seconds` (as generous as `eventually`: it only
     /// lengthens a failing test).
@@ -114,6 +118,15 @@ final class CountingCall: Sendable {
 }
 
 extension PostgresSharedState {
+    /// Ends the shared state as the gateway's shutdown does, then its service (as the service
+    /// group's cancellation would). Idempotent.
+    func stop() async {
+        await self.shutdown()
+        let service = SharedStateTesting.services.withLockedValue { $0.removeValue(forKey: ObjectIdentifier(self)) }
+        service?.cancel()
+        await service?.value
+    }
+
     /// The refresh of `digest` as a request on `eventLoop` makes it.
     func refresh(
         _ digest: TokenDigest, grace: Int = 30, callTimeoutMilliseconds: Int = 1000, on eventLoop: EventLoop,

@@ -13,10 +13,10 @@ extension SharedStateDatabase {
     /// stop refresh sharing.
     func ensureTokenTables() async throws(SharedStateFailure) {
         try await self.run(.tokenTables) { client in
-            try await client.withTransaction(logger: Self.silent) { connection in
-                for try await _ in try await connection.query(SharedTokenTables.schemaLock, logger: Self.silent) {}
+            try await client.withTransaction(logger: self.silent) { connection in
+                for try await _ in try await connection.query(SharedTokenTables.schemaLock, logger: self.silent) {}
                 var existing = (proofs: false, proofIndex: false, introspections: false, introspectionIndex: false)
-                let rows = try await connection.query(SharedTokenTables.existingSchema, logger: Self.silent).decode(
+                let rows = try await connection.query(SharedTokenTables.existingSchema, logger: self.silent).decode(
                     (Bool, Bool, Bool, Bool).self)
                 for try await row in rows { existing = row }
                 let statements: [(Bool, PostgresQuery)] = [
@@ -26,7 +26,7 @@ extension SharedStateDatabase {
                     (existing.introspectionIndex, SharedTokenTables.createIntrospectionIndex),
                 ]
                 for (exists, statement) in statements where !exists {
-                    for try await _ in try await connection.query(statement, logger: Self.silent) {}
+                    for try await _ in try await connection.query(statement, logger: self.silent) {}
                 }
             }
         }
@@ -37,7 +37,7 @@ extension SharedStateDatabase {
         let query = SharedTokenTables.recordProof(digest, keepMilliseconds: keepMilliseconds)
         return try await self.run(.dpopReplay) { client in
             var first = false
-            for try await _ in try await client.query(query, logger: Self.silent) { first = true }
+            for try await _ in try await client.query(query, logger: self.silent) { first = true }
             return first
         }
     }
@@ -49,7 +49,7 @@ extension SharedStateDatabase {
         let query = SharedTokenTables.readIntrospection(digest)
         return try await self.run(.introspection) { client in
             var found: (sealed: [UInt8], remainingMilliseconds: Int64)?
-            for try await (sealed, remaining) in try await client.query(query, logger: Self.silent).decode(
+            for try await (sealed, remaining) in try await client.query(query, logger: self.silent).decode(
                 (ByteBuffer, Int64).self) where found == nil
             {
                 found = (Array(sealed.readableBytesView), remaining)
@@ -64,14 +64,14 @@ extension SharedStateDatabase {
         let query = SharedTokenTables.storeIntrospection(
             digest, sealedOutcome: sealedOutcome, keepMilliseconds: keepMilliseconds)
         try await self.run(.introspection) { client in
-            for try await _ in try await client.query(query, logger: Self.silent) {}
+            for try await _ in try await client.query(query, logger: self.silent) {}
         }
     }
 
     func sweepTokenTables() async throws(SharedStateFailure) {
         try await self.run(.sweep) { client in
-            for try await _ in try await client.query(SharedTokenTables.sweepProofs, logger: Self.silent) {}
-            for try await _ in try await client.query(SharedTokenTables.sweepIntrospections, logger: Self.silent) {}
+            for try await _ in try await client.query(SharedTokenTables.sweepProofs, logger: self.silent) {}
+            for try await _ in try await client.query(SharedTokenTables.sweepIntrospections, logger: self.silent) {}
         }
     }
 }

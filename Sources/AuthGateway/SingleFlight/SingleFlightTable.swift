@@ -1,6 +1,7 @@
 /// "One call in flight per key, joiners wait, the outcome is kept for a while" — written once
-/// for the refresh grace table, the profile cache and the JWKS refetches (DESIGN.md, "Shapes
-/// to reach for"). A pure, bounded (LRU) table: `now` comes in, nothing here waits or locks.
+/// for the refresh grace table, the profile cache, the introspection cache and the JWKS
+/// fetches (docs/architecture.md). A pure, bounded (LRU) table: `now` comes in, nothing here
+/// waits or locks.
 ///
 /// An entry holds the last outcome with the time it was stored, and the call in flight if
 /// there is one. `InFlight` is what joiners wait on: a future in `LocalSingleFlight`, a plain

@@ -7,7 +7,7 @@ enum IntrospectionOutcome: Sendable, Equatable {
     /// for `negativeCacheSeconds`.
     case inactive(validUntil: Double)
     /// The endpoint is down, slow, refused the gateway or answered something else than an
-    /// introspection document: never kept (SPEC §4.13: fail closed, 503).
+    /// introspection document: never kept (docs/authentication.md: fail closed, 503).
     case unavailable
 
     /// Whether the outcome may still be answered at `now` (an unavailable one never is).

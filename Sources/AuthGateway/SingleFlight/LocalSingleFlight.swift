@@ -1,8 +1,12 @@
 import NIOCore
 
 /// A `SingleFlightTable` shared by every event loop of this process: sharded by key hash, each
-/// shard a short critical section never held across I/O (DESIGN.md). Joiners wait on the
-/// leader's future, hopped to their own loop.
+/// shard a short critical section never held across I/O (docs/architecture.md). Joiners wait
+/// on the leader's future, hopped to their own loop.
+///
+/// `lookup(_:now:policy:eventLoop:isCurrent:lead:)` is the one single-flight lookup of the
+/// gateway (refreshes, profiles, introspection, key fetches): it answers from the table, joins
+/// the call in flight, or hands the caller a `Flight` to lead.
 final class LocalSingleFlight<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     typealias Policy = SingleFlightTable<Key, Value, EventLoopFuture<Value>>.Policy
     typealias Keep = SingleFlightTable<Key, Value, EventLoopFuture<Value>>.Keep
@@ -13,24 +17,21 @@ final class LocalSingleFlight<Key: Hashable & Sendable, Value: Sendable>: Sendab
         let promise: EventLoopPromise<Value>
     }
 
-    enum Step {
-        case fresh(Value)
-        /// Answer with `value`; lead `refresh` in the background when given.
-        case stale(Value, refresh: Flight?)
-        /// Wait for the call in flight (completes on the caller's loop).
-        case joined(EventLoopFuture<Value>)
-        case lead(Flight)
-    }
-
     private let shards: Sharded<SingleFlightTable<Key, Value, EventLoopFuture<Value>>>
 
     init(capacity: Int) {
         self.shards = Sharded(capacity: capacity) { SingleFlightTable(capacity: $0) }
     }
 
-    func lookup(
-        _ key: Key, now: Double, policy: Policy, eventLoop: EventLoop, isCurrent: (Value) -> Bool = { _ in true }
-    ) -> Step {
+    /// The outcome for `key`: remembered (fresh or stale), the call in flight to join (its
+    /// future completes on `eventLoop`), or a new call, which `lead` starts and ends with
+    /// `settle`. `lead` also runs for the background refresh of a stale outcome (its result is
+    /// then dropped: the caller is answered with the stale outcome). Leading does not allocate
+    /// on a hit: the flight's promise is made only when this lookup leads.
+    func lookup<Led>(
+        _ key: Key, now: Double, policy: Policy, eventLoop: EventLoop, isCurrent: (Value) -> Bool = { _ in true },
+        lead: (Flight) -> Led
+    ) -> SingleFlightAnswer<Value, Led> {
         var promise: EventLoopPromise<Value>?
         let lookup = self.shards.withShard(for: key) { table in
             table.lookup(key, now: now, policy: policy, isCurrent: isCurrent) {
@@ -43,11 +44,12 @@ final class LocalSingleFlight<Key: Hashable & Sendable, Value: Sendable>: Sendab
         case .fresh(let value):
             return .fresh(value)
         case .stale(let value, let refresh):
-            return .stale(value, refresh: refresh == nil ? nil : promise.map { Flight(key: key, promise: $0) })
+            if refresh != nil, let promise { _ = lead(Flight(key: key, promise: promise)) }
+            return .stale(value)
         case .joined(let inFlight):
             return .joined(inFlight.hop(to: eventLoop))
         case .lead:
-            return .lead(Flight(key: key, promise: promise!))
+            return .led(lead(Flight(key: key, promise: promise!)))
         }
     }
 
@@ -68,6 +70,18 @@ final class LocalSingleFlight<Key: Hashable & Sendable, Value: Sendable>: Sendab
     /// Ends `flight` keeping `outcome` (or forgetting it) and delivering it as it is.
     func settle(_ flight: Flight, now: Double, outcome: Value, remember: Bool) {
         self.settle(flight, now: now) { _ in (remember ? .value(outcome) : .nothing, outcome) }
+    }
+
+    /// Ends `flight` with what `call` gives, or `failure` when it fails; the outcome is kept
+    /// when `remember` says so, from the moment it is known (`clock`).
+    func settle(
+        _ flight: Flight, when call: EventLoopFuture<Value>, failure: Value, clock: @escaping @Sendable () -> Double,
+        remember: @escaping @Sendable (Value) -> Bool
+    ) {
+        call.whenComplete { result in
+            let outcome = (try? result.get()) ?? failure
+            self.settle(flight, now: clock(), outcome: outcome, remember: remember(outcome))
+        }
     }
 
     /// Entries held (for metrics and tests; visits every shard).

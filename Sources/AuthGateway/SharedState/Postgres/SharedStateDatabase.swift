@@ -19,6 +19,9 @@ final class SharedStateDatabase: Sendable {
     private let eventLoopGroup: EventLoopGroup
     private let metrics: ProcessMetrics
     private let logger: Logger
+    /// The application's logger made silent, for PostgresNIO: it logs queries at debug level
+    /// with their binds, and nothing of that is wanted.
+    let silent: Logger
     private let availability: NIOLockedValueBox<DatabaseAvailability>
     /// `availability.usesDatabase`, readable without the lock: requests ask on every
     /// statement they might make (a DPoP proof's jti, an introspection), and a lock shared by
@@ -30,6 +33,9 @@ final class SharedStateDatabase: Sendable {
         self.eventLoopGroup = eventLoopGroup
         self.metrics = metrics
         self.logger = logger
+        var silent = logger
+        silent.handler = SwiftLogNoOpLogHandler()
+        self.silent = silent
         self.client = PostgresClient(
             configuration: try Self.clientConfiguration(settings), eventLoopGroup: eventLoopGroup)
         self.connectionConfiguration = try Self.connectionConfiguration(settings)
@@ -119,7 +125,7 @@ final class SharedStateDatabase: Sendable {
         let eventLoop = self.eventLoopGroup.any()
         try await self.run(.connect, countsAsSuccess: false) { _ in
             let connection = try await PostgresConnection.connect(
-                on: eventLoop, configuration: configuration, id: 0, logger: Self.silent)
+                on: eventLoop, configuration: configuration, id: 0, logger: self.silent)
             try await connection.close()
         }
         try await self.ensureSchema()
@@ -127,20 +133,20 @@ final class SharedStateDatabase: Sendable {
 
     func ensureSchema() async throws(SharedStateFailure) {
         try await self.run(.schema) { client in
-            try await client.withTransaction(logger: Self.silent) { connection in
-                for try await _ in try await connection.query(SharedRefreshTable.schemaLock, logger: Self.silent) {}
+            try await client.withTransaction(logger: self.silent) { connection in
+                for try await _ in try await connection.query(SharedRefreshTable.schemaLock, logger: self.silent) {}
                 var existing = (table: false, index: false)
-                for try await row in try await connection.query(SharedRefreshTable.existingSchema, logger: Self.silent)
+                for try await row in try await connection.query(SharedRefreshTable.existingSchema, logger: self.silent)
                     .decode((Bool, Bool).self)
                 {
                     existing = row
                 }
                 if !existing.table {
-                    for try await _ in try await connection.query(SharedRefreshTable.createTable, logger: Self.silent) {
+                    for try await _ in try await connection.query(SharedRefreshTable.createTable, logger: self.silent) {
                     }
                 }
                 if !existing.index {
-                    for try await _ in try await connection.query(SharedRefreshTable.createIndex, logger: Self.silent) {
+                    for try await _ in try await connection.query(SharedRefreshTable.createIndex, logger: self.silent) {
                     }
                 }
             }
@@ -154,13 +160,13 @@ final class SharedStateDatabase: Sendable {
             try await Self.firstRow(
                 client.query(
                     SharedRefreshTable.claim(digest, claimant: claimant, leaseMilliseconds: leaseMilliseconds),
-                    logger: Self.silent))
+                    logger: self.silent))
         }
     }
 
     func read(_ digest: TokenDigest) async throws(SharedStateFailure) -> SharedRefreshRow? {
         try await self.run(.wait) { client in
-            try await Self.firstRow(client.query(SharedRefreshTable.read(digest), logger: Self.silent))
+            try await Self.firstRow(client.query(SharedRefreshTable.read(digest), logger: self.silent))
         }
     }
 
@@ -173,7 +179,7 @@ final class SharedStateDatabase: Sendable {
             let rows = try await client.query(
                 SharedRefreshTable.settle(
                     digest, claimant: claimant, sealedOutcome: sealedOutcome, keepMilliseconds: keepMilliseconds),
-                logger: Self.silent
+                logger: self.silent
             )
             for try await _ in rows { stored = true }
             return stored
@@ -183,7 +189,7 @@ final class SharedStateDatabase: Sendable {
     func sweep() async throws(SharedStateFailure) {
         try await self.run(.sweep) { client in
             // The pooled connection goes back when the rows are consumed.
-            for try await _ in try await client.query(SharedRefreshTable.sweep, logger: Self.silent) {}
+            for try await _ in try await client.query(SharedRefreshTable.sweep, logger: self.silent) {}
         }
     }
 
@@ -327,7 +333,4 @@ final class SharedStateDatabase: Sendable {
     }
 
     static func monotonicSeconds() -> Double { Double(NIODeadline.now().uptimeNanoseconds) / 1e9 }
-
-    /// PostgresNIO logs queries at debug level with their binds; nothing of that is wanted.
-    static let silent = Logger(label: "auth-gateway.shared-state.silent", factory: { _ in SwiftLogNoOpLogHandler() })
 }

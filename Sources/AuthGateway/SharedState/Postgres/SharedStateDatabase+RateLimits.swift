@@ -8,20 +8,20 @@ import PostgresNIO
 extension SharedStateDatabase {
     func ensureRateLimitSchema() async throws(SharedStateFailure) {
         try await self.run(.rateLimitSync) { client in
-            try await client.withTransaction(logger: Self.silent) { connection in
-                for try await _ in try await connection.query(RateLimitUsageTable.schemaLock, logger: Self.silent) {}
+            try await client.withTransaction(logger: self.silent) { connection in
+                for try await _ in try await connection.query(RateLimitUsageTable.schemaLock, logger: self.silent) {}
                 var existing = (table: false, index: false)
-                for try await row in try await connection.query(RateLimitUsageTable.existingSchema, logger: Self.silent)
+                for try await row in try await connection.query(RateLimitUsageTable.existingSchema, logger: self.silent)
                     .decode((Bool, Bool).self)
                 {
                     existing = row
                 }
                 if !existing.table {
-                    for try await _ in try await connection.query(RateLimitUsageTable.createTable, logger: Self.silent)
+                    for try await _ in try await connection.query(RateLimitUsageTable.createTable, logger: self.silent)
                     {}
                 }
                 if !existing.index {
-                    for try await _ in try await connection.query(RateLimitUsageTable.createIndex, logger: Self.silent)
+                    for try await _ in try await connection.query(RateLimitUsageTable.createIndex, logger: self.silent)
                     {}
                 }
             }
@@ -37,7 +37,7 @@ extension SharedStateDatabase {
             watermarks: watermarks)
         return try await self.run(.rateLimitSync) { client in
             var rows: [RemoteRateLimitUsage] = []
-            let decoded = try await client.query(query, logger: Self.silent).decode(
+            let decoded = try await client.query(query, logger: self.silent).decode(
                 (UUID, Int64, String, String, Int32, Int64).self)
             for try await (writer, number, limit, hex, requests, age) in decoded {
                 guard let key = RateLimitKey(hex: hex) else { continue }
@@ -52,7 +52,7 @@ extension SharedStateDatabase {
 
     func sweepRateLimits() async throws(SharedStateFailure) {
         try await self.run(.sweep) { client in
-            for try await _ in try await client.query(RateLimitUsageTable.sweep, logger: Self.silent) {}
+            for try await _ in try await client.query(RateLimitUsageTable.sweep, logger: self.silent) {}
         }
     }
 }
