@@ -113,6 +113,46 @@ struct HTTP2AbuseTests {
         #expect(gateway.backend.requestCount == 0)
     }
 
+    /// A stream answered before its upload ended gets the whole answer before its
+    /// RST_STREAM NO_ERROR (RFC 9113 §8.1: a complete response, then the reset): the gateway's
+    /// own 401 with its problem document, and a backend's early answer with its body.
+    ///
+    /// A known bug, in `HTTP2ServerStream.stopUnfinishedUpload()`: the RST_STREAM is written
+    /// right after the answer's last DATA frame and before the flush, and NIOHTTP2 drops a
+    /// stream's DATA still in its flow-control buffer when that stream closes — so the client
+    /// gets HEADERS (with a `content-length`) and the reset, but no body. The reset must wait
+    /// for the last DATA frame's write to complete. Once that is fixed, this test fails at
+    /// `withKnownIssue` ("known issue was not recorded"): remove the wrapper then.
+    @Test func aStreamAnsweredBeforeItsUploadEndedGetsTheWholeAnswerFirst() async throws {
+        let gateway = try await GatewayFixture.start()
+        atTestEnd { await gateway.stop() }
+        let client = try await H2TestClient.connect(port: gateway.port)
+        atTestEnd { await client.close() }
+        func unfinishedUpload(_ path: String, token: String?) async throws -> H2TestClient.StreamResult {
+            let fields = token.map { [("authorization", "Bearer \($0)")] } ?? []
+            return try await client.exchange(
+                [
+                    .headers(
+                        .init(headers: H2TestClient.request("POST", path: path, fields: fields), endStream: false)),
+                    .data(.init(data: .byteBuffer(ByteBuffer(string: "first bytes")), endStream: false)),
+                ],
+                timeout: .seconds(30)
+            )
+        }
+        let local = try await unfinishedUpload("/upload", token: nil)
+        #expect(local.status == 401)
+        #expect(local.resetCode == .noError)
+        let early = try await unfinishedUpload("/early", token: TestKeys.token())
+        #expect(early.status == 200)
+        withKnownIssue("HTTP/2: the RST_STREAM after an answer to an unfinished upload drops the answer's body") {
+            let problem = try? JSONValue(parsing: String(buffer: local.body))
+            #expect(problem?["type"]?.stringValue == "urn:auth-gateway:problem:token.missing", "\(local.frames)")
+        }
+        withKnownIssue("HTTP/2: the RST_STREAM after an answer to an unfinished upload drops the answer's body") {
+            #expect(String(buffer: early.body) == "early\n", "\(early.frames)")
+        }
+    }
+
     /// Raw frames: NIOHTTP2 as a client would hold back streams beyond the server's limit. A
     /// client that has acknowledged SETTINGS_MAX_CONCURRENT_STREAMS 2 and opens a third stream
     /// gets GOAWAY, counted; a client on another connection is served throughout.
@@ -237,6 +277,16 @@ struct HTTP2AbuseTests {
 
     /// While `attack` runs, and after it, another client on its own connection keeps getting
     /// 200. Returns how many requests it made (all answered 200).
+    ///
+    /// Why "every request 200" holds on a loaded machine, although the gateway's one event
+    /// loop also serves the flood: the flood is bounded work (at most a few thousand frames
+    /// of microseconds each before the gateway closes the connection and the attacker's writes
+    /// fail), so it only delays the bystander. The bystander's request can fail only by a
+    /// timeout, and every timeout on its path is at least 20 s: its own wait for the stream
+    /// (30 s), the gateway's wait for a pooled connection (20 s in `GatewayFixture`) and
+    /// for the answer (30 s). Nothing on its connection trips NIOHTTP2's flood detectors:
+    /// it completes every stream it opens, reads what it is sent and sends no empty DATA, no
+    /// RST_STREAM (it would reset a stream only when its own 30 s ran out) and no PING.
     @discardableResult
     static func othersUnaffected(_ gateway: GatewayFixture, during attack: () async throws -> Void) async throws -> Int
     {
