@@ -407,6 +407,44 @@ struct HTTP2AbuseTests {
         #expect(try await Self.abuseCount(gateway, "header_block_too_large") == 1)
     }
 
+    /// A header list over `limits.maxHeaderBytes` sent before the client acknowledged the
+    /// gateway's SETTINGS is never forwarded either (an HTTP/1.1 request that size gets 431).
+    ///
+    /// A known bug: NIOHTTP2 applies the advertised SETTINGS_MAX_HEADER_LIST_SIZE to its
+    /// decoder only once the client acknowledges it; until then its own default (16 KiB)
+    /// holds, so a 10 KB header list passes a 4 KiB limit and reaches the backend. The fix
+    /// belongs in `HTTP2/`: check each request's header list size against the limit there
+    /// (and answer 431, Trailers-Only RESOURCE_EXHAUSTED for gRPC). Once fixed, this test fails
+    /// at `withKnownIssue` ("known issue was not recorded"): remove the wrapper then.
+    @Test func anOversizedHeaderListBeforeTheSettingsAcknowledgementIsNotForwarded() async throws {
+        let gateway = try await GatewayFixture.start { config in config.set("limits.maxHeaderBytes", 4096) }
+        atTestEnd { await gateway.stop() }
+        let raw = try await gateway.raw()
+        atTestEnd { await raw.close() }
+        // The preface and our SETTINGS, never an acknowledgement of the gateway's.
+        try await raw.send(bytes: Self.preface)
+        var encoder = HPACKEncoder(allocator: ByteBufferAllocator())
+        var block = ByteBuffer()
+        try encoder.encode(
+            headers: H2TestClient.request(
+                path: "/big",
+                fields: [
+                    ("authorization", "Bearer \(TestKeys.token())"), ("x-big", String(repeating: "b", count: 10_000)),
+                ]),
+            to: &block)
+        #expect(block.readableBytes > 4096 && block.readableBytes < 16_384, "one HEADERS frame, over the limit")
+        try await raw.send(
+            bytes: Self.frame(type: 0x1, flags: 0x5, stream: 1, payload: Array(block.readableBytesView)))
+        // Whatever the gateway does, it does it by answering stream 1, resetting it, or GOAWAY.
+        #expect(
+            await raw.waitFor { _ in
+                Self.frames(in: raw.receivedBytes).contains { $0.stream == 1 || $0.type == 0x7 } || raw.isClosed
+            })
+        withKnownIssue("HTTP/2: limits.maxHeaderBytes holds only once the client acknowledged the SETTINGS") {
+            #expect(gateway.backend.requestCount == 0, "a header list over the limit was forwarded")
+        }
+    }
+
     /// The error code of the first GOAWAY in `bytes` (RFC 9113 §6.8), if any.
     static func goAwayCode(_ bytes: [UInt8]) -> UInt32? {
         guard let goAway = Self.frames(in: bytes).first(where: { $0.type == 0x7 }), goAway.payload.count >= 8 else {
