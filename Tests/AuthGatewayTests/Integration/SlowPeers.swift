@@ -228,13 +228,12 @@ final class SlowClient: Sendable {
     /// Writes `total` body bytes, as fast as the channel takes them (never more than its
     /// high-water mark ahead of the kernel), in the background.
     func upload(total: Int) {
-        let counters = self.counters
         let channel = self.channel
         channel.eventLoop.execute {
             guard let handler = try? channel.pipeline.syncOperations.handler(type: SlowClientHandler.self) else {
                 return
             }
-            handler.upload(total: total, channel: channel, counters: counters)
+            handler.upload(total: total, channel: channel)
         }
     }
 
@@ -268,7 +267,7 @@ private final class SlowClientHandler: ChannelInboundHandler {
         self.counters.received.wrappingAdd(buffer.readableBytes, ordering: .relaxed)
     }
 
-    func upload(total: Int, channel: Channel, counters: SlowClient.Counters) {
+    func upload(total: Int, channel: Channel) {
         self.remaining = total
         self.pump(channel: channel)
     }
@@ -293,3 +292,9 @@ private final class SlowClientHandler: ChannelInboundHandler {
         context.close(promise: nil)
     }
 }
+
+@available(*, unavailable)
+extension SlowBackendHandler: Sendable {}
+
+@available(*, unavailable)
+extension SlowClientHandler: Sendable {}
