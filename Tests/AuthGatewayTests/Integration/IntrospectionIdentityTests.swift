@@ -43,7 +43,9 @@ struct IntrospectionIdentityTests {
         atTestEnd { await endpoint.service.stop() }
         let profiles = try await Self.profileService()
         atTestEnd { await profiles.stop() }
-        let clock = TestClock()
+        // A clock that stands still: the answers stay cached (60 s) however long a loaded
+        // machine takes, so "one introspection per token" is exact.
+        let clock = TestClock(fixed: Date().timeIntervalSince1970)
         let gateway = try await IntrospectionTests.gateway(endpoint, clock: clock) { config in
             config["authService"] = [
                 "url": .string(profiles.baseURL), "profile": ["path": "/v1/user", "authorization": "raw"],
