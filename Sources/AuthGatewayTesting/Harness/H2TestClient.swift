@@ -3,6 +3,7 @@ import NIOCore
 import NIOHPACK
 import NIOHTTP2
 import NIOPosix
+import NIOSSL
 
 /// An HTTP/2 client for frame-level tests, on NIOHTTP2: opens streams, writes the frames a test
 /// chooses — with header validation off when a test sends what a well-behaved client never
@@ -22,8 +23,11 @@ package final class H2TestClient: Sendable {
     }
 
     /// `validateHeaders: false` lets the client send malformed header blocks (uppercase names,
-    /// CR/LF, connection-specific fields, bad pseudo-headers).
-    package static func connect(port: Int, validateHeaders: Bool = true) async throws -> H2TestClient {
+    /// CR/LF, connection-specific fields, bad pseudo-headers). `tls`: HTTP/2 over TLS (the
+    /// context offers ALPN `h2`), the server named `serverName`; else h2c by prior knowledge.
+    package static func connect(
+        port: Int, validateHeaders: Bool = true, tls: NIOSSLContext? = nil, serverName: String = "localhost"
+    ) async throws -> H2TestClient {
         let connectionFrames = NIOLockedValueBox<[HTTP2Frame.FramePayload]>([])
         let channel = try await ClientBootstrap(group: TestGroup.shared)
             .channelInitializer { channel in
@@ -32,6 +36,7 @@ package final class H2TestClient: Sendable {
                     configuration.headerBlockValidation = validateHeaders ? .enabled : .disabled
                     configuration.contentLengthValidation = validateHeaders ? .enabled : .disabled
                     let sync = channel.pipeline.syncOperations
+                    if let tls { try sync.addHandler(NIOSSLClientHandler(context: tls, serverHostname: serverName)) }
                     try sync.addHandler(
                         NIOHTTP2Handler(
                             mode: .client, eventLoop: channel.eventLoop, connectionConfiguration: configuration
@@ -116,10 +121,11 @@ package final class H2TestClient: Sendable {
 
     /// A request HEADERS block: pseudo-headers first, then `fields` as given.
     package static func request(
-        _ method: String = "GET", path: String, authority: String = "127.0.0.1", fields: [(String, String)] = []
+        _ method: String = "GET", path: String, authority: String = "127.0.0.1", scheme: String = "http",
+        fields: [(String, String)] = []
     ) -> HPACKHeaders {
         var headers = HPACKHeaders([
-            (":method", method), (":scheme", "http"), (":authority", authority), (":path", path),
+            (":method", method), (":scheme", scheme), (":authority", authority), (":path", path),
         ])
         for (name, value) in fields { headers.add(name: name, value: value) }
         return headers

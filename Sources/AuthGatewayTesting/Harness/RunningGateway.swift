@@ -195,18 +195,41 @@ package final class RunningGateway: Sendable {
     }
 
     package static func residentMemoryBytes(pid: Int32) throws -> Int {
+        try Self.statusKilobytes("VmRSS", pid: pid) * 1024
+    }
+
+    /// The process's peak resident memory (`VmHWM` of `/proc/<pid>/status`), in bytes: the
+    /// highest it has been since the process started or since `resetPeakResidentMemory()`.
+    /// Exact where sampling `VmRSS` could miss a short spike. Throws when it cannot be read.
+    package func peakResidentMemoryBytes() throws -> Int {
+        try Self.statusKilobytes("VmHWM", pid: self.pid) * 1024
+    }
+
+    /// Starts a new peak: writing "5" to `/proc/<pid>/clear_refs` sets `VmHWM` back to the
+    /// current resident size (Linux 4.0 and later). Throws when the file cannot be written (a
+    /// kernel or container that does not allow it).
+    package func resetPeakResidentMemory() throws {
+        let path = "/proc/\(self.pid)/clear_refs"
+        guard let handle = FileHandle(forWritingAtPath: path) else {
+            throw ProcessHarnessError(description: "cannot open \(path) for writing")
+        }
+        defer { try? handle.close() }
+        try handle.write(contentsOf: Data("5".utf8))
+    }
+
+    /// A `kB` field of `/proc/<pid>/status`, e.g. "VmRSS:     12345 kB".
+    private static func statusKilobytes(_ field: String, pid: Int32) throws -> Int {
         let path = "/proc/\(pid)/status"
         guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
             throw ProcessHarnessError(description: "cannot read \(path): memory checks need Linux /proc")
         }
-        guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }) else {
-            throw ProcessHarnessError(description: "\(path) has no VmRSS line")
+        guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix(field + ":") }) else {
+            throw ProcessHarnessError(description: "\(path) has no \(field) line")
         }
-        // "VmRSS:     12345 kB"
         let fields = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
         guard fields.count == 3, fields[2] == "kB", let kilobytes = Int(fields[1]), kilobytes > 0 else {
-            throw ProcessHarnessError(description: "unexpected VmRSS line in \(path): \(line)")
+            throw ProcessHarnessError(description: "unexpected \(field) line in \(path): \(line)")
         }
-        return kilobytes * 1024
+        return kilobytes
     }
 }

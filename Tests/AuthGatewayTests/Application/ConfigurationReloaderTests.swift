@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import Testing
 
 @testable import AuthGateway
@@ -89,5 +90,42 @@ struct ConfigurationReloaderTests {
     private static func profileCache(_ application: GatewayApplication) async throws -> ProfileCache? {
         let worker = application.workers[0]
         return try await worker.eventLoop.submit { worker.value.snapshot.profiles }.get()
+    }
+
+    /// `tls.insecureSkipVerify` is loud: one warning per such backend when the application
+    /// starts and at every reload that keeps it, none for a verified backend — read from the
+    /// application's own logger.
+    @Test func insecureBackendsAreWarnedAboutAtStartAndAtEveryReload() async throws {
+        func document(lax: Bool) -> JSONObject {
+            ApplicationTesting.document { document in
+                var backends: JSONObject = ["safe": ["urls": ["https://a.internal"]]]
+                if lax { backends["lax"] = ["urls": ["https://b.internal"], "tls": ["insecureSkipVerify": true]] }
+                document["backends"] = .object(backends)
+                document["routes"] = [["name": "r", "pathPrefix": "/", "backend": "safe", "auth": "none"]]
+            }
+        }
+        let capture = LogCapture()
+        let configuration = try ConfigurationLoader(environment: [:]).load(
+            text: JSONValue.object(document(lax: true)).jsonText, baseDirectory: "/")
+        let application = try await GatewayApplication.make(
+            configuration: configuration, logger: Logger(label: "test") { _ in capture })
+        atTestEnd { await application.shutdown() }
+        func warnings() -> [Substring] {
+            capture.text.split(separator: "\n").filter { $0.contains("backend.tls_verification_off") }
+        }
+        #expect(warnings().isEmpty, "warned before the start")
+
+        try await application.start()
+        #expect(warnings().count == 1)
+        #expect(warnings().allSatisfy { $0.hasPrefix("warning ") && $0.contains("lax") && !$0.contains("safe") })
+
+        for (index, lax) in [true, false].enumerated() {
+            let path = try ApplicationTesting.file(JSONValue.object(document(lax: lax)).jsonText)
+            atTestEnd { ApplicationTesting.remove(path) }
+            application.reloader.reload(path: path, loader: ConfigurationLoader(environment: [:]))
+            #expect(application.reloader.generation == UInt64(index + 2))
+        }
+        // The reload that kept it warned again; the one that dropped it did not.
+        #expect(warnings().count == 2, "\(capture.text)")
     }
 }

@@ -51,10 +51,23 @@ struct KeyStartupTests {
         atTestEnd { await application.shutdown() }
         let startup = application.keyStartup
 
+        // Waiters racing the failure, for the remote issuer and for one without a start-up
+        // fetch, each on a task of its own (whether one is already waiting or asks just after,
+        // it must fail the same way).
+        let early = (0..<4).map { index in
+            Task {
+                try await startup.startupFetch(issuer: index.isMultiple(of: 2) ? TestKeys.issuer : "https://other.test")
+            }
+        }
         startup.settle(with: StartFailed())
+        // A later `begin` settles nothing: the first settlement (the failure) stands.
         startup.begin()
+        // Waiters that come after it.
+        let late = (0..<4).map { _ in Task { try await startup.startupFetch(issuer: TestKeys.issuer) } }
 
-        await #expect(throws: StartFailed.self) { try await startup.startupFetch(issuer: TestKeys.issuer) }
+        for (index, waiter) in (early + late).enumerated() {
+            await #expect(throws: StartFailed.self, "waiter \(index)") { try await waiter.value }
+        }
     }
 
     @Test func aFetchWithStaticKeysFetchesNothing() async throws {

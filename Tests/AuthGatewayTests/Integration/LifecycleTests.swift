@@ -28,6 +28,90 @@ struct LifecycleTests {
         #expect(gateway.backend.requestCount == 0)
     }
 
+    /// Health probes (docs/operations.md) with several event loops: every loop answers them, on both
+    /// listeners, from the one process-wide state. Not ready on any loop while the start-up
+    /// key fetch is held, ready on every loop once it is done, not ready on every admin
+    /// connection while draining; live throughout.
+    @Test func healthProbesAnswerAlikeOnEveryEventLoop() async throws {
+        let loops = 4
+        let gate = ReplyGate(holding: true)
+        let jwks = try await ScriptedAuthService.start { _, eventLoop in
+            gate.pass(.json(.ok, ["keys": [try! TestKeys.rsa.publicJWK()]]), on: eventLoop)
+        }
+        atTestEnd {
+            gate.release()
+            await jwks.stop()
+        }
+        let gateway = try await GatewayFixture.start(waitUntilReady: false) { config in
+            config["eventLoopThreads"] = .number(JSONNumber(loops))
+            config.set("timeouts.drainSeconds", 60)
+            // The key fetch's bound is the auth service's call timeout: longer than the hold.
+            config["authService"] = ["url": .string(jwks.baseURL), "timeoutMilliseconds": 120_000]
+            config["tokens"] = [
+                "issuers": [
+                    [
+                        "issuer": .string(TestKeys.issuer), "audiences": [.string(TestKeys.audience)],
+                        "jwksURL": .string(jwks.baseURL + "/jwks.json"),
+                    ]
+                ]
+            ]
+        }
+        atTestEnd { await gateway.stop() }
+        #expect(await eventually { gate.heldCount == 1 }, "the start-up key fetch never arrived")
+
+        // Two keep-alive connections per loop on each listener: connections are handed to the
+        // loops round robin, which the workers' connection counts confirm for the main one.
+        var main: [TestConnection] = []
+        var admin: [TestConnection] = []
+        for _ in 0..<(2 * loops) { main.append(try await gateway.connect()) }
+        for _ in 0..<(2 * loops) { admin.append(try await TestConnection.connect(port: gateway.adminPort)) }
+        let all = main + admin
+        atTestEnd { for connection in all { await connection.close() } }
+        for worker in gateway.application.workers {
+            let served = try await eventually {
+                try await worker.eventLoop.submit { worker.value.openConnectionCount > 0 }.get()
+            }
+            #expect(served, "an event loop holds no client connection")
+        }
+
+        // Keys not fetched yet: every loop says so, and is live.
+        for connection in all {
+            #expect(try await connection.send(.get("/livez")).status == 200)
+            let ready = try await connection.send(.get("/readyz"))
+            #expect(ready.status == 503)
+            #expect(ready.json?["reason"]?.stringValue?.isEmpty == false)
+            #expect(ready.json?["reason"]?.stringValue != "starting")
+            let health = try await connection.send(.get("/healthz"))
+            #expect(health.json?["checks"]?["keys"]?[TestKeys.issuer]?["status"]?.stringValue == "unavailable")
+        }
+
+        gate.release()
+        #expect(await eventually { gateway.application.isReady })
+        for connection in all {
+            #expect(try await connection.send(.get("/readyz")).status == 200)
+            let health = try await connection.send(.get("/healthz"))
+            #expect(health.status == 200)
+            #expect(health.json?["status"]?.stringValue == "ok", "\(health.text)")
+            #expect(health.json?["checks"]?["keys"]?[TestKeys.issuer]?["keys"]?.numberValue?.exactInt == 1)
+        }
+        // A request with a token is served on every loop too.
+        for connection in main {
+            #expect(try await connection.send(.get("/ready", token: TestKeys.token())).status == 200)
+        }
+
+        // Draining: the main listener's idle connections are closed, and every admin
+        // connection says not ready (draining) and still live.
+        let drain = Task { await gateway.application.drain() }
+        for connection in main { #expect(await connection.waitForClose(timeout: .seconds(30))) }
+        for connection in admin {
+            let ready = try await connection.send(.get("/readyz"))
+            #expect(ready.status == 503)
+            #expect(ready.json?["reason"]?.stringValue == "draining")
+            #expect(try await connection.send(.get("/livez")).status == 200)
+        }
+        await drain.value
+    }
+
     @Test func metricsCountRequestsByRouteStatusClassAndFailureReason() async throws {
         let gateway = try await GatewayFixture.start()
         atTestEnd { await gateway.stop() }

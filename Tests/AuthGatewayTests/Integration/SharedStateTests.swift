@@ -95,15 +95,17 @@ extension PostgreSQLTests {
             atTestEnd {
                 await rainmaker.service.stop(); await backend.close()
             }
-            // A grace period of 5 s: long enough for a loaded machine to send the 40 requests and
-            // the late ones inside it (the processes' clocks are real).
+            // The processes' clocks are real, so the grace period is one that cannot be missed:
+            // 120 s, four times the longest wait of this test (a 5 s one needed the 40 requests
+            // and the late ones to land within it on a loaded machine). What happens after a
+            // grace period is seen with a second pair, after a reload to 1 s.
             let a = try await Self.instance(
-                cluster: cluster, database: database, backend: backend, authService: rainmaker.service.baseURL, grace: 5
-            )
+                cluster: cluster, database: database, backend: backend, authService: rainmaker.service.baseURL,
+                grace: 120)
             defer { a.stop() }
             let b = try await Self.instance(
-                cluster: cluster, database: database, backend: backend, authService: rainmaker.service.baseURL, grace: 5
-            )
+                cluster: cluster, database: database, backend: backend, authService: rainmaker.service.baseURL,
+                grace: 120)
             defer { b.stop() }
 
             let (expired, refreshToken, headers) = Self.pair(rainmaker)
@@ -133,13 +135,41 @@ extension PostgreSQLTests {
             let metrics = try await a.metrics() + b.metrics()
             #expect(metrics.contains("auth_gateway_refreshes_total{outcome=\"refreshed\"} 1\n"))
 
-            // After graceSeconds (5) the old refresh token is redeemed again, and the rotating
-            // service refuses its reuse.
-            try await Task.sleep(for: .milliseconds(5300))
-            let tooLate = try await b.send(TestRequest(.GET, "/too-late", headers: headers))
-            #expect(tooLate.status == 401)
-            #expect(tooLate.json?["type"]?.stringValue == "urn:auth-gateway:problem:token.refresh_rejected")
+            // After graceSeconds the old refresh token is redeemed again, and the rotating
+            // service refuses its reuse. Both instances reload to a 1 s grace (a reload keeps
+            // the shared state; the new grace applies to outcomes stored from then on), and a
+            // second pair is refreshed on A.
+            for instance in [a, b] {
+                var changed = instance.document
+                changed.set("authService.refresh.graceSeconds", 1)
+                try instance.process.rewrite(changed)
+                instance.process.signal(SIGHUP)
+                try await SharedStateTesting.eventually("the reload happened") {
+                    instance.process.output.contains("config.reloaded")
+                }
+            }
+            let (_, _, second) = Self.pair(rainmaker, subject: "alice-2")
+            let refreshed = try await a.send(TestRequest(.GET, "/second", headers: second))
+            #expect(refreshed.status == 200)
             #expect(rainmaker.refreshCalls == 2)
+            let secondToken = try #require(refreshed.header("x-access-token"))
+            // Polls B with the old second pair: within the grace each answer is the stored
+            // outcome (no call, the same new token); the first after it redeems the old
+            // refresh token again and is refused. No sleep decides when the grace is over.
+            var tooLate: TestResponse?
+            try await SharedStateTesting.eventually("the old pair is redeemed again after the grace", seconds: 30) {
+                let response = try await b.send(TestRequest(.GET, "/too-late", headers: second))
+                guard response.status == 200 else {
+                    tooLate = response
+                    return true
+                }
+                #expect(response.header("x-access-token") == secondToken)
+                #expect(rainmaker.refreshCalls == 2, "a call within the grace")
+                return false
+            }
+            #expect(tooLate?.status == 401)
+            #expect(tooLate?.json?["type"]?.stringValue == "urn:auth-gateway:problem:token.refresh_rejected")
+            #expect(rainmaker.refreshCalls == 3)
         }
 
         // MARK: Crashes

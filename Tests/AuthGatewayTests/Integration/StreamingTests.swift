@@ -18,12 +18,16 @@ struct StreamingTests {
     /// Allowed growth of the gateway process's resident memory while 64 MiB pass through it.
     static let memoryBudget = 16 * 1024 * 1024
 
-    /// Samples the gateway process's resident memory while `work` runs; returns the work's
-    /// result and the peak growth over the baseline. Fails when the memory cannot be read.
+    /// Measures the gateway process's peak resident memory while `work` runs; returns the
+    /// work's result and the peak's growth over the baseline taken just before. The peak is
+    /// the kernel's own high-water mark (`VmHWM`, reset at the baseline), which no spike can
+    /// slip past, and also `VmRSS` sampled every 10 ms (all there is where the kernel does not
+    /// let the mark be reset). Fails when the memory cannot be read.
     static func measuringMemory<T: Sendable>(
         of gateway: RunningGateway, _ work: @Sendable () async throws -> T
     ) async throws -> (T, Int) {
         let baseline = try gateway.residentMemoryBytes()
+        let markReset = (try? gateway.resetPeakResidentMemory()) != nil
         let sampler = Task { () throws -> Int in
             var peak = baseline
             while !Task.isCancelled {
@@ -40,7 +44,8 @@ struct StreamingTests {
             throw error
         }
         sampler.cancel()
-        let peak = max(try await sampler.value, try gateway.residentMemoryBytes())
+        var peak = max(try await sampler.value, try gateway.residentMemoryBytes())
+        if markReset { peak = max(peak, try gateway.peakResidentMemoryBytes()) }
         return (result, peak - baseline)
     }
 
@@ -153,5 +158,82 @@ struct StreamingTests {
             #expect(growth < Self.memoryBudget, "resident memory grew by \(growth / 1024) KiB (chunked: \(chunked))")
         }
         await client.close()
+    }
+
+    // MARK: Slow peers (HTTP/1.1)
+
+    /// What may pile up between a peer that stopped and one that did not, through a gateway
+    /// that withholds reads: the gateway's own buffers (a 64 KiB write high-water mark, a
+    /// read or two) and its two sockets' kernel buffers (its receive buffer may auto-tune up to
+    /// `net.ipv4.tcp_rmem`'s 32 MiB on this machine, its send buffer to `tcp_wmem`'s 4 MiB),
+    /// plus the peers' pinned 128 KiB. A gateway that reads regardless holds the whole body
+    /// (`slowBody`, four times the bound).
+    static let inFlightBound = 64 * 1024 * 1024
+    static let slowBody = 256 * 1024 * 1024
+
+    /// A gateway in front of `backend` that lets a stalled exchange sit: long response and
+    /// idle timeouts, and a body limit above `slowBody`.
+    static func gateway(before backend: SlowBackend) async throws -> GatewayFixture {
+        try await GatewayFixture.start { config in
+            config["backends"] = ["api": ["urls": [.string(backend.baseURL)], "responseTimeoutMilliseconds": 300_000]]
+            config.set("limits.maxRequestBodyBytes", .number(JSONNumber(2 * Self.slowBody)))
+            config.set("timeouts.idleSeconds", 300)
+        }
+    }
+
+    /// A client that stops reading while a large response streams: the gateway stops reading
+    /// from the backend, so the backend gets stuck with the body's bytes in flight bounded by
+    /// buffers, not by the body's size; once the client reads again, the backend goes on.
+    @Test func aClientThatStopsReadingHoldsTheBackendBack() async throws {
+        let backend = try await SlowBackend.start(group: Self.group)
+        atTestEnd { await backend.close() }
+        let gateway = try await Self.gateway(before: backend)
+        atTestEnd { await gateway.stop() }
+        let client = try await SlowClient.connect(port: gateway.port, group: Self.group, reading: false)
+        atTestEnd { await client.close() }
+        try await client.send(
+            "GET /stream/\(Self.slowBody) HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(TestKeys.token())\r\n\r\n"
+        )
+
+        let stuck = await SlowPeers.stall({ backend.sent }, done: { backend.streamed })
+        let sent = try #require(stuck, "the backend kept sending for 60 s")
+        #expect(!backend.streamed, "the whole body left the backend while the client read nothing")
+        #expect(client.received == 0)
+        #expect(sent > 0, "nothing was streamed")
+        #expect(sent <= Self.inFlightBound, "\(sent >> 20) MiB in flight to a client that reads nothing")
+
+        // Reading again: the response flows from where it stood.
+        client.startReading()
+        #expect(await eventually { client.received > 1 << 20 && backend.sent > sent })
+        #expect(client.firstBytes.hasPrefix("HTTP/1.1 200 "), "\(client.firstBytes.prefix(200))")
+    }
+
+    /// A backend that stops reading while a large upload streams: the gateway stops reading
+    /// from the client, so the client's writes stall with the bytes in flight bounded; once
+    /// the backend reads again, the whole body arrives and is answered.
+    @Test func aBackendThatStopsReadingHoldsTheClientBack() async throws {
+        let backend = try await SlowBackend.start(group: Self.group, paused: true)
+        atTestEnd { await backend.close() }
+        let gateway = try await Self.gateway(before: backend)
+        atTestEnd { await gateway.stop() }
+        let client = try await SlowClient.connect(port: gateway.port, group: Self.group, reading: true)
+        atTestEnd { await client.close() }
+        try await client.send(
+            "POST /sink HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(TestKeys.token())\r\n"
+                + "Content-Length: \(Self.slowBody)\r\n\r\n")
+        client.upload(total: Self.slowBody)
+
+        let stuck = await SlowPeers.stall({ client.sent }, done: { client.sent == Self.slowBody })
+        let sent = try #require(stuck, "the client kept sending for 60 s")
+        #expect(sent < Self.slowBody, "the whole upload left the client while the backend read nothing")
+        #expect(sent > 0, "nothing was sent")
+        let inFlight = sent - backend.received
+        #expect(inFlight <= Self.inFlightBound, "\(inFlight >> 20) MiB in flight to a backend that reads nothing")
+
+        // Reading again: every byte arrives, and the answer comes back.
+        backend.resume()
+        #expect(await eventually(timeout: .seconds(120)) { backend.received == Self.slowBody })
+        #expect(await eventually { client.firstBytes.contains("received \(Self.slowBody)") })
+        #expect(client.firstBytes.hasPrefix("HTTP/1.1 200 "), "\(client.firstBytes.prefix(200))")
     }
 }

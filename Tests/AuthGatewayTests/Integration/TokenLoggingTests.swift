@@ -208,4 +208,101 @@ struct TokenLoggingTests {
         #expect(onStandardOutput.isEmpty, "token parts on stdout: \(onStandardOutput.map { $0.prefix(12) + "…" })")
         #expect(onStandardError.isEmpty, "token parts on stderr: \(onStandardError.map { $0.prefix(12) + "…" })")
     }
+
+    /// Opaque tokens (docs/authentication.md: "The token is never logged"), on the real `serve` process at
+    /// debug level with the access log on: tokens the endpoint calls active (in a header, a
+    /// cookie, the query string, with a profile fetched with it), inactive, unknown, refused
+    /// while the endpoint fails (503), and one that joins an introspected JWT (`forJWTs`). None
+    /// of them, nor a distinctive part of one, nor the client secret, appears on standard
+    /// output or standard error.
+    @Test func noOpaqueTokenOnStandardOutputOrStandardError() async throws {
+        let endpoint = try await ScriptedIntrospection.start()
+        let profiles = try await ScriptedAuthService.start { _ in .json(.ok, ["user_name": "opaque-user"]) }
+        let backend = try await EchoBackend.start(group: TestGroup.shared)
+        atTestEnd {
+            await backend.close()
+            await profiles.stop()
+            await endpoint.service.stop()
+        }
+        func opaque(_ name: String) -> String { "opq-\(name)-" + UUID().uuidString.lowercased() + UUID().uuidString }
+        let active = opaque("active")
+        let inCookie = opaque("cookie")
+        let inQuery = opaque("query")
+        let inactive = opaque("inactive")
+        let unknown = opaque("unknown")
+        let duringOutage = opaque("outage")
+        let secret = "introspection-secret-" + UUID().uuidString
+        let clock = TestClock()
+        for token in [active, inCookie, inQuery, duringOutage] {
+            endpoint.set(token, IntrospectionTests.activeAnswer(subject: "opaque-user", clock: clock))
+        }
+        endpoint.set(inactive, ["active": false])
+        let jwt = TestKeys.token(subject: "jwt-user", extra: ["nonce": "opaque-logging"])
+        endpoint.set(jwt, IntrospectionTests.activeAnswer(subject: "jwt-user", clock: clock))
+
+        var configuration = RunningGateway.configuration(backendURL: backend.baseURL, drainSeconds: 1, level: "debug")
+        configuration["identityHeaders"] = ["X-User-Subject": "claims.sub", "X-User-Name": "profile.user_name"]
+        configuration["authService"] = [
+            "url": .string(profiles.baseURL), "timeoutMilliseconds": 10_000,
+            "profile": ["path": "/v1/user", "authorization": "raw"],
+        ]
+        configuration.set(
+            "tokens.introspection",
+            [
+                "url": .string(endpoint.service.baseURL + "/oauth2/introspect"), "clientId": "gateway",
+                "clientSecret": .string(secret), "timeoutMilliseconds": 10_000, "issuer": "https://idp.test",
+                "forJWTs": true,
+            ])
+        let gateway = try RunningGateway(configuration: configuration)
+        defer { gateway.kill() }
+        let port = try await gateway.waitForPort()
+
+        let sent: [(id: String, request: TestRequest, status: Int)] = [
+            ("opaque-active", .get("/a", token: active), 200),
+            ("opaque-raw", .get("/b", headers: [("Authorization", active)]), 200),
+            ("opaque-cookie", .get("/c", headers: [("Cookie", "theme=dark; access_token=\(inCookie)")]), 200),
+            ("opaque-query", .get("/d?access_token=\(inQuery)", token: inQuery), 200),
+            ("opaque-inactive", .get("/e", token: inactive), 401),
+            ("opaque-unknown", .get("/f", token: unknown), 401),
+            ("opaque-jwt", .get("/g", token: jwt), 200),
+        ]
+        func send(_ id: String, _ request: TestRequest) async throws -> TestResponse {
+            var request = request
+            request.headers.append(("X-Request-Id", id))
+            let client = try await TestConnection.connect(port: port)
+            return try await withCleanup({ await client.close() }) {
+                try await client.send(request, timeout: .seconds(30))
+            }
+        }
+        for item in sent {
+            let response = try await send(item.id, item.request)
+            #expect(response.status == item.status, "\(item.id): \(response.text)")
+        }
+        // The endpoint fails: a new token is refused with 503, and the failure is logged.
+        endpoint.set(.status(500))
+        let outage = try await send("opaque-outage", .get("/h", token: duringOutage))
+        #expect(outage.status == 503)
+        #expect(endpoint.calls >= 7)
+        #expect(profiles.calls("/v1/user") >= 1)
+
+        let ids = sent.map(\.id) + ["opaque-outage"]
+        #expect(
+            try await gateway.waitForOutput(timeout: .seconds(30)) { output in
+                ids.allSatisfy { output.contains("\"requestId\":\"\($0)\"") }
+            })
+        gateway.signal(SIGTERM)
+        #expect(try await gateway.waitForExit(timeout: .seconds(30)) == 0)
+
+        let stdout = gateway.standardOutput
+        let stderr = gateway.standardError
+        // The capture works and the level is debug.
+        #expect(ids.allSatisfy { stdout.contains("\"requestId\":\"\($0)\"") })
+        #expect(stderr.contains(" debug "), "no debug line on stderr:\n\(stderr)")
+        let secrets = [active, inCookie, inQuery, inactive, unknown, duringOutage, jwt, secret].flatMap(
+            Self.secrets(of:))
+        let onStandardOutput = Set(secrets).filter { stdout.contains($0) }
+        let onStandardError = Set(secrets).filter { stderr.contains($0) }
+        #expect(onStandardOutput.isEmpty, "token parts on stdout: \(onStandardOutput.map { $0.prefix(12) + "…" })")
+        #expect(onStandardError.isEmpty, "token parts on stderr: \(onStandardError.map { $0.prefix(12) + "…" })")
+    }
 }

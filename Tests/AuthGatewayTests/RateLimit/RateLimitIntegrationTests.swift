@@ -290,6 +290,106 @@ struct RateLimitIntegrationTests {
         #expect(gateway.backend.requestCount == 2)
     }
 
+    /// Limits are checked after authentication (docs/rate-limits.md): a request refused with 401 —
+    /// no token, a forged one, an expired one — consumes nothing, neither from the limit on
+    /// its claims nor from the address it would fall back to, and carries no `RateLimit`.
+    @Test func aRequestRefusedWith401CountsNothing() async throws {
+        let gateway = try await Self.start([
+            Self.limit("per-ip", key: "client.ip", burst: 3), Self.limit("per-user", key: "claims.sub", burst: 2),
+        ])
+        atTestEnd { await gateway.stop() }
+        // Five 401s, more than either burst, from the one address, three of them naming alice.
+        let unauthenticated: [TestRequest] = [
+            .get("/"), .get("/", token: TestKeys.token(signer: TestKeys.otherRSA, subject: "alice")),
+            .get("/", token: TestKeys.token(subject: "alice", expiresIn: -60)),
+            .get("/", token: TestKeys.token(subject: "alice", audience: "another-audience")), .get("/"),
+        ]
+        for request in unauthenticated {
+            let response = try await gateway.send(request)
+            #expect(response.status == 401)
+            #expect(response.header("ratelimit") == nil)
+        }
+        #expect(gateway.backend.requestCount == 0)
+
+        // Every bucket is whole: alice gets her burst of 2 (per-ip then has 1 of 3 left) …
+        let alice = TestKeys.token(subject: "alice")
+        let first = try await gateway.send(.get("/", token: alice))
+        #expect(first.status == 200)
+        Self.expectField(first.header("ratelimit"), "per-user", remaining: 1, reset: 1...100)
+        #expect(try await gateway.send(.get("/", token: alice)).status == 200)
+        let aliceRefused = try await gateway.send(.get("/", token: alice))
+        #expect(aliceRefused.status == 429)
+        #expect(aliceRefused.header("ratelimit-policy") == #""per-user";q=2;w=200"#)
+        // … and the address still has one for bob, then none.
+        let bob = TestKeys.token(subject: "bob")
+        let bobFirst = try await gateway.send(.get("/", token: bob))
+        #expect(bobFirst.status == 200)
+        Self.expectField(bobFirst.header("ratelimit"), "per-ip", remaining: 0, reset: 201...300)
+        let bobRefused = try await gateway.send(.get("/", token: bob))
+        #expect(bobRefused.status == 429)
+        #expect(bobRefused.header("ratelimit-policy") == #""per-ip";q=3;w=300"#)
+        #expect(gateway.backend.requestCount == 3)
+        let metrics = try await Self.metrics(gateway)
+        #expect(
+            metrics.contains("auth_gateway_rate_limited_total{limit=\"per-user\",route=\"default\"} 1\n"), "\(metrics)")
+        #expect(
+            metrics.contains("auth_gateway_rate_limited_total{limit=\"per-ip\",route=\"default\"} 1\n"), "\(metrics)")
+    }
+
+    /// `client.ip` behind a trusted proxy (docs/rate-limits.md), from `X-Forwarded-For` on the wire:
+    /// the first hop from the right that is not a trusted proxy, whatever the client wrote to
+    /// its left; without the header, the peer. The same over HTTP/2.
+    @Test func clientIPBehindATrustedProxyIsTheFirstUntrustedForwardedHop() async throws {
+        let gateway = try await GatewayFixture.start { config in
+            // The gateway's peer (127.0.0.1) and an inner proxy (10.1.2.3) are trusted.
+            config["trustedProxies"] = ["127.0.0.1/32", "10.0.0.0/8"]
+            config["routes"] = [["name": "public", "pathPrefix": "/", "backend": "api", "auth": "none"]]
+            config["rateLimits"] = [Self.limit("per-ip", key: "client.ip", burst: 1)]
+        }
+        atTestEnd { await gateway.stop() }
+        func from(_ forwardedFor: String) -> TestRequest { .get("/", headers: [("X-Forwarded-For", forwardedFor)]) }
+
+        // 203.0.113.7 through the inner proxy.
+        #expect(try await gateway.send(from("203.0.113.7, 10.1.2.3")).status == 200)
+        // The same client, with a made-up hop of its own to the left: the same bucket, empty.
+        let refused = try await gateway.send(from("198.51.100.99, 203.0.113.7"))
+        #expect(refused.status == 429)
+        #expect(refused.header("ratelimit-policy") == #""per-ip";q=1;w=100"#)
+        // Another client; and the made-up hop was not counted as one.
+        #expect(try await gateway.send(from("203.0.113.8")).status == 200)
+        #expect(try await gateway.send(from("198.51.100.99")).status == 200)
+        // No X-Forwarded-For: the peer's own bucket.
+        #expect(try await gateway.send(.get("/")).status == 200)
+        #expect(try await gateway.send(.get("/")).status == 429)
+        #expect(gateway.backend.requestCount == 4)
+
+        // Over HTTP/2: 203.0.113.8 has used its request; 203.0.113.9 has not.
+        let client = try await H2TestClient.connect(port: gateway.port)
+        atTestEnd { await client.close() }
+        func overH2(_ forwardedFor: String) async throws -> Int? {
+            let request = H2TestClient.request(path: "/h2", fields: [("x-forwarded-for", forwardedFor)])
+            return try await client.exchange([.headers(.init(headers: request, endStream: true))]).status
+        }
+        #expect(try await overH2("203.0.113.8, 10.9.9.9") == 429)
+        #expect(try await overH2("203.0.113.9") == 200)
+        #expect(gateway.backend.requestCount == 5)
+    }
+
+    /// A peer that is not a trusted proxy: its `X-Forwarded-For` is not believed, every
+    /// request counts under the peer's address.
+    @Test func forwardedForFromAnUntrustedPeerIsNotBelieved() async throws {
+        let gateway = try await GatewayFixture.start { config in
+            config["trustedProxies"] = ["10.0.0.0/8"]
+            config["routes"] = [["name": "public", "pathPrefix": "/", "backend": "api", "auth": "none"]]
+            config["rateLimits"] = [Self.limit("per-ip", key: "client.ip", burst: 1)]
+        }
+        atTestEnd { await gateway.stop() }
+        #expect(try await gateway.send(.get("/", headers: [("X-Forwarded-For", "203.0.113.7")])).status == 200)
+        #expect(try await gateway.send(.get("/", headers: [("X-Forwarded-For", "203.0.113.8")])).status == 429)
+        #expect(try await gateway.send(.get("/")).status == 429)
+        #expect(gateway.backend.requestCount == 1)
+    }
+
     /// Reloads reach each loop asynchronously: waits (bounded) until requests see `generation`.
     static func waitForGeneration(_ gateway: GatewayFixture, _ generation: UInt64) async throws {
         for worker in gateway.application.workers {

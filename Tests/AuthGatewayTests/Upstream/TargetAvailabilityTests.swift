@@ -111,18 +111,4 @@ struct TargetAvailabilityTests {
         #expect(lines.filter { $0.contains("backend.url_unhealthy") && $0.contains("http://10.0.0.2") }.count == 1)
         #expect(lines.filter { $0.contains("backend.url_healthy") }.count == 1)
     }
-
-    /// `tls.insecureSkipVerify` is loud: one warning per such backend at every start and reload.
-    @Test func insecureBackendsAreWarnedAbout() throws {
-        let text = """
-            {"listener":{},"backends":{"safe":{"urls":["https://a.internal"]},"lax":{"urls":["https://b.internal"],"tls":{"insecureSkipVerify":true}}},
-             "routes":[{"name":"r","pathPrefix":"/","backend":"safe","auth":"none"}]}
-            """
-        let configuration = try ConfigurationLoader(environment: [:]).load(text: text, baseDirectory: "/")
-        let capture = LogCapture()
-        GatewayComposition.warnAboutInsecureBackends(configuration, logger: Logger(label: "test") { _ in capture })
-        #expect(capture.text.hasPrefix("warning backend.tls_verification_off"))
-        #expect(capture.text.contains("lax") && !capture.text.contains("safe"))
-        #expect(capture.text.split(separator: "\n").count == 1)
-    }
 }

@@ -7,8 +7,11 @@ only `grpcio` is needed (`pip install grpcio`).
   grpc_peer.py server            serves test.Echo on 127.0.0.1:<free port> (h2c), prints
                                  "READY <port>" and runs until SIGTERM
   grpc_peer.py client TARGET CASE [--token T] [--refresh-token R] [--timeout S]
+                     [--method /pkg.Service/Method] [--metadata '[["name", "value"], ...]']
                                  runs one scenario against TARGET (host:port, h2c) and prints one
-                                 JSON object: code, details, initial/trailing metadata, results
+                                 JSON object: code, details, initial/trailing metadata, results;
+                                 --method: the path "unary" calls instead of /test.Echo/Unary;
+                                 --metadata: more metadata on every call
 
 Methods of test.Echo:
   Unary          echoes the request; trailing metadata "seen-<name>" for x-user-subject,
@@ -79,21 +82,29 @@ def serve():
     server.wait_for_termination()
 
 
-def run_case(target, case, token, refresh_token, timeout):
+def run_case(target, case, token, refresh_token, timeout, method=None, extra_metadata=()):
     channel = grpc.insecure_channel(target, options=OPTIONS)
     metadata = []
     if token:
         metadata.append(("authorization", "Bearer " + token))
     if refresh_token:
         metadata.append(("x-refresh-token", refresh_token))
+    metadata.extend((name, value) for name, value in extra_metadata)
     result = {"case": case}
 
     def stub(kind, method):
         return getattr(channel, kind)("/%s/%s" % (SERVICE, method))
 
     try:
-        if case in ("unary", "refused"):
+        if case == "warm_then_unary":
+            # One plain call first (the channel has the server's SETTINGS), then the call
+            # with --metadata.
+            stub("unary_unary", "Unary")(b"warm", metadata=metadata[: len(metadata) - len(extra_metadata)], timeout=timeout)
             response, call = stub("unary_unary", "Unary").with_call(b"hello", metadata=metadata, timeout=timeout)
+            result["response"] = response.decode()
+        elif case in ("unary", "refused"):
+            unary_call = channel.unary_unary(method) if method else stub("unary_unary", "Unary")
+            response, call = unary_call.with_call(b"hello", metadata=metadata, timeout=timeout)
             result["response"] = response.decode()
             result["initial"] = dict(call.initial_metadata())
             result["trailing"] = dict(call.trailing_metadata())
@@ -141,7 +152,10 @@ def main():
         while arguments:
             options[arguments[0]] = arguments[1]
             arguments = arguments[2:]
-        run_case(sys.argv[2], sys.argv[3], options.get("--token"), options.get("--refresh-token"), float(options.get("--timeout", "10")))
+        run_case(
+            sys.argv[2], sys.argv[3], options.get("--token"), options.get("--refresh-token"),
+            float(options.get("--timeout", "10")), options.get("--method"),
+            json.loads(options.get("--metadata", "[]")))
         return
     raise SystemExit(__doc__)
 

@@ -113,6 +113,46 @@ struct HTTP2AbuseTests {
         #expect(gateway.backend.requestCount == 0)
     }
 
+    /// A stream answered before its upload ended gets the whole answer before its
+    /// RST_STREAM NO_ERROR (RFC 9113 §8.1: a complete response, then the reset): the gateway's
+    /// own 401 with its problem document, and a backend's early answer with its body.
+    ///
+    /// A known bug, in `HTTP2ServerStream.stopUnfinishedUpload()`: the RST_STREAM is written
+    /// right after the answer's last DATA frame and before the flush, and NIOHTTP2 drops a
+    /// stream's DATA still in its flow-control buffer when that stream closes — so the client
+    /// gets HEADERS (with a `content-length`) and the reset, but no body. The reset must wait
+    /// for the last DATA frame's write to complete. Once that is fixed, this test fails at
+    /// `withKnownIssue` ("known issue was not recorded"): remove the wrapper then.
+    @Test func aStreamAnsweredBeforeItsUploadEndedGetsTheWholeAnswerFirst() async throws {
+        let gateway = try await GatewayFixture.start()
+        atTestEnd { await gateway.stop() }
+        let client = try await H2TestClient.connect(port: gateway.port)
+        atTestEnd { await client.close() }
+        func unfinishedUpload(_ path: String, token: String?) async throws -> H2TestClient.StreamResult {
+            let fields = token.map { [("authorization", "Bearer \($0)")] } ?? []
+            return try await client.exchange(
+                [
+                    .headers(
+                        .init(headers: H2TestClient.request("POST", path: path, fields: fields), endStream: false)),
+                    .data(.init(data: .byteBuffer(ByteBuffer(string: "first bytes")), endStream: false)),
+                ],
+                timeout: .seconds(30)
+            )
+        }
+        let local = try await unfinishedUpload("/upload", token: nil)
+        #expect(local.status == 401)
+        #expect(local.resetCode == .noError)
+        let early = try await unfinishedUpload("/early", token: TestKeys.token())
+        #expect(early.status == 200)
+        withKnownIssue("HTTP/2: the RST_STREAM after an answer to an unfinished upload drops the answer's body") {
+            let problem = try? JSONValue(parsing: String(buffer: local.body))
+            #expect(problem?["type"]?.stringValue == "urn:auth-gateway:problem:token.missing", "\(local.frames)")
+        }
+        withKnownIssue("HTTP/2: the RST_STREAM after an answer to an unfinished upload drops the answer's body") {
+            #expect(String(buffer: early.body) == "early\n", "\(early.frames)")
+        }
+    }
+
     /// Raw frames: NIOHTTP2 as a client would hold back streams beyond the server's limit. A
     /// client that has acknowledged SETTINGS_MAX_CONCURRENT_STREAMS 2 and opens a third stream
     /// gets GOAWAY, counted; a client on another connection is served throughout.
@@ -237,6 +277,16 @@ struct HTTP2AbuseTests {
 
     /// While `attack` runs, and after it, another client on its own connection keeps getting
     /// 200. Returns how many requests it made (all answered 200).
+    ///
+    /// Why "every request 200" holds on a loaded machine, although the gateway's one event
+    /// loop also serves the flood: the flood is bounded work (at most a few thousand frames
+    /// of microseconds each before the gateway closes the connection and the attacker's writes
+    /// fail), so it only delays the bystander. The bystander's request can fail only by a
+    /// timeout, and every timeout on its path is at least 20 s: its own wait for the stream
+    /// (30 s), the gateway's wait for a pooled connection (20 s in `GatewayFixture`) and
+    /// for the answer (30 s). Nothing on its connection trips NIOHTTP2's flood detectors:
+    /// it completes every stream it opens, reads what it is sent and sends no empty DATA, no
+    /// RST_STREAM (it would reset a stream only when its own 30 s ran out) and no PING.
     @discardableResult
     static func othersUnaffected(_ gateway: GatewayFixture, during attack: () async throws -> Void) async throws -> Int
     {
@@ -355,6 +405,44 @@ struct HTTP2AbuseTests {
         #expect(gateway.backend.requestCount == served)
         // Counted as what it is: a header block over the advertised (and acknowledged) size.
         #expect(try await Self.abuseCount(gateway, "header_block_too_large") == 1)
+    }
+
+    /// A header list over `limits.maxHeaderBytes` sent before the client acknowledged the
+    /// gateway's SETTINGS is never forwarded either (an HTTP/1.1 request that size gets 431).
+    ///
+    /// A known bug: NIOHTTP2 applies the advertised SETTINGS_MAX_HEADER_LIST_SIZE to its
+    /// decoder only once the client acknowledges it; until then its own default (16 KiB)
+    /// holds, so a 10 KB header list passes a 4 KiB limit and reaches the backend. The fix
+    /// belongs in `HTTP2/`: check each request's header list size against the limit there
+    /// (and answer 431, Trailers-Only RESOURCE_EXHAUSTED for gRPC). Once fixed, this test fails
+    /// at `withKnownIssue` ("known issue was not recorded"): remove the wrapper then.
+    @Test func anOversizedHeaderListBeforeTheSettingsAcknowledgementIsNotForwarded() async throws {
+        let gateway = try await GatewayFixture.start { config in config.set("limits.maxHeaderBytes", 4096) }
+        atTestEnd { await gateway.stop() }
+        let raw = try await gateway.raw()
+        atTestEnd { await raw.close() }
+        // The preface and our SETTINGS, never an acknowledgement of the gateway's.
+        try await raw.send(bytes: Self.preface)
+        var encoder = HPACKEncoder(allocator: ByteBufferAllocator())
+        var block = ByteBuffer()
+        try encoder.encode(
+            headers: H2TestClient.request(
+                path: "/big",
+                fields: [
+                    ("authorization", "Bearer \(TestKeys.token())"), ("x-big", String(repeating: "b", count: 10_000)),
+                ]),
+            to: &block)
+        #expect(block.readableBytes > 4096 && block.readableBytes < 16_384, "one HEADERS frame, over the limit")
+        try await raw.send(
+            bytes: Self.frame(type: 0x1, flags: 0x5, stream: 1, payload: Array(block.readableBytesView)))
+        // Whatever the gateway does, it does it by answering stream 1, resetting it, or GOAWAY.
+        #expect(
+            await raw.waitFor { _ in
+                Self.frames(in: raw.receivedBytes).contains { $0.stream == 1 || $0.type == 0x7 } || raw.isClosed
+            })
+        withKnownIssue("HTTP/2: limits.maxHeaderBytes holds only once the client acknowledged the SETTINGS") {
+            #expect(gateway.backend.requestCount == 0, "a header list over the limit was forwarded")
+        }
     }
 
     /// The error code of the first GOAWAY in `bytes` (RFC 9113 §6.8), if any.
