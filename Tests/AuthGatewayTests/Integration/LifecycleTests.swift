@@ -69,7 +69,7 @@ struct LifecycleTests {
         atTestEnd { for connection in all { await connection.close() } }
         for worker in gateway.application.workers {
             let served = try await eventually {
-                try await worker.eventLoop.submit { worker.value.openConnectionCount > 0 }.get()
+                try await worker.eventLoop.submit { worker.value.connections.openCount > 0 }.get()
             }
             #expect(served, "an event loop holds no client connection")
         }
