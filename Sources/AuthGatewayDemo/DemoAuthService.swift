@@ -3,6 +3,7 @@ import Foundation
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
+import NIOPosix
 
 /// The sample auth service of `auth-gateway demo`, shaped like RainMaker's user API
 /// (seeds/rainmaker-account-login.md):
@@ -14,6 +15,11 @@ import NIOHTTP1
 ///   not rotated, as in RainMaker)
 /// - `GET /v1/user` with `Authorization: <accesstoken>` → the profile
 /// - `GET /.well-known/jwks.json` → the signing key (a fresh RSA key every run)
+///
+/// It is also a small OpenID Provider for browser sign-in (docs/browser-sign-in.md): discovery,
+/// an HTML login form, the code flow with PKCE, refresh, userinfo, RP-initiated logout and
+/// back-channel logout, for the clients registered with `register(_:)`; see
+/// `DemoAuthService+OIDC.swift` for its endpoints and `+TestHooks` for what tests can steer.
 public final class DemoAuthService: Sendable {
     public struct User: Sendable {
         public var userID: String
@@ -38,11 +44,18 @@ public final class DemoAuthService: Sendable {
     private let refreshTokens = NIOLockedValueBox<[String: String]>([:])
     private let issuerBox = NIOLockedValueBox<String>("")
     private let serverBox = NIOLockedValueBox<SimpleHTTPServer?>(nil)
+    private let groupBox = NIOLockedValueBox<EventLoopGroup?>(nil)
+    /// The OpenID Provider's sessions, codes and refresh tokens.
+    let state = NIOLockedValueBox(DemoOIDCState())
+    let clientsBox: NIOLockedValueBox<[String: DemoOIDCClient]>
+    let records = NIOLockedValueBox(TestRecords())
 
-    public init(audience: String = "demo-api", tokenLifetimeSeconds: Int) throws {
+    /// `clients`: the relying parties registered at its OpenID Provider (more with `register(_:)`).
+    public init(audience: String = "demo-api", tokenLifetimeSeconds: Int, clients: [DemoOIDCClient] = []) throws {
         self.signer = try JWTSigner.generateRS256(kid: "demo-\(UUID().uuidString.prefix(8).lowercased())")
         self.audience = audience
         self.tokenLifetimeSeconds = tokenLifetimeSeconds
+        self.clientsBox = NIOLockedValueBox(Dictionary(clients.map { ($0.clientID, $0) }, uniquingKeysWith: { $1 }))
     }
 
     /// `iss` of the tokens: the service's own base URL.
@@ -50,9 +63,10 @@ public final class DemoAuthService: Sendable {
     public var baseURL: String { self.issuer }
 
     public func start(group: EventLoopGroup, port: Int = 0) async throws {
-        let server = try await SimpleHTTPServer.start(group: group, port: port) { [self] request in
-            self.handle(request)
+        let server = try await SimpleHTTPServer.start(group: group, port: port) { [self] request, eventLoop in
+            self.handle(request, on: eventLoop)
         }
+        self.groupBox.withLockedValue { $0 = group }
         self.issuerBox.withLockedValue { $0 = server.baseURL }
         self.serverBox.withLockedValue { $0 = server }
     }
@@ -61,6 +75,13 @@ public final class DemoAuthService: Sendable {
         await self.serverBox.withLockedValue { $0 }?.close()
     }
 
+    /// An event loop of the group the service runs on (for calls it makes itself).
+    var eventLoop: EventLoop {
+        let group: EventLoopGroup = self.groupBox.withLockedValue { $0 } ?? MultiThreadedEventLoopGroup.singleton
+        return group.next()
+    }
+
+    /// The RainMaker endpoints and the key set.
     func handle(_ request: SimpleRequest) -> SimpleResponse {
         switch (request.method, request.path) {
         case (.POST, "/v1/login"):
@@ -101,12 +122,7 @@ public final class DemoAuthService: Sendable {
     private func tokens(
         for user: User, refreshToken: String?, description: String, dpopKey: String? = nil
     ) -> SimpleResponse {
-        let now = Int(Date().timeIntervalSince1970)
-        var claims: JSONObject = [
-            "iss": .string(self.issuer), "aud": .string(self.audience), "sub": .string(user.userID),
-            "email": .string(user.userName), "iat": .number(JSONNumber(now)),
-            "exp": .number(JSONNumber(now + self.tokenLifetimeSeconds)),
-        ]
+        var claims = self.accessTokenClaims(for: user, now: Int(Date().timeIntervalSince1970))
         if let dpopKey { claims["cnf"] = ["jkt": .string(dpopKey)] }
         guard let accessToken = try? self.signer.sign(claims),
             let idToken = try? self.signer.sign(claims.merging(["token_use": "id"]))
@@ -119,6 +135,15 @@ public final class DemoAuthService: Sendable {
         ]
         if let refreshToken { document["refreshtoken"] = .string(refreshToken) }
         return .json(.ok, .object(document))
+    }
+
+    /// The claims of an access token (RainMaker's and the OpenID Provider's alike).
+    func accessTokenClaims(for user: User, now: Int) -> JSONObject {
+        [
+            "iss": .string(self.issuer), "aud": .string(self.audience), "sub": .string(user.userID),
+            "email": .string(user.userName), "iat": .number(JSONNumber(now)),
+            "exp": .number(JSONNumber(now + self.tokenLifetimeSeconds)),
+        ]
     }
 
     private func profile(_ request: SimpleRequest) -> SimpleResponse {
@@ -137,13 +162,23 @@ public final class DemoAuthService: Sendable {
             ])
     }
 
-    private func verifiedUser(_ token: Substring) -> User? {
+    /// The user of an unexpired access token of this service.
+    func verifiedUser(_ token: Substring) -> User? {
+        guard let verified = self.verified(token, audiences: [self.audience]),
+            verified.timeFailure(now: Date().timeIntervalSince1970) == nil
+        else { return nil }
+        return Self.users.first { $0.userID == verified.subject }
+    }
+
+    /// A token signed by this service with its `iss` and one of `audiences` (any, when nil),
+    /// expired or not.
+    func verified(_ token: Substring, audiences: [String]?) -> VerifiedToken? {
         guard
             let key = try? VerificationKey(
                 kid: self.signer.kid, algorithm: .RS256, key: PublicKey(pem: self.signer.publicKeyPEM))
         else { return nil }
         let issuer = KeySnapshot.Issuer(
-            issuer: self.issuer, audiences: [self.audience], leewaySeconds: 0, requiredClaims: ["sub"],
+            issuer: self.issuer, audiences: audiences, leewaySeconds: 0, requiredClaims: ["sub"],
             keysByID: [self.signer.kid: key], keysWithoutID: [], hasRemoteKeys: false, remoteKeysFetchedAt: nil
         )
         var token = token
@@ -151,9 +186,8 @@ public final class DemoAuthService: Sendable {
             TokenVerifier.verifySignature(
                 token: UnsafeRawBufferPointer($0), keys: KeySnapshot(generation: 1, issuers: [issuer]))
         }
-        guard case .success(let verified) = result, verified.timeFailure(now: Date().timeIntervalSince1970) == nil
-        else { return nil }
-        return Self.users.first { $0.userID == verified.subject }
+        guard case .success(let verified) = result else { return nil }
+        return verified
     }
 
     /// `Bearer <jwt>` or RainMaker's bare `<jwt>`.
