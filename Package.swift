@@ -34,6 +34,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser.git", .upToNextMinor(from: "1.8.2")),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", .upToNextMinor(from: "2.13.0")),
         .package(url: "https://github.com/vapor/postgres-nio.git", .upToNextMinor(from: "1.33.2")),
+        // The messages of Envoy's ext_authz gRPC contract (authorizer mode); the generated code
+        // is committed (scripts/generate-protos.sh). Already in the graph through swift-otel.
+        .package(url: "https://github.com/apple/swift-protobuf.git", .upToNextMinor(from: "1.39.0")),
     ],
     targets: [
         .target(
@@ -56,6 +59,7 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ],
             swiftSettings: warningsAsErrors
         ),
@@ -129,6 +133,7 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ],
             exclude: ["Fixtures"]
         ),
