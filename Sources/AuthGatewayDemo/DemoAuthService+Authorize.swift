@@ -60,7 +60,7 @@ extension DemoAuthService {
             return DemoPages.login(
                 authorization, users: Self.users, userName: userName, error: "Incorrect user name or password.")
         }
-        let now = Self.now
+        let now = self.now
         let existing = self.providerSession(of: request)
         let (handle, session) = self.state.withLockedValue { state in
             if let existing, existing.session.userID == user.userID,
@@ -83,7 +83,7 @@ extension DemoAuthService {
             clientID: authorization.client.clientID, redirectURI: authorization.redirectURI,
             codeChallenge: authorization.codeChallenge, nonce: authorization.nonce, scope: authorization.scope,
             sid: session.sid, userID: session.userID, authTime: session.authTime,
-            expiresAt: Self.now + Self.codeLifetimeSeconds)
+            expiresAt: self.now + Self.codeLifetimeSeconds)
         self.state.withLockedValue { $0.issueCode(code, for: grant) }
         self.records.withLockedValue { $0.lastCode = code }
         var fields = [("code", code)]

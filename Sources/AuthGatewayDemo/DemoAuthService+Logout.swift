@@ -108,7 +108,7 @@ extension DemoAuthService {
         clientID: String, sid: String?, sub: String?, jti: String = UUID().uuidString.lowercased(),
         adjust: (inout JSONObject) -> Void = { _ in }
     ) throws -> String {
-        let now = Self.now
+        let now = self.now
         var claims: JSONObject = [
             "iss": .string(self.issuer), "aud": .string(clientID), "iat": .number(JSONNumber(now)),
             "exp": .number(JSONNumber(now + 120)), "jti": .string(jti),

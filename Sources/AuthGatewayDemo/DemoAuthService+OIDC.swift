@@ -118,5 +118,6 @@ extension DemoAuthService {
 
     static let clearedSessionCookie = "\(sessionCookie)=; Path=/; Max-Age=0; HttpOnly; SameSite=Lax"
 
-    static var now: Int { Int(Date().timeIntervalSince1970) }
+    /// The provider's clock in whole seconds (`useClock` lets a test share the gateway's).
+    var now: Int { Int(self.clockBox.withLockedValue { $0 }()) }
 }

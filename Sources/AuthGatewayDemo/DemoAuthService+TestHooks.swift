@@ -106,6 +106,12 @@ extension DemoAuthService {
     }
 
     /// Spoils the next ID token the token endpoint issues (code or refresh).
+    /// Issues and checks tokens on `clock` (Unix seconds) instead of the real time: a test that
+    /// moves the gateway's clock moves the provider's with it.
+    public func useClock(_ clock: @escaping @Sendable () -> Double) {
+        self.clockBox.withLockedValue { $0 = clock }
+    }
+
     public func tamperNextIDToken(_ tampering: IDTokenTampering?) {
         self.records.withLockedValue { $0.nextIDTokenTampering = tampering }
     }

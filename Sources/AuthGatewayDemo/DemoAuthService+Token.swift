@@ -105,7 +105,7 @@ extension DemoAuthService {
         let redemption = self.state.withLockedValue {
             $0.redeem(
                 code: code, clientID: client.clientID, redirectURI: form["redirect_uri"],
-                verifier: form["code_verifier"], now: Self.now)
+                verifier: form["code_verifier"], now: self.now)
         }
         switch redemption {
         case .refused(let reason):
@@ -140,7 +140,7 @@ extension DemoAuthService {
         guard let user = Self.users.first(where: { $0.userID == userID }) else {
             throw OAuthError(code: "invalid_grant", description: "unknown user")
         }
-        let now = Self.now
+        let now = self.now
         let accessToken = try self.signer.sign(self.accessTokenClaims(for: user, now: now))
         let tampering = self.records.withLockedValue { records in
             defer { records.nextIDTokenTampering = nil }

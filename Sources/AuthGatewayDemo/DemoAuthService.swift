@@ -49,6 +49,7 @@ public final class DemoAuthService: Sendable {
     let state = NIOLockedValueBox(DemoOIDCState())
     let clientsBox: NIOLockedValueBox<[String: DemoOIDCClient]>
     let records = NIOLockedValueBox(TestRecords())
+    let clockBox = NIOLockedValueBox<@Sendable () -> Double>({ Date().timeIntervalSince1970 })
 
     /// `clients`: the relying parties registered at its OpenID Provider (more with `register(_:)`).
     public init(audience: String = "demo-api", tokenLifetimeSeconds: Int, clients: [DemoOIDCClient] = []) throws {
@@ -122,7 +123,7 @@ public final class DemoAuthService: Sendable {
     private func tokens(
         for user: User, refreshToken: String?, description: String, dpopKey: String? = nil
     ) -> SimpleResponse {
-        var claims = self.accessTokenClaims(for: user, now: Int(Date().timeIntervalSince1970))
+        var claims = self.accessTokenClaims(for: user, now: self.now)
         if let dpopKey { claims["cnf"] = ["jkt": .string(dpopKey)] }
         guard let accessToken = try? self.signer.sign(claims),
             let idToken = try? self.signer.sign(claims.merging(["token_use": "id"]))
@@ -165,7 +166,7 @@ public final class DemoAuthService: Sendable {
     /// The user of an unexpired access token of this service.
     func verifiedUser(_ token: Substring) -> User? {
         guard let verified = self.verified(token, audiences: [self.audience]),
-            verified.timeFailure(now: Date().timeIntervalSince1970) == nil
+            verified.timeFailure(now: self.clockBox.withLockedValue { $0 }()) == nil
         else { return nil }
         return Self.users.first { $0.userID == verified.subject }
     }

@@ -48,7 +48,9 @@ enum GatewayComposition {
             tracing: tracing,
             sharedState: sharedState,
             logger: logger,
-            dpopNonceKey: DPoPNonce.key(sharedSecret: configuration.sharedState?.encryptionKey)
+            sessions: LocalSessionStore(capacity: configuration.browserSignIn?.maxSessions ?? 100_000),
+            dpopNonceKey: DPoPNonce.key(sharedSecret: configuration.sharedState?.encryptionKey),
+            signInFlowKey: SignInFlowSealer.key(sharedStateKey: configuration.sharedState?.encryptionKey.bytes)
         )
     }
 
@@ -59,6 +61,7 @@ enum GatewayComposition {
         var profiles: ProfileCache?
         var introspector: TokenIntrospector?
         var rateLimiter: RateLimiter?
+        var browserSignIn: BrowserSignIn?
     }
 
     /// The reloadable parts for `configuration`, keeping those of `previous` whose section is
@@ -71,7 +74,8 @@ enum GatewayComposition {
             profiles: Self.profileCache(for: configuration, keeping: previous?.profiles, shared: shared),
             introspector: Self.introspector(for: configuration, keeping: previous?.introspector, shared: shared),
             rateLimiter: RateLimiter.make(
-                configuration: configuration, keeping: previous?.rateLimiter, syncsUsage: shared.sharedState != nil)
+                configuration: configuration, keeping: previous?.rateLimiter, syncsUsage: shared.sharedState != nil),
+            browserSignIn: Self.browserSignIn(for: configuration, keeping: previous?.browserSignIn, shared: shared)
         )
         shared.sharedState?.attachRateLimiter(parts.rateLimiter)
         return parts
@@ -94,10 +98,43 @@ enum GatewayComposition {
         }
         return RuntimeSnapshot(
             configuration: configuration, generation: generation, refresher: refresher, profiles: parts.profiles,
-            introspector: parts.introspector,
+            introspector: parts.introspector, browserSignIn: parts.browserSignIn,
+            sessionRefresher: Self.sessionRefresher(for: configuration, shared: shared),
             rateLimiter: parts.rateLimiter, backendTLS: backendTLS,
             backendAvailability: shared.backendAvailabilities.update(for: configuration)
         )
+    }
+
+    /// Redeems browser sessions' refresh tokens at the provider's `token_endpoint` (OAuth 2,
+    /// `browserSignIn`'s client), through the application's refresh store like any refresh.
+    static func sessionRefresher(for configuration: GatewayConfiguration, shared: GatewayShared) -> SessionRefresher? {
+        guard let signIn = configuration.browserSignIn else { return nil }
+        let refresh = RefreshConfiguration(
+            protocol: .oauth2(
+                clientID: signIn.clientID, clientSecret: signIn.clientSecret,
+                clientAuthentication: signIn.clientAuthentication),
+            path: nil, accessTokenField: "access_token", refreshTokenField: "refresh_token", refreshTokenSources: [],
+            accessTokenResponseHeader: nil, refreshTokenResponseHeader: nil,
+            maxExpiredSeconds: signIn.sessionMaxSeconds,
+            graceSeconds: configuration.authService?.refresh?.graceSeconds ?? 30)
+        return SessionRefresher(
+            configuration: refresh, callTimeoutMilliseconds: configuration.authService?.timeoutMilliseconds ?? 3000,
+            store: shared.refreshStore, metrics: shared.processMetrics, clock: shared.clock)
+    }
+
+    /// Browser sign-in for `configuration`: the existing one while `browserSignIn` is unchanged
+    /// (its flow key: flows in progress still finish), else a new one (or none). Sessions live
+    /// in `shared.sessions` either way, so a reload signs nobody out.
+    static func browserSignIn(
+        for configuration: GatewayConfiguration, keeping existing: BrowserSignIn?, shared: GatewayShared
+    ) -> BrowserSignIn? {
+        guard let signIn = configuration.browserSignIn else { return nil }
+        if let existing, existing.configuration == signIn { return existing }
+        return BrowserSignIn(
+            configuration: signIn, sessions: shared.sessions,
+            flowKey: shared.signInFlowKey,
+            keyStore: shared.keyStore, seen: shared.dpopReplay, sharedSeen: shared.sharedState?.dpopReplay,
+            metrics: shared.processMetrics, clock: shared.clock)
     }
 
     /// The introspector for `configuration`: the existing one (its cache) while

@@ -13,6 +13,10 @@ struct DiscoveryDocument: Sendable, Equatable {
     let userinfoEndpoint: UpstreamURL?
     /// RFC 8414 §2 / RFC 7662: where opaque tokens are introspected.
     var introspectionEndpoint: UpstreamURL? = nil
+    /// Where browsers sign in (browser sign-in: docs/browser-sign-in.md).
+    var authorizationEndpoint: UpstreamURL? = nil
+    /// OpenID Connect RP-Initiated Logout 1.0: where a signed-out browser is sent.
+    var endSessionEndpoint: UpstreamURL? = nil
 
     /// Parses and validates `text` for the issuer `expectedIssuer`; the endpoints named in
     /// `requirements` must be present. Optional endpoints that are absent or unusable are nil.
@@ -60,9 +64,13 @@ struct DiscoveryDocument: Sendable, Equatable {
         let userinfoEndpoint = try endpoint("userinfo_endpoint", required: requirements.needsUserinfoEndpoint)
         let introspectionEndpoint = try endpoint(
             "introspection_endpoint", required: requirements.needsIntrospectionEndpoint)
+        let authorizationEndpoint = try endpoint(
+            "authorization_endpoint", required: requirements.needsAuthorizationEndpoint)
+        let endSessionEndpoint = try endpoint("end_session_endpoint", required: false)
         return DiscoveryDocument(
             issuer: issuer, jwksURI: jwksURI, tokenEndpoint: tokenEndpoint, userinfoEndpoint: userinfoEndpoint,
-            introspectionEndpoint: introspectionEndpoint
+            introspectionEndpoint: introspectionEndpoint, authorizationEndpoint: authorizationEndpoint,
+            endSessionEndpoint: endSessionEndpoint
         )
     }
 
@@ -77,6 +85,9 @@ struct DiscoveryDocument: Sendable, Equatable {
         }
         if requirements.needsIntrospectionEndpoint && self.introspectionEndpoint == nil {
             return DiscoveryError(.missing("introspection_endpoint"))
+        }
+        if requirements.needsAuthorizationEndpoint && self.authorizationEndpoint == nil {
+            return DiscoveryError(.missing("authorization_endpoint"))
         }
         return nil
     }

@@ -5,6 +5,9 @@ public enum TokenLocation: Sendable, Equatable {
     /// A header; `bearer` tells whether the value had the `Bearer ` scheme.
     case header(name: String, bearer: Bool)
     case cookie(name: String)
+    /// The access token of the browser session under this handle digest
+    /// (docs/browser-sign-in.md): forwarded as `Authorization: Bearer`, never as the cookie.
+    case session(TokenDigest)
 }
 
 public struct ExtractedToken: Sendable, Equatable {
@@ -100,6 +103,21 @@ enum CookieHeader {
             result.append((name, value))
         }
         return result
+    }
+
+    /// The `Cookie` value without cookie `name` and the cookies whose names start with `prefix`
+    /// (nil when nothing is left); the value itself when it has neither.
+    static func removing(_ header: String, name: String, prefix: String) -> String? {
+        guard header.contains(name) || header.contains(prefix) else { return header }
+        var parts: [String] = []
+        for part in header.split(separator: ";") {
+            let pair = ASCII.trimmingOWS(part)
+            guard !pair.isEmpty else { continue }
+            let cookieName = pair.firstIndex(of: "=").map { ASCII.trimmingOWS(pair[..<$0]) } ?? pair
+            if cookieName == name || cookieName.hasPrefix(prefix) { continue }
+            parts.append(String(pair))
+        }
+        return parts.isEmpty ? nil : parts.joined(separator: "; ")
     }
 
     /// The `Cookie` value with cookie `name` removed (nil when nothing is left) or, with

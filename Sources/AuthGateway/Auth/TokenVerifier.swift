@@ -63,6 +63,18 @@ public enum TokenVerifier {
     public static func verifySignature(
         token: UnsafeRawBufferPointer, keys: KeySnapshot
     ) -> Result<VerifiedToken, TokenRejection> {
+        Self.signedClaims(token: token, keys: keys).flatMap { claims, _, issuerIndex in
+            Self.checkClaims(
+                claims, issuer: keys.issuers[issuerIndex], issuerIndex: issuerIndex, generation: keys.generation)
+        }
+    }
+
+    /// The payload and protected header of a JWS whose signature verifies with a key of the
+    /// issuer its `iss` names, and that issuer's index; no claim is checked. For tokens whose claims follow other rules
+    /// than access tokens' (ID tokens, logout tokens: docs/browser-sign-in.md).
+    static func signedClaims(
+        token: UnsafeRawBufferPointer, keys: KeySnapshot
+    ) -> Result<(claims: JSONObject, header: JSONObject, issuerIndex: Int), TokenRejection> {
         let jws: CompactJWS
         do {
             jws = try CompactJWS.parse(token)
@@ -93,7 +105,7 @@ public enum TokenVerifier {
                 return .failure(TokenRejection(.badSignature, issuerIndex: issuerIndex))
             }
         }
-        return Self.checkClaims(jws.payload, issuer: issuer, issuerIndex: issuerIndex, generation: keys.generation)
+        return .success((jws.payload, jws.header, issuerIndex))
     }
 
     private static func checkClaims(

@@ -117,6 +117,8 @@ extension ConfigurationLoader {
             }
             if dpop == .required && auth == .none { entry.error("dpop", "\"required\" needs a route with auth") }
             let forwardDPoPProof = entry.bool("forwardDPoPProof") ?? false
+            let signIn = entry.bool("signIn") ?? false
+            if signIn && auth == .none { entry.error("signIn", "needs a route with auth") }
             guard let name, let pathMatch, let backend else { continue }
             var route = RouteConfiguration(
                 name: name,
@@ -131,6 +133,7 @@ extension ConfigurationLoader {
             )
             route.dpop = dpop
             route.forwardDPoPProof = forwardDPoPProof
+            route.signIn = signIn
             routes.append(route)
         }
         return routes

@@ -165,6 +165,10 @@ public struct ConfigurationLoader: Sendable {
             Self.linkDiscoveryIssuer(name, authService: authService, tokens: &tokens!, root: root)
         }
         if tokens != nil { Self.linkIntrospectionDiscovery(&tokens!, authService: authService, root: root) }
+        let browserSignIn = Self.browserSignIn(root)
+        if tokens != nil, let routes {
+            Self.linkBrowserSignIn(browserSignIn, tokens: &tokens!, routes: routes, root: root)
+        }
 
         guard let listener, let backends, let tokens, let routes, let identityHeaders, let rateLimits else {
             return nil
@@ -189,6 +193,7 @@ public struct ConfigurationLoader: Sendable {
         )
         configuration.tracing = tracing
         configuration.rateLimits = rateLimits
+        configuration.browserSignIn = browserSignIn
         return configuration
     }
 

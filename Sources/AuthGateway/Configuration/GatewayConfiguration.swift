@@ -27,6 +27,8 @@ public struct GatewayConfiguration: Sendable {
     public var tracing: TracingConfiguration? = nil
     /// Token buckets per identity (SPEC §4.12); empty: no limits.
     public var rateLimits: [RateLimitConfiguration] = []
+    /// `browserSignIn` (docs/browser-sign-in.md); nil: browsers cannot sign in.
+    public var browserSignIn: BrowserSignInConfiguration? = nil
 
     public func backend(named name: String) -> BackendConfiguration? {
         self.backends.first { $0.name == name }
@@ -190,6 +192,9 @@ public struct DiscoveryConfiguration: Sendable, Equatable {
     public var needsUserinfoEndpoint = false
     /// `tokens.introspection` has no `url` and takes this issuer's `introspection_endpoint`.
     public var needsIntrospectionEndpoint = false
+    /// `browserSignIn.issuer` names this issuer: browsers are sent to its
+    /// `authorization_endpoint`.
+    public var needsAuthorizationEndpoint = false
 
     public init(documentURL: UpstreamURL, needsTokenEndpoint: Bool = false, needsUserinfoEndpoint: Bool = false) {
         self.documentURL = documentURL

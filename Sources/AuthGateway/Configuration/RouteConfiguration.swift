@@ -24,6 +24,8 @@ public struct RouteConfiguration: Sendable {
     public var dpop: DPoPMode = .allowed
     /// Forward the `DPoP` header to the backend (removed by default).
     public var forwardDPoPProof = false
+    /// A browser navigation without credentials is sent to sign in (docs/browser-sign-in.md).
+    public var signIn = false
 
     public enum DPoPMode: String, Sendable {
         case off, allowed, required

@@ -34,6 +34,12 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
         case dpopInvalidProof(check: String, algs: String)
         case dpopUseNonce(algs: String)
         case rateLimited(limit: String, retryAfterSeconds: Int)
+        case signInInvalidState
+        case signInDenied(code: String)
+        case signInCodeRejected
+        case signInIDTokenRejected(check: String)
+        case signInCSRF
+        case signInUnavailable
     }
 
     private let kind: Kind
@@ -77,6 +83,26 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
         .init(kind: .rateLimited(limit: limit, retryAfterSeconds: retryAfterSeconds))
     }
 
+    /// The callback's flow is missing, unknown, expired or already used (docs/browser-sign-in.md).
+    public static let signInInvalidState = GatewayError(kind: .signInInvalidState)
+    /// The provider answered the sign-in with an OAuth `error`; only a well-formed code is kept.
+    public static func signInDenied(_ code: String) -> GatewayError {
+        let wellFormed =
+            !code.isEmpty && code.utf8.count <= 64
+            && code.utf8.allSatisfy { ($0 >= 0x23 && $0 <= 0x5B) || ($0 >= 0x5D && $0 <= 0x7E) || $0 == 0x21 }
+        return .init(kind: .signInDenied(code: wellFormed ? code : "unknown"))
+    }
+    /// The token endpoint refused the authorization code.
+    public static let signInCodeRejected = GatewayError(kind: .signInCodeRejected)
+    /// The ID token failed `check` (a name such as `nonce`, never a value).
+    public static func signInIDTokenRejected(_ check: String) -> GatewayError {
+        .init(kind: .signInIDTokenRejected(check: check))
+    }
+    /// An unsafe request authenticated by the session cookie from another origin.
+    public static let signInCSRF = GatewayError(kind: .signInCSRF)
+    /// Sign-in cannot start: the provider's discovery document is not there yet.
+    public static let signInUnavailable = GatewayError(kind: .signInUnavailable)
+
     /// Stable dotted name, e.g. `token.expired`.
     public var errorType: String {
         switch self.kind {
@@ -106,12 +132,20 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
         case .dpopInvalidProof: return "dpop.invalid_proof"
         case .dpopUseNonce: return "dpop.use_nonce"
         case .rateLimited: return "rate_limited"
+        case .signInInvalidState: return "signin.invalid_state"
+        case .signInDenied: return "signin.denied"
+        case .signInCodeRejected: return "signin.code_rejected"
+        case .signInIDTokenRejected: return "signin.invalid_id_token"
+        case .signInCSRF: return "signin.csrf"
+        case .signInUnavailable: return "signin.unavailable"
         }
     }
 
     public var status: HTTPResponseStatus {
         switch self.kind {
-        case .malformedRequest, .invalidPath, .ambiguousToken: return .badRequest
+        case .malformedRequest, .invalidPath, .ambiguousToken, .signInInvalidState, .signInCodeRejected,
+            .signInIDTokenRejected:
+            return .badRequest
         case .headersTooLarge: return .requestHeaderFieldsTooLarge
         case .bodyTooLarge: return .payloadTooLarge
         case .requestTimeout: return .requestTimeout
@@ -120,10 +154,11 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
         case .tokenMissing, .tokenRejected, .refreshRejected, .profileRejected, .tokenInactive, .dpopRequired,
             .dpopInvalidProof, .dpopUseNonce:
             return .unauthorized
-        case .forbidden: return .forbidden
+        case .forbidden, .signInDenied, .signInCSRF: return .forbidden
         case .upstreamUnreachable, .upstreamProtocolError: return .badGateway
         case .upstreamTimeout: return .gatewayTimeout
-        case .upstreamBusy, .authServiceUnavailable, .keysUnavailable, .overloaded, .introspectionUnavailable:
+        case .upstreamBusy, .authServiceUnavailable, .keysUnavailable, .overloaded, .introspectionUnavailable,
+            .signInUnavailable:
             return .serviceUnavailable
         case .rateLimited: return .tooManyRequests
         }
@@ -144,7 +179,9 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
     /// Seconds for `Retry-After` on temporary failures.
     public var retryAfterSeconds: Int? {
         switch self.kind {
-        case .authServiceUnavailable, .keysUnavailable, .upstreamBusy, .overloaded, .introspectionUnavailable: return 5
+        case .authServiceUnavailable, .keysUnavailable, .upstreamBusy, .overloaded, .introspectionUnavailable,
+            .signInUnavailable:
+            return 5
         case .rateLimited(_, let seconds): return seconds
         default: return nil
         }
@@ -178,6 +215,12 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
         case .dpopInvalidProof(let check, _): return "The DPoP proof failed its check: \(check)"
         case .dpopUseNonce: return "The DPoP proof must carry the nonce of the DPoP-Nonce header"
         case .rateLimited(let limit, _): return "Too many requests under the rate limit \"\(limit)\""
+        case .signInInvalidState: return "The sign-in is unknown, expired or was already used; start it again"
+        case .signInDenied(let code): return "The identity provider refused the sign-in (\(code))"
+        case .signInCodeRejected: return "The identity provider refused the authorization code"
+        case .signInIDTokenRejected(let check): return "The identity provider's ID token failed its check: \(check)"
+        case .signInCSRF: return "A session request that changes state must come from the site's own pages"
+        case .signInUnavailable: return "Sign-in is not available yet; try again shortly"
         }
     }
 
@@ -216,6 +259,7 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
         case .dpopRequired: return "dpop_required"
         case .dpopInvalidProof: return "dpop_invalid_proof"
         case .dpopUseNonce: return "dpop_use_nonce"
+        case .signInCSRF: return "signin_csrf"
         default: return nil
         }
     }

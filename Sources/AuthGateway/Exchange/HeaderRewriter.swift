@@ -8,12 +8,16 @@ package struct ForwardingPolicy: Sendable {
     /// Lower-cased `stripInboundHeaderPrefixes`.
     let strippedPrefixes: [String]
     let trustedProxies: [CIDR]
+    /// With `browserSignIn`: the session cookie's name and the flow cookies' prefix, removed
+    /// from every forwarded `Cookie` (docs/browser-sign-in.md).
+    let signInCookies: (session: String, flowPrefix: String)?
 
     package init(configuration: GatewayConfiguration) {
         self.identityHeaders = configuration.identityHeaders
         self.strippedNames = configuration.identityHeaders.map { $0.name.lowercased() }
         self.strippedPrefixes = configuration.stripInboundHeaderPrefixes.map { $0.lowercased() }
         self.trustedProxies = configuration.trustedProxies
+        self.signInCookies = configuration.browserSignIn.map { ($0.sessionCookieName, $0.flowCookiePrefix) }
     }
 }
 
@@ -84,10 +88,23 @@ package enum HeaderRewriter {
                 // Replaced by the gateway's own span context below.
                 continue
             }
+            var value = value
+            if let signIn = policy.signInCookies, ASCII.equalsIgnoringCase(name, "cookie") {
+                guard let kept = CookieHeader.removing(value, name: signIn.session, prefix: signIn.flowPrefix) else {
+                    continue
+                }
+                value = kept
+            }
             if tokenEdits.isEmpty {
                 output.append((name, value))
             } else {
                 Self.addApplying(tokenEdits, name: name, value: value, to: &output)
+            }
+        }
+        for edit in tokenEdits {
+            // A session's access token goes to the backend as a bearer token, never the cookie.
+            if case .session = edit.location, let token = edit.replacement {
+                output.append(("Authorization", "Bearer \(token)"))
             }
         }
         output.append(("X-Forwarded-For", forwardedFor.map { "\($0), \(connection.peerIP)" } ?? connection.peerIP))
@@ -136,6 +153,11 @@ package enum HeaderRewriter {
                 guard ASCII.equalsIgnoringCase(name, tokenHeader) else { continue }
                 guard let replacement = edit.replacement else { return }
                 value = bearer ? "Bearer \(replacement)" : replacement
+            case .session:
+                // The client's own `Authorization` (not a token, or it would have won) gives way
+                // to the session's access token.
+                guard ASCII.equalsIgnoringCase(name, "authorization") else { continue }
+                return
             case .cookie(let cookieName):
                 guard ASCII.equalsIgnoringCase(name, "cookie") else { continue }
                 guard let rewritten = CookieHeader.rewrite(value, name: cookieName, replacement: edit.replacement)

@@ -23,6 +23,32 @@ struct LocalResponse {
             status: error.status, headers: headers, body: error.problemJSON(requestID: requestID), error: error)
     }
 
+    /// The problem of `error` as a small HTML page (the sign-in endpoints, for browsers): the
+    /// same title and detail, HTML-escaped, and nothing else a client or provider sent.
+    static func htmlPage(_ error: GatewayError, requestID: String) -> LocalResponse {
+        var response = LocalResponse.problem(error, requestID: requestID)
+        response.headers.replaceOrAdd(name: "Content-Type", value: "text/html; charset=utf-8")
+        response.headers.add(name: "Content-Security-Policy", value: "default-src 'none'")
+        let title = HTML.escape(error.status.reasonPhrase)
+        response.body = """
+            <!doctype html>
+            <html><head><meta charset="utf-8"><title>\(title)</title></head>
+            <body><h1>\(title)</h1><p>\(HTML.escape(error.detail))</p>
+            <p><small>Request \(HTML.escape(requestID))</small></p></body></html>
+
+            """
+        return response
+    }
+
+    /// `302 Found` to `location` (docs/browser-sign-in.md), never cached.
+    static func redirect(to location: String, headers extra: [(name: String, value: String)] = []) -> LocalResponse {
+        var headers = HTTPHeaders()
+        headers.add(name: "Location", value: location)
+        headers.add(name: "Cache-Control", value: "no-store")
+        for (name, value) in extra { headers.add(name: name, value: value) }
+        return LocalResponse(status: .found, headers: headers, body: "", error: nil)
+    }
+
     static func json(_ status: HTTPResponseStatus, _ document: JSONValue) -> LocalResponse {
         var headers = HTTPHeaders()
         headers.add(name: "Content-Type", value: "application/json")

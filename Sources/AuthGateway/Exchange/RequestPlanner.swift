@@ -49,8 +49,9 @@ final class ForwardPlan {
 
 enum PlanDecision {
     case ready(RequestPlan)
-    /// Waiting on the auth service or a key refetch for a request on `route`.
-    case pending(EventLoopFuture<RequestPlan>, route: String)
+    /// Waiting on the auth service or a key refetch for a request on `route` (nil: the gateway's
+    /// own endpoints).
+    case pending(EventLoopFuture<RequestPlan>, route: String?)
 }
 
 /// Turns a request head into a plan (Pingora's request phases, in order): normalize the
@@ -72,6 +73,12 @@ struct RequestPlanner {
         }
         if let health = self.environment.healthResponse(path: target.path, method: head.method) {
             return .ready(.respond(health, close: false))
+        }
+        if let signIn = self.snapshot.browserSignIn,
+            let decision = SignInEndpoints(signIn: signIn, environment: self.environment, requestID: requestID).plan(
+                target, head: head, now: now)
+        {
+            return decision
         }
         var upgrade: String?
         // WebSocket is tunnelled once authorized. Any other upgrade (`h2c`, which `curl --http2`
@@ -141,6 +148,8 @@ struct RequestPlanner {
         case .rejected(let error, let headers):
             return .respond(
                 .problem(error, requestID: requestID, extraHeaders: headers), close: false, route: route.name)
+        case .redirect(let location, let headers):
+            return .respond(.redirect(to: location, headers: headers), close: false, route: route.name)
         case .anonymous:
             identity = nil
         case .authenticated(let authenticated):
@@ -171,6 +180,10 @@ struct RequestPlanner {
                 edits.append(TokenEdit(location: identity.accessToken.location, replacement: nil))
             } else if let replacement = identity.replacementAccessToken {
                 edits.append(TokenEdit(location: identity.accessToken.location, replacement: replacement))
+            } else if case .session = identity.accessToken.location {
+                // A session's token reaches the backend as `Authorization: Bearer`.
+                edits.append(
+                    TokenEdit(location: identity.accessToken.location, replacement: identity.currentAccessToken))
             }
             identityHeaders = Self.identityHeaders(fields, policy: self.snapshot.forwarding)
         }

@@ -13,6 +13,10 @@ final class RuntimeSnapshot: Sendable {
     let refresher: SessionRefresher?
     let profiles: ProfileCache?
     let introspector: TokenIntrospector?
+    /// With `browserSignIn` (docs/browser-sign-in.md): flows, sessions, and the refresher of
+    /// sessions' tokens.
+    let browserSignIn: BrowserSignIn?
+    let sessionRefresher: SessionRefresher?
     let idleTimeout: TimeAmount
     let requestHeaderTimeout: TimeAmount
     /// The configuration's backends, in order, resolved once: a route reaches its backend by
@@ -32,7 +36,8 @@ final class RuntimeSnapshot: Sendable {
     /// `configuration.backends` (`UpstreamTLS.backends`, `BackendAvailabilities.update`).
     init(
         configuration: GatewayConfiguration, generation: UInt64, refresher: SessionRefresher?, profiles: ProfileCache?,
-        introspector: TokenIntrospector? = nil, rateLimiter: RateLimiter? = nil,
+        introspector: TokenIntrospector? = nil, browserSignIn: BrowserSignIn? = nil,
+        sessionRefresher: SessionRefresher? = nil, rateLimiter: RateLimiter? = nil,
         backendTLS: [UpstreamTLS?], backendAvailability: [TargetAvailability]
     ) {
         let backends = ResolvedBackend.resolve(
@@ -46,6 +51,8 @@ final class RuntimeSnapshot: Sendable {
         self.refresher = refresher
         self.profiles = profiles
         self.introspector = introspector
+        self.browserSignIn = browserSignIn
+        self.sessionRefresher = sessionRefresher
         self.idleTimeout = .seconds(Int64(configuration.timeouts.idleSeconds))
         self.requestHeaderTimeout = .seconds(Int64(configuration.timeouts.requestHeaderSeconds))
         self.timerGranularity = ([self.idleTimeout, self.requestHeaderTimeout] + backends.map(\.responseTimeout)).min()!

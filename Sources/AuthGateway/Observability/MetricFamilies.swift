@@ -52,6 +52,10 @@ extension MetricKey {
         MetricKey(MetricName.authServiceDuration, ["operation": operation.rawValue])
     }
 
+    static func signIn(outcome: String) -> MetricKey { MetricKey(MetricName.signIns, ["outcome": outcome]) }
+    static func signOut(_ kind: SignOutKind) -> MetricKey { MetricKey(MetricName.signOuts, ["kind": kind.rawValue]) }
+    static let sessions = MetricKey(MetricName.sessions)
+
     // MARK: The process
 
     static func configReload(_ result: ReloadResult) -> MetricKey {
@@ -64,6 +68,18 @@ extension MetricKey {
     static func traceSpansDropped(_ reason: TraceDropReason) -> MetricKey {
         MetricKey(MetricName.traceSpansDropped, ["reason": reason.rawValue])
     }
+}
+
+/// How a browser session ended (`auth_gateway_sign_outs_total{kind}`).
+enum SignOutKind: String, Sendable {
+    /// The browser signed out (RP-initiated).
+    case rp
+    /// The provider's back-channel logout.
+    case backchannel
+    /// Idle or past its maximum age.
+    case expired
+    /// The provider refused the session's refresh token.
+    case refreshRejected = "refresh_rejected"
 }
 
 /// How a fetch of a key set or a discovery document went.

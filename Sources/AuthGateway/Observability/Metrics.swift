@@ -135,6 +135,9 @@ enum MetricName {
     static let backendUp = "auth_gateway_backend_up"
     static let backendEjections = "auth_gateway_backend_ejections_total"
     static let rateLimited = "auth_gateway_rate_limited_total"
+    static let signIns = "auth_gateway_sign_ins_total"
+    static let signOuts = "auth_gateway_sign_outs_total"
+    static let sessions = "auth_gateway_sessions"
 
     /// HELP text and type of every family, in the order they are rendered.
     static let families: [(name: String, type: String, help: String)] = [
@@ -153,6 +156,9 @@ enum MetricName {
         (discoveryFetches, "counter", "OpenID Connect discovery document fetches, by issuer and result"),
         (discoveryAge, "gauge", "Seconds since the discovery document of an issuer was last fetched and accepted"),
         (authServiceDuration, "histogram", "Auth service call duration, by operation"),
+        (signIns, "counter", "Browser sign-ins (callbacks), by outcome"),
+        (signOuts, "counter", "Browser sessions ended, by kind: rp, backchannel, expired, refresh_rejected"),
+        (sessions, "gauge", "Browser session records held by this instance"),
         (verifiedCacheEntries, "gauge", "Entries in the verified-token cache"),
         (
             sharedStateErrors, "counter",

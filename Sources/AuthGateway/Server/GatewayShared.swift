@@ -8,7 +8,13 @@ import NIOSSL
 final class GatewayShared: Sendable {
     let verifiedTokens: VerifiedTokenCache
     /// `jti`s of accepted DPoP proofs (process-wide, kept across reloads; SPEC §4.14).
-    let dpopReplay = DPoPReplayCache()
+    let dpopReplay = ReplayCache()
+    /// Browser sessions (docs/browser-sign-in.md): process-wide, kept across reloads; with
+    /// `sharedState`, the database's read-through cache.
+    let sessions: SessionStore
+    /// Seals sign-in flow cookies (`SignInFlowSealer.key`): derived from
+    /// `sharedState.encryptionKeyBase64`, else random per process. Kept across reloads.
+    let signInFlowKey: SymmetricKey
     /// The `DPoP-Nonce` key (`DPoPNonce.key`): derived from `sharedState.encryptionKeyBase64`,
     /// else random per process. Kept across reloads.
     let dpopNonceKey: SymmetricKey
@@ -44,9 +50,13 @@ final class GatewayShared: Sendable {
         refreshStore: RefreshStore, clock: @escaping @Sendable () -> Double, clientTLS: NIOSSLContext?,
         connector: UpstreamConnector = SocketConnector(), tracing: GatewayTracing? = nil,
         sharedState: PostgresSharedState? = nil,
-        logger: Logger, dpopNonceKey: SymmetricKey = DPoPNonce.key(sharedSecret: nil)
+        logger: Logger, sessions: SessionStore = LocalSessionStore(capacity: 100_000),
+        dpopNonceKey: SymmetricKey = DPoPNonce.key(sharedSecret: nil),
+        signInFlowKey: SymmetricKey = SignInFlowSealer.key(sharedStateKey: nil)
     ) {
+        self.signInFlowKey = signInFlowKey
         self.logger = logger
+        self.sessions = sessions
         self.dpopNonceKey = dpopNonceKey
         self.backendAvailabilities = BackendAvailabilities(logger: logger, metrics: processMetrics)
         self.sharedState = sharedState

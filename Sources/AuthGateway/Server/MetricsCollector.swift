@@ -19,6 +19,7 @@ final class MetricsCollector: Sendable {
             var merged = shared.processMetrics.snapshot
             for snapshot in snapshots { merged.merge(snapshot) }
             merged.gauges[MetricKey.verifiedCacheEntries] = Double(shared.verifiedTokens.count)
+            merged.gauges[MetricKey.sessions] = Double(shared.sessions.count)
             merged.gauges.merge(shared.backendAvailabilities.upGauges(now: .now())) { $1 }
             for issuer in shared.keyStore.status {
                 if let age = issuer.ageSeconds {

@@ -86,8 +86,21 @@ package final class Worker {
                 endpoint: { [unowned self] in self.introspectionEndpoint() }, eventLoop: self.eventLoop,
                 metrics: self.metrics)
         }
+        var session: SessionAuthentication?
+        if let signIn = self.snapshot.browserSignIn, let refresher = self.snapshot.sessionRefresher {
+            let issuer = signIn.configuration.issuer
+            session = SessionAuthentication(
+                signIn: signIn, refresher: refresher,
+                endpoint: { [unowned self] in
+                    guard let url = self.shared.keyStore.discoveryDocument(issuer: issuer)?.tokenEndpoint,
+                        let client = self.client(for: url)
+                    else { return nil }
+                    return UpstreamEndpoint(client: client, path: url.pathAndQuery.isEmpty ? "/" : url.pathAndQuery)
+                }, verification: verification, eventLoop: self.eventLoop, metrics: self.metrics)
+        }
         return RequestAuthenticator(
-            extraction: CredentialExtraction(sources: configuration.tokens.sources),
+            extraction: CredentialExtraction(
+                sources: configuration.tokens.sources, sessionCookies: self.snapshot.browserSignIn?.cookies),
             verification: verification,
             refresh: refresh,
             introspection: introspection,
@@ -97,7 +110,9 @@ package final class Worker {
                 eventLoop: self.eventLoop),
             profile: ProfileLookup(
                 profiles: self.snapshot.profiles, configuration: configuration,
-                endpoint: { endpoints.profileEndpoint() }, eventLoop: self.eventLoop, metrics: self.metrics)
+                endpoint: { endpoints.profileEndpoint() }, eventLoop: self.eventLoop, metrics: self.metrics),
+            session: session,
+            signInRedirect: self.snapshot.browserSignIn.map(SignInRedirect.init(signIn:))
         )
     }
 

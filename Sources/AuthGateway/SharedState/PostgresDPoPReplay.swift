@@ -1,7 +1,7 @@
 import NIOCore
 
 /// The DPoP replay check shared by every instance on the database (docs/authentication.md):
-/// behind the process's `DPoPReplayCache` (a replay seen here never reaches the database), a
+/// behind the process's `ReplayCache` (a replay seen here never reaches the database), a
 /// proof's first use is one `INSERT … ON CONFLICT` into `auth_gateway_dpop_proofs`; a conflict
 /// with a live row is a replay, wherever the first use was. The statement runs as a job of the
 /// shared-state service.

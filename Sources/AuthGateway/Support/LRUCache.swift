@@ -26,6 +26,11 @@ struct LRUCache<Key: Hashable, Value> {
 
     var count: Int { self.slots.count }
 
+    /// Every entry, in no particular order (for sweeps; not for the request path).
+    var entries: [(key: Key, value: Value)] {
+        self.slots.values.map { slot in (self.nodes[slot]!.key, self.nodes[slot]!.value) }
+    }
+
     /// The value for `key`, marking it most recently used.
     mutating func get(_ key: Key) -> Value? {
         guard let slot = self.slots[key] else { return nil }

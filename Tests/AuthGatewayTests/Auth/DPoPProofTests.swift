@@ -66,7 +66,7 @@ struct DPoPProofTests {
     }
 
     @Test func theReplayCacheRefusesASecondUseUntilTheProofExpires() {
-        let cache = DPoPReplayCache(capacity: 100)
+        let cache = ReplayCache(capacity: 100)
         let proof = DPoPVerifiedProof(thumbprint: "k1", jti: "j", issuedAt: 100)
         #expect(cache.firstUse(of: proof, until: 165, now: 100))
         #expect(!cache.firstUse(of: proof, until: 165, now: 164))

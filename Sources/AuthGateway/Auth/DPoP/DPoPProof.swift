@@ -19,7 +19,7 @@ struct DPoPVerifiedProof: Equatable, Sendable {
 
 /// Checks one DPoP proof (RFC 9449 §4.3) against the request it came with: pure, no clock, no
 /// I/O. One signature verification per proof: nothing about a proof is cached, so a replayed
-/// proof can only be caught by its `jti` (`DPoPReplayCache`).
+/// proof can only be caught by its `jti` (`ReplayCache`).
 enum DPoPProof {
     /// Members whose presence in the header's `jwk` means a private key was sent.
     private static let privateMembers = ["d", "p", "q", "dp", "dq", "qi", "oth", "k"]

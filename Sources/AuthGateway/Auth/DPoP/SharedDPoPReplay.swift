@@ -1,7 +1,7 @@
 import NIOCore
 
 /// The DPoP replay check shared by every instance (docs/authentication.md), behind the
-/// process's `DPoPReplayCache`: a proof seen here is refused without asking it. Authentication
+/// process's `ReplayCache`: a proof seen here is refused without asking it. Authentication
 /// only knows this protocol; the store behind it (`PostgresDPoPReplay`, with `sharedState`)
 /// lives with the shared state, which depends on Auth and not the other way round.
 protocol SharedDPoPReplay: Sendable {

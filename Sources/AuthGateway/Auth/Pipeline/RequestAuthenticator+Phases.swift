@@ -1,12 +1,37 @@
 import NIOCore
 
-/// The turns of the pipeline that more than one phase takes.
+/// The turns of the pipeline for tokens: which step follows which.
 extension RequestAuthenticator {
+    func extract(_ request: AuthRequest) -> Step {
+        switch self.extraction.extract(from: request.headers, auth: request.route.auth) {
+        case .anonymous: return .next(.done(.anonymous))
+        case .refused(let error): return .refuse(error)
+        case .token(let token): return .next(.verify(token, keys: request.keys, refetched: false))
+        case .session(let handle): return .next(.session(handle))
+        }
+    }
+
+    func verify(_ token: ExtractedToken, _ keys: KeySnapshot, _ refetched: Bool, _ request: AuthRequest) -> Step {
+        // Not a compact JWS: an opaque token, for the introspection endpoint.
+        if self.introspection != nil && !CompactJWS.hasCompactShape(token.value) {
+            return .next(.introspect(token, verified: nil))
+        }
+        switch self.verification.verify(token.value, keys: keys, trace: request.trace) {
+        case .verified(let verified): return self.checkClock(verified, token, keys: keys, request)
+        case .refused(let error): return .refuse(error)
+        case .unknownKey where refetched: return .refuse(.tokenRejected(.unknownKey))
+        case .unknownKey(let issuer):
+            return self.refetching(issuer, keys, inCooldown: nil) { .verify(token, keys: $0, refetched: true) }
+        }
+    }
+
     /// The clock checks of a verified JWT (docs/authentication.md, "Claims"); an expired token
-    /// presented with a refresh token is refreshed transparently.
+    /// presented with a refresh token (or a session's) is refreshed transparently.
     func checkClock(
         _ verified: VerifiedToken, _ token: ExtractedToken, keys: KeySnapshot, _ request: AuthRequest
-    ) -> Step {
+    )
+        -> Step
+    {
         guard let failure = verified.timeFailure(now: request.now) else {
             let identity = Identity(
                 token: verified, accessToken: token, issuer: keys.issuers[verified.issuerIndex].issuer)
@@ -14,11 +39,41 @@ extension RequestAuthenticator {
             if let introspection, introspection.coversJWTs { return .next(.introspect(token, verified: identity)) }
             return .next(.proofOfPossession(identity))
         }
+        if failure == .expired, case .session(let digest) = token.location {
+            return .next(.refreshSession(digest, verified, keys: keys))
+        }
         guard failure == .expired, let refresh else { return .refuse(.tokenRejected(failure)) }
         switch refresh.start(expired: verified, headers: request.headers, now: request.now) {
         case .refused(let error): return .refuse(error)
         case .refresh(let refreshToken):
             return .next(.refresh(verified, access: token, refresh: refreshToken, keys: keys))
+        }
+    }
+
+    func redeem(
+        _ refreshToken: ExtractedToken, _ verified: VerifiedToken, _ presented: TokenRefresh.Presented,
+        _ keys: KeySnapshot, _ request: AuthRequest
+    ) -> Step {
+        guard let redeemed = self.refresh?.redeem(refreshToken, claims: verified.claims, trace: request.trace) else {
+            return .refuse(.authServiceUnavailable)
+        }
+        return .wait(redeemed.map { .adoptRefresh($0, presented, keys: keys, refetched: false) })
+    }
+
+    func adoptRefresh(
+        _ outcome: RefreshOutcome, _ presented: TokenRefresh.Presented, _ keys: KeySnapshot, _ refetched: Bool,
+        _ request: AuthRequest
+    ) -> Step {
+        guard let refresh = self.refresh else { return .refuse(.authServiceUnavailable) }
+        switch refresh.adopt(outcome, presented, keys: keys, refetched: refetched, request: request) {
+        case .identity(let identity): return .next(.proofOfPossession(identity))
+        case .refused(let error, let headers): return .next(.done(.rejected(error, headers: headers)))
+        case .unknownKey(let issuer):
+            // A rotated key the new token is the first to use: refetch and adopt again (in the
+            // cooldown another request just refetched: take the store's keys).
+            return self.refetching(issuer, keys, inCooldown: self.verification.currentKeys) {
+                .adoptRefresh(outcome, presented, keys: $0, refetched: true)
+            }
         }
     }
 

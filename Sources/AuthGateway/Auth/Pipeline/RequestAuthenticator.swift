@@ -3,14 +3,15 @@ import NIOCore
 /// Decides who a request is (docs/architecture.md, "Authentication pipeline"): the steps in
 /// order, each a type in `Auth/Steps/` with a narrow input and a typed outcome.
 ///
-///     extract → verify (→ refetch keys) → clock (→ refresh) → introspect (opaque tokens,
-///     `forJWTs`) → proof of possession (DPoP) → profile → requirements
+///     extract (a token, or a browser session's token) → verify (→ refetch keys) → clock
+///     (→ refresh) → introspect (opaque tokens, `forJWTs`) → proof of possession (DPoP)
+///     → profile → requirements;  then: a navigation refused for want of credentials signs in
 ///
 /// A `Phase` names the next step and carries what it needs. What is synchronous stays so (a
 /// cached token on a route without profile needs no future); a step that must wait hands back
 /// a future of the next phase, run on the request's loop. One per event loop and configuration
 /// (`Worker` builds it), so steps hold the loop's caches and clients. A new step is a file in
-/// `Steps/`, a phase and a case below.
+/// `Steps/`, a phase and a case below (its turns in `RequestAuthenticator+Phases.swift`).
 final class RequestAuthenticator {
     let extraction: CredentialExtraction
     let verification: JWTVerification
@@ -18,10 +19,14 @@ final class RequestAuthenticator {
     let introspection: TokenIntrospection?
     let proofOfPossession: ProofOfPossession
     let profile: ProfileLookup
+    /// With `browserSignIn`: sessions, and sending navigations to sign in.
+    let session: SessionAuthentication?
+    let signInRedirect: SignInRedirect?
 
     init(
         extraction: CredentialExtraction, verification: JWTVerification, refresh: TokenRefresh?,
-        introspection: TokenIntrospection?, proofOfPossession: ProofOfPossession, profile: ProfileLookup
+        introspection: TokenIntrospection?, proofOfPossession: ProofOfPossession, profile: ProfileLookup,
+        session: SessionAuthentication? = nil, signInRedirect: SignInRedirect? = nil
     ) {
         self.extraction = extraction
         self.verification = verification
@@ -29,14 +34,20 @@ final class RequestAuthenticator {
         self.introspection = introspection
         self.proofOfPossession = proofOfPossession
         self.profile = profile
+        self.session = session
+        self.signInRedirect = signInRedirect
     }
 
     enum Phase {
         case extract
+        case session(SessionHandle)
+        case adoptSession(SessionRecord?, TokenDigest)
         /// `refetched`: the issuer's keys were refetched for this token already (once only).
         case verify(ExtractedToken, keys: KeySnapshot, refetched: Bool)
         case refresh(VerifiedToken, access: ExtractedToken, refresh: ExtractedToken, keys: KeySnapshot)
         case adoptRefresh(RefreshOutcome, TokenRefresh.Presented, keys: KeySnapshot, refetched: Bool)
+        case refreshSession(TokenDigest, VerifiedToken, keys: KeySnapshot)
+        case adoptSessionRefresh(RefreshOutcome, TokenDigest, keys: KeySnapshot, refetched: Bool)
         /// `verified`: the JWT's own identity, when a verified JWT is introspected (`forJWTs`).
         case introspect(ExtractedToken, verified: Identity?)
         case adoptIntrospection(IntrospectionOutcome, ExtractedToken, verified: Identity?)
@@ -55,7 +66,14 @@ final class RequestAuthenticator {
     }
 
     /// Runs the phases from `extract` until authentication is over or must wait.
-    func authenticate(_ request: AuthRequest) -> AuthDecision { self.run(from: .extract, request) }
+    func authenticate(_ request: AuthRequest) -> AuthDecision {
+        switch self.run(from: .extract, request) {
+        case .done(let outcome): return .done(self.signInRedirect?.apply(outcome, request) ?? outcome)
+        case .pending(let future):
+            guard let redirect = self.signInRedirect else { return .pending(future) }
+            return .pending(future.assumeIsolated().map { redirect.apply($0, request) }.nonisolated())
+        }
+    }
 
     private func run(from start: Phase, _ request: AuthRequest) -> AuthDecision {
         var phase = start
@@ -76,41 +94,19 @@ final class RequestAuthenticator {
 
     func step(_ phase: Phase, _ request: AuthRequest) -> Step {
         switch phase {
-        case .extract:
-            switch self.extraction.extract(from: request.headers, auth: request.route.auth) {
-            case .anonymous: return .next(.done(.anonymous))
-            case .refused(let error): return .refuse(error)
-            case .token(let token): return .next(.verify(token, keys: request.keys, refetched: false))
-            }
-        case .verify(let token, let keys, let refetched):
-            // Not a compact JWS: an opaque token, for the introspection endpoint.
-            if self.introspection != nil && !CompactJWS.hasCompactShape(token.value) {
-                return .next(.introspect(token, verified: nil))
-            }
-            switch self.verification.verify(token.value, keys: keys, trace: request.trace) {
-            case .verified(let verified): return self.checkClock(verified, token, keys: keys, request)
-            case .refused(let error): return .refuse(error)
-            case .unknownKey where refetched: return .refuse(.tokenRejected(.unknownKey))
-            case .unknownKey(let issuer):
-                return self.refetching(issuer, keys, inCooldown: nil) { .verify(token, keys: $0, refetched: true) }
-            }
+        case .extract: return self.extract(request)
+        case .session(let handle): return self.lookUpSession(handle, request)
+        case .adoptSession(let record, let digest): return self.adoptSession(record, digest, request)
+        case .verify(let token, let keys, let refetched): return self.verify(token, keys, refetched, request)
         case .refresh(let verified, let access, let refreshToken, let keys):
-            let presented = TokenRefresh.Presented(access: access, refresh: refreshToken)
-            guard let redeemed = self.refresh?.redeem(refreshToken, claims: verified.claims, trace: request.trace)
-            else { return .refuse(.authServiceUnavailable) }
-            return .wait(redeemed.map { .adoptRefresh($0, presented, keys: keys, refetched: false) })
+            return self.redeem(
+                refreshToken, verified, TokenRefresh.Presented(access: access, refresh: refreshToken), keys, request)
         case .adoptRefresh(let outcome, let presented, let keys, let refetched):
-            guard let refresh = self.refresh else { return .refuse(.authServiceUnavailable) }
-            switch refresh.adopt(outcome, presented, keys: keys, refetched: refetched, request: request) {
-            case .identity(let identity): return .next(.proofOfPossession(identity))
-            case .refused(let error, let headers): return .next(.done(.rejected(error, headers: headers)))
-            case .unknownKey(let issuer):
-                // A rotated key the new token is the first to use: refetch and adopt again (in
-                // the cooldown another request just refetched: take the store's keys).
-                return self.refetching(issuer, keys, inCooldown: self.verification.currentKeys) {
-                    .adoptRefresh(outcome, presented, keys: $0, refetched: true)
-                }
-            }
+            return self.adoptRefresh(outcome, presented, keys, refetched, request)
+        case .refreshSession(let digest, let verified, let keys):
+            return self.refreshSession(digest, verified, keys, request)
+        case .adoptSessionRefresh(let outcome, let digest, let keys, let refetched):
+            return self.adoptSessionRefresh(outcome, digest, keys, refetched, request)
         case .introspect(let token, let verified):
             guard let introspection else { return .refuse(.introspectionUnavailable) }
             let outcome = introspection.introspect(token, verified: verified, now: request.now, trace: request.trace)

@@ -10,10 +10,14 @@ struct CredentialExtraction {
     enum Outcome: Equatable {
         case anonymous
         case token(ExtractedToken)
+        /// A browser session's handle (docs/browser-sign-in.md); a token wins over it.
+        case session(SessionHandle)
         case refused(GatewayError)
     }
 
     let sources: [TokenSourceConfiguration]
+    /// With `browserSignIn`: where the session cookie is read.
+    var sessionCookies: SignInCookies? = nil
 
     func extract(from headers: HTTPHeaders, auth: RouteConfiguration.AuthMode) -> Outcome {
         guard auth != .none else { return .anonymous }
@@ -21,6 +25,7 @@ struct CredentialExtraction {
         case .conflict:
             return .refused(.ambiguousToken)
         case .none:
+            if let handle = self.sessionCookies?.sessionHandle(in: headers) { return .session(handle) }
             return auth == .optional ? .anonymous : .refused(.tokenMissing)
         case .found(let token):
             return .token(token)

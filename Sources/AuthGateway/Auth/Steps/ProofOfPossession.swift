@@ -16,7 +16,7 @@ struct ProofOfPossession {
     /// `algs` of the DPoP challenges: the accepted proof algorithms.
     let algorithms: String
     /// The process's replay cache of proof `jti`s.
-    let replay: DPoPReplayCache
+    let replay: ReplayCache
     /// With `sharedState`: the replay check across instances, behind `replay`.
     let sharedReplay: SharedDPoPReplay?
     /// The process's `DPoP-Nonce` key (used when `tokens.dpop.nonce` is on).
@@ -24,7 +24,7 @@ struct ProofOfPossession {
     let eventLoop: EventLoop
 
     init(
-        configuration: DPoPConfiguration, replay: DPoPReplayCache, sharedReplay: SharedDPoPReplay?,
+        configuration: DPoPConfiguration, replay: ReplayCache, sharedReplay: SharedDPoPReplay?,
         nonceKey: SymmetricKey, eventLoop: EventLoop
     ) {
         self.configuration = configuration
@@ -97,7 +97,7 @@ struct ProofOfPossession {
         let keepSeconds = usableUntil - now + Double(self.configuration.leewaySeconds)
         if let shared = self.sharedReplay,
             let firstUse = shared.firstUse(
-                DPoPReplayCache.digest(of: verified), keepSeconds: keepSeconds, on: self.eventLoop)
+                ReplayCache.digest(of: verified), keepSeconds: keepSeconds, on: self.eventLoop)
         {
             return .pending(firstUse.map { first in first ? .success(identity) : .failure(replayed) })
         }

@@ -13,7 +13,7 @@ struct ProofOfPossessionTests {
     init() throws {
         self.fixture = try AuthStepFixture()
         self.step = ProofOfPossession(
-            configuration: self.fixture.configuration.tokens.dpop, replay: DPoPReplayCache(), sharedReplay: nil,
+            configuration: self.fixture.configuration.tokens.dpop, replay: ReplayCache(), sharedReplay: nil,
             nonceKey: DPoPNonce.key(sharedSecret: nil), eventLoop: self.fixture.eventLoop)
     }
 

@@ -38,7 +38,7 @@ struct RequestAuthenticatorTests {
                     metrics: WorkerMetrics())
             },
             proofOfPossession: ProofOfPossession(
-                configuration: configuration.tokens.dpop, replay: DPoPReplayCache(), sharedReplay: nil,
+                configuration: configuration.tokens.dpop, replay: ReplayCache(), sharedReplay: nil,
                 nonceKey: DPoPNonce.key(sharedSecret: nil), eventLoop: fixture.eventLoop),
             profile: ProfileLookup(
                 profiles: nil, configuration: configuration, endpoint: { nil }, eventLoop: fixture.eventLoop,

@@ -11,7 +11,7 @@ extension PostgreSQLTests {
     /// answers are stored sealed and read back with their remaining time.
     @Suite("SharedTokenTables (PostgreSQL)", .timeLimit(.minutes(1)), .awaitsCleanups)
     struct SharedTokenTablesTests {
-        static let proof = DPoPReplayCache.digest(
+        static let proof = ReplayCache.digest(
             of: DPoPVerifiedProof(thumbprint: "jkt-test", jti: "jti-1", issuedAt: 0))
 
         func database() async throws -> (PostgresSharedState, PostgresCluster, String) {

@@ -1,0 +1,20 @@
+/// HTML text escaping for the few pages the gateway writes itself.
+enum HTML {
+    /// `text` with `& < > " '` replaced by character references: safe in element content and
+    /// in quoted attribute values.
+    static func escape(_ text: String) -> String {
+        var output = ""
+        output.reserveCapacity(text.utf8.count)
+        for character in text.unicodeScalars {
+            switch character {
+            case "&": output += "&amp;"
+            case "<": output += "&lt;"
+            case ">": output += "&gt;"
+            case "\"": output += "&quot;"
+            case "'": output += "&#39;"
+            default: output.unicodeScalars.append(character)
+            }
+        }
+        return output
+    }
+}

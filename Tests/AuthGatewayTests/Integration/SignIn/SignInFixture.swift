@@ -1,0 +1,149 @@
+import Foundation
+import NIOHTTP1
+import Testing
+
+import AuthGatewayDemo
+import AuthGatewayTesting
+@testable import AuthGateway
+
+/// A gateway with browser sign-in in front of the demo's OpenID Provider and an echo backend,
+/// and a scripted browser (a cookie jar that follows nothing by itself): the protocol tests of
+/// docs/browser-sign-in.md. The real browser runs the same flows in `RealBrowserTests`.
+struct SignInFixture {
+    let gateway: GatewayFixture
+    let provider: DemoAuthService
+    let publicBaseURL: String
+
+    static func start(
+        tokenLifetimeSeconds: Int = 300, configure: @escaping (inout JSONObject) -> Void = { _ in }
+    ) async throws -> SignInFixture {
+        let provider = try DemoAuthService(tokenLifetimeSeconds: tokenLifetimeSeconds)
+        try await provider.start(group: TestGroup.shared)
+        do {
+            func configuration(_ publicBaseURL: String) -> (inout JSONObject) -> Void {
+                { document in
+                    document["tokens"] = [
+                        "issuers": [
+                            [
+                                "issuer": .string(provider.issuer), "discovery": true, "audiences": ["demo-api"],
+                                "leewaySeconds": 0,
+                            ]
+                        ]
+                    ]
+                    document["browserSignIn"] = [
+                        "issuer": .string(provider.issuer), "clientId": "gateway", "clientSecret": "gateway-secret",
+                        "publicBaseURL": .string(publicBaseURL), "scopes": ["openid", "profile", "email"],
+                    ]
+                    document["identityHeaders"] = ["X-User-Subject": "claims.sub", "X-User-Email": "claims.email"]
+                    document["routes"] = [
+                        ["name": "api", "pathPrefix": "/api/", "backend": "api", "auth": "required"],
+                        ["name": "open", "pathPrefix": "/open/", "backend": "api", "auth": "optional", "signIn": true],
+                        ["name": "app", "pathPrefix": "/", "backend": "api", "auth": "required", "signIn": true],
+                    ]
+                    configure(&document)
+                }
+            }
+            // The public base names the gateway's port, known once it listens: start with a
+            // placeholder, then reload with the real one (and register it at the provider).
+            let gateway = try await GatewayFixture.start(configure: configuration("http://localhost:1"))
+            // One clock for both: a test moving time moves the provider's token clocks too.
+            provider.useClock(gateway.clock.function)
+            let base = "http://localhost:\(gateway.port)"
+            provider.register(.gateway(publicBaseURL: base))
+            try gateway.reload(configuration(base))
+            let fixture = SignInFixture(gateway: gateway, provider: provider, publicBaseURL: base)
+            let applied = await eventually {
+                let start = try? await fixture.gateway.send(TestRequest(.GET, "/.gateway/sign-in"))
+                return start?.header("location")?.contains(FormEncoding.encode(base + "/.gateway/callback")) == true
+            }
+            guard applied else { throw AuthStepFailure("the reloaded public base never applied") }
+            return fixture
+        } catch {
+            await provider.stop()
+            throw error
+        }
+    }
+
+    func stop() async {
+        await self.gateway.stop()
+        await self.provider.stop()
+    }
+
+    /// Signs `browser` in as `user` starting from a navigation to `path`; returns the callback's
+    /// response (a redirect to the return path, with the session cookie).
+    func signIn(
+        _ browser: inout ScriptedBrowser, to path: String, as user: String = "alice@example.com",
+        expecting status: Int = 302
+    ) async throws -> TestResponse {
+        let navigation = try await browser.navigate(self.gateway, path)
+        #expect(navigation.status == 302)
+        let authorize = try #require(navigation.header("location"))
+        #expect(authorize.hasPrefix(self.provider.authorizationEndpoint + "?"))
+        let callback = try #require(self.provider.signIn(authorizationURL: authorize, userName: user))
+        let callbackPath = try #require(
+            callback.range(of: "/.gateway/callback").map { String(callback[$0.lowerBound...]) })
+        let response = try await browser.get(self.gateway, callbackPath)
+        #expect(response.status == status, "the callback: \(response.status) \(response.text)")
+        return response
+    }
+}
+
+/// A browser as far as cookies go: it keeps what `Set-Cookie` gives and sends it back.
+struct ScriptedBrowser {
+    var cookies: [String: String] = [:]
+    var acceptsHTML = true
+
+    var cookieHeader: [(String, String)] {
+        self.cookies.isEmpty
+            ? []
+            : [
+                (
+                    "Cookie",
+                    self.cookies.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: "; ")
+                )
+            ]
+    }
+
+    mutating func absorb(_ response: TestResponse) {
+        for value in response.headers["set-cookie"] {
+            let pair = value.split(separator: ";")[0]
+            guard let equals = pair.firstIndex(of: "=") else { continue }
+            let name = String(pair[..<equals])
+            let content = String(pair[pair.index(after: equals)...])
+            if value.contains("Max-Age=0") || content.isEmpty {
+                self.cookies[name] = nil
+            } else {
+                self.cookies[name] = content
+            }
+        }
+    }
+
+    /// A top-level navigation, as a browser sends it.
+    mutating func navigate(_ gateway: GatewayFixture, _ path: String) async throws -> TestResponse {
+        let headers =
+            [
+                ("Accept", "text/html,application/xhtml+xml,*/*;q=0.8"), ("Sec-Fetch-Mode", "navigate"),
+                ("Sec-Fetch-Site", "none"),
+            ]
+            + self.cookieHeader
+        let response = try await gateway.send(TestRequest(.GET, path, headers: headers))
+        self.absorb(response)
+        return response
+    }
+
+    mutating func get(
+        _ gateway: GatewayFixture, _ path: String, headers: [(String, String)] = []
+    ) async throws -> TestResponse {
+        let response = try await gateway.send(TestRequest(.GET, path, headers: headers + self.cookieHeader))
+        self.absorb(response)
+        return response
+    }
+
+    mutating func send(_ gateway: GatewayFixture, _ request: TestRequest) async throws -> TestResponse {
+        var request = request
+        request.headers += self.cookieHeader
+        let response = try await gateway.send(request)
+        self.absorb(response)
+        return response
+    }
+}
