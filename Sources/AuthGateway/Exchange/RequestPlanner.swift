@@ -98,97 +98,40 @@ struct RequestPlanner {
         let host =
             target.authority.map(RouteTable.hostWithoutPort)
             ?? head.headers.first(name: "host").map { RouteTable.hostWithoutPort($0[...]) }
-        guard let resolved = self.snapshot.routes.match(host: host, path: target.path, method: head.method.rawValue)
-        else {
-            return .ready(.respond(.problem(.routeNotFound, requestID: requestID), close: false))
-        }
-        let route = resolved.configuration
-        let backend = self.snapshot.backend(of: resolved)
-        let pool = self.environment.pool(for: backend)
-        let request = AuthRequest(
-            headers: head.headers, route: route, keys: self.environment.keys, now: now, connection: self.connection,
-            trustedProxies: self.snapshot.forwarding.trustedProxies, method: head.method, uri: head.uri, trace: trace
-        )
-        let decision = self.environment.authenticator.authenticate(request)
-        switch decision {
-        case .done(let outcome):
+        let input = DecisionInput(
+            method: head.method, uri: head.uri, path: target.path, host: host, headers: head.headers,
+            connection: self.connection, now: now, trace: trace)
+        switch self.decide(input, requestID: requestID) {
+        case .ready(let decision):
             return .ready(
-                self.finish(
-                    outcome, request: request, head: head, framing: framing, target: target, backend: backend,
-                    pool: pool,
-                    requestID: requestID, upgrade: upgrade))
-        case .pending(let future):
+                self.plan(
+                    decision, head: head, framing: framing, target: target, requestID: requestID, upgrade: upgrade))
+        case .pending(let future, let route):
             let planner = self
             return .pending(
-                future.assumeIsolated().map { outcome in
-                    planner.finish(
-                        outcome, request: request, head: head, framing: framing, target: target, backend: backend,
-                        pool: pool,
-                        requestID: requestID, upgrade: upgrade)
+                future.assumeIsolated().map { decision in
+                    planner.plan(
+                        decision, head: head, framing: framing, target: target, requestID: requestID, upgrade: upgrade)
                 }.nonisolated(),
-                route: route.name
-            )
+                route: route)
         }
     }
 
-    private func finish(
-        _ outcome: AuthOutcome,
-        request: AuthRequest,
-        head: HTTPRequestHead,
-        framing: BodyFraming,
-        target: RequestTarget,
-        backend: ResolvedBackend,
-        pool: UpstreamPool,
-        requestID: String,
-        upgrade: String?
+    /// A decided request's plan: the gateway's own answer, or the request rewritten for its
+    /// backend.
+    private func plan(
+        _ decision: AccessDecision, head: HTTPRequestHead, framing: BodyFraming, target: RequestTarget,
+        requestID: String, upgrade: String?
     ) -> RequestPlan {
-        let route = request.route
-        var identity: Identity?
-        switch outcome {
-        case .rejected(let error, let headers):
-            return .respond(
-                .problem(error, requestID: requestID, extraHeaders: headers), close: false, route: route.name)
-        case .redirect(let location, let headers):
-            return .respond(.redirect(to: location, headers: headers), close: false, route: route.name)
-        case .anonymous:
-            identity = nil
-        case .authenticated(let authenticated):
-            identity = authenticated
+        let allowed: AllowedRequest
+        switch decision {
+        case .denied(let response, let route): return .respond(response, close: false, route: route)
+        case .allowed(let request): allowed = request
         }
-        let fields = IdentityFields(identity: identity, request: request)
-        // Rate limits (docs/rate-limits.md): after authentication, before anything goes upstream.
-        var responseHeaders = identity?.responseHeaders ?? []
-        if let limiter = self.snapshot.rateLimiter, let tables = limiter.tables(forRoute: route.name) {
-            switch limiter.check(
-                tables, route: route.name, fields: fields, now: NIODeadline.now().uptimeNanoseconds,
-                memo: self.environment.rateLimitKeys)
-            {
-            case .admitted(let header):
-                if let header { responseHeaders.append(("RateLimit", header)) }
-            case .refused(let limit, let retryAfter, let headers):
-                let error = GatewayError.rateLimited(limit, retryAfterSeconds: retryAfter)
-                // A refresh already rotated the client's tokens: the refusal carries them.
-                return .respond(
-                    .problem(error, requestID: requestID, extraHeaders: responseHeaders + headers), close: false,
-                    route: route.name)
-            }
-        }
-        var edits = self.snapshot.refreshTokenRemovals
-        var identityHeaders: [(name: String, value: String)] = []
-        if let identity {
-            if !route.forwardAccessToken {
-                edits.append(TokenEdit(location: identity.accessToken.location, replacement: nil))
-            } else if let replacement = identity.replacementAccessToken {
-                edits.append(TokenEdit(location: identity.accessToken.location, replacement: replacement))
-            } else if case .session = identity.accessToken.location {
-                // A session's token reaches the backend as `Authorization: Bearer`.
-                edits.append(
-                    TokenEdit(location: identity.accessToken.location, replacement: identity.currentAccessToken))
-            }
-            identityHeaders = Self.identityHeaders(fields, policy: self.snapshot.forwarding)
-        }
+        let route = allowed.route
+        let backend = self.snapshot.backend(of: allowed.resolved)
         // A traced request's backend sees the upstream span as its parent.
-        let trace = request.trace
+        let trace = allowed.request.trace
         let upstreamSpan = trace?.child("upstream \(route.backend)", kind: .client)
         var upstreamHeaders = HeaderRewriter.upstreamRequestHeaders(
             head.headers,
@@ -196,8 +139,8 @@ struct RequestPlanner {
             policy: self.snapshot.forwarding,
             connection: self.connection,
             requestID: requestID,
-            identity: identityHeaders,
-            tokenEdits: edits,
+            identity: allowed.identityHeaders,
+            tokenEdits: allowed.tokenEdits,
             traceContext: upstreamSpan.map { trace!.propagationHeaders(for: $0) } ?? [],
             stripDPoPProof: !route.forwardDPoPProof
         )
@@ -219,27 +162,15 @@ struct RequestPlanner {
         return .forward(
             ForwardPlan(
                 route: route,
-                pool: pool,
+                pool: self.environment.pool(for: backend),
                 head: upstreamHead,
                 responseTimeout: backend.responseTimeout,
-                responseHeaders: responseHeaders,
-                subject: identity?.token.subject,
+                responseHeaders: allowed.responseHeaders,
+                subject: allowed.identity?.token.subject,
                 upgrade: upgrade,
                 upstreamSpan: upstreamSpan,
                 secretHeaders: self.snapshot.secretHeaders
             )
         )
-    }
-
-    /// The identity headers (docs/configuration.md): each configured name with the value its
-    /// path reads, in header form; names without a value are left out.
-    static func identityHeaders(_ fields: IdentityFields, policy: ForwardingPolicy) -> [(name: String, value: String)] {
-        var headers: [(name: String, value: String)] = []
-        for header in policy.identityHeaders {
-            if let value = fields.value(header.path), let text = IdentityLookup.headerText(for: value) {
-                headers.append((header.name, text))
-            }
-        }
-        return headers
     }
 }

@@ -1,0 +1,141 @@
+import NIOCore
+import NIOHTTP1
+
+/// What an access decision is about: a request as the client sent it (proxy mode) or as another
+/// proxy describes it (authorizer mode, docs/authorizer.md). Everything the route table, the
+/// authentication pipeline and the rate limits read.
+struct DecisionInput {
+    let method: HTTPMethod
+    /// The target as the client sent it (DPoP `htu`, sign-in return paths).
+    let uri: String
+    /// The normalized path routes match.
+    let path: String
+    /// The host routes match, without port (absolute-form authority, else `Host`).
+    let host: Substring?
+    let headers: HTTPHeaders
+    /// The client's connection: in authorizer mode, rebuilt from the caller's description.
+    let connection: ClientConnectionInfo
+    let now: Double
+    var trace: RequestTrace? = nil
+}
+
+/// The decision on one request, before anything goes upstream: the same for a proxied request,
+/// another proxy's question (authorizer mode) and `check --request`.
+enum AccessDecision {
+    case allowed(AllowedRequest)
+    /// The gateway's own answer; `route` names the matched route (nil when none matched).
+    case denied(LocalResponse, route: String?)
+}
+
+/// An allowed request and what goes with it.
+struct AllowedRequest {
+    let request: AuthRequest
+    let resolved: ResolvedRoute
+    /// nil for an anonymous request.
+    let identity: Identity?
+    /// For the client's response: new tokens after a refresh or sign-in, `RateLimit`, `DPoP-Nonce`.
+    let responseHeaders: [(name: String, value: String)]
+    /// The verified identity headers for the backend.
+    let identityHeaders: [(name: String, value: String)]
+    /// The access token's fate (and refresh tokens', always removed) on the way to the backend.
+    let tokenEdits: [TokenEdit]
+
+    var route: RouteConfiguration { self.request.route }
+}
+
+enum DecisionStep {
+    case ready(AccessDecision)
+    /// Waiting on the auth service, an endpoint or a key refetch for a request on `route`.
+    case pending(EventLoopFuture<AccessDecision>, route: String)
+}
+
+extension RequestPlanner {
+    /// Route → authenticate → rate limits → identity headers (docs/architecture.md).
+    func decide(_ input: DecisionInput, requestID: String) -> DecisionStep {
+        guard
+            let resolved = self.snapshot.routes.match(host: input.host, path: input.path, method: input.method.rawValue)
+        else {
+            return .ready(.denied(.problem(.routeNotFound, requestID: requestID), route: nil))
+        }
+        let request = AuthRequest(
+            headers: input.headers, route: resolved.configuration, keys: self.environment.keys, now: input.now,
+            connection: input.connection, trustedProxies: self.snapshot.forwarding.trustedProxies,
+            method: input.method, uri: input.uri, trace: input.trace
+        )
+        switch self.environment.authenticator.authenticate(request) {
+        case .done(let outcome):
+            return .ready(self.decide(outcome, request: request, resolved: resolved, requestID: requestID))
+        case .pending(let future):
+            let planner = self
+            return .pending(
+                future.assumeIsolated().map { outcome in
+                    planner.decide(outcome, request: request, resolved: resolved, requestID: requestID)
+                }.nonisolated(),
+                route: resolved.configuration.name)
+        }
+    }
+
+    private func decide(
+        _ outcome: AuthOutcome, request: AuthRequest, resolved: ResolvedRoute, requestID: String
+    ) -> AccessDecision {
+        let route = request.route
+        var identity: Identity?
+        switch outcome {
+        case .rejected(let error, let headers):
+            return .denied(.problem(error, requestID: requestID, extraHeaders: headers), route: route.name)
+        case .redirect(let location, let headers):
+            return .denied(.redirect(to: location, headers: headers), route: route.name)
+        case .anonymous:
+            identity = nil
+        case .authenticated(let authenticated):
+            identity = authenticated
+        }
+        let fields = IdentityFields(identity: identity, request: request)
+        // Rate limits (docs/rate-limits.md): after authentication, before anything goes upstream.
+        var responseHeaders = identity?.responseHeaders ?? []
+        if let limiter = self.snapshot.rateLimiter, let tables = limiter.tables(forRoute: route.name) {
+            switch limiter.check(
+                tables, route: route.name, fields: fields, now: NIODeadline.now().uptimeNanoseconds,
+                memo: self.environment.rateLimitKeys)
+            {
+            case .admitted(let header):
+                if let header { responseHeaders.append(("RateLimit", header)) }
+            case .refused(let limit, let retryAfter, let headers):
+                let error = GatewayError.rateLimited(limit, retryAfterSeconds: retryAfter)
+                // A refresh already rotated the client's tokens: the refusal carries them.
+                return .denied(
+                    .problem(error, requestID: requestID, extraHeaders: responseHeaders + headers), route: route.name)
+            }
+        }
+        var edits = self.snapshot.refreshTokenRemovals
+        var identityHeaders: [(name: String, value: String)] = []
+        if let identity {
+            if !route.forwardAccessToken {
+                edits.append(TokenEdit(location: identity.accessToken.location, replacement: nil))
+            } else if let replacement = identity.replacementAccessToken {
+                edits.append(TokenEdit(location: identity.accessToken.location, replacement: replacement))
+            } else if case .session = identity.accessToken.location {
+                // A session's token reaches the backend as `Authorization: Bearer`.
+                edits.append(
+                    TokenEdit(location: identity.accessToken.location, replacement: identity.currentAccessToken))
+            }
+            identityHeaders = Self.identityHeaders(fields, policy: self.snapshot.forwarding)
+        }
+        return .allowed(
+            AllowedRequest(
+                request: request, resolved: resolved, identity: identity, responseHeaders: responseHeaders,
+                identityHeaders: identityHeaders, tokenEdits: edits))
+    }
+
+    /// The identity headers (docs/configuration.md): each configured name with the value its
+    /// path reads, in header form; names without a value are left out.
+    static func identityHeaders(_ fields: IdentityFields, policy: ForwardingPolicy) -> [(name: String, value: String)] {
+        var headers: [(name: String, value: String)] = []
+        for header in policy.identityHeaders {
+            if let value = fields.value(header.path), let text = IdentityLookup.headerText(for: value) {
+                headers.append((header.name, text))
+            }
+        }
+        return headers
+    }
+}
