@@ -17,7 +17,7 @@ protocol ExchangeEvents {
     mutating func upstreamWritabilityChanged(_ writable: Bool) -> Action
 }
 
-/// What an HTTP/1.1 connection (`ProxyHandler`) and an HTTP/2 stream (`HTTP2ServerStream`)
+/// What an HTTP/1.1 connection (`HTTP1ServerConnection`) and an HTTP/2 stream (`HTTP2ServerStream`)
 /// share — the protocol-independent part of a request's life: its decision (`RequestPlanner`),
 /// the upstream lease, the backend's events fed to the state machine, and the finish. Only
 /// the framing differs: each handler runs the state machine's actions its own way (`run`) and

@@ -3,7 +3,7 @@ import NIOCore
 /// One HTTP/1.1 client connection as a pure state machine: what only HTTP/1.1 has, around the
 /// protocol-neutral `ExchangeStateMachine` of the request in flight — keep-alive (the
 /// connection waits for the next request or closes), `Expect: 100-continue`, the WebSocket
-/// tunnel after a 101, and drain. Pipelined requests are held back by `ProxyHandler` until the
+/// tunnel after a 101, and drain. Pipelined requests are held back by `HTTP1ServerConnection` until the
 /// response in flight has ended (`mayReadFromClient`), so requests here are strictly
 /// sequential.
 ///
@@ -77,7 +77,7 @@ struct HTTP1ConnectionStateMachine: ExchangeEvents {
             self.state = .exchange(Request(keepAlive: keepAlive, expectsContinue: expectsContinue && hasBody))
             return .decide
         case .exchange, .tunnel:
-            // `ProxyHandler` never parses a second head before the first response ends.
+            // `HTTP1ServerConnection` never parses a second head before the first response ends.
             return self.fail(.malformedRequest("Unexpected request"))
         case .closed:
             return .none

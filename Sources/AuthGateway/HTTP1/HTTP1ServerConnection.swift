@@ -18,7 +18,7 @@ import NIOHTTP1
 /// Everything happens on the connection's event loop. Bodies are relayed without buffering:
 /// reads are withheld from one side while the other cannot take more (`read(context:)`), and
 /// resumed on writability changes.
-final class ProxyHandler: ChannelDuplexHandler, ExchangeHandler {
+final class HTTP1ServerConnection: ChannelDuplexHandler, ExchangeHandler {
     typealias InboundIn = ByteBuffer
     typealias OutboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
@@ -301,4 +301,4 @@ final class ProxyHandler: ChannelDuplexHandler, ExchangeHandler {
 }
 
 @available(*, unavailable)
-extension ProxyHandler: Sendable {}
+extension HTTP1ServerConnection: Sendable {}

@@ -3,7 +3,7 @@ import NIOHTTP1
 
 /// What the client gets: the backend's response relayed (its head held back so a small
 /// response leaves in one write), or the gateway's own answer.
-extension ProxyHandler {
+extension HTTP1ServerConnection {
     func finishResponse(reuseUpstream: Bool, closeClient: Bool, context: ChannelHandlerContext) {
         if let upstream = self.upstream {
             self.upstream = nil

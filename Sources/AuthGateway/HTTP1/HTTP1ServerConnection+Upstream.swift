@@ -2,7 +2,7 @@ import NIOCore
 
 /// What the backend sends, on an HTTP/1.1 client connection (the rest of the upstream events:
 /// `ExchangeHandler`).
-extension ProxyHandler {
+extension HTTP1ServerConnection {
     func upstreamResponseHead(_ head: UpstreamResponseHead) {
         guard let context = self.context, let exchange = self.exchange, let plan = exchange.plan else { return }
         self.observeUpstreamLatency(exchange, backend: plan.route.backend)

@@ -3,7 +3,7 @@ import NIOHTTP1
 
 /// A request head's decision (route, authenticate, plan), the upstream lease, and the request
 /// going upstream.
-extension ProxyHandler {
+extension HTTP1ServerConnection {
     func receivedHead(
         _ head: HTTPRequestHead, framing: Result<BodyFraming, GatewayError>, context: ChannelHandlerContext
     ) {
