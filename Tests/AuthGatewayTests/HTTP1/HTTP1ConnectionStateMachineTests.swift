@@ -71,9 +71,10 @@ enum ConnectionStep: Equatable {
 func connectionStateName(_ machine: HTTP1ConnectionStateMachine) -> String {
     switch machine.state {
     case .idle: return "idle"
-    case .exchange: return machine.current.map { exchangeStateName($0.state) } ?? "exchange without a state machine"
+    case .exchange(let exchange, _): return exchangeStateName(exchange.state)
     case .tunnel: return "tunnel"
     case .closed: return "closed"
+    case .modifying: return "modifying"
     }
 }
 
