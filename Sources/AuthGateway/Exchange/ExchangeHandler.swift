@@ -1,9 +1,11 @@
 import NIOCore
 import NIOHTTP1
 
-/// The events of an exchange's upstream side, which both framings' state machines take alike:
-/// `ExchangeStateMachine` itself (an HTTP/2 stream) and `HTTP1ConnectionStateMachine` (an
-/// HTTP/1.1 connection, around the `ExchangeStateMachine` of its request in flight).
+/// The events of an exchange's upstream side, which every state machine of a request takes
+/// alike: `ExchangeStateMachine` itself, and each framing's machine around it —
+/// `HTTP1ConnectionStateMachine` (an HTTP/1.1 connection, around the exchange of its request in
+/// flight) and `HTTP2StreamStateMachine` (an HTTP/2 stream, around the exchange of its one
+/// request).
 protocol ExchangeEvents {
     associatedtype Action
     /// A lease is pending: one that completes now is used (else it goes back unused).

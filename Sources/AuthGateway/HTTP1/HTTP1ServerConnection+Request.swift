@@ -11,8 +11,7 @@ extension HTTP1ServerConnection {
         self.exchange = Exchange(
             requestID: requestID, method: head.method, uri: head.uri, start: .now(),
             requestChunked: (try? framing.get()) == .chunked)
-        self.requestVersion = head.version
-        self.requestKeepAlive = head.isKeepAlive
+        self.startFraming(version: head.version, keepAlive: head.isKeepAlive)
         if let tracing = self.environment.tracing { self.exchange?.trace = tracing.start(head, protocol: .http1) }
         if self.environment.isDraining { self.state.requestClose() }
         let hasBody: Bool

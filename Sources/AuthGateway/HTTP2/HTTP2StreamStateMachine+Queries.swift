@@ -1,0 +1,35 @@
+/// What the stream asks its state machine between events: which state it is in, the timeout that
+/// applies, whether to read from either side.
+extension HTTP2StreamStateMachine {
+    /// The stream waits for its request's HEADERS.
+    var awaitsRequestHead: Bool {
+        if case .idle = self.state { return true }
+        return false
+    }
+
+    /// NIOHTTP2 closed the stream: nothing more can be written.
+    var isClosed: Bool {
+        if case .closed = self.state { return true }
+        return false
+    }
+
+    var timeout: ExchangeStateMachine.Timeout {
+        switch self.state {
+        case .open(let exchange, _, _), .halfClosedRemote(let exchange, _): return exchange.timeout
+        case .idle, .closed: return .none
+        case .modifying: preconditionFailure("HTTP2StreamStateMachine: read while modifying")
+        }
+    }
+
+    /// Whether to take more of the request's DATA (else the stream's window is withheld).
+    var shouldReadFromClient: Bool {
+        switch self.state {
+        case .open(let exchange, _, _), .halfClosedRemote(let exchange, _): return exchange.shouldReadFromClient
+        case .idle, .closed: return false
+        case .modifying: preconditionFailure("HTTP2StreamStateMachine: read while modifying")
+        }
+    }
+
+    /// Whether to read more from the backend: only while the client keeps up.
+    var shouldReadFromUpstream: Bool { self.clientWritable }
+}
