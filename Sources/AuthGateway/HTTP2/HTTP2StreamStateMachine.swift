@@ -36,10 +36,14 @@ import NIOHPACK
 /// neither the exchange's buffered body nor the held frames are copied (`withStream`).
 struct HTTP2StreamStateMachine: ExchangeEvents {
     enum State {
+        /// No request yet.
         case idle
+        /// The exchange, what the client's DATA must still add up to, the response half.
         case open(ExchangeStateMachine, ContentLengthVerifier, Response)
+        /// The request is complete (or its upload stopped): the exchange, the response half.
         case halfClosedRemote(ExchangeStateMachine, Response)
         case closed
+        /// Only while an event runs on the exchange (`withStream`).
         case modifying
     }
 
