@@ -35,7 +35,7 @@ protocol ExchangeHandler: AnyObject, UpstreamLeaseRequester, UpstreamConnectionD
     var leasingPool: UpstreamPool? { get set }
     var context: ChannelHandlerContext? { get }
 
-    func run(_ action: StateMachine.Action, context: ChannelHandlerContext)
+    func run(_ action: consuming StateMachine.Action, context: ChannelHandlerContext)
     func updateTimer(context: ChannelHandlerContext)
     /// Takes the planner's decision: answer locally or forward.
     func adopt(_ plan: RequestPlan, context: ChannelHandlerContext)

@@ -95,7 +95,7 @@ struct HTTP1ConnectionStateMachine: ExchangeEvents {
 
     mutating func requestBody(_ part: ByteBuffer) -> Action {
         switch self.state {
-        case .exchange: return self.withExchange(forceClose: true) { $0.requestBody(part) }
+        case .exchange: return self.withExchange(forceClose: true) { exchange, _ in exchange.requestBody(part) }
         case .tunnel: return .exchange(.forwardBody(part))
         case .idle, .closed: return .none
         case .modifying: preconditionFailure("HTTP1ConnectionStateMachine: event while modifying")
@@ -103,7 +103,7 @@ struct HTTP1ConnectionStateMachine: ExchangeEvents {
     }
 
     mutating func requestEnd() -> Action {
-        self.withExchange { $0.requestEnd() }
+        self.withExchange { exchange, _ in exchange.requestEnd() }
     }
 
     /// The request parser refused the input (400, 431): nothing more can be read reliably.
@@ -113,7 +113,7 @@ struct HTTP1ConnectionStateMachine: ExchangeEvents {
             self.state = .closed
             return .endExchange(.respondWithError(error), close: true)
         case .exchange:
-            return self.withExchange(forceClose: true) { $0.protocolError(error) }
+            return self.withExchange(forceClose: true) { exchange, _ in exchange.protocolError(error) }
         case .tunnel:
             return self.fail(nil)
         case .closed:
@@ -129,7 +129,7 @@ struct HTTP1ConnectionStateMachine: ExchangeEvents {
             self.end()
             return .none
         case .exchange:
-            return self.withExchange { $0.clientClosed() }
+            return self.withExchange { exchange, _ in exchange.clientClosed() }
         case .tunnel:
             self.end()
             return .exchange(.abandon)
@@ -157,7 +157,7 @@ struct HTTP1ConnectionStateMachine: ExchangeEvents {
     mutating func clientWritabilityChanged(_ writable: Bool) -> Action {
         self.clientWritable = writable
         switch self.state {
-        case .exchange: return self.withExchange { $0.clientWritabilityChanged(writable) }
+        case .exchange: return self.withExchange { exchange, _ in exchange.clientWritabilityChanged(writable) }
         case .tunnel: return writable ? .exchange(.resumeUpstreamReads) : .none
         case .idle, .closed: return .none
         case .modifying: preconditionFailure("HTTP1ConnectionStateMachine: event while modifying")
@@ -167,7 +167,7 @@ struct HTTP1ConnectionStateMachine: ExchangeEvents {
     // MARK: Decision
 
     mutating func decidedToForward() -> Action {
-        self.withExchange { $0.decidedToForward() }
+        self.withExchange { exchange, _ in exchange.decidedToForward() }
     }
 
     /// The gateway answers this request itself.
@@ -178,7 +178,9 @@ struct HTTP1ConnectionStateMachine: ExchangeEvents {
     /// The gateway answers this request itself; `forceClose` for answers after which the
     /// connection must not be reused.
     mutating func decidedToRespondLocally(forceClose: Bool) -> Action {
-        self.withExchange(forceClose: forceClose || self.hasUnreadBody) { $0.decidedToRespondLocally() }
+        self.withExchange(forceClose: forceClose || self.hasUnreadBody) { exchange, _ in
+            exchange.decidedToRespondLocally()
+        }
     }
 
     // MARK: Upstream events
@@ -189,25 +191,26 @@ struct HTTP1ConnectionStateMachine: ExchangeEvents {
     }
 
     mutating func leaseSucceeded(reused: Bool) -> Action {
-        guard case .exchange(var exchange, var request) = self.state else { return .none }
-        self.state = .modifying
-        let action = exchange.leaseSucceeded(reused: reused)
-        if case .sendRequest(let body, let end) = action, request.expectsContinue {
-            request.expectsContinue = false
-            self.state = .exchange(exchange, request)
-            // The body is all here already: no go-ahead needed.
-            return end ? .exchange(action) : .sendContinueAndRequest(body: body, end: end)
+        var sendContinue = false
+        let action = self.withExchange { exchange, request in
+            let action = exchange.leaseSucceeded(reused: reused)
+            if case .sendRequest(_, let end) = action, request.expectsContinue {
+                request.expectsContinue = false
+                // When the body is all here already, no go-ahead is needed.
+                sendContinue = !end
+            }
+            return action
         }
-        self.state = .exchange(exchange, request)
-        return self.translate(action)
+        guard sendContinue, case .exchange(.sendRequest(let body, let end)) = action else { return action }
+        return .sendContinueAndRequest(body: body, end: end)
     }
 
     mutating func leaseFailed(_ error: GatewayError) -> Action {
-        self.withExchange(forceClose: self.hasUnreadBody) { $0.leaseFailed(error) }
+        self.withExchange(forceClose: self.hasUnreadBody) { exchange, _ in exchange.leaseFailed(error) }
     }
 
     mutating func responseHead() -> Action {
-        self.withExchange { $0.responseHead() }
+        self.withExchange { exchange, _ in exchange.responseHead() }
     }
 
     /// The backend accepted a protocol upgrade (101) of a bodiless request: from now on the
@@ -224,7 +227,7 @@ struct HTTP1ConnectionStateMachine: ExchangeEvents {
 
     mutating func responseBody(_ part: ByteBuffer) -> Action {
         switch self.state {
-        case .exchange: return self.withExchange { $0.responseBody(part) }
+        case .exchange: return self.withExchange { exchange, _ in exchange.responseBody(part) }
         case .tunnel: return .exchange(.writeResponseBody(part))
         case .idle, .closed: return .none
         case .modifying: preconditionFailure("HTTP1ConnectionStateMachine: event while modifying")
@@ -235,12 +238,11 @@ struct HTTP1ConnectionStateMachine: ExchangeEvents {
     /// (a body delimited by close) or a drain requires closing the client connection.
     mutating func responseEnd(upstreamKeepAlive: Bool, clientMustClose: Bool) -> Action {
         switch self.state {
-        case .exchange(var exchange, var request):
-            self.state = .modifying
-            request.responseMustClose = clientMustClose
-            let action = exchange.responseEnd(upstreamReusable: upstreamKeepAlive)
-            self.state = .exchange(exchange, request)
-            return self.translate(action)
+        case .exchange:
+            return self.withExchange { exchange, request in
+                request.responseMustClose = clientMustClose
+                return exchange.responseEnd(upstreamReusable: upstreamKeepAlive)
+            }
         case .tunnel:
             // The backend closed its side of the tunnel: what it sent reaches the client, then
             // the client's connection closes too.
@@ -255,7 +257,7 @@ struct HTTP1ConnectionStateMachine: ExchangeEvents {
 
     mutating func upstreamFailed() -> Action {
         switch self.state {
-        case .exchange: return self.withExchange { $0.upstreamFailed() }
+        case .exchange: return self.withExchange { exchange, _ in exchange.upstreamFailed() }
         case .tunnel: return self.fail(nil)
         case .idle, .closed: return .none
         case .modifying: preconditionFailure("HTTP1ConnectionStateMachine: event while modifying")
@@ -264,7 +266,7 @@ struct HTTP1ConnectionStateMachine: ExchangeEvents {
 
     mutating func upstreamProtocolError() -> Action {
         switch self.state {
-        case .exchange: return self.withExchange { $0.upstreamProtocolError() }
+        case .exchange: return self.withExchange { exchange, _ in exchange.upstreamProtocolError() }
         case .tunnel: return self.fail(nil)
         case .idle, .closed: return .none
         case .modifying: preconditionFailure("HTTP1ConnectionStateMachine: event while modifying")
@@ -274,7 +276,7 @@ struct HTTP1ConnectionStateMachine: ExchangeEvents {
     mutating func upstreamWritabilityChanged(_ writable: Bool) -> Action {
         self.upstreamWritable = writable
         switch self.state {
-        case .exchange: return self.withExchange { $0.upstreamWritabilityChanged(writable) }
+        case .exchange: return self.withExchange { exchange, _ in exchange.upstreamWritabilityChanged(writable) }
         case .tunnel: return writable ? .exchange(.resumeClientReads) : .none
         case .idle, .closed: return .none
         case .modifying: preconditionFailure("HTTP1ConnectionStateMachine: event while modifying")
@@ -290,7 +292,7 @@ struct HTTP1ConnectionStateMachine: ExchangeEvents {
             self.end()
             return .closeConnection
         case .exchange:
-            return self.withExchange { $0.timedOut() }
+            return self.withExchange { exchange, _ in exchange.timedOut() }
         case .tunnel:
             return self.fail(nil)
         case .closed:
@@ -302,20 +304,41 @@ struct HTTP1ConnectionStateMachine: ExchangeEvents {
 
     // MARK: Helpers
 
-    /// Runs an event on the exchange in flight, in place, and translates its action (see
-    /// `translate` for `forceClose`); nothing happens outside the `exchange` state. The state
-    /// is `modifying` meanwhile, so the exchange is not shared and its buffered body is not
-    /// copied on write (AsyncHTTPClient's `avoidingStateMachineCoW`). The closure does not
-    /// escape and is inlined: no allocation.
+    /// Runs an event on the exchange in flight and what HTTP/1.1 knows of its request, in
+    /// place, and translates its action (see `translate` for `forceClose`); nothing happens
+    /// outside the `exchange` state. The state is moved out meanwhile (`takeState`), so the
+    /// exchange is neither copied nor shared — its buffered body is not copied on write — as
+    /// AsyncHTTPClient's `avoidingStateMachineCoW` does. The closure does not escape and is
+    /// inlined: no allocation.
     @inline(__always)
     private mutating func withExchange(
-        forceClose: Bool = false, _ event: (inout ExchangeStateMachine) -> ExchangeStateMachine.Action
+        forceClose: Bool = false,
+        _ event: (inout ExchangeStateMachine, inout Request) -> ExchangeStateMachine.Action
     ) -> Action {
-        guard case .exchange(var exchange, let request) = self.state else { return .none }
-        self.state = .modifying
-        let action = event(&exchange)
-        self.state = .exchange(exchange, request)
-        return self.translate(action, forceClose: forceClose)
+        switch self.takeState() {
+        case .exchange(var exchange, var request):
+            let action = event(&exchange, &request)
+            self.state = .exchange(exchange, request)
+            return self.translate(action, request: request, forceClose: forceClose)
+        case .idle:
+            self.state = .idle
+        case .tunnel:
+            self.state = .tunnel
+        case .closed:
+            self.state = .closed
+        case .modifying:
+            preconditionFailure("HTTP1ConnectionStateMachine: event while modifying")
+        }
+        return .none
+    }
+
+    /// Moves the state out, leaving `modifying` in its place: `swap` moves, so nothing it
+    /// holds is retained, released or copied.
+    @inline(__always)
+    private mutating func takeState() -> State {
+        var state = State.modifying
+        swap(&state, &self.state)
+        return state
     }
 
     /// The exchange's action, and where the connection goes when it ended the exchange:
@@ -323,7 +346,9 @@ struct HTTP1ConnectionStateMachine: ExchangeEvents {
     /// close (callers force it when the answer leaves body bytes unread: they would be read as
     /// the next request). A failed exchange closes the connection: its response was cut
     /// short, or its answer ends it.
-    private mutating func translate(_ action: ExchangeStateMachine.Action, forceClose: Bool = false) -> Action {
+    private mutating func translate(
+        _ action: consuming ExchangeStateMachine.Action, request: Request, forceClose: Bool
+    ) -> Action {
         let close: Bool
         switch action {
         case .none, .lease, .sendRequest, .forwardBody, .forwardEnd, .writeResponseHead, .writeResponseBody,
@@ -335,10 +360,8 @@ struct HTTP1ConnectionStateMachine: ExchangeEvents {
             self.end()
             return .exchange(action)
         case .finishResponse, .forwardEndAndRelease:
-            guard case .exchange(_, let request) = self.state else { return .exchange(action) }
             close = request.responseMustClose || !request.keepAlive
         case .writeLocalResponse, .respondWithError:
-            guard case .exchange(_, let request) = self.state else { return .exchange(action) }
             close = forceClose || self.closeRequested || !request.keepAlive
         }
         if close {

@@ -5,6 +5,9 @@
 /// for an HTTP/1.1 backend: excess bytes there would be read as the next request. Pure; an
 /// `HTTP2StreamStateMachine` carries one while the client may still send DATA.
 struct ContentLengthVerifier: Equatable {
+    /// What a request whose DATA disagrees with its `content-length` is answered with.
+    static var violation: GatewayError { .malformedRequest("The DATA disagrees with content-length") }
+
     /// Bytes still expected; nil when the request declared no length (nothing is checked).
     private(set) var remaining: Int?
 

@@ -142,8 +142,8 @@ final class HTTP2ServerStream: ExchangeHandler {
 
     // MARK: Running actions
 
-    func run(_ action: HTTP2StreamStateMachine.Action, context: ChannelHandlerContext) {
-        switch action {
+    func run(_ action: consuming HTTP2StreamStateMachine.Action, context: ChannelHandlerContext) {
+        switch consume action {
         case .none:
             break
         case .decide:
@@ -154,8 +154,8 @@ final class HTTP2ServerStream: ExchangeHandler {
         case .writeHeld(let frame, let bodyBytes):
             self.exchange?.bytesOut += bodyBytes
             self.writeHeld(frame)
-        case .endResponse(let action, let last, let stopUpload):
-            if case .finishResponse(let reuseUpstream) = action { self.releaseUpstream(reusable: reuseUpstream) }
+        case .endResponse(let last, let reuseUpstream, let stopUpload):
+            if let reuseUpstream { self.releaseUpstream(reusable: reuseUpstream) }
             self.endResponse(last)
             if stopUpload { self.stopUpload() }
         case .endExchange(let action, let stopUpload):
@@ -166,8 +166,8 @@ final class HTTP2ServerStream: ExchangeHandler {
 
     /// Runs an exchange's action (its response's body and end come translated, as
     /// `writeHeld` and `endResponse`).
-    private func runExchange(_ action: ExchangeStateMachine.Action, context: ChannelHandlerContext) {
-        switch action {
+    private func runExchange(_ action: consuming ExchangeStateMachine.Action, context: ChannelHandlerContext) {
+        switch consume action {
         case .none, .writeResponseHead:
             // The head is held by the state machine.
             break

@@ -15,18 +15,24 @@ extension HTTP2StreamStateMachine {
 
     var timeout: ExchangeStateMachine.Timeout {
         switch self.state {
-        case .open(let exchange, _, _), .halfClosedRemote(let exchange, _): return exchange.timeout
+        case .open, .halfClosedRemote: return self.exchange.timeout
         case .idle, .closed: return .none
-        case .modifying: preconditionFailure("HTTP2StreamStateMachine: read while modifying")
         }
     }
 
     /// Whether to take more of the request's DATA (else the stream's window is withheld).
     var shouldReadFromClient: Bool {
         switch self.state {
-        case .open(let exchange, _, _), .halfClosedRemote(let exchange, _): return exchange.shouldReadFromClient
+        case .open, .halfClosedRemote: return self.exchange.shouldReadFromClient
         case .idle, .closed: return false
-        case .modifying: preconditionFailure("HTTP2StreamStateMachine: read while modifying")
+        }
+    }
+
+    /// A lease is pending: one that completes now is used (else it goes back unused).
+    var awaitsLease: Bool {
+        switch self.state {
+        case .open, .halfClosedRemote: return self.exchange.awaitsLease
+        case .idle, .closed: return false
         }
     }
 

@@ -50,7 +50,7 @@ extension HTTP2StreamStateMachine.Response {
     /// A DATA part of the backend's response takes the held frame's place: the frame to write
     /// now.
     mutating func hold(_ part: ByteBuffer) -> HeldFrame {
-        switch self {
+        switch self.take() {
         case .idle:
             // Not reached: a body part follows the head, which is held first.
             self = .streaming(heldData: part, trailers: nil)
@@ -62,37 +62,45 @@ extension HTTP2StreamStateMachine.Response {
             self = .streaming(heldData: part, trailers: trailers)
             return held.map { .data($0) } ?? .none
         case .ended:
+            self = .ended
             return .none
         }
     }
 
     /// The backend's read burst ended, the response goes on: the held frame to write now.
     mutating func release() -> HeldFrame {
-        switch self {
+        switch self.take() {
         case .headersHeld(let headers, let trailers):
             self = .streaming(heldData: nil, trailers: trailers)
             return .headers(headers)
         case .streaming(.some(let held), let trailers):
             self = .streaming(heldData: nil, trailers: trailers)
             return .data(held)
-        case .streaming(.none, _), .idle, .ended:
+        case .streaming(.none, let trailers):
+            self = .streaming(heldData: nil, trailers: trailers)
+            return .none
+        case .idle:
+            self = .idle
+            return .none
+        case .ended:
+            self = .ended
             return .none
         }
     }
 
     /// Keeps the backend's trailers for the end.
     mutating func keep(_ trailers: HPACKHeaders) {
-        switch self {
+        switch self.take() {
         case .headersHeld(let headers, _): self = .headersHeld(headers, trailers: trailers)
         case .streaming(let held, _): self = .streaming(heldData: held, trailers: trailers)
-        case .idle, .ended: break
+        case .idle: self = .idle
+        case .ended: self = .ended
         }
     }
 
     /// The backend's response is complete: its last frames; the response half ends.
     mutating func end() -> LastFrames {
-        defer { self = .ended }
-        switch self {
+        switch self.take() {
         case .headersHeld(let headers, .some(let trailers)): return .trailers(trailers, after: .headers(headers))
         case .headersHeld(let headers, .none): return .headers(headers)
         case .streaming(let held, .some(let trailers)):
@@ -100,5 +108,13 @@ extension HTTP2StreamStateMachine.Response {
         case .streaming(.some(let held), .none): return .data(held)
         case .streaming(.none, .none), .idle, .ended: return .emptyData
         }
+    }
+
+    /// Moves the response half out, leaving `ended` in its place (`swap` moves: nothing is
+    /// retained or released); every caller sets where it goes next.
+    private mutating func take() -> Self {
+        var taken = Self.ended
+        swap(&taken, &self)
+        return taken
     }
 }

@@ -18,13 +18,12 @@ func streamStateName(_ machine: HTTP2StreamStateMachine) -> String {
         case .ended: return "ended"
         }
     }
+    let parts = "\(exchangeStateName(machine.exchange.state)), \(response(machine.response))"
     switch machine.state {
     case .idle: return "idle"
-    case .open(let exchange, _, let half): return "open(\(exchangeStateName(exchange.state)), \(response(half)))"
-    case .halfClosedRemote(let exchange, let half):
-        return "halfClosedRemote(\(exchangeStateName(exchange.state)), \(response(half)))"
+    case .open: return "open(\(parts))"
+    case .halfClosedRemote: return "halfClosedRemote(\(parts))"
     case .closed: return "closed"
-    case .modifying: return "modifying"
     }
 }
 
@@ -39,7 +38,7 @@ struct HTTP2StreamStateMachineTests {
 
     let headers = HPACKHeaders([(":status", "200")])
     let trailers = HPACKHeaders([("grpc-status", "0")])
-    let violation = Machine.contentLengthViolation
+    let violation = ContentLengthVerifier.violation
 
     /// A GET: HEADERS with END_STREAM, decided to be forwarded, its backend leased.
     private func get() -> Machine {
@@ -88,7 +87,7 @@ struct HTTP2StreamStateMachineTests {
         #expect(stream.responseBody(buffer("hello")) == .writeHeld(.headers(self.headers), bodyBytes: 5))
         #expect(
             stream.responseEnd(upstreamReusable: true)
-                == .endResponse(.finishResponse(reuseUpstream: true), last: .data(buffer("hello")), stopUpload: false))
+                == .endResponse(last: .data(buffer("hello")), reuseUpstream: true, stopUpload: false))
         #expect(streamStateName(stream) == "halfClosedRemote(done, ended)")
         #expect(stream.timeout == .none)
         #expect(stream.streamClosed() == .none)
@@ -100,7 +99,7 @@ struct HTTP2StreamStateMachineTests {
         _ = stream.responseHead(self.headers)
         #expect(
             stream.responseEnd(upstreamReusable: false)
-                == .endResponse(.finishResponse(reuseUpstream: false), last: .headers(self.headers), stopUpload: false))
+                == .endResponse(last: .headers(self.headers), reuseUpstream: false, stopUpload: false))
     }
 
     @Test func aStreamedBodyGoesOutAtTheEndOfEachBackendReadAndEndsOnAnEmptyFrame() {
@@ -114,7 +113,7 @@ struct HTTP2StreamStateMachineTests {
         #expect(stream.upstreamReadComplete() == .writeHeld(.none, bodyBytes: 0), "nothing more is held")
         #expect(
             stream.responseEnd(upstreamReusable: true)
-                == .endResponse(.finishResponse(reuseUpstream: true), last: .emptyData, stopUpload: false))
+                == .endResponse(last: .emptyData, reuseUpstream: true, stopUpload: false))
     }
 
     @Test func trailersFromTheBackendEndTheResponse() {
@@ -125,8 +124,7 @@ struct HTTP2StreamStateMachineTests {
         #expect(
             withBody.responseEnd(upstreamReusable: true)
                 == .endResponse(
-                    .finishResponse(reuseUpstream: true), last: .trailers(self.trailers, after: .data(buffer("x"))),
-                    stopUpload: false))
+                    last: .trailers(self.trailers, after: .data(buffer("x"))), reuseUpstream: true, stopUpload: false))
 
         var trailersOnly = self.get()
         _ = trailersOnly.responseHead(self.headers)
@@ -134,7 +132,7 @@ struct HTTP2StreamStateMachineTests {
         #expect(
             trailersOnly.responseEnd(upstreamReusable: true)
                 == .endResponse(
-                    .finishResponse(reuseUpstream: true), last: .trailers(self.trailers, after: .headers(self.headers)),
+                    last: .trailers(self.trailers, after: .headers(self.headers)), reuseUpstream: true,
                     stopUpload: false))
     }
 
@@ -218,7 +216,7 @@ struct HTTP2StreamStateMachineTests {
         _ = stream.responseBody(buffer("early"))
         #expect(
             stream.responseEnd(upstreamReusable: true)
-                == .endResponse(.finishResponseOnly, last: .data(buffer("early")), stopUpload: true))
+                == .endResponse(last: .data(buffer("early")), reuseUpstream: nil, stopUpload: true))
         #expect(streamStateName(stream) == "halfClosedRemote(forwarding(complete), ended)")
         // RST_STREAM NO_ERROR closes the stream: the exchange still going is abandoned.
         #expect(stream.streamClosed() == .endExchange(.abandon, stopUpload: false))
