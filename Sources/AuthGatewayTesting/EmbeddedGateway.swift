@@ -6,7 +6,7 @@ import NIOSSL
 
 /// One gateway worker on an `EmbeddedEventLoop`, built exactly as `serve` builds each loop's
 /// worker; client connections and upstream connections are `EmbeddedChannel`s. Tests and
-/// benchmarks drive whole requests through the real pipeline (`ProxyHandler`, its parser,
+/// benchmarks drive whole requests through the real pipeline (`HTTP1ServerConnection`, its parser,
 /// planner, verification, header rewriting, the upstream pool, `UpstreamHandler`) without
 /// sockets or system calls.
 package final class EmbeddedGateway {

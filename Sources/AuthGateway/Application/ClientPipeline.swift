@@ -8,7 +8,7 @@ import NIOTLS
 /// - cleartext: `CleartextProtocolDetector`, then HTTP/2 for a connection that starts with
 ///   the HTTP/2 preface (prior knowledge), else HTTP/1.1;
 /// - with `listener.http2: false`, HTTP/1.1 only.
-/// HTTP/1.1 is one `ProxyHandler`; HTTP/2 is NIOHTTP2's handler at the frame level, one
+/// HTTP/1.1 is one `HTTP1ServerConnection`; HTTP/2 is NIOHTTP2's handler at the frame level, one
 /// `HTTP2ServerConnection` with its table of streams (and the idle close), the connection
 /// manager (graceful GOAWAY on drain) and `HTTP2ConnectionMonitor` (closes and counts abusive
 /// connections).
@@ -36,7 +36,7 @@ package enum ClientPipeline {
         let http2 = configuration.listener.http2
         if let tls {
             guard http2 else {
-                // `ProxyHandler`'s own timers cover the handshake.
+                // `HTTP1ServerConnection`'s own timers cover the handshake.
                 try sync.addHandler(NIOSSLServerHandler(context: tls))
                 try Self.configureHTTP1(channel: channel, worker: worker, connection: connection)
                 return
@@ -71,10 +71,11 @@ package enum ClientPipeline {
         }
     }
 
-    /// The gateway's own HTTP/1.1 codec lives in `ProxyHandler` (see HeadScanner.swift): one
+    /// The gateway's own HTTP/1.1 codec lives in `HTTP1ServerConnection` (see HeadScanner.swift): one
     /// handler per connection, bytes in and out.
     static func configureHTTP1(channel: Channel, worker: Worker, connection: ClientConnectionInfo) throws {
-        try channel.pipeline.syncOperations.addHandler(ProxyHandler(environment: worker, connection: connection))
+        try channel.pipeline.syncOperations.addHandler(
+            HTTP1ServerConnection(environment: worker, connection: connection))
     }
 
     static func configureHTTP2(channel: Channel, worker: Worker, connection: ClientConnectionInfo) throws {

@@ -4,6 +4,11 @@ import NIOHTTP1
 /// A request in flight and what has been learned about it, from its head to its finish. A
 /// class: it is updated in place all through the request (as a struct, each update copied
 /// it: measured, ~3 % of the CPU in retain/release).
+///
+/// It holds only what every framing has; what one framing alone keeps of a request lives in
+/// that framing (`HTTP1ServerConnection`: the held response head, chunking, closing;
+/// `HTTP2ServerStream`: never-indexed fields, `grpc-timeout`; `HTTP2StreamStateMachine`: held
+/// frames, gRPC).
 final class Exchange {
     let requestID: String
     let wireProtocol: ClientProtocol
@@ -16,20 +21,12 @@ final class Exchange {
     /// The matched route, once known (also for requests answered locally).
     var routeName: String?
     var local: LocalResponse?
-    /// The client's response head, ready to write (held until the first body part).
-    var responseHead: ByteBuffer?
-    /// The response body goes to the client chunk-framed.
-    var responseChunked = false
     var responseStatus = 0
-    var closeAfterResponse = false
     var upstreamSentAt: NIODeadline?
     var bytesIn = 0
     var bytesOut = 0
     /// The request's trace when it is sampled (`tracing` on); nil otherwise.
     var trace: RequestTrace?
-    /// Names of the request fields an HTTP/2 client sent never-indexed: they stay so towards
-    /// an HTTP/2 backend (RFC 7541 §7.1.3). Empty for HTTP/1.1 clients.
-    var neverIndexedFields: [String] = []
 
     /// The gateway's own answer with `error`. Once authentication has succeeded it carries
     /// the plan's response headers (new tokens, session cookies): a refresh already rotated

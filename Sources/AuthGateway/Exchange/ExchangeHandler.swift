@@ -1,9 +1,11 @@
 import NIOCore
 import NIOHTTP1
 
-/// The events of an exchange's upstream side, which both framings' state machines take alike:
-/// `ExchangeStateMachine` itself (an HTTP/2 stream) and `HTTP1ConnectionStateMachine` (an
-/// HTTP/1.1 connection, around the `ExchangeStateMachine` of its request in flight).
+/// The events of an exchange's upstream side, which every state machine of a request takes
+/// alike: `ExchangeStateMachine` itself, and each framing's machine around it —
+/// `HTTP1ConnectionStateMachine` (an HTTP/1.1 connection, around the exchange of its request in
+/// flight) and `HTTP2StreamStateMachine` (an HTTP/2 stream, around the exchange of its one
+/// request).
 protocol ExchangeEvents {
     associatedtype Action
     /// A lease is pending: one that completes now is used (else it goes back unused).
@@ -17,7 +19,7 @@ protocol ExchangeEvents {
     mutating func upstreamWritabilityChanged(_ writable: Bool) -> Action
 }
 
-/// What an HTTP/1.1 connection (`ProxyHandler`) and an HTTP/2 stream (`HTTP2ServerStream`)
+/// What an HTTP/1.1 connection (`HTTP1ServerConnection`) and an HTTP/2 stream (`HTTP2ServerStream`)
 /// share — the protocol-independent part of a request's life: its decision (`RequestPlanner`),
 /// the upstream lease, the backend's events fed to the state machine, and the finish. Only
 /// the framing differs: each handler runs the state machine's actions its own way (`run`) and
@@ -33,7 +35,7 @@ protocol ExchangeHandler: AnyObject, UpstreamLeaseRequester, UpstreamConnectionD
     var leasingPool: UpstreamPool? { get set }
     var context: ChannelHandlerContext? { get }
 
-    func run(_ action: StateMachine.Action, context: ChannelHandlerContext)
+    func run(_ action: consuming StateMachine.Action, context: ChannelHandlerContext)
     func updateTimer(context: ChannelHandlerContext)
     /// Takes the planner's decision: answer locally or forward.
     func adopt(_ plan: RequestPlan, context: ChannelHandlerContext)

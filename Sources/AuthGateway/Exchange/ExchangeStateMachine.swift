@@ -1,10 +1,11 @@
 import NIOCore
 
 /// The life of one request, whatever its framing, as a pure state machine: events in, actions
-/// out, no I/O, no clocks (DESIGN.md habit 1). An HTTP/2 stream (`HTTP2ServerStream`) drives
-/// one directly; an HTTP/1.1 connection drives one per request through
-/// `HTTP1ConnectionStateMachine`, which adds what only HTTP/1.1 has (keep-alive, pipelining,
-/// `Expect: 100-continue`, the WebSocket tunnel, drain).
+/// out, no I/O, no clocks (docs/architecture.md). Each framing's own state machine carries one
+/// and adds what only that framing has: `HTTP1ConnectionStateMachine`, one per request of an
+/// HTTP/1.1 connection (keep-alive, pipelining, `Expect: 100-continue`, the WebSocket tunnel,
+/// drain); `HTTP2StreamStateMachine`, the one request of an HTTP/2 stream (the stream's halves,
+/// `content-length`, held frames).
 ///
 /// States and legal transitions:
 /// - `deciding` (the head arrived: route, authenticate) → `leasing` (authorized) | `done`

@@ -56,7 +56,7 @@ enum PlanDecision {
 
 /// Turns a request head into a plan (Pingora's request phases, in order): normalize the
 /// target → health endpoints → route → authenticate → rewrite headers. Transport-free; the
-/// `ProxyHandler` runs the plan.
+/// framings (`HTTP1ServerConnection`, `HTTP2ServerStream`) run the plan.
 struct RequestPlanner {
     let environment: any ExchangeEnvironment
     let snapshot: RuntimeSnapshot

@@ -3,8 +3,8 @@ import NIOCore
 /// One HTTP/1.1 client connection as a pure state machine: what only HTTP/1.1 has, around the
 /// protocol-neutral `ExchangeStateMachine` of the request in flight — keep-alive (the
 /// connection waits for the next request or closes), `Expect: 100-continue`, the WebSocket
-/// tunnel after a 101, and drain. Pipelined requests are held back by `ProxyHandler` until the
-/// response in flight has ended (`mayReadFromClient`), so requests here are strictly
+/// tunnel after a 101, and drain. Pipelined requests are held back by `HTTP1ServerConnection`
+/// until the response in flight has ended (`mayReadFromClient`), so requests here are strictly
 /// sequential.
 ///
 /// States and legal transitions:
@@ -15,6 +15,12 @@ import NIOCore
 /// - `tunnel`: bytes relayed both ways, unparsed, until either side closes or the tunnel is
 ///   idle for `idleSeconds` → `closed`
 /// - any → `closed` (client went away, protocol error); `closed` is final.
+/// - `modifying`: only inside an event, while it runs on the exchange (never seen outside).
+///
+/// The `exchange` state carries the request's `ExchangeStateMachine` (AsyncHTTPClient's
+/// `HTTP1ConnectionStateMachine` carries its request's state machine the same way), so there
+/// is no exchange outside that state. An event for the exchange runs on it in place: the state
+/// is `modifying` meanwhile, so its buffered body is never copied (`withExchange`).
 ///
 /// Draining (`quiesce`) closes an idle connection at once and makes every later answer on it
 /// the last (`Connection: close`).
@@ -31,11 +37,14 @@ struct HTTP1ConnectionStateMachine: ExchangeEvents {
 
     enum State {
         case idle
-        case exchange(Request)
+        /// A request is in flight: its exchange, and what HTTP/1.1 knows of it.
+        case exchange(ExchangeStateMachine, Request)
         /// After a `101 Switching Protocols`: client bytes go upstream as "body", upstream bytes
         /// to the client as "response body", neither parsed nor limited.
         case tunnel
         case closed
+        /// Only while an event runs on the exchange (`withExchange`); never seen from outside.
+        case modifying
     }
 
     enum Action: Equatable {
@@ -54,13 +63,11 @@ struct HTTP1ConnectionStateMachine: ExchangeEvents {
     }
 
     private(set) var state: State = .idle
-    /// The request in flight's exchange (nil when idle, in a tunnel, closed).
-    private(set) var current: ExchangeStateMachine?
     /// The connection closes after the response in flight (draining).
     private(set) var closeRequested = false
     /// Writability, as the tunnel needs it (an exchange tracks its own).
-    private var clientWritable = true
-    private var upstreamWritable = true
+    private(set) var clientWritable = true
+    private(set) var upstreamWritable = true
     let maxBodyBytes: Int
 
     init(maxBodyBytes: Int) {
@@ -72,29 +79,31 @@ struct HTTP1ConnectionStateMachine: ExchangeEvents {
     mutating func requestHead(keepAlive: Bool, expectsContinue: Bool, replayable: Bool, hasBody: Bool) -> Action {
         switch self.state {
         case .idle:
-            self.current = ExchangeStateMachine(
+            let exchange = ExchangeStateMachine(
                 replayable: replayable, hasBody: hasBody, maxBodyBytes: self.maxBodyBytes)
-            self.state = .exchange(Request(keepAlive: keepAlive, expectsContinue: expectsContinue && hasBody))
+            self.state = .exchange(exchange, Request(keepAlive: keepAlive, expectsContinue: expectsContinue && hasBody))
             return .decide
         case .exchange, .tunnel:
-            // `ProxyHandler` never parses a second head before the first response ends.
+            // `HTTP1ServerConnection` never parses a second head before the first response ends.
             return self.fail(.malformedRequest("Unexpected request"))
         case .closed:
             return .none
+        case .modifying:
+            preconditionFailure("HTTP1ConnectionStateMachine: event while modifying")
         }
     }
 
     mutating func requestBody(_ part: ByteBuffer) -> Action {
         switch self.state {
-        case .exchange: return self.translate(self.current!.requestBody(part), forceClose: true)
+        case .exchange: return self.withExchange(forceClose: true) { exchange, _ in exchange.requestBody(part) }
         case .tunnel: return .exchange(.forwardBody(part))
         case .idle, .closed: return .none
+        case .modifying: preconditionFailure("HTTP1ConnectionStateMachine: event while modifying")
         }
     }
 
     mutating func requestEnd() -> Action {
-        guard case .exchange = self.state else { return .none }
-        return self.translate(self.current!.requestEnd())
+        self.withExchange { exchange, _ in exchange.requestEnd() }
     }
 
     /// The request parser refused the input (400, 431): nothing more can be read reliably.
@@ -104,11 +113,13 @@ struct HTTP1ConnectionStateMachine: ExchangeEvents {
             self.state = .closed
             return .endExchange(.respondWithError(error), close: true)
         case .exchange:
-            return self.translate(self.current!.protocolError(error), forceClose: true)
+            return self.withExchange(forceClose: true) { exchange, _ in exchange.protocolError(error) }
         case .tunnel:
             return self.fail(nil)
         case .closed:
             return .none
+        case .modifying:
+            preconditionFailure("HTTP1ConnectionStateMachine: event while modifying")
         }
     }
 
@@ -118,10 +129,12 @@ struct HTTP1ConnectionStateMachine: ExchangeEvents {
             self.end()
             return .none
         case .exchange:
-            return self.translate(self.current!.clientClosed())
+            return self.withExchange { exchange, _ in exchange.clientClosed() }
         case .tunnel:
             self.end()
             return .exchange(.abandon)
+        case .modifying:
+            preconditionFailure("HTTP1ConnectionStateMachine: event while modifying")
         }
     }
 
@@ -144,17 +157,17 @@ struct HTTP1ConnectionStateMachine: ExchangeEvents {
     mutating func clientWritabilityChanged(_ writable: Bool) -> Action {
         self.clientWritable = writable
         switch self.state {
-        case .exchange: return self.translate(self.current!.clientWritabilityChanged(writable))
+        case .exchange: return self.withExchange { exchange, _ in exchange.clientWritabilityChanged(writable) }
         case .tunnel: return writable ? .exchange(.resumeUpstreamReads) : .none
         case .idle, .closed: return .none
+        case .modifying: preconditionFailure("HTTP1ConnectionStateMachine: event while modifying")
         }
     }
 
     // MARK: Decision
 
     mutating func decidedToForward() -> Action {
-        guard case .exchange = self.state else { return .none }
-        return self.translate(self.current!.decidedToForward())
+        self.withExchange { exchange, _ in exchange.decidedToForward() }
     }
 
     /// The gateway answers this request itself.
@@ -165,54 +178,59 @@ struct HTTP1ConnectionStateMachine: ExchangeEvents {
     /// The gateway answers this request itself; `forceClose` for answers after which the
     /// connection must not be reused.
     mutating func decidedToRespondLocally(forceClose: Bool) -> Action {
-        guard case .exchange = self.state else { return .none }
-        let unreadBody = self.current!.hasUnreadBody
-        return self.translate(self.current!.decidedToRespondLocally(), forceClose: forceClose || unreadBody)
+        self.withExchange(forceClose: forceClose || self.hasUnreadBody) { exchange, _ in
+            exchange.decidedToRespondLocally()
+        }
     }
 
     // MARK: Upstream events
 
-    var awaitsLease: Bool { self.current?.awaitsLease ?? false }
+    var awaitsLease: Bool {
+        guard case .exchange(let exchange, _) = self.state else { return false }
+        return exchange.awaitsLease
+    }
 
     mutating func leaseSucceeded(reused: Bool) -> Action {
-        guard case .exchange(var request) = self.state else { return .none }
-        let action = self.current!.leaseSucceeded(reused: reused)
-        if case .sendRequest(let body, let end) = action, request.expectsContinue {
-            request.expectsContinue = false
-            self.state = .exchange(request)
-            // The body is all here already: no go-ahead needed.
-            return end ? .exchange(action) : .sendContinueAndRequest(body: body, end: end)
+        var sendContinue = false
+        let action = self.withExchange { exchange, request in
+            let action = exchange.leaseSucceeded(reused: reused)
+            if case .sendRequest(_, let end) = action, request.expectsContinue {
+                request.expectsContinue = false
+                // When the body is all here already, no go-ahead is needed.
+                sendContinue = !end
+            }
+            return action
         }
-        return self.translate(action)
+        guard sendContinue, case .exchange(.sendRequest(let body, let end)) = action else { return action }
+        return .sendContinueAndRequest(body: body, end: end)
     }
 
     mutating func leaseFailed(_ error: GatewayError) -> Action {
-        guard case .exchange = self.state else { return .none }
-        let unreadBody = self.current!.hasUnreadBody
-        return self.translate(self.current!.leaseFailed(error), forceClose: unreadBody)
+        self.withExchange(forceClose: self.hasUnreadBody) { exchange, _ in exchange.leaseFailed(error) }
     }
 
     mutating func responseHead() -> Action {
-        guard case .exchange = self.state else { return .none }
-        return self.translate(self.current!.responseHead())
+        self.withExchange { exchange, _ in exchange.responseHead() }
     }
 
     /// The backend accepted a protocol upgrade (101) of a bodiless request: from now on the
     /// connections are a tunnel.
     mutating func upgraded() -> Action {
-        guard case .exchange = self.state, self.current!.mayUpgrade else { return self.upstreamProtocolError() }
+        guard case .exchange(let exchange, _) = self.state, exchange.mayUpgrade else {
+            return self.upstreamProtocolError()
+        }
         // The tunnel's backend is the exchange's upstream: its writability as the exchange saw it.
-        self.upstreamWritable = self.current!.upstreamWritable
-        self.current = nil
+        self.upstreamWritable = exchange.upstreamWritable
         self.state = .tunnel
         return .exchange(.writeResponseHead)
     }
 
     mutating func responseBody(_ part: ByteBuffer) -> Action {
         switch self.state {
-        case .exchange: return self.translate(self.current!.responseBody(part))
+        case .exchange: return self.withExchange { exchange, _ in exchange.responseBody(part) }
         case .tunnel: return .exchange(.writeResponseBody(part))
         case .idle, .closed: return .none
+        case .modifying: preconditionFailure("HTTP1ConnectionStateMachine: event while modifying")
         }
     }
 
@@ -220,10 +238,11 @@ struct HTTP1ConnectionStateMachine: ExchangeEvents {
     /// (a body delimited by close) or a drain requires closing the client connection.
     mutating func responseEnd(upstreamKeepAlive: Bool, clientMustClose: Bool) -> Action {
         switch self.state {
-        case .exchange(var request):
-            request.responseMustClose = clientMustClose
-            self.state = .exchange(request)
-            return self.translate(self.current!.responseEnd(upstreamReusable: upstreamKeepAlive))
+        case .exchange:
+            return self.withExchange { exchange, request in
+                request.responseMustClose = clientMustClose
+                return exchange.responseEnd(upstreamReusable: upstreamKeepAlive)
+            }
         case .tunnel:
             // The backend closed its side of the tunnel: what it sent reaches the client, then
             // the client's connection closes too.
@@ -231,31 +250,36 @@ struct HTTP1ConnectionStateMachine: ExchangeEvents {
             return .endExchange(.finishResponse(reuseUpstream: false), close: true)
         case .idle, .closed:
             return .none
+        case .modifying:
+            preconditionFailure("HTTP1ConnectionStateMachine: event while modifying")
         }
     }
 
     mutating func upstreamFailed() -> Action {
         switch self.state {
-        case .exchange: return self.translate(self.current!.upstreamFailed())
+        case .exchange: return self.withExchange { exchange, _ in exchange.upstreamFailed() }
         case .tunnel: return self.fail(nil)
         case .idle, .closed: return .none
+        case .modifying: preconditionFailure("HTTP1ConnectionStateMachine: event while modifying")
         }
     }
 
     mutating func upstreamProtocolError() -> Action {
         switch self.state {
-        case .exchange: return self.translate(self.current!.upstreamProtocolError())
+        case .exchange: return self.withExchange { exchange, _ in exchange.upstreamProtocolError() }
         case .tunnel: return self.fail(nil)
         case .idle, .closed: return .none
+        case .modifying: preconditionFailure("HTTP1ConnectionStateMachine: event while modifying")
         }
     }
 
     mutating func upstreamWritabilityChanged(_ writable: Bool) -> Action {
         self.upstreamWritable = writable
         switch self.state {
-        case .exchange: return self.translate(self.current!.upstreamWritabilityChanged(writable))
+        case .exchange: return self.withExchange { exchange, _ in exchange.upstreamWritabilityChanged(writable) }
         case .tunnel: return writable ? .exchange(.resumeClientReads) : .none
         case .idle, .closed: return .none
+        case .modifying: preconditionFailure("HTTP1ConnectionStateMachine: event while modifying")
         }
     }
 
@@ -268,70 +292,63 @@ struct HTTP1ConnectionStateMachine: ExchangeEvents {
             self.end()
             return .closeConnection
         case .exchange:
-            return self.translate(self.current!.timedOut())
+            return self.withExchange { exchange, _ in exchange.timedOut() }
         case .tunnel:
             return self.fail(nil)
         case .closed:
             return .none
+        case .modifying:
+            preconditionFailure("HTTP1ConnectionStateMachine: event while modifying")
         }
-    }
-
-    var timeout: ExchangeStateMachine.Timeout {
-        switch self.state {
-        case .idle: return .idle
-        case .exchange: return self.current!.timeout
-        // A tunnel lives while bytes move; activity on either side restarts the clock.
-        case .tunnel: return .idle
-        case .closed: return .none
-        }
-    }
-
-    // MARK: Flow control
-
-    /// Whether to read more from the client: not while a request waits for its decision or
-    /// upstream (what arrived is buffered), nor while the backend cannot take more body.
-    var shouldReadFromClient: Bool {
-        switch self.state {
-        case .idle: return true
-        case .exchange: return self.current!.shouldReadFromClient
-        case .tunnel: return self.upstreamWritable
-        case .closed: return false
-        }
-    }
-
-    /// Whether to read more from the client, holding a pipelined request (already received,
-    /// not yet parsed) until the response in flight has ended.
-    func mayReadFromClient(holdingPipelinedRequest: Bool) -> Bool {
-        self.shouldReadFromClient && !holdingPipelinedRequest
-    }
-
-    /// Whether to read more from the backend: only while the client keeps up.
-    var shouldReadFromUpstream: Bool { self.clientWritable }
-
-    var isIdle: Bool {
-        if case .idle = self.state { return true }
-        return false
-    }
-
-    var isClosed: Bool {
-        if case .closed = self.state { return true }
-        return false
-    }
-
-    /// Bytes are relayed unparsed (after a 101).
-    var isTunnel: Bool {
-        if case .tunnel = self.state { return true }
-        return false
     }
 
     // MARK: Helpers
+
+    /// Runs an event on the exchange in flight and what HTTP/1.1 knows of its request, in
+    /// place, and translates its action (see `translate` for `forceClose`); nothing happens
+    /// outside the `exchange` state. The state is moved out meanwhile (`takeState`), so the
+    /// exchange is neither copied nor shared — its buffered body is not copied on write — as
+    /// AsyncHTTPClient's `avoidingStateMachineCoW` does. The closure does not escape and is
+    /// inlined: no allocation.
+    @inline(__always)
+    private mutating func withExchange(
+        forceClose: Bool = false,
+        _ event: (inout ExchangeStateMachine, inout Request) -> ExchangeStateMachine.Action
+    ) -> Action {
+        switch self.takeState() {
+        case .exchange(var exchange, var request):
+            let action = event(&exchange, &request)
+            self.state = .exchange(exchange, request)
+            return self.translate(action, request: request, forceClose: forceClose)
+        case .idle:
+            self.state = .idle
+        case .tunnel:
+            self.state = .tunnel
+        case .closed:
+            self.state = .closed
+        case .modifying:
+            preconditionFailure("HTTP1ConnectionStateMachine: event while modifying")
+        }
+        return .none
+    }
+
+    /// Moves the state out, leaving `modifying` in its place: `swap` moves, so nothing it
+    /// holds is retained, released or copied.
+    @inline(__always)
+    private mutating func takeState() -> State {
+        var state = State.modifying
+        swap(&state, &self.state)
+        return state
+    }
 
     /// The exchange's action, and where the connection goes when it ended the exchange:
     /// kept for the next request unless the client, the response, a drain or `forceClose` says
     /// close (callers force it when the answer leaves body bytes unread: they would be read as
     /// the next request). A failed exchange closes the connection: its response was cut
     /// short, or its answer ends it.
-    private mutating func translate(_ action: ExchangeStateMachine.Action, forceClose: Bool = false) -> Action {
+    private mutating func translate(
+        _ action: consuming ExchangeStateMachine.Action, request: Request, forceClose: Bool
+    ) -> Action {
         let close: Bool
         switch action {
         case .none, .lease, .sendRequest, .forwardBody, .forwardEnd, .writeResponseHead, .writeResponseBody,
@@ -343,19 +360,23 @@ struct HTTP1ConnectionStateMachine: ExchangeEvents {
             self.end()
             return .exchange(action)
         case .finishResponse, .forwardEndAndRelease:
-            guard case .exchange(let request) = self.state else { return .exchange(action) }
             close = request.responseMustClose || !request.keepAlive
         case .writeLocalResponse, .respondWithError:
-            guard case .exchange(let request) = self.state else { return .exchange(action) }
             close = forceClose || self.closeRequested || !request.keepAlive
         }
         if close {
             self.end()
         } else {
-            self.current = nil
             self.state = .idle
         }
         return .endExchange(action, close: close)
+    }
+
+    /// Body bytes of the request in flight are still on their way: answering now leaves them
+    /// unread, to be read as the next request, so such an answer closes the connection.
+    private var hasUnreadBody: Bool {
+        guard case .exchange(let exchange, _) = self.state else { return false }
+        return exchange.hasUnreadBody
     }
 
     /// Fails what is in flight, closing the connection.
@@ -365,7 +386,6 @@ struct HTTP1ConnectionStateMachine: ExchangeEvents {
     }
 
     private mutating func end() {
-        self.current = nil
         self.state = .closed
     }
 }

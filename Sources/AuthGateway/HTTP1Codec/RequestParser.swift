@@ -2,7 +2,7 @@ import NIOCore
 import NIOHTTP1
 
 /// Parses the requests of one client connection from its bytes: a pure state machine pulled by
-/// `ProxyHandler` (`next`), so a pipelined request simply stays unparsed in the buffer until
+/// `HTTP1ServerConnection` (`next`), so a pipelined request simply stays unparsed in the buffer until
 /// the response in flight has ended.
 struct RequestParser {
     enum Event {

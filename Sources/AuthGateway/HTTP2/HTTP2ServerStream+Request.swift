@@ -15,24 +15,28 @@ extension HTTP2ServerStream {
             request = value
         case .failure(let error):
             self.exchange = Exchange.bare(requestID: requestID, protocol: .h2)
-            self.isGRPC = HTTP2Fields.isGRPC(contentType: block.first(name: "content-type"))
-            self.run(self.state.protocolError(error), context: context)
+            let isGRPC = HTTP2Fields.isGRPC(contentType: block.first(name: "content-type"))
+            self.run(self.state.requestHeadRefused(error, isGRPC: isGRPC, endStream: endStream), context: context)
             return
         }
-        self.isGRPC = request.isGRPC
         self.grpcTimeout = request.grpcTimeout
-        if case .contentLength(let length) = request.framing { self.declaredLength = length }
         let head = request.head
         self.exchange = Exchange(
             requestID: requestID, protocol: .h2, method: head.method, uri: head.uri, start: .now(),
             requestChunked: request.framing == .chunked
         )
-        self.exchange?.neverIndexedFields = SecretHeaderNames.neverIndexedNames(in: block)
+        self.neverIndexedFields = SecretHeaderNames.neverIndexedNames(in: block)
         if let tracing = self.environment.tracing { self.exchange?.trace = tracing.start(head, protocol: .h2) }
         let hasBody = request.framing != .none
-        self.state = ExchangeStateMachine(
-            replayable: !hasBody && head.method.isIdempotent, hasBody: hasBody, maxBodyBytes: limits.maxRequestBodyBytes
-        )
+        let contentLength: Int?
+        if case .contentLength(let length) = request.framing { contentLength = length } else { contentLength = nil }
+        let action = self.state.requestHead(
+            replayable: !hasBody && head.method.isIdempotent, hasBody: hasBody, contentLength: contentLength,
+            isGRPC: request.isGRPC, endStream: endStream)
+        guard case .decide = action else {
+            self.run(action, context: context)
+            return
+        }
         self.decide(head, framing: request.framing, requestID: requestID, context: context)
     }
 
@@ -45,7 +49,7 @@ extension HTTP2ServerStream {
         case .forward(let forward):
             self.exchange?.plan = forward
             self.exchange?.routeName = forward.route.name
-            if self.isGRPC && !forward.pool.wireProtocol.isHTTP2 {
+            if self.state.isGRPC && !forward.pool.wireProtocol.isHTTP2 {
                 // gRPC needs HTTP/2 end to end (trailers): an HTTP/1.1 backend cannot carry it.
                 self.exchange?.local = self.exchange?.problem(.upstreamUnreachable)
                 self.run(self.state.decidedToRespondLocally(), context: context)
@@ -63,15 +67,14 @@ extension HTTP2ServerStream {
 
     func sendRequest(body: [ByteBuffer], end: Bool, context: ChannelHandlerContext) {
         guard let upstream = self.upstream, let plan = self.exchange?.plan else { return }
-        let secrets = RequestSecrets(
-            names: plan.secretHeaders, peerNeverIndexed: self.exchange?.neverIndexedFields ?? [])
+        let secrets = RequestSecrets(names: plan.secretHeaders, peerNeverIndexed: self.neverIndexedFields)
         upstream.sendHead(
             plan.head, chunkedBody: self.exchange?.requestChunked ?? false, upgrade: false, secrets: secrets)
         self.exchange?.upstreamSentAt = .now()
         for part in body { upstream.sendBody(part) }
         if end { self.endUpstreamRequest(upstream) }
         self.server.upstreamWritten(by: self)
-        self.run(.resumeClientReads, context: context)
+        self.run(.exchange(.resumeClientReads), context: context)
     }
 
     /// Ends the upstream request: with the client's trailers on an HTTP/2 backend.

@@ -4,40 +4,34 @@ import NIOHTTP1
 
 /// What the HTTP/2 client gets: the backend's response as HEADERS, DATA and (from an HTTP/2
 /// backend) trailers, or the gateway's own answer — a problem document, or for gRPC a
-/// Trailers-Only response.
+/// Trailers-Only response. Which frames go when, and which carries END_STREAM, is the state
+/// machine's (`HTTP2StreamStateMachine.Response`); these write them.
 extension HTTP2ServerStream {
-    /// Writes the held response HEADERS; with `endStream` they end the response (no body).
-    func writeHeldHeaders(endStream: Bool) {
-        guard let headers = self.responseHeaders else { return }
-        self.responseHeaders = nil
-        self.write(.headers(.init(headers: headers, endStream: endStream)))
+    /// Writes a frame the response held back, without ending the stream.
+    func writeHeld(_ frame: HTTP2StreamStateMachine.HeldFrame) {
+        switch frame {
+        case .none: break
+        case .headers(let headers): self.write(.headers(.init(headers: headers, endStream: false)))
+        case .data(let data): self.write(.data(.init(data: .byteBuffer(data), endStream: false)))
+        }
     }
 
-    /// Writes the held response DATA; with `endStream` it ends the response.
-    func writeHeldBody(endStream: Bool) {
-        guard let body = self.heldBody else { return }
-        self.heldBody = nil
-        self.write(.data(.init(data: .byteBuffer(body), endStream: endStream)))
-    }
-
-    /// The backend's response is complete: END_STREAM on the trailers, on the held HEADERS or
-    /// DATA, or on an empty DATA frame.
-    func endResponse() {
-        if let trailers = self.responseTrailers {
-            self.writeHeldHeaders(endStream: false)
-            self.writeHeldBody(endStream: false)
+    /// The backend's response is complete: its last frames, END_STREAM on the trailers, on the
+    /// held HEADERS or DATA, or on an empty DATA frame.
+    func endResponse(_ last: HTTP2StreamStateMachine.LastFrames) {
+        switch last {
+        case .trailers(let trailers, let held):
+            self.writeHeld(held)
             self.write(.headers(.init(headers: trailers, endStream: true)))
-        } else if self.responseHeaders != nil {
-            self.writeHeldHeaders(endStream: true)
-        } else if self.heldBody != nil {
-            self.writeHeldBody(endStream: true)
-        } else {
+        case .headers(let headers):
+            self.write(.headers(.init(headers: headers, endStream: true)))
+        case .data(let data):
+            self.write(.data(.init(data: .byteBuffer(data), endStream: true)))
+        case .emptyData:
             self.write(.data(.init(data: .byteBuffer(ByteBuffer()), endStream: true)))
         }
-        self.responseTrailers = nil
         self.finishExchange(status: self.exchange?.responseStatus ?? 0, error: nil)
         self.server.flushSoon()
-        self.stopUnfinishedUpload()
     }
 
     /// The response is complete while the client is still sending its request (a 401 or 413
@@ -45,9 +39,7 @@ extension HTTP2ServerStream {
     /// it to stop (RFC 9113 §8.1) and closes the stream. Without it the half-closed stream
     /// would hold a `maxConcurrentStreams` slot, and the DATA it withholds, until the client
     /// gave up.
-    private func stopUnfinishedUpload() {
-        guard !self.requestEnded else { return }
-        self.requestEnded = true
+    func stopUpload() {
         self.write(.rstStream(.noError))
         self.server.flushSoon()
     }
@@ -60,10 +52,11 @@ extension HTTP2ServerStream {
         self.writeLocalResponse()
     }
 
-    /// The gateway's own answer ends the stream. gRPC clients get it Trailers-Only (SPEC §4.9).
+    /// The gateway's own answer ends the stream. gRPC clients get it Trailers-Only
+    /// (docs/http2.md).
     func writeLocalResponse() {
         guard let exchange = self.exchange, let response = exchange.local else { return }
-        if self.isGRPC {
+        if self.state.isGRPC {
             let headers = GRPCStatus.trailersOnly(
                 response, requestID: exchange.requestID, secrets: self.environment.snapshot.secretHeaders)
             self.write(.headers(.init(headers: headers, endStream: true)))
@@ -81,6 +74,5 @@ extension HTTP2ServerStream {
         }
         self.server.flushSoon()
         self.finishExchange(status: Int(response.status.code), error: response.error)
-        self.stopUnfinishedUpload()
     }
 }

@@ -12,12 +12,9 @@ extension HTTP2ServerStream {
             return
         }
         exchange.responseStatus = head.status
-        let action = self.state.responseHead()
-        if case .writeResponseHead = action {
-            self.responseHeaders = HTTP2Messages.responseHeaders(
-                head, requestID: exchange.requestID, extra: plan.responseHeaders, secrets: plan.secretHeaders)
-        }
-        self.run(action, context: context)
+        let headers = HTTP2Messages.responseHeaders(
+            head, requestID: exchange.requestID, extra: plan.responseHeaders, secrets: plan.secretHeaders)
+        self.run(self.state.responseHead(headers), context: context)
         self.updateTimer(context: context)
     }
 
@@ -27,7 +24,7 @@ extension HTTP2ServerStream {
     }
 
     func upstreamResponseTrailers(_ trailers: HPACKHeaders) {
-        self.responseTrailers = trailers
+        self.state.responseTrailers(trailers)
     }
 
     func upstreamResponseEnd() {
@@ -38,10 +35,9 @@ extension HTTP2ServerStream {
     }
 
     func upstreamReadComplete() {
-        guard !self.isClosed else { return }
+        guard let context = self.context else { return }
         // A response whose rest is still to come shows what it has now.
-        self.writeHeldHeaders(endStream: false)
-        self.writeHeldBody(endStream: false)
+        self.run(self.state.upstreamReadComplete(), context: context)
         self.server.flushSoon()
     }
 }

@@ -7,7 +7,10 @@ import NIOHTTP2
 /// rewrite), the loop's `UpstreamPool` lease, `ExchangeStateMachine` for the request's life and
 /// `Exchange.finish` for metrics and the access log. Only the framing differs: frames in and
 /// out, through the connection's `HTTP2ServerConnection` (which owns the stream table, the
-/// timer, flow control and flushing).
+/// timer, flow control and flushing). The stream's framing — its request and response halves,
+/// `content-length`, the frames held back, the upload stopped early — is decided by its pure
+/// `HTTP2StreamStateMachine`, around the request's `ExchangeStateMachine`; this class runs the
+/// actions it returns (`run`, one place) and does the I/O.
 ///
 /// Not a channel: a stream is an entry in its connection's table, on the connection's event
 /// loop. Backpressure both ways by HTTP/2 flow control: no WINDOW_UPDATE goes out while the
@@ -18,10 +21,9 @@ final class HTTP2ServerStream: ExchangeHandler {
     unowned let server: HTTP2ServerConnection
     let environment: any ExchangeEnvironment
     let connection: ClientConnectionInfo
-    /// A stream carries exactly one request, so it drives the request's protocol-neutral
-    /// state machine directly (no keep-alive, pipelining, 100-continue or tunnel: those are
-    /// HTTP/1.1's, `HTTP1ConnectionStateMachine`). Replaced when the request head arrives.
-    var state: ExchangeStateMachine
+    /// The stream's framing around its one request's exchange (no keep-alive, pipelining,
+    /// 100-continue or tunnel: those are HTTP/1.1's, `HTTP1ConnectionStateMachine`).
+    var state: HTTP2StreamStateMachine
     var exchange: Exchange?
     var upstream: UpstreamLease?
     var leasingPool: UpstreamPool?
@@ -29,35 +31,16 @@ final class HTTP2ServerStream: ExchangeHandler {
     var deadline: NIODeadline?
     var inboundWindow: InboundWindow
     var backlog = OutboundBacklog()
-    /// What the state machine was last told about the client's writability.
-    var reportedWritable = true
-    /// Between a client read and the end of its burst: upstream writes are flushed then.
+    /// Set by the connection: this stream's backend has writes to flush at the end of the
+    /// client's read burst (it is in the connection's list once).
     var upstreamFlushPending = false
-    /// NIOHTTP2 closed the stream (both ends done, or reset): nothing more can be written.
-    var isClosed = false
-    /// The request is gRPC: the gateway's own answers are Trailers-Only.
-    var isGRPC = false
     /// `grpc-timeout`, when it is shorter than the backend's response timeout.
     var grpcTimeout: TimeAmount?
-    /// The response HEADERS, held until the first DATA or the end (which then carries
-    /// END_STREAM on the HEADERS frame itself).
-    var responseHeaders: HPACKHeaders?
-    /// The response's latest DATA, held until the next part, the end of the backend's read
-    /// burst, or the end of the response, which then rides on it as END_STREAM (a body read in
-    /// one go is one DATA frame, not that and an empty one to end the stream).
-    var heldBody: ByteBuffer?
-    /// Trailers from an HTTP/2 backend, sent with the end of the response.
-    var responseTrailers: HPACKHeaders?
-    var requestHeadSeen = false
+    /// Names of the request fields the client sent never-indexed: they stay so towards an
+    /// HTTP/2 backend (RFC 7541 §7.1.3).
+    var neverIndexedFields: [String] = []
     /// The client's request trailers, for an HTTP/2 backend.
     var requestTrailers: HPACKHeaders?
-    /// The client's END_STREAM arrived (or the stream was refused before it did).
-    var requestEnded = false
-    /// The request's `content-length`: the DATA must add up to it exactly, or the stream is
-    /// refused before an HTTP/1.1 backend could read the excess as another request (NIOHTTP2
-    /// checks this too; this keeps the guarantee local).
-    var declaredLength: Int?
-    var receivedLength = 0
 
     init(
         id: HTTP2StreamID, server: HTTP2ServerConnection, environment: any ExchangeEnvironment,
@@ -67,15 +50,14 @@ final class HTTP2ServerStream: ExchangeHandler {
         self.server = server
         self.environment = environment
         self.connection = connection
-        self.state = ExchangeStateMachine(
-            replayable: false, hasBody: false,
+        self.state = HTTP2StreamStateMachine(
             maxBodyBytes: environment.snapshot.configuration.limits.maxRequestBodyBytes)
         self.inboundWindow = InboundWindow(target: windowSize)
     }
 
     /// The connection's context while the stream can still be written to.
     var context: ChannelHandlerContext? {
-        self.isClosed ? nil : self.server.context
+        self.state.isClosed ? nil : self.server.context
     }
 
     // MARK: Frames from the client
@@ -83,24 +65,16 @@ final class HTTP2ServerStream: ExchangeHandler {
     func received(_ payload: HTTP2Frame.FramePayload, context: ChannelHandlerContext) {
         switch payload {
         case .headers(let headers):
-            if !self.requestHeadSeen {
-                self.requestHeadSeen = true
-                if headers.endStream { self.requestEnded = true }
+            if self.state.awaitsRequestHead {
                 self.receivedHead(headers.headers, endStream: headers.endStream, context: context)
                 // A request without body ends with its HEADERS.
                 if headers.endStream { self.run(self.state.requestEnd(), context: context) }
             } else if headers.endStream {
-                // Request trailers: passed on to an HTTP/2 backend (SPEC §4.9); HTTP/1.1
-                // backends get none. The body ends here, and must add up to content-length.
-                self.requestEnded = true
-                if let declared = self.declaredLength, self.receivedLength != declared {
-                    self.run(
-                        self.state.protocolError(.malformedRequest("The DATA disagrees with content-length")),
-                        context: context)
-                    return
-                }
+                // Request trailers: passed on to an HTTP/2 backend (docs/http2.md); HTTP/1.1
+                // backends get none. The body ends here, and must add up to content-length
+                // (if it does not, the request fails and the trailers are never sent).
                 if !headers.headers.isEmpty { self.requestTrailers = headers.headers }
-                self.run(self.state.requestEnd(), context: context)
+                self.run(self.state.requestTrailers(), context: context)
             }
         case .data(let data):
             self.receivedData(data, context: context)
@@ -114,12 +88,8 @@ final class HTTP2ServerStream: ExchangeHandler {
 
     private func receivedData(_ data: HTTP2Frame.FramePayload.Data, context: ChannelHandlerContext) {
         guard case .byteBuffer(let bytes) = data.data else { return }
-        self.receivedLength += bytes.readableBytes
-        if let declared = self.declaredLength,
-            self.receivedLength > declared || (data.endStream && self.receivedLength != declared)
-        {
-            self.run(
-                self.state.protocolError(.malformedRequest("The DATA disagrees with content-length")), context: context)
+        if case .refuse(let action) = self.state.receivedData(length: bytes.readableBytes, endStream: data.endStream) {
+            self.run(action, context: context)
             return
         }
         if bytes.readableBytes > 0 {
@@ -127,7 +97,6 @@ final class HTTP2ServerStream: ExchangeHandler {
             self.run(self.state.requestBody(bytes), context: context)
         }
         if data.endStream {
-            self.requestEnded = true
             self.run(self.state.requestEnd(), context: context)
         } else {
             // The window is given back as the body is taken (withheld while it cannot be).
@@ -140,17 +109,13 @@ final class HTTP2ServerStream: ExchangeHandler {
 
     /// NIOHTTP2 closed the stream: both sides ended, or a reset either way.
     func closed(context: ChannelHandlerContext) {
-        guard !self.isClosed else { return }
-        self.isClosed = true
         self.deadline = nil
-        self.run(self.state.clientClosed(), context: context)
+        self.run(self.state.streamClosed(), context: context)
     }
 
     /// The client's window for this stream, or the connection, changed writability.
     func writabilityChanged(connectionWritable: Bool, context: ChannelHandlerContext) {
         let writable = connectionWritable && self.backlog.isWritable
-        guard writable != self.reportedWritable else { return }
-        self.reportedWritable = writable
         self.run(self.state.clientWritabilityChanged(writable), context: context)
     }
 
@@ -158,7 +123,7 @@ final class HTTP2ServerStream: ExchangeHandler {
 
     /// Writes a frame of this stream (flushed with the connection's next flush).
     func write(_ payload: HTTP2Frame.FramePayload) {
-        guard !self.isClosed else { return }
+        guard !self.state.isClosed else { return }
         if case .data(let data) = payload, case .byteBuffer(let bytes) = data.data,
             self.backlog.wrote(bytes.readableBytes)
         {
@@ -170,18 +135,44 @@ final class HTTP2ServerStream: ExchangeHandler {
     /// Ends the stream now (RST_STREAM `CANCEL`) unless it has ended: what closing an
     /// HTTP/1.1 connection is to a stream.
     func reset(_ code: HTTP2ErrorCode = .cancel) {
-        guard !self.isClosed else { return }
+        guard !self.state.isClosed else { return }
         self.server.write(HTTP2Frame(streamID: self.id, payload: .rstStream(code)))
         self.server.flushSoon()
     }
 
     // MARK: Running actions
 
-    func run(_ action: ExchangeStateMachine.Action, context: ChannelHandlerContext) {
-        switch action {
-        case .none, .writeResponseHead:
-            // The head is held in `responseHeaders`.
+    func run(_ action: consuming HTTP2StreamStateMachine.Action, context: ChannelHandlerContext) {
+        switch consume action {
+        case .none:
             break
+        case .decide:
+            // Only `receivedHead` decides; reaching here means a state machine bug.
+            assertionFailure("decide outside receivedHead")
+        case .exchange(let action):
+            self.runExchange(action, context: context)
+        case .writeHeld(let frame, let bodyBytes):
+            self.exchange?.bytesOut += bodyBytes
+            self.writeHeld(frame)
+        case .endResponse(let last, let reuseUpstream, let stopUpload):
+            if let reuseUpstream { self.releaseUpstream(reusable: reuseUpstream) }
+            self.endResponse(last)
+            if stopUpload { self.stopUpload() }
+        case .endExchange(let action, let stopUpload):
+            self.runExchange(action, context: context)
+            if stopUpload { self.stopUpload() }
+        }
+    }
+
+    /// Runs an exchange's action (its response's body and end come translated, as
+    /// `writeHeld` and `endResponse`).
+    private func runExchange(_ action: consuming ExchangeStateMachine.Action, context: ChannelHandlerContext) {
+        switch consume action {
+        case .none, .writeResponseHead:
+            // The head is held by the state machine.
+            break
+        case .writeResponseBody, .finishResponse, .finishResponseOnly:
+            assertionFailure("translated by HTTP2StreamStateMachine")
         case .lease:
             self.lease(context: context)
         case .sendRequest(let body, let end):
@@ -191,16 +182,6 @@ final class HTTP2ServerStream: ExchangeHandler {
             self.server.upstreamWritten(by: self)
         case .forwardEnd:
             if let upstream = self.upstream, self.endUpstreamRequest(upstream) { self.server.upstreamWritten(by: self) }
-        case .writeResponseBody(let part):
-            self.exchange?.bytesOut += part.readableBytes
-            self.writeHeldHeaders(endStream: false)
-            self.writeHeldBody(endStream: false)
-            self.heldBody = part
-        case .finishResponse(let reuseUpstream):
-            self.releaseUpstream(reusable: reuseUpstream)
-            self.endResponse()
-        case .finishResponseOnly:
-            self.endResponse()
         case .forwardEndAndRelease(let reuseUpstream):
             if let upstream = self.upstream {
                 self.endUpstreamRequest(upstream)
@@ -238,26 +219,27 @@ final class HTTP2ServerStream: ExchangeHandler {
 
     // MARK: Timer
 
-    private var timeoutLimits: (idle: TimeAmount, response: TimeAmount) {
-        var response = self.exchange?.plan?.responseTimeout ?? .seconds(30)
-        if let grpcTimeout = self.grpcTimeout, grpcTimeout < response { response = grpcTimeout }
-        return (self.environment.snapshot.idleTimeout, response)
+    /// The backend's response timeout, or `grpc-timeout` when it is shorter.
+    private var responseTimeout: TimeAmount {
+        let response = self.exchange?.plan?.responseTimeout ?? .seconds(30)
+        guard let grpcTimeout = self.grpcTimeout, grpcTimeout < response else { return response }
+        return grpcTimeout
     }
 
-    /// The state may have changed: the stream's deadline follows `ExchangeStateMachine.timeout`
-    /// (a stream is never idle between requests: only its request's own waits are timed).
+    /// The state may have changed: the stream's deadline follows its state machine's `timeout`
+    /// (a stream is never idle between requests: only its request's own waits are timed; a
+    /// finished or closed stream has none).
     func updateTimer(context: ChannelHandlerContext) {
-        guard !self.state.isDone, !self.isClosed else {
+        let deadline: NIODeadline
+        switch self.state.timeout {
+        case .none:
             self.deadline = nil
             return
+        case .idle: deadline = context.eventLoop.now + self.environment.snapshot.idleTimeout
+        case .response: deadline = context.eventLoop.now + self.responseTimeout
         }
-        let limits = self.timeoutLimits
-        switch self.state.timeout {
-        case .none: self.deadline = nil
-        case .idle: self.deadline = context.eventLoop.now + limits.idle
-        case .response: self.deadline = context.eventLoop.now + limits.response
-        }
-        if let deadline = self.deadline { self.server.streamDeadlineSet(deadline) }
+        self.deadline = deadline
+        self.server.streamDeadlineSet(deadline)
     }
 
     /// The connection's timer found this stream's deadline passed.

@@ -117,7 +117,7 @@ final class UpstreamHandler: ChannelDuplexHandler {
 
     /// The lease holder, nil while idle in the pool. Strong: the pool (`release`,
     /// `returnUnused`), `UpstreamConnection.close` and the channel's closing clear it. (A weak
-    /// reference would give every `ProxyHandler` a side table, making each of its many
+    /// reference would give every `HTTP1ServerConnection` a side table, making each of its many
     /// retains and releases take the slow path: measured.)
     var delegate: UpstreamConnectionDelegate?
     /// Called once when the channel goes inactive (the pool forgets the connection).

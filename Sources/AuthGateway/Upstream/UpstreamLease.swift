@@ -70,7 +70,7 @@ enum UpstreamOutcome: Equatable {
     case timedOut
 }
 
-/// Receives what a leased upstream delivers. Implemented by `ProxyHandler` and
+/// Receives what a leased upstream delivers. Implemented by `HTTP1ServerConnection` and
 /// `HTTP2ServerStream` for forwarded requests and by `UpstreamClient` for the gateway's own
 /// calls (auth service, JWKS).
 protocol UpstreamConnectionDelegate: AnyObject {

@@ -5,11 +5,11 @@ import Testing
 
 private func buffer(_ text: String) -> ByteBuffer { ByteBuffer(string: text) }
 
-/// `ExchangeStateMachine` driven event by event, as an HTTP/2 stream (`HTTP2ServerStream`)
-/// drives it: one request per machine, no keep-alive, no `Expect: 100-continue`, the body's
-/// end on the HEADERS or on a DATA frame, the client's writability being the stream's window.
-/// The HTTP/1.1 framing's sequences (through `HTTP1ConnectionStateMachine`) are in
-/// `HTTP1ConnectionStateMachineTests`.
+/// `ExchangeStateMachine` driven event by event, as an HTTP/2 stream drives it (through
+/// `HTTP2StreamStateMachine`): one request per machine, no keep-alive, no `Expect: 100-continue`,
+/// the body's end on the HEADERS or on a DATA frame, the client's writability being the
+/// stream's window. The framings' own sequences are in `HTTP1ConnectionStateMachineTests` and
+/// `HTTP2StreamStateMachineTests`.
 @Suite("ExchangeStateMachine")
 struct ExchangeStateMachineTests {
     typealias Machine = ExchangeStateMachine

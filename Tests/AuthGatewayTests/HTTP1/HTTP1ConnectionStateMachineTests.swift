@@ -7,7 +7,7 @@ import Testing
 /// with what the connection does after it (`closeClient`, `close`) and whether `100 Continue`
 /// goes first, so each step compares whole. The switches have no `default:`: a new action
 /// fails to compile here.
-enum ProxyStep: Equatable {
+enum ConnectionStep: Equatable {
     case none
     case decide
     case lease
@@ -68,12 +68,13 @@ enum ProxyStep: Equatable {
 
 /// A short name of the connection's state (its exchange's state while one is in flight), for
 /// comparisons.
-func proxyStateName(_ machine: HTTP1ConnectionStateMachine) -> String {
+func connectionStateName(_ machine: HTTP1ConnectionStateMachine) -> String {
     switch machine.state {
     case .idle: return "idle"
-    case .exchange: return machine.current.map { exchangeStateName($0.state) } ?? "exchange without a state machine"
+    case .exchange(let exchange, _): return exchangeStateName(exchange.state)
     case .tunnel: return "tunnel"
     case .closed: return "closed"
+    case .modifying: return "modifying"
     }
 }
 
@@ -93,62 +94,64 @@ func exchangeStateName(_ state: ExchangeStateMachine.State) -> String {
 private func buffer(_ text: String) -> ByteBuffer { ByteBuffer(string: text) }
 
 /// Drives an HTTP/1.1 connection's state machine and checks each step.
-struct ProxyDriver {
+struct ConnectionDriver {
     var machine: HTTP1ConnectionStateMachine
 
     init(maxBodyBytes: Int = 1000) {
         self.machine = HTTP1ConnectionStateMachine(maxBodyBytes: maxBodyBytes)
     }
 
-    var state: String { proxyStateName(self.machine) }
+    var state: String { connectionStateName(self.machine) }
 
     @discardableResult
     mutating func head(
         keepAlive: Bool = true, expectsContinue: Bool = false, replayable: Bool = true, hasBody: Bool = false
-    ) -> ProxyStep {
-        ProxyStep(
+    ) -> ConnectionStep {
+        ConnectionStep(
             self.machine.requestHead(
                 keepAlive: keepAlive, expectsContinue: expectsContinue, replayable: replayable, hasBody: hasBody))
     }
 
-    @discardableResult mutating func body(_ text: String) -> ProxyStep {
-        ProxyStep(self.machine.requestBody(buffer(text)))
+    @discardableResult mutating func body(_ text: String) -> ConnectionStep {
+        ConnectionStep(self.machine.requestBody(buffer(text)))
     }
-    @discardableResult mutating func end() -> ProxyStep { ProxyStep(self.machine.requestEnd()) }
-    @discardableResult mutating func forward() -> ProxyStep { ProxyStep(self.machine.decidedToForward()) }
-    @discardableResult mutating func local(forceClose: Bool = false) -> ProxyStep {
-        ProxyStep(self.machine.decidedToRespondLocally(forceClose: forceClose))
+    @discardableResult mutating func end() -> ConnectionStep { ConnectionStep(self.machine.requestEnd()) }
+    @discardableResult mutating func forward() -> ConnectionStep { ConnectionStep(self.machine.decidedToForward()) }
+    @discardableResult mutating func local(forceClose: Bool = false) -> ConnectionStep {
+        ConnectionStep(self.machine.decidedToRespondLocally(forceClose: forceClose))
     }
-    @discardableResult mutating func leased(reused: Bool = false) -> ProxyStep {
-        ProxyStep(self.machine.leaseSucceeded(reused: reused))
+    @discardableResult mutating func leased(reused: Bool = false) -> ConnectionStep {
+        ConnectionStep(self.machine.leaseSucceeded(reused: reused))
     }
-    @discardableResult mutating func leaseFailed(_ error: GatewayError = .upstreamUnreachable) -> ProxyStep {
-        ProxyStep(self.machine.leaseFailed(error))
+    @discardableResult mutating func leaseFailed(_ error: GatewayError = .upstreamUnreachable) -> ConnectionStep {
+        ConnectionStep(self.machine.leaseFailed(error))
     }
-    @discardableResult mutating func responseHead() -> ProxyStep { ProxyStep(self.machine.responseHead()) }
-    @discardableResult mutating func upgraded() -> ProxyStep { ProxyStep(self.machine.upgraded()) }
-    @discardableResult mutating func responseBody(_ text: String) -> ProxyStep {
-        ProxyStep(self.machine.responseBody(buffer(text)))
+    @discardableResult mutating func responseHead() -> ConnectionStep { ConnectionStep(self.machine.responseHead()) }
+    @discardableResult mutating func upgraded() -> ConnectionStep { ConnectionStep(self.machine.upgraded()) }
+    @discardableResult mutating func responseBody(_ text: String) -> ConnectionStep {
+        ConnectionStep(self.machine.responseBody(buffer(text)))
     }
     @discardableResult mutating func responseEnd(
         upstreamKeepAlive: Bool = true, clientMustClose: Bool = false
-    ) -> ProxyStep {
-        ProxyStep(self.machine.responseEnd(upstreamKeepAlive: upstreamKeepAlive, clientMustClose: clientMustClose))
+    ) -> ConnectionStep {
+        ConnectionStep(self.machine.responseEnd(upstreamKeepAlive: upstreamKeepAlive, clientMustClose: clientMustClose))
     }
-    @discardableResult mutating func upstreamFailed() -> ProxyStep { ProxyStep(self.machine.upstreamFailed()) }
-    @discardableResult mutating func upstreamProtocolError() -> ProxyStep {
-        ProxyStep(self.machine.upstreamProtocolError())
+    @discardableResult mutating func upstreamFailed() -> ConnectionStep {
+        ConnectionStep(self.machine.upstreamFailed())
     }
-    @discardableResult mutating func protocolError(_ error: GatewayError = .malformedRequest("bad")) -> ProxyStep {
-        ProxyStep(self.machine.protocolError(error))
+    @discardableResult mutating func upstreamProtocolError() -> ConnectionStep {
+        ConnectionStep(self.machine.upstreamProtocolError())
     }
-    @discardableResult mutating func clientClosed() -> ProxyStep { ProxyStep(self.machine.clientClosed()) }
-    @discardableResult mutating func timedOut() -> ProxyStep { ProxyStep(self.machine.timedOut()) }
-    @discardableResult mutating func clientWritable(_ writable: Bool) -> ProxyStep {
-        ProxyStep(self.machine.clientWritabilityChanged(writable))
+    @discardableResult mutating func protocolError(_ error: GatewayError = .malformedRequest("bad")) -> ConnectionStep {
+        ConnectionStep(self.machine.protocolError(error))
     }
-    @discardableResult mutating func upstreamWritable(_ writable: Bool) -> ProxyStep {
-        ProxyStep(self.machine.upstreamWritabilityChanged(writable))
+    @discardableResult mutating func clientClosed() -> ConnectionStep { ConnectionStep(self.machine.clientClosed()) }
+    @discardableResult mutating func timedOut() -> ConnectionStep { ConnectionStep(self.machine.timedOut()) }
+    @discardableResult mutating func clientWritable(_ writable: Bool) -> ConnectionStep {
+        ConnectionStep(self.machine.clientWritabilityChanged(writable))
+    }
+    @discardableResult mutating func upstreamWritable(_ writable: Bool) -> ConnectionStep {
+        ConnectionStep(self.machine.upstreamWritabilityChanged(writable))
     }
 
     /// A GET forwarded up to the point where the backend is asked (awaiting its head).
@@ -168,13 +171,13 @@ struct ProxyDriver {
 }
 
 /// The states a test can put the machine in, and how to get there.
-enum ProxySituation: String, CaseIterable, Sendable, CustomTestStringConvertible {
+enum ConnectionSituation: String, CaseIterable, Sendable, CustomTestStringConvertible {
     case idle, deciding, leasing, awaitingHead, streaming, closed
 
     var testDescription: String { self.rawValue }
 
-    func driver(maxBodyBytes: Int = 1000, hasBody: Bool = true) -> ProxyDriver {
-        var driver = ProxyDriver(maxBodyBytes: maxBodyBytes)
+    func driver(maxBodyBytes: Int = 1000, hasBody: Bool = true) -> ConnectionDriver {
+        var driver = ConnectionDriver(maxBodyBytes: maxBodyBytes)
         switch self {
         case .idle:
             break
@@ -206,7 +209,7 @@ struct HTTP1ConnectionStateMachineTests {
 
     @Test("a GET is decided, leased, forwarded, answered and the connection kept alive")
     func getKeptAlive() {
-        var driver = ProxyDriver()
+        var driver = ConnectionDriver()
         #expect(driver.state == "idle")
         #expect(driver.machine.timeout == .idle)
         #expect(driver.head() == .decide)
@@ -235,7 +238,7 @@ struct HTTP1ConnectionStateMachineTests {
 
     @Test("the end of a GET that arrives after the lease is forwarded then")
     func getEndAfterLease() {
-        var driver = ProxyDriver()
+        var driver = ConnectionDriver()
         driver.head()
         driver.forward()
         #expect(driver.leased() == .sendRequest(body: [], end: false, sendContinue: false))
@@ -258,7 +261,7 @@ struct HTTP1ConnectionStateMachineTests {
     func responseEndClosing(
         keepAlive: Bool, upstreamKeepAlive: Bool, clientMustClose: Bool, reuseUpstream: Bool, closeClient: Bool
     ) {
-        var driver = ProxyDriver()
+        var driver = ConnectionDriver()
         driver.getAwaitingResponse(keepAlive: keepAlive)
         driver.responseHead()
         #expect(
@@ -269,7 +272,7 @@ struct HTTP1ConnectionStateMachineTests {
 
     @Test("a POST's body parts that arrive before the lease are buffered and sent with the head")
     func postBufferedBody() {
-        var driver = ProxyDriver()
+        var driver = ConnectionDriver()
         #expect(driver.head(replayable: false, hasBody: true) == .decide)
         #expect(driver.body("a") == .none)
         #expect(driver.body("bc") == .none)
@@ -287,7 +290,7 @@ struct HTTP1ConnectionStateMachineTests {
 
     @Test("a POST whose whole body arrived while leasing is sent complete, and the buffer is not sent twice")
     func postCompleteBeforeLease() {
-        var driver = ProxyDriver()
+        var driver = ConnectionDriver()
         driver.head(replayable: false, hasBody: true)
         driver.body("x")
         driver.forward()
@@ -302,7 +305,7 @@ struct HTTP1ConnectionStateMachineTests {
 
     @Test("100 Continue is sent when the request has a body that has not arrived")
     func continueSent() {
-        var driver = ProxyDriver()
+        var driver = ConnectionDriver()
         driver.head(expectsContinue: true, replayable: false, hasBody: true)
         driver.forward()
         #expect(driver.leased() == .sendRequest(body: [], end: false, sendContinue: true))
@@ -310,7 +313,7 @@ struct HTTP1ConnectionStateMachineTests {
 
     @Test("no 100 Continue without a body")
     func continueWithoutBody() {
-        var driver = ProxyDriver()
+        var driver = ConnectionDriver()
         driver.head(expectsContinue: true, replayable: false, hasBody: false)
         driver.end()
         driver.forward()
@@ -319,7 +322,7 @@ struct HTTP1ConnectionStateMachineTests {
 
     @Test("no 100 Continue when the client sent the whole body anyway")
     func continueAfterCompleteBody() {
-        var driver = ProxyDriver()
+        var driver = ConnectionDriver()
         driver.head(expectsContinue: true, replayable: false, hasBody: true)
         driver.body("data")
         driver.end()
@@ -329,7 +332,7 @@ struct HTTP1ConnectionStateMachineTests {
 
     @Test("no 100 Continue when the request was not expecting one")
     func noExpectation() {
-        var driver = ProxyDriver()
+        var driver = ConnectionDriver()
         driver.head(expectsContinue: false, replayable: false, hasBody: true)
         driver.forward()
         #expect(driver.leased() == .sendRequest(body: [], end: false, sendContinue: false))
@@ -339,13 +342,13 @@ struct HTTP1ConnectionStateMachineTests {
 
     @Test("a local answer keeps the connection when nothing is left to read")
     func localKeepAlive() {
-        var driver = ProxyDriver()
+        var driver = ConnectionDriver()
         driver.head()
         driver.end()
         #expect(driver.local() == .writeLocalResponse(close: false))
         #expect(driver.state == "idle")
 
-        var withBody = ProxyDriver()
+        var withBody = ConnectionDriver()
         withBody.head(replayable: false, hasBody: true)
         withBody.body("x")
         withBody.end()
@@ -355,23 +358,23 @@ struct HTTP1ConnectionStateMachineTests {
 
     @Test("a local answer closes when the body is unread, the client asked to close, or the answer requires it")
     func localClose() {
-        var unread = ProxyDriver()
+        var unread = ConnectionDriver()
         unread.head(replayable: false, hasBody: true)
         unread.body("part")
         #expect(unread.local() == .writeLocalResponse(close: true))
         #expect(unread.state == "closed")
 
-        var waitingForContinue = ProxyDriver()
+        var waitingForContinue = ConnectionDriver()
         waitingForContinue.head(expectsContinue: true, replayable: false, hasBody: true)
         #expect(waitingForContinue.local() == .writeLocalResponse(close: true))
 
-        var clientClose = ProxyDriver()
+        var clientClose = ConnectionDriver()
         clientClose.head(keepAlive: false)
         clientClose.end()
         #expect(clientClose.local() == .writeLocalResponse(close: true))
         #expect(clientClose.state == "closed")
 
-        var forced = ProxyDriver()
+        var forced = ConnectionDriver()
         forced.head()
         forced.end()
         #expect(forced.local(forceClose: true) == .writeLocalResponse(close: true))
@@ -380,8 +383,8 @@ struct HTTP1ConnectionStateMachineTests {
 
     @Test(
         "decisions outside the deciding state are ignored",
-        arguments: [ProxySituation.idle, .leasing, .awaitingHead, .streaming, .closed])
-    func decisionsOutsideDeciding(_ situation: ProxySituation) {
+        arguments: [ConnectionSituation.idle, .leasing, .awaitingHead, .streaming, .closed])
+    func decisionsOutsideDeciding(_ situation: ConnectionSituation) {
         var driver = situation.driver()
         let before = driver.state
         #expect(driver.forward() == .none)
@@ -393,7 +396,7 @@ struct HTTP1ConnectionStateMachineTests {
 
     @Test("a failed lease answers the error and keeps the connection when it can")
     func leaseFailureKeepAlive() {
-        var driver = ProxyDriver()
+        var driver = ConnectionDriver()
         driver.head()
         driver.end()
         driver.forward()
@@ -403,13 +406,13 @@ struct HTTP1ConnectionStateMachineTests {
 
     @Test("a failed lease closes when the body is unread or the client asked to close")
     func leaseFailureClose() {
-        var unread = ProxyDriver()
+        var unread = ConnectionDriver()
         unread.head(replayable: false, hasBody: true)
         unread.forward()
         #expect(unread.leaseFailed(.upstreamBusy) == .respondWithError(.upstreamBusy, close: true))
         #expect(unread.state == "closed")
 
-        var clientClose = ProxyDriver()
+        var clientClose = ConnectionDriver()
         clientClose.head(keepAlive: false)
         clientClose.end()
         clientClose.forward()
@@ -418,8 +421,8 @@ struct HTTP1ConnectionStateMachineTests {
 
     @Test(
         "lease results outside the leasing state",
-        arguments: [ProxySituation.idle, .deciding, .awaitingHead, .streaming, .closed])
-    func leaseResultsOutsideLeasing(_ situation: ProxySituation) {
+        arguments: [ConnectionSituation.idle, .deciding, .awaitingHead, .streaming, .closed])
+    func leaseResultsOutsideLeasing(_ situation: ConnectionSituation) {
         var failed = situation.driver()
         let before = failed.state
         #expect(failed.leaseFailed() == .none)
@@ -437,7 +440,7 @@ struct HTTP1ConnectionStateMachineTests {
         "a response that ends before the request body: the client gets it at once, the rest of the body still goes upstream, both connections are kept"
     )
     func responseBeforeBodyEnd() {
-        var driver = ProxyDriver()
+        var driver = ConnectionDriver()
         driver.postAwaitingResponse()
         driver.body("partial")
         #expect(driver.responseHead() == .writeResponseHead)
@@ -451,14 +454,14 @@ struct HTTP1ConnectionStateMachineTests {
 
     @Test("after an early response, a client that asked to close, or an upstream failure, closes")
     func responseBeforeBodyEndThenClose() {
-        var closing = ProxyDriver()
+        var closing = ConnectionDriver()
         closing.postAwaitingResponse()
         closing.responseHead()
         #expect(closing.responseEnd(upstreamKeepAlive: false, clientMustClose: true) == .finishResponseOnly)
         #expect(closing.end() == .forwardEndAndRelease(reuseUpstream: false, closeClient: true))
         #expect(closing.state == "closed")
 
-        var failing = ProxyDriver()
+        var failing = ConnectionDriver()
         failing.postAwaitingResponse()
         failing.responseHead()
         #expect(failing.responseEnd(upstreamKeepAlive: true, clientMustClose: false) == .finishResponseOnly)
@@ -468,7 +471,7 @@ struct HTTP1ConnectionStateMachineTests {
 
     @Test("the request body keeps flowing while the response streams")
     func bodyDuringResponse() {
-        var driver = ProxyDriver()
+        var driver = ConnectionDriver()
         driver.postAwaitingResponse()
         driver.responseHead()
         #expect(driver.body("x") == .forwardBody("x"))
@@ -480,7 +483,7 @@ struct HTTP1ConnectionStateMachineTests {
 
     @Test("a replayable request is replayed exactly once after a reused connection fails before the response")
     func replayOnce() {
-        var driver = ProxyDriver()
+        var driver = ConnectionDriver()
         driver.getAwaitingResponse(reused: true)
         #expect(driver.upstreamFailed() == .retry)
         #expect(driver.state == "leasing")
@@ -493,7 +496,7 @@ struct HTTP1ConnectionStateMachineTests {
 
     @Test("a replayed request can succeed")
     func replayThenSuccess() {
-        var driver = ProxyDriver()
+        var driver = ConnectionDriver()
         driver.getAwaitingResponse(reused: true)
         #expect(driver.upstreamFailed() == .retry)
         driver.leased(reused: false)
@@ -504,7 +507,7 @@ struct HTTP1ConnectionStateMachineTests {
 
     @Test("a replay whose lease fails answers the error")
     func replayLeaseFails() {
-        var driver = ProxyDriver()
+        var driver = ConnectionDriver()
         driver.getAwaitingResponse(reused: true)
         driver.upstreamFailed()
         #expect(driver.leaseFailed(.upstreamUnreachable) == .respondWithError(.upstreamUnreachable, close: false))
@@ -512,7 +515,7 @@ struct HTTP1ConnectionStateMachineTests {
 
     @Test("the replay allowance is per request, not per connection")
     func replayPerRequest() {
-        var driver = ProxyDriver()
+        var driver = ConnectionDriver()
         driver.getAwaitingResponse(reused: true)
         #expect(driver.upstreamFailed() == .retry)
         driver.leased(reused: true)
@@ -524,7 +527,7 @@ struct HTTP1ConnectionStateMachineTests {
 
     @Test("a non-replayable request is never replayed")
     func noReplayForNonReplayable() {
-        var driver = ProxyDriver()
+        var driver = ConnectionDriver()
         driver.getAwaitingResponse(reused: true, replayable: false)
         #expect(driver.upstreamFailed() == .failForwarding(.upstreamUnreachable))
         #expect(driver.state == "closed")
@@ -532,14 +535,14 @@ struct HTTP1ConnectionStateMachineTests {
 
     @Test("a request on a fresh connection is never replayed")
     func noReplayOnFreshConnection() {
-        var driver = ProxyDriver()
+        var driver = ConnectionDriver()
         driver.getAwaitingResponse(reused: false, replayable: true)
         #expect(driver.upstreamFailed() == .failForwarding(.upstreamUnreachable))
     }
 
     @Test("once the response has started, an upstream failure just closes")
     func noReplayAfterResponseStarted() {
-        var driver = ProxyDriver()
+        var driver = ConnectionDriver()
         driver.getAwaitingResponse(reused: true)
         driver.responseHead()
         #expect(driver.upstreamFailed() == .failForwarding(nil))
@@ -548,8 +551,8 @@ struct HTTP1ConnectionStateMachineTests {
 
     @Test(
         "upstream failures outside forwarding are ignored",
-        arguments: [ProxySituation.idle, .deciding, .leasing, .closed])
-    func upstreamFailureOutsideForwarding(_ situation: ProxySituation) {
+        arguments: [ConnectionSituation.idle, .deciding, .leasing, .closed])
+    func upstreamFailureOutsideForwarding(_ situation: ConnectionSituation) {
         var driver = situation.driver()
         let before = driver.state
         #expect(driver.upstreamFailed() == .none)
@@ -559,12 +562,12 @@ struct HTTP1ConnectionStateMachineTests {
 
     @Test("an invalid backend response: 502 before the head, close after")
     func upstreamProtocolError() {
-        var before = ProxyDriver()
+        var before = ConnectionDriver()
         before.getAwaitingResponse(reused: true)
         #expect(before.upstreamProtocolError() == .failForwarding(.upstreamProtocolError))
         #expect(before.state == "closed")
 
-        var after = ProxyDriver()
+        var after = ConnectionDriver()
         after.getAwaitingResponse()
         after.responseHead()
         #expect(after.upstreamProtocolError() == .failForwarding(nil))
@@ -575,7 +578,7 @@ struct HTTP1ConnectionStateMachineTests {
 
     @Test("a backend that does not answer a complete request: 504")
     func timeoutAwaitingHead() {
-        var driver = ProxyDriver()
+        var driver = ConnectionDriver()
         driver.getAwaitingResponse()
         #expect(driver.machine.timeout == .response)
         #expect(driver.timedOut() == .failForwarding(.upstreamTimeout))
@@ -584,7 +587,7 @@ struct HTTP1ConnectionStateMachineTests {
 
     @Test("a client that stops sending its body: the idle timeout applies, then 408 and the connection closes")
     func timeoutDuringUpload() {
-        var driver = ProxyDriver()
+        var driver = ConnectionDriver()
         driver.postAwaitingResponse()
         driver.body("x")
         #expect(driver.machine.timeout == .idle)
@@ -594,7 +597,7 @@ struct HTTP1ConnectionStateMachineTests {
 
     @Test("a response that stalls mid-stream: close")
     func timeoutStreaming() {
-        var driver = ProxyDriver()
+        var driver = ConnectionDriver()
         driver.getAwaitingResponse()
         driver.responseHead()
         #expect(driver.machine.timeout == .response)
@@ -604,7 +607,7 @@ struct HTTP1ConnectionStateMachineTests {
 
     @Test("an idle connection times out")
     func timeoutIdle() {
-        var driver = ProxyDriver()
+        var driver = ConnectionDriver()
         #expect(driver.machine.timeout == .idle)
         #expect(driver.timedOut() == .closeConnection, "nothing is in flight: the connection just closes")
         #expect(driver.state == "closed")
@@ -613,8 +616,8 @@ struct HTTP1ConnectionStateMachineTests {
 
     @Test(
         "no timeout while deciding or leasing (those have their own bounds)",
-        arguments: [ProxySituation.deciding, .leasing, .closed])
-    func noTimeout(_ situation: ProxySituation) {
+        arguments: [ConnectionSituation.deciding, .leasing, .closed])
+    func noTimeout(_ situation: ConnectionSituation) {
         var driver = situation.driver()
         let before = driver.state
         #expect(driver.machine.timeout == .none)
@@ -626,8 +629,8 @@ struct HTTP1ConnectionStateMachineTests {
 
     @Test(
         "a protocol error before forwarding answers it and closes",
-        arguments: [ProxySituation.idle, .deciding, .leasing])
-    func protocolErrorBeforeForwarding(_ situation: ProxySituation) {
+        arguments: [ConnectionSituation.idle, .deciding, .leasing])
+    func protocolErrorBeforeForwarding(_ situation: ConnectionSituation) {
         var driver = situation.driver()
         #expect(driver.protocolError(.headersTooLarge) == .respondWithError(.headersTooLarge, close: true))
         #expect(driver.state == "closed")
@@ -635,7 +638,7 @@ struct HTTP1ConnectionStateMachineTests {
 
     @Test("a protocol error while awaiting the backend's head answers it and drops the upstream connection")
     func protocolErrorAwaitingHead() {
-        var driver = ProxyDriver()
+        var driver = ConnectionDriver()
         driver.postAwaitingResponse()
         #expect(
             driver.protocolError(.malformedRequest("Bad chunk size"))
@@ -645,21 +648,21 @@ struct HTTP1ConnectionStateMachineTests {
 
     @Test("a protocol error once the response streams can only close")
     func protocolErrorStreaming() {
-        var driver = ProxySituation.streaming.driver()
+        var driver = ConnectionSituation.streaming.driver()
         #expect(driver.protocolError() == .failForwarding(nil))
         #expect(driver.state == "closed")
     }
 
     @Test("a protocol error after close is ignored")
     func protocolErrorClosed() {
-        var driver = ProxySituation.closed.driver()
+        var driver = ConnectionSituation.closed.driver()
         #expect(driver.protocolError() == .none)
     }
 
     @Test(
         "a second request head while one is in flight is a protocol violation",
-        arguments: [ProxySituation.deciding, .leasing, .awaitingHead, .streaming])
-    func unexpectedHead(_ situation: ProxySituation) {
+        arguments: [ConnectionSituation.deciding, .leasing, .awaitingHead, .streaming])
+    func unexpectedHead(_ situation: ConnectionSituation) {
         var driver = situation.driver()
         guard case .failForwarding(let error?) = driver.head() else {
             Issue.record("expected failForwarding with an error")
@@ -671,8 +674,9 @@ struct HTTP1ConnectionStateMachineTests {
 
     // MARK: Body limit
 
-    @Test("a body over the limit before forwarding: 413 and close", arguments: [ProxySituation.deciding, .leasing])
-    func bodyLimitBeforeForwarding(_ situation: ProxySituation) {
+    @Test(
+        "a body over the limit before forwarding: 413 and close", arguments: [ConnectionSituation.deciding, .leasing])
+    func bodyLimitBeforeForwarding(_ situation: ConnectionSituation) {
         var driver = situation.driver(maxBodyBytes: 10)
         #expect(driver.body("123456") == .none)
         #expect(driver.body("1234") == .none)  // exactly 10
@@ -685,7 +689,7 @@ struct HTTP1ConnectionStateMachineTests {
 
     @Test("a body over the limit before the backend answered: 413 and drop the upstream connection")
     func bodyLimitAwaitingHead() {
-        var driver = ProxyDriver(maxBodyBytes: 10)
+        var driver = ConnectionDriver(maxBodyBytes: 10)
         driver.head(replayable: false, hasBody: true)
         driver.body("12345")
         driver.forward()
@@ -697,7 +701,7 @@ struct HTTP1ConnectionStateMachineTests {
 
     @Test("a body over the limit while the response streams: abort")
     func bodyLimitStreaming() {
-        var driver = ProxySituation.streaming.driver(maxBodyBytes: 4)
+        var driver = ConnectionSituation.streaming.driver(maxBodyBytes: 4)
         #expect(driver.body("1234") == .forwardBody("1234"))
         #expect(driver.body("5") == .failForwarding(nil))
         #expect(driver.state == "closed")
@@ -705,7 +709,7 @@ struct HTTP1ConnectionStateMachineTests {
 
     @Test("the limit counts the whole body across buffering and forwarding")
     func bodyLimitAcrossPhases() {
-        var driver = ProxyDriver(maxBodyBytes: 6)
+        var driver = ConnectionDriver(maxBodyBytes: 6)
         driver.head(replayable: false, hasBody: true)
         driver.body("12")
         driver.forward()
@@ -717,11 +721,11 @@ struct HTTP1ConnectionStateMachineTests {
 
     @Test("a zero limit refuses any body byte but allows bodiless requests")
     func zeroLimit() {
-        var empty = ProxyDriver(maxBodyBytes: 0)
+        var empty = ConnectionDriver(maxBodyBytes: 0)
         empty.getAwaitingResponse()
         empty.responseHead()
         #expect(empty.responseEnd() == .finishResponse(reuseUpstream: true, closeClient: false))
-        var withByte = ProxyDriver(maxBodyBytes: 0)
+        var withByte = ConnectionDriver(maxBodyBytes: 0)
         withByte.head(replayable: false, hasBody: true)
         #expect(withByte.body("x") == .respondWithError(.bodyTooLarge, close: true))
     }
@@ -730,7 +734,7 @@ struct HTTP1ConnectionStateMachineTests {
 
     @Test("no reading from the client while a request is decided or leased")
     func readsPausedWhileDeciding() {
-        var driver = ProxyDriver()
+        var driver = ConnectionDriver()
         #expect(driver.machine.shouldReadFromClient)
         driver.head(replayable: false, hasBody: true)
         #expect(!driver.machine.shouldReadFromClient)
@@ -742,7 +746,7 @@ struct HTTP1ConnectionStateMachineTests {
 
     @Test("reading from the client follows the upstream's writability while the body flows")
     func readsFollowUpstreamWritability() {
-        var driver = ProxyDriver()
+        var driver = ConnectionDriver()
         driver.postAwaitingResponse()
         #expect(driver.machine.shouldReadFromClient)
         #expect(driver.upstreamWritable(false) == .none)
@@ -757,7 +761,7 @@ struct HTTP1ConnectionStateMachineTests {
 
     @Test("a new upstream connection starts writable")
     func leaseResetsUpstreamWritability() {
-        var driver = ProxyDriver()
+        var driver = ConnectionDriver()
         driver.head(replayable: false, hasBody: true)
         driver.forward()
         #expect(driver.upstreamWritable(false) == .none)
@@ -767,8 +771,8 @@ struct HTTP1ConnectionStateMachineTests {
 
     @Test(
         "upstream writability outside forwarding resumes nothing",
-        arguments: [ProxySituation.idle, .deciding, .leasing, .closed])
-    func upstreamWritabilityOutsideForwarding(_ situation: ProxySituation) {
+        arguments: [ConnectionSituation.idle, .deciding, .leasing, .closed])
+    func upstreamWritabilityOutsideForwarding(_ situation: ConnectionSituation) {
         var driver = situation.driver()
         #expect(driver.upstreamWritable(false) == .none)
         #expect(driver.upstreamWritable(true) == .none)
@@ -776,7 +780,7 @@ struct HTTP1ConnectionStateMachineTests {
 
     @Test("reading from the upstream follows the client's writability")
     func upstreamReadsFollowClient() {
-        var driver = ProxyDriver()
+        var driver = ConnectionDriver()
         driver.getAwaitingResponse()
         driver.responseHead()
         #expect(driver.machine.shouldReadFromUpstream)
@@ -788,7 +792,7 @@ struct HTTP1ConnectionStateMachineTests {
 
     @Test("client writability outside forwarding resumes nothing but is remembered")
     func clientWritabilityOutsideForwarding() {
-        var driver = ProxyDriver()
+        var driver = ConnectionDriver()
         #expect(driver.clientWritable(false) == .none)
         #expect(!driver.machine.shouldReadFromUpstream)
         #expect(driver.clientWritable(true) == .none)
@@ -797,7 +801,7 @@ struct HTTP1ConnectionStateMachineTests {
 
     @Test("nothing is read from a closed connection")
     func closedReadsNothing() {
-        let driver = ProxySituation.closed.driver()
+        let driver = ConnectionSituation.closed.driver()
         #expect(!driver.machine.shouldReadFromClient)
         #expect(driver.machine.isClosed)
     }
@@ -806,8 +810,8 @@ struct HTTP1ConnectionStateMachineTests {
 
     @Test(
         "the client going away abandons whatever is in flight",
-        arguments: [ProxySituation.deciding, .leasing, .awaitingHead, .streaming])
-    func clientCloseInFlight(_ situation: ProxySituation) {
+        arguments: [ConnectionSituation.deciding, .leasing, .awaitingHead, .streaming])
+    func clientCloseInFlight(_ situation: ConnectionSituation) {
         var driver = situation.driver()
         #expect(driver.clientClosed() == .abandon)
         #expect(driver.state == "closed")
@@ -815,7 +819,7 @@ struct HTTP1ConnectionStateMachineTests {
 
     @Test("the client going away from an idle or closed connection needs nothing")
     func clientCloseIdle() {
-        var idle = ProxyDriver()
+        var idle = ConnectionDriver()
         #expect(idle.clientClosed() == .none)
         #expect(idle.state == "closed")
         #expect(idle.clientClosed() == .none)
@@ -823,12 +827,12 @@ struct HTTP1ConnectionStateMachineTests {
 
     @Test("after an abandoned lease, the connection that arrives is returned unused")
     func leaseAfterAbandon() {
-        var driver = ProxySituation.leasing.driver()
+        var driver = ConnectionSituation.leasing.driver()
         #expect(driver.machine.awaitsLease)
         driver.clientClosed()
         #expect(!driver.machine.awaitsLease)
         #expect(driver.leased() == .none)
-        var deciding = ProxySituation.deciding.driver()
+        var deciding = ConnectionSituation.deciding.driver()
         deciding.clientClosed()
         #expect(deciding.forward() == .none)
     }
@@ -837,7 +841,7 @@ struct HTTP1ConnectionStateMachineTests {
 
     @Test("every event in closed is ignored")
     func closedIgnoresEverything() {
-        var driver = ProxySituation.closed.driver()
+        var driver = ConnectionSituation.closed.driver()
         #expect(driver.head() == .none)
         #expect(driver.body("x") == .none)
         #expect(driver.end() == .none)
@@ -861,17 +865,17 @@ struct HTTP1ConnectionStateMachineTests {
 
     @Test("response events in the wrong phase are ignored")
     func responseEventsOutOfPhase() {
-        var awaiting = ProxyDriver()
+        var awaiting = ConnectionDriver()
         awaiting.getAwaitingResponse()
         #expect(awaiting.responseBody("x") == .none)
         #expect(awaiting.responseEnd() == .none)
         #expect(awaiting.state == "forwarding(awaitingHead)")
 
-        var streaming = ProxySituation.streaming.driver()
+        var streaming = ConnectionSituation.streaming.driver()
         #expect(streaming.responseHead() == .none)
         #expect(streaming.state == "forwarding(streaming)")
 
-        for situation in [ProxySituation.idle, .deciding, .leasing] {
+        for situation in [ConnectionSituation.idle, .deciding, .leasing] {
             var driver = situation.driver()
             #expect(driver.responseHead() == .none)
             #expect(driver.responseBody("x") == .none)
@@ -882,7 +886,7 @@ struct HTTP1ConnectionStateMachineTests {
 
     @Test("request body events with no request are ignored")
     func bodyWhenIdle() {
-        var driver = ProxyDriver()
+        var driver = ConnectionDriver()
         #expect(driver.body("x") == .none)
         #expect(driver.end() == .none)
         #expect(driver.state == "idle")
@@ -891,8 +895,8 @@ struct HTTP1ConnectionStateMachineTests {
     // MARK: Tunnels (WebSocket)
 
     /// A bodiless upgrade request answered 101.
-    private func tunnel() -> ProxyDriver {
-        var driver = ProxyDriver(maxBodyBytes: 4)
+    private func tunnel() -> ConnectionDriver {
+        var driver = ConnectionDriver(maxBodyBytes: 4)
         driver.getAwaitingResponse()
         #expect(driver.upgraded() == .writeResponseHead)
         #expect(driver.state == "tunnel")
@@ -942,7 +946,7 @@ struct HTTP1ConnectionStateMachineTests {
 
     @Test("a tunnel starts with its backend's writability as the exchange last saw it")
     func tunnelKeepsUpstreamWritability() {
-        var driver = ProxyDriver()
+        var driver = ConnectionDriver()
         driver.getAwaitingResponse()
         #expect(driver.upstreamWritable(false) == .none)
         #expect(driver.upgraded() == .writeResponseHead)
@@ -953,12 +957,12 @@ struct HTTP1ConnectionStateMachineTests {
 
     @Test("a 101 is refused for a request with a body or once the response has started")
     func upgradeOnlyForBodilessRequestsAwaitingTheHead() {
-        var post = ProxyDriver()
+        var post = ConnectionDriver()
         post.postAwaitingResponse()
         #expect(post.upgraded() == .failForwarding(.upstreamProtocolError))
         #expect(post.state == "closed")
 
-        var streaming = ProxySituation.streaming.driver()
+        var streaming = ConnectionSituation.streaming.driver()
         #expect(streaming.upgraded() == .failForwarding(nil))
     }
 
@@ -966,11 +970,11 @@ struct HTTP1ConnectionStateMachineTests {
 
     @Test("draining closes an idle connection at once, but not one with part of a request received")
     func quiesceIdle() {
-        var idle = ProxyDriver()
-        #expect(ProxyStep(idle.machine.quiesce(partialRequest: false)) == .closeConnection)
+        var idle = ConnectionDriver()
+        #expect(ConnectionStep(idle.machine.quiesce(partialRequest: false)) == .closeConnection)
         #expect(idle.state == "closed")
-        var partial = ProxyDriver()
-        #expect(ProxyStep(partial.machine.quiesce(partialRequest: true)) == .none)
+        var partial = ConnectionDriver()
+        #expect(ConnectionStep(partial.machine.quiesce(partialRequest: true)) == .none)
         #expect(partial.state == "idle")
         // That request gets its answer, the connection's last.
         partial.head()
@@ -980,12 +984,12 @@ struct HTTP1ConnectionStateMachineTests {
 
     @Test("draining lets the request in flight finish, then its response closes the connection")
     func quiesceInFlight() {
-        var driver = ProxyDriver()
+        var driver = ConnectionDriver()
         driver.getAwaitingResponse()
-        #expect(ProxyStep(driver.machine.quiesce(partialRequest: false)) == .none)
+        #expect(ConnectionStep(driver.machine.quiesce(partialRequest: false)) == .none)
         #expect(driver.machine.closeRequested)
         #expect(driver.state == "forwarding(awaitingHead)")
-        var deciding = ProxyDriver()
+        var deciding = ConnectionDriver()
         deciding.head()
         deciding.machine.requestClose()
         #expect(deciding.local() == .writeLocalResponse(close: true))
@@ -993,13 +997,13 @@ struct HTTP1ConnectionStateMachineTests {
 
     @Test("a pipelined request is held (no reads) until the response in flight has ended")
     func pipelinedHold() {
-        var driver = ProxyDriver()
+        var driver = ConnectionDriver()
         #expect(driver.machine.mayReadFromClient(holdingPipelinedRequest: false))
         driver.getAwaitingResponse()
         // The GET's end was read; reading more is allowed, unless a pipelined request waits.
         #expect(driver.machine.mayReadFromClient(holdingPipelinedRequest: false))
         #expect(!driver.machine.mayReadFromClient(holdingPipelinedRequest: true))
-        var deciding = ProxyDriver()
+        var deciding = ConnectionDriver()
         deciding.head()
         #expect(!deciding.machine.mayReadFromClient(holdingPipelinedRequest: false))
     }

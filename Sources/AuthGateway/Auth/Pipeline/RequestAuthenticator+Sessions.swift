@@ -46,7 +46,8 @@ extension RequestAuthenticator {
         _ outcome: RefreshOutcome, _ digest: TokenDigest, _ keys: KeySnapshot, _ refetched: Bool, _ request: AuthRequest
     ) -> Step {
         guard let session else { return .refuse(.tokenRejected(.expired)) }
-        switch session.adopt(outcome, digest: digest, keys: keys, refetched: refetched, now: request.now) {
+        // Judged when the answer arrived: the provider issued the token after the request began.
+        switch session.adopt(outcome, digest: digest, keys: keys, refetched: refetched, now: session.signIn.now) {
         case .identity(let identity): return .next(.proofOfPossession(identity))
         case .refused(let error, let headers): return .next(.done(.rejected(error, headers: headers)))
         case .unknownKey(let issuer):

@@ -49,6 +49,9 @@ final class BrowserSignIn: Sendable {
         self.metrics = metrics
     }
 
+    /// Now, for what arrives after a wait (a refreshed token is judged when it arrives).
+    var now: Double { self.clock() }
+
     private var document: DiscoveryDocument? { self.keyStore.discoveryDocument(issuer: self.configuration.issuer) }
 
     // MARK: Starting a sign-in

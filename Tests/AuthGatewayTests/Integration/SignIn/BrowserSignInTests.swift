@@ -281,7 +281,7 @@ struct BrowserSignInTests {
             }
             return try await group.reduce(into: []) { $0.append($1) }
         }
-        #expect(responses.map(\.status) == [200, 200, 200, 200])
+        #expect(responses.map(\.status) == [200, 200, 200, 200], "\(responses.map(\.text))")
         #expect(fixture.provider.tokenCalls.refreshToken == calls + 1, "one refresh however many requests wait")
         let refreshed = try #require(fixture.provider.lastIssuedTokens?.accessToken)
         #expect(refreshed != first)

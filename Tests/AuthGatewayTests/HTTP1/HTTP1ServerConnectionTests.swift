@@ -7,11 +7,11 @@ import AuthGatewayDemo
 import AuthGatewayTesting
 @testable import AuthGateway
 
-/// `ProxyHandler` running its actions, with embedded channels on both sides (the shape of
+/// `HTTP1ServerConnection` running its actions, with embedded channels on both sides (the shape of
 /// AsyncHTTPClient's `HTTP1ClientChannelHandlerTests`): every byte the client and the backend
 /// see is checked, no sockets.
-@Suite("ProxyHandler (embedded channels)")
-struct ProxyHandlerTests {
+@Suite("HTTP1ServerConnection (embedded channels)")
+struct HTTP1ServerConnectionTests {
     static func configuration(urls: [String] = ["http://10.0.0.1:8001"], routes: String? = nil) -> String {
         """
         {"listener":{"host":"127.0.0.1","port":0},"eventLoopThreads":1,

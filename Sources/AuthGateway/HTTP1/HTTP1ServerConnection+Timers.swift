@@ -1,7 +1,7 @@
 import NIOCore
 
 /// The connection's one timer, run as `ConnectionDeadlines` says.
-extension ProxyHandler {
+extension HTTP1ServerConnection {
     var timeoutLimits: ConnectionDeadlines.Limits {
         let snapshot = self.environment.snapshot
         return ConnectionDeadlines.Limits(

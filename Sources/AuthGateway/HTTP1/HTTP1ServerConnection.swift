@@ -18,7 +18,7 @@ import NIOHTTP1
 /// Everything happens on the connection's event loop. Bodies are relayed without buffering:
 /// reads are withheld from one side while the other cannot take more (`read(context:)`), and
 /// resumed on writability changes.
-final class ProxyHandler: ChannelDuplexHandler, ExchangeHandler {
+final class HTTP1ServerConnection: ChannelDuplexHandler, ExchangeHandler {
     typealias InboundIn = ByteBuffer
     typealias OutboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
@@ -29,10 +29,19 @@ final class ProxyHandler: ChannelDuplexHandler, ExchangeHandler {
     var deadlines = ConnectionDeadlines()
     var context: ChannelHandlerContext?
     var exchange: Exchange?
-    /// The HTTP/1.x version and keep-alive of the request in flight: HTTP/1.1 framing only,
-    /// so they live here and not in the protocol-neutral `Exchange`.
+    // The HTTP/1.1 framing of the exchange in flight (set with each new exchange): HTTP/1.1's
+    // only, so it lives here and not in the protocol-neutral `Exchange`.
+    /// The request's HTTP/1.x version.
     var requestVersion: HTTPVersion = .http1_1
+    /// The client asked to keep the connection after this request.
     var requestKeepAlive = false
+    /// The response head to the client, ready to write: held until the first body part, the
+    /// end, or the end of the backend's read burst, so a small response leaves in one write.
+    var heldResponseHead: ByteBuffer?
+    /// The response body goes to the client chunk-framed.
+    var responseChunked = false
+    /// The client connection closes after this response (`ClientResponseFraming`).
+    var closeAfterResponse = false
     var upstream: UpstreamLease?
     /// The pool a lease is pending with.
     var leasingPool: UpstreamPool?
@@ -229,13 +238,13 @@ final class ProxyHandler: ChannelDuplexHandler, ExchangeHandler {
             if self.upstream?.sendEnd() == true || self.upstreamNeedsFlush { self.upstream?.flush() }
             self.upstreamNeedsFlush = false
         case .writeResponseHead:
-            // Held in `exchange.responseHead` until the first body part, the end or the end of
-            // the read burst: a small response then leaves in one write.
+            // Held in `heldResponseHead` until the first body part, the end or the end of the
+            // read burst: a small response then leaves in one write.
             break
         case .writeResponseBody(let part):
             self.exchange?.bytesOut += part.readableBytes
             let framed =
-                self.exchange?.responseChunked == true
+                self.exchange != nil && self.responseChunked
                 ? HTTPWriter.chunk(part, allocator: context.channel.allocator) : part
             self.writeResponse(framed, context: context)
         case .finishResponse(let reuseUpstream):
@@ -294,11 +303,19 @@ final class ProxyHandler: ChannelDuplexHandler, ExchangeHandler {
 
     /// An exchange for input that never became a request head (parse error, slow headers).
     func bareExchange() -> Exchange {
-        self.requestVersion = .http1_1
-        self.requestKeepAlive = false
+        self.startFraming(version: .http1_1, keepAlive: false)
         return Exchange.bare(requestID: self.environment.requestID(forwarded: nil))
+    }
+
+    /// A new exchange starts: its request's version and keep-alive, nothing of its response yet.
+    func startFraming(version: HTTPVersion, keepAlive: Bool) {
+        self.requestVersion = version
+        self.requestKeepAlive = keepAlive
+        self.heldResponseHead = nil
+        self.responseChunked = false
+        self.closeAfterResponse = false
     }
 }
 
 @available(*, unavailable)
-extension ProxyHandler: Sendable {}
+extension HTTP1ServerConnection: Sendable {}

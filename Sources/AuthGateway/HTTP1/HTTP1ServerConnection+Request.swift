@@ -3,7 +3,7 @@ import NIOHTTP1
 
 /// A request head's decision (route, authenticate, plan), the upstream lease, and the request
 /// going upstream.
-extension ProxyHandler {
+extension HTTP1ServerConnection {
     func receivedHead(
         _ head: HTTPRequestHead, framing: Result<BodyFraming, GatewayError>, context: ChannelHandlerContext
     ) {
@@ -11,8 +11,7 @@ extension ProxyHandler {
         self.exchange = Exchange(
             requestID: requestID, method: head.method, uri: head.uri, start: .now(),
             requestChunked: (try? framing.get()) == .chunked)
-        self.requestVersion = head.version
-        self.requestKeepAlive = head.isKeepAlive
+        self.startFraming(version: head.version, keepAlive: head.isKeepAlive)
         if let tracing = self.environment.tracing { self.exchange?.trace = tracing.start(head, protocol: .http1) }
         if self.environment.isDraining { self.state.requestClose() }
         let hasBody: Bool

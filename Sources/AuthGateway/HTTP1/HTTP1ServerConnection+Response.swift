@@ -3,7 +3,7 @@ import NIOHTTP1
 
 /// What the client gets: the backend's response relayed (its head held back so a small
 /// response leaves in one write), or the gateway's own answer.
-extension ProxyHandler {
+extension HTTP1ServerConnection {
     func finishResponse(reuseUpstream: Bool, closeClient: Bool, context: ChannelHandlerContext) {
         if let upstream = self.upstream {
             self.upstream = nil
@@ -23,11 +23,11 @@ extension ProxyHandler {
 
     /// Writes response bytes, after the head while it is still held.
     func writeResponse(_ bytes: ByteBuffer, context: ChannelHandlerContext) {
-        guard let exchange = self.exchange, var head = exchange.responseHead else {
+        guard self.exchange != nil, var head = self.heldResponseHead else {
             context.write(self.wrapOutboundOut(bytes), promise: nil)
             return
         }
-        exchange.responseHead = nil
+        self.heldResponseHead = nil
         if bytes.readableBytes <= Self.coalescedBodyBytes {
             var bytes = bytes
             head.writeBuffer(&bytes)
@@ -40,10 +40,10 @@ extension ProxyHandler {
 
     /// What is left to write when the response ends: the held head, the last chunk.
     func takeResponseTail(context: ChannelHandlerContext) -> ByteBuffer? {
-        guard let exchange = self.exchange else { return nil }
-        var tail = exchange.responseHead
-        exchange.responseHead = nil
-        if exchange.responseChunked {
+        guard self.exchange != nil else { return nil }
+        var tail = self.heldResponseHead
+        self.heldResponseHead = nil
+        if self.responseChunked {
             if tail == nil { tail = context.channel.allocator.buffer(capacity: 8) }
             tail!.writeStaticString(HTTPWriter.lastChunk)
         }

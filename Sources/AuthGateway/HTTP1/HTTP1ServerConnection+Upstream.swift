@@ -2,7 +2,7 @@ import NIOCore
 
 /// What the backend sends, on an HTTP/1.1 client connection (the rest of the upstream events:
 /// `ExchangeHandler`).
-extension ProxyHandler {
+extension HTTP1ServerConnection {
     func upstreamResponseHead(_ head: UpstreamResponseHead) {
         guard let context = self.context, let exchange = self.exchange, let plan = exchange.plan else { return }
         self.observeUpstreamLatency(exchange, backend: plan.route.backend)
@@ -15,7 +15,7 @@ extension ProxyHandler {
             mustClose: self.state.closeRequested || self.environment.isDraining
         )
         let clientIsHTTP11 = self.requestVersion == .http1_1
-        exchange.responseChunked = framing.chunked
+        self.responseChunked = framing.chunked
         var bytes = context.channel.allocator.buffer(capacity: head.estimatedBytes + 128)
         HTTPWriter.clientResponseHead(
             head,
@@ -27,9 +27,9 @@ extension ProxyHandler {
             into: &bytes
         )
         exchange.responseStatus = head.status
-        exchange.closeAfterResponse = framing.close
+        self.closeAfterResponse = framing.close
         let action = self.state.responseHead()
-        if case .exchange(.writeResponseHead) = action { exchange.responseHead = bytes }
+        if case .exchange(.writeResponseHead) = action { self.heldResponseHead = bytes }
         self.run(action, context: context)
         self.updateTimer(context: context)
     }
@@ -47,7 +47,7 @@ extension ProxyHandler {
         )
         exchange.responseStatus = 101
         let action = self.state.upgraded()
-        if case .exchange(.writeResponseHead) = action { exchange.responseHead = bytes }
+        if case .exchange(.writeResponseHead) = action { self.heldResponseHead = bytes }
         self.run(action, context: context)
         // Bytes the client sent after its request (frames that did not wait for the 101)
         // are the tunnel's first.
@@ -72,7 +72,7 @@ extension ProxyHandler {
         let keepAlive = self.upstream?.reusable ?? false
         self.run(
             self.state.responseEnd(
-                upstreamKeepAlive: keepAlive, clientMustClose: self.exchange?.closeAfterResponse ?? true),
+                upstreamKeepAlive: keepAlive, clientMustClose: self.exchange == nil || self.closeAfterResponse),
             context: context)
         self.updateTimer(context: context)
     }
@@ -81,8 +81,8 @@ extension ProxyHandler {
         guard let context = self.context else { return }
         // The head of a response whose body is still to come goes out now (a stream's client
         // sees the head without waiting for the first event).
-        if let head = self.exchange?.responseHead {
-            self.exchange?.responseHead = nil
+        if self.exchange != nil, let head = self.heldResponseHead {
+            self.heldResponseHead = nil
             context.write(self.wrapOutboundOut(head), promise: nil)
         }
         context.flush()
