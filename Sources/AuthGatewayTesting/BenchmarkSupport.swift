@@ -78,7 +78,7 @@ public enum GatewayBenchmarkSupport {
                     RouteConfiguration(
                         name: "r\(index)", host: nil, pathMatch: .prefix("/service-\(index)/"),
                         methods: ["GET", "POST"],
-                        backend: "api", auth: .required, require: [], stripPathPrefix: false, forwardAccessToken: true
+                        backend: "api", auth: .required, stripPathPrefix: false, forwardAccessToken: true
                     )
                 },
                 backendNames: ["api"]
