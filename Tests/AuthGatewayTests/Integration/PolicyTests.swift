@@ -72,4 +72,41 @@ struct PolicyTests {
         }
         #expect(gateway.backend.requestCount == 0)
     }
+
+    /// The policy of the benchmark (`Benchmarks/`, "require: 10-clause policy"), through the
+    /// whole embedded pipeline: it lets the request through; one clause changed refuses it.
+    @Test("the benchmark's 10-clause policy passes a whole request; changing one clause refuses it")
+    func benchmarkPolicy() throws {
+        let policy = #"""
+            {"claims.sub":"bench-user-42","claims.groups":{"in":["admins","ops"]},"claims.scope":"write:items",
+             "claims.realm_access.roles":"orders-admin","claims.email":{"suffix":"@bench.local"},
+             "claims.email_verified":true,"not":{"claims.groups":"suspended"},
+             "anyOf":[{"request.method":"POST"},{"request.method":{"in":["GET","HEAD"]}}],
+             "client.ip":{"cidr":["10.0.0.0/8","127.0.0.0/8"]},"claims.act":{"exists":false}}
+            """#
+        let token = TestKeys.token(
+            subject: "bench-user-42",
+            extra: [
+                "scope": "read:items write:items", "groups": ["ops", "staff"],
+                "realm_access": ["roles": ["orders-admin"]],
+                "email": "bench@bench.local", "email_verified": true,
+            ])
+        let request = "GET / HTTP/1.1\r\nHost: 127.0.0.1:18090\r\nAuthorization: Bearer \(token)\r\n\r\n"
+        let response = "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n"
+        for (require, status) in [
+            (policy, 200), (policy.replacingOccurrences(of: "127.0.0.0/8", with: "192.0.2.0/24"), 403),
+        ] {
+            let configuration = """
+                {"listener":{"host":"127.0.0.1","port":0},"eventLoopThreads":1,
+                 "tokens":{"issuers":[{"issuer":"\(TestKeys.issuer)","audiences":["\(TestKeys.audience)"],"leewaySeconds":0,
+                   "keys":[{"kid":"test-rs","algorithm":"RS256","publicKeyPEM":\(JSONValue.string(TestKeys.rsa.publicKeyPEM).jsonText)}]}]},
+                 "backends":{"api":{"urls":["http://10.0.0.1:8001"]}},
+                 "routes":[{"name":"all","pathPrefix":"/","backend":"api","require":\(require)}],
+                 "logging":{"accessLog":false}}
+                """
+            let whole = try GatewayBenchmarkSupport.WholeRequest(
+                configuration: configuration, request: request, response: response, now: Date().timeIntervalSince1970)
+            #expect(try whole.status() == status)
+        }
+    }
 }
