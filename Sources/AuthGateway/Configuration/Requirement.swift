@@ -33,7 +33,10 @@ public struct Requirement: Sendable, Equatable {
 }
 
 /// One member of a requirement object.
-public struct RequirementClause: Sendable, Equatable {
+///
+/// A class, not a struct: the evaluator walks clauses on every request, and a reference is
+/// one retain where a struct of strings, arrays and JSON values is many.
+public final class RequirementClause: Sendable, Equatable {
     public enum Kind: Sendable, Equatable {
         /// `"claims.groups": "admin"`: the field's value satisfies the matcher.
         case field(IdentityValuePath, FieldMatcher)
@@ -54,6 +57,10 @@ public struct RequirementClause: Sendable, Equatable {
     public init(path: String, kind: Kind) {
         self.path = path
         self.kind = kind
+    }
+
+    public static func == (lhs: RequirementClause, rhs: RequirementClause) -> Bool {
+        lhs.path == rhs.path && lhs.kind == rhs.kind
     }
 
     var readsProfile: Bool {

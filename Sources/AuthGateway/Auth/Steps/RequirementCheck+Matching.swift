@@ -50,10 +50,10 @@ extension RequirementCheck {
             }
             return false
         case .prefix(let prefix):
-            for line in lines where line.hasPrefix(prefix) { return true }
+            for line in lines where UTF8Affix.hasPrefix(line[...], prefix) { return true }
             return false
         case .suffix(let suffix):
-            for line in lines where line.hasSuffix(suffix) { return true }
+            for line in lines where UTF8Affix.hasSuffix(line[...], suffix) { return true }
             return false
         case .exists(let wanted):
             return lines.isEmpty != wanted
@@ -68,8 +68,8 @@ extension RequirementCheck {
 
         func holds(for text: Substring) -> Bool {
             switch self {
-            case .prefix(let prefix): return text.hasPrefix(prefix)
-            case .suffix(let suffix): return text.hasSuffix(suffix)
+            case .prefix(let prefix): return UTF8Affix.hasPrefix(text, prefix)
+            case .suffix(let suffix): return UTF8Affix.hasSuffix(text, suffix)
             }
         }
     }
