@@ -17,8 +17,8 @@ struct IdentityFields {
     func value(_ path: IdentityValuePath) -> JSONValue? {
         switch path.source {
         case .claims:
-            guard let claims = self.identity?.token.claims else { return nil }
-            return IdentityLookup.value(named: path.name, segments: path.segments, in: claims)
+            guard let token = self.identity?.token else { return nil }
+            return IdentityLookup.value(named: path.name, segments: path.segments, in: token.claims)
         case .profile:
             guard let profile = self.identity?.profile else { return nil }
             return IdentityLookup.value(named: path.name, segments: path.segments, in: profile)

@@ -53,10 +53,18 @@ public final class RequirementClause: Sendable, Equatable {
     /// has the clause's own path.
     public let path: String
     public let kind: Kind
+    /// `kind`'s field and matcher when it is `.field`, held once more by reference so that the
+    /// evaluator reads them without copying the enum's payload on every request.
+    let fieldTest: FieldTest?
 
     public init(path: String, kind: Kind) {
         self.path = path
         self.kind = kind
+        if case .field(let field, let matcher) = kind {
+            self.fieldTest = FieldTest(field: field, matcher: matcher)
+        } else {
+            self.fieldTest = nil
+        }
     }
 
     public static func == (lhs: RequirementClause, rhs: RequirementClause) -> Bool {
@@ -91,6 +99,17 @@ public final class RequirementClause: Sendable, Equatable {
     }
 
     static func count(_ count: Int, _ noun: String) -> String { count == 1 ? "1 \(noun)" : "\(count) \(noun)s" }
+}
+
+/// A field clause's field and matcher (`RequirementClause.fieldTest`).
+final class FieldTest: Sendable {
+    let field: IdentityValuePath
+    let matcher: FieldMatcher
+
+    init(field: IdentityValuePath, matcher: FieldMatcher) {
+        self.field = field
+        self.matcher = matcher
+    }
 }
 
 /// What a field's value must satisfy. Each holds for the value itself or, when the value is

@@ -68,8 +68,12 @@ enum RequirementCheck {
         let line = recorder.begin(clause)
         let failing: String?
         switch clause.kind {
-        case .field(let field, let matcher):
-            failing = Self.matches(matcher, fields.reading(field), asList: field.readsAsList) ? nil : clause.path
+        case .field:
+            // Through the clause's `fieldTest`: no copy of the enum's payload.
+            let test = clause.fieldTest!
+            failing =
+                Self.matches(test.matcher, fields.reading(test.field), asList: test.field.readsAsList)
+                ? nil : clause.path
         case .allOf(let requirements):
             failing = Self.firstFailure(of: requirements, fields, &recorder)
         case .anyOf(let requirements):
