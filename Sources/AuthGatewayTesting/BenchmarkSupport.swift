@@ -78,7 +78,7 @@ public enum GatewayBenchmarkSupport {
                     RouteConfiguration(
                         name: "r\(index)", host: nil, pathMatch: .prefix("/service-\(index)/"),
                         methods: ["GET", "POST"],
-                        backend: "api", auth: .required, require: [], stripPathPrefix: false, forwardAccessToken: true
+                        backend: "api", auth: .required, stripPathPrefix: false, forwardAccessToken: true
                     )
                 },
                 backendNames: ["api"]
@@ -139,6 +139,20 @@ public enum GatewayBenchmarkSupport {
             self.client = try self.gateway.connectClient()
             self.request = ByteBuffer(string: request)
             self.response = ByteBuffer(string: response)
+        }
+
+        /// Runs one request; returns the status code of the response the client got.
+        public func status() throws -> Int {
+            try self.client.writeInbound(self.request)
+            if let upstream = self.gateway.upstreams.last {
+                while try upstream.readOutbound(as: ByteBuffer.self) != nil {}
+                try upstream.writeInbound(self.response)
+            }
+            var text = ""
+            while let part = try self.client.readOutbound(as: ByteBuffer.self) { text += String(buffer: part) }
+            self.gateway.loop.run()
+            // "HTTP/1.1 200 OK"
+            return text.split(separator: " ", maxSplits: 2).dropFirst().first.flatMap { Int($0) } ?? 0
         }
 
         /// Runs one request; returns the number of response bytes the client got.

@@ -6,7 +6,8 @@
 final class ConfigReader {
     let path: String
     private let object: JSONObject
-    private let issues: IssueCollector
+    /// Shared by every reader of one load; sub-parsers (requirements) record here too.
+    let issues: IssueCollector
     private let environment: [String: String]
     private var knownKeys: Set<String> = []
 

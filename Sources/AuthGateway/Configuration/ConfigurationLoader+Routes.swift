@@ -15,7 +15,7 @@ extension ConfigurationLoader {
                 root.error("identityHeaders.\(member.name)", "duplicate header (names are case-insensitive)")
             }
             guard case .string(let text) = member.value, let path = IdentityValuePath(parsing: text),
-                path.source != .client
+                path.source != .client, path.source != .request
             else {
                 root.error(
                     "identityHeaders.\(member.name)", "expected \"claims.<name>\", \"profile.<name>\" or \"dpop.jkt\"")
@@ -89,17 +89,15 @@ extension ConfigurationLoader {
                 entry.error(
                     "auth", "\"\(auth.rawValue)\" needs at least one entry in tokens.issuers (or tokens.introspection)")
             }
-            var requirements: [Requirement] = []
-            if let members = entry.members("require") {
-                for member in members {
-                    guard let path = IdentityValuePath(parsing: member.name), path.source != .client else {
-                        entry.error("require.\(member.name)", "keys must be \"claims.<name>\" or \"profile.<name>\"")
-                        continue
+            var requirement = Requirement.empty
+            if let value = entry.value("require") {
+                let parsed = RequirementParser(issues: entry.issues).requirement(
+                    value, path: entry.childPath("require"), nested: false)
+                if let parsed {
+                    requirement = parsed
+                    if auth == .none && !parsed.isEmpty {
+                        entry.error("require", "a route with auth \"none\" cannot have requirements")
                     }
-                    requirements.append(Requirement(path: path, expected: member.value))
-                }
-                if auth == .none && !requirements.isEmpty {
-                    entry.error("require", "a route with auth \"none\" cannot have requirements")
                 }
             }
             let stripPathPrefix = entry.bool("stripPathPrefix") ?? false
@@ -127,7 +125,7 @@ extension ConfigurationLoader {
                 methods: methods,
                 backend: backend,
                 auth: auth,
-                require: requirements,
+                require: requirement,
                 stripPathPrefix: stripPathPrefix,
                 forwardAccessToken: forwardAccessToken
             )

@@ -145,7 +145,7 @@ public struct ConfigurationLoader: Sendable {
         // Cross-section checks.
         let usesProfile =
             identityHeaders?.contains { $0.path.source == .profile } == true
-            || routes?.contains { $0.require.contains { $0.path.source == .profile } } == true
+            || routes?.contains { $0.require.readsProfile } == true
             // Judged on the file: a limit refused for another field still reads the profile.
             || (root.value("rateLimits")?.arrayValue ?? []).contains {
                 $0["key"]?.stringValue?.hasPrefix("profile.") == true

@@ -37,7 +37,7 @@ public struct GatewayConfiguration: Sendable {
     /// Whether any route requirement or identity header reads the user's profile.
     public var usesProfiles: Bool {
         self.identityHeaders.contains { $0.path.source == .profile }
-            || self.routes.contains { route in route.require.contains { $0.path.source == .profile } }
+            || self.routes.contains { $0.require.readsProfile }
     }
 }
 

@@ -24,6 +24,8 @@ public struct RateLimitConfiguration: Sendable, Equatable {
                 case .profile: self = .profile(path.name)
                 // Not a key (yet): limits count per identity, and a DPoP key is one per client.
                 case .dpop: return nil
+                // Chosen by the client: not an identity to count under.
+                case .request: return nil
                 case .client: self = .clientIP
                 }
             }

@@ -16,7 +16,9 @@ public struct RouteConfiguration: Sendable {
     public var methods: Set<String>?
     public var backend: String
     public var auth: AuthMode
-    public var require: [Requirement]
+    /// `require` (docs/policies.md): a requirement tree, parsed and checked at load;
+    /// `Requirement.empty` when the route has none.
+    public var require: Requirement
     public var stripPathPrefix: Bool
     public var forwardAccessToken: Bool
     /// `off` ignores `cnf.jkt`; `allowed` checks proofs of bound tokens; `required` refuses
@@ -33,7 +35,7 @@ public struct RouteConfiguration: Sendable {
 
     package init(
         name: String, host: String?, pathMatch: PathMatch, methods: Set<String>?, backend: String, auth: AuthMode,
-        require: [Requirement],
+        require: Requirement = .empty,
         stripPathPrefix: Bool, forwardAccessToken: Bool
     ) {
         self.name = name
@@ -48,13 +50,6 @@ public struct RouteConfiguration: Sendable {
     }
 }
 
-/// One entry of a route's `require`: the value at `path` must equal `expected`
-/// (or, for an array value, contain it).
-public struct Requirement: Sendable {
-    public var path: IdentityValuePath
-    public var expected: JSONValue
-}
-
 /// An outgoing header filled from a verified identity value.
 public struct IdentityHeader: Sendable {
     public var name: String
@@ -62,7 +57,8 @@ public struct IdentityHeader: Sendable {
 }
 
 /// A value rules read about a request (`IdentityFields`): `claims.<name>`, `profile.<name>`,
-/// `dpop.jkt`, or `client.ip`. Each place that takes one says which sources it accepts.
+/// `dpop.jkt`, `client.ip`, `request.method` or `request.header.<name>`. Each place that takes
+/// one says which sources it accepts (identity headers and rate-limit keys take no `request.*`).
 public struct IdentityValuePath: Sendable, Hashable, CustomStringConvertible {
     public enum Source: String, Sendable, Hashable {
         case claims, profile
@@ -70,17 +66,42 @@ public struct IdentityValuePath: Sendable, Hashable, CustomStringConvertible {
         case dpop
         /// `client.ip`: the client's address (docs/rate-limits.md).
         case client
+        /// `request.method` and `request.header.<name>`: the request as the client sent it
+        /// (docs/policies.md).
+        case request
     }
 
     /// `client.ip`.
     public static let clientIP = IdentityValuePath(source: .client, name: "ip")
+    /// `request.method`.
+    public static let requestMethod = IdentityValuePath(source: .request, name: "method")
 
-    public var source: Source
-    public var name: String
+    public let source: Source
+    /// What follows the source: `realm_access.roles`, `jkt`, `ip`, `method`, `header.X-Tenant`.
+    public let name: String
+    /// `name` cut once, so that a request's lookup allocates nothing: the dot segments of a
+    /// dotted `claims` or `profile` name (empty without dots), or the header name alone of
+    /// `request.header.<name>`.
+    let segments: [String]
+    /// A string value reads as a space-separated list too: the `scope` and `scp` claims
+    /// (RFC 8693 §4.2, RFC 9068 §2.2.3), and profile members of those names.
+    let readsAsList: Bool
 
     public init(source: Source, name: String) {
         self.source = source
         self.name = name
+        switch source {
+        case .claims, .profile:
+            self.segments =
+                name.contains(".") ? name.split(separator: ".", omittingEmptySubsequences: false).map(String.init) : []
+            self.readsAsList = IdentityLookup.readsAsList(name)
+        case .request:
+            self.segments = name.hasPrefix("header.") ? [String(name.dropFirst("header.".count))] : []
+            self.readsAsList = false
+        case .dpop, .client:
+            self.segments = []
+            self.readsAsList = false
+        }
     }
 
     public init?(parsing text: String) {
@@ -89,8 +110,21 @@ public struct IdentityValuePath: Sendable, Hashable, CustomStringConvertible {
         guard let dot = text.firstIndex(of: ".") else { return nil }
         guard let source = Source(rawValue: String(text[..<dot])) else { return nil }
         let name = String(text[text.index(after: dot)...])
-        guard !name.isEmpty, source != .dpop || name == "jkt", source != .client || name == "ip" else { return nil }
+        guard !name.isEmpty else { return nil }
+        switch source {
+        case .claims, .profile: break
+        case .dpop: guard name == "jkt" else { return nil }
+        case .client: guard name == "ip" else { return nil }
+        case .request:
+            guard name == "method" || (name.hasPrefix("header.") && HTTPToken.isValid(name.dropFirst("header.".count)))
+            else { return nil }
+        }
         self.init(source: source, name: name)
+    }
+
+    /// The header `request.header.<name>` reads; nil for every other path.
+    var requestHeaderName: String? {
+        self.source == .request && !self.segments.isEmpty ? self.segments[0] : nil
     }
 
     public var description: String { "\(self.source.rawValue).\(self.name)" }

@@ -56,7 +56,8 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
     public static func tokenRejected(_ failure: TokenFailure) -> GatewayError { .init(kind: .tokenRejected(failure)) }
     public static let refreshRejected = GatewayError(kind: .refreshRejected)
     public static let profileRejected = GatewayError(kind: .profileRejected)
-    /// `requirement` names what was missing, e.g. `profile.super_admin`; it is not secret.
+    /// `requirement` is the JSON path of the failing clause, e.g.
+    /// `routes[2].require["profile.super_admin"]` (docs/policies.md): configuration, not secret.
     public static func forbidden(_ requirement: String) -> GatewayError { .init(kind: .forbidden(requirement)) }
     public static let upstreamUnreachable = GatewayError(kind: .upstreamUnreachable)
     public static let upstreamTimeout = GatewayError(kind: .upstreamTimeout)
@@ -201,7 +202,7 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
         case .tokenRejected(let failure): return failure.description
         case .refreshRejected: return "The session expired and could not be refreshed"
         case .profileRejected: return "The auth service rejected the access token"
-        case .forbidden(let requirement): return "The token does not satisfy the route requirement \(requirement)"
+        case .forbidden(let requirement): return "The request does not satisfy the route requirement \(requirement)"
         case .upstreamUnreachable: return "The backend could not be reached"
         case .upstreamTimeout: return "The backend did not answer in time"
         case .upstreamBusy: return "No backend connection became free in time"

@@ -69,7 +69,9 @@ public struct JSONObject: Sendable, Equatable {
 
     public subscript(key: String) -> JSONValue? {
         get {
-            for entry in self.entries where entry.key == key { return entry.value }
+            // By index: comparing `entries[i].key` in place copies no entry (no retain of
+            // each value on the way); requirements and identity headers look up per request.
+            for index in self.entries.indices where self.entries[index].key == key { return self.entries[index].value }
             return nil
         }
         set {

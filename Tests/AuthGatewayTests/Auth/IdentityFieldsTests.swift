@@ -47,7 +47,7 @@ struct IdentityFieldsTests {
         #expect(direct.value(.clientIP) == "192.0.2.8")
     }
 
-    @Test("client.ip parses as a path; identity headers and require do not accept it (yet)")
+    @Test("client.ip parses as a path; identity headers refuse it, require takes it only as an address")
     func parsing() throws {
         #expect(IdentityValuePath(parsing: "client.ip") == .clientIP)
         #expect(IdentityValuePath(parsing: "client.port") == nil)
@@ -56,5 +56,62 @@ struct IdentityFieldsTests {
         #expect(throws: (any Error).self) {
             try AuthStepFixture(routes: #"[{"name":"d","pathPrefix":"/","backend":"api","require":{"client.ip":"x"}}]"#)
         }
+        _ = try AuthStepFixture(
+            routes: #"[{"name":"d","pathPrefix":"/","backend":"api","require":{"client.ip":"192.0.2.1"}}]"#)
+    }
+
+    @Test("request.method and request.header.<name> parse as paths; nothing else under request")
+    func requestPaths() {
+        #expect(IdentityValuePath(parsing: "request.method") == .requestMethod)
+        let header = IdentityValuePath(parsing: "request.header.X-Tenant")
+        #expect(header?.requestHeaderName == "X-Tenant")
+        #expect(header?.description == "request.header.X-Tenant")
+        #expect(IdentityValuePath(parsing: "request.header.x.y")?.requestHeaderName == "x.y")
+        for text in ["request.path", "request.header.", "request.header.a b", "request.method.x", "request.Method"] {
+            #expect(IdentityValuePath(parsing: text) == nil, "\(text)")
+        }
+        #expect(IdentityValuePath.requestMethod.requestHeaderName == nil)
+        #expect(IdentityValuePath(source: .claims, name: "x").requestHeaderName == nil)
+    }
+
+    @Test("request.method is the method as sent; a header is its first line, or every line for requirements")
+    func requestValues() throws {
+        var request = self.fixture.request([("X-Tenant", "acme"), ("Accept", "*/*"), ("x-tenant", "other")])
+        request.method = .PATCH
+        let fields = IdentityFields(identity: nil, request: request)
+        #expect(fields.value(.requestMethod) == "PATCH")
+        let tenant = try #require(IdentityValuePath(parsing: "request.header.X-TENANT"))
+        #expect(fields.value(tenant) == "acme")
+        guard case .headerLines(let lines) = fields.reading(tenant) else {
+            Issue.record("a header reads as its lines")
+            return
+        }
+        #expect(Array(lines) == ["acme", "other"])
+        #expect(!lines.isEmpty)
+        let missing = try #require(IdentityValuePath(parsing: "request.header.x-missing"))
+        #expect(fields.value(missing) == nil)
+        guard case .headerLines(let none) = fields.reading(missing) else {
+            Issue.record("a missing header reads as no lines")
+            return
+        }
+        #expect(none.isEmpty)
+        guard case .absent = fields.reading(IdentityValuePath(source: .claims, name: "sub")) else {
+            Issue.record("no identity: absent")
+            return
+        }
+    }
+
+    @Test("dotted names are cut once: the member with the whole name first, then the walk")
+    func segments() throws {
+        let path = IdentityValuePath(source: .claims, name: "realm_access.roles")
+        #expect(path.segments == ["realm_access", "roles"])
+        #expect(IdentityValuePath(source: .claims, name: "sub").segments.isEmpty)
+        #expect(path.readsAsList == false)
+        #expect(IdentityValuePath(source: .claims, name: "scp").readsAsList)
+        #expect(IdentityValuePath(source: .profile, name: "scope").readsAsList)
+        let identity = try self.fixture.identity(
+            TestKeys.token(extra: ["realm_access.roles": "direct", "realm_access": ["roles": ["walked"]]]))
+        let fields = IdentityFields(identity: identity, request: self.fixture.request([]))
+        #expect(fields.value(path) == "direct")
     }
 }

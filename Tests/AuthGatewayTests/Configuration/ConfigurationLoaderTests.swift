@@ -268,8 +268,15 @@ struct ConfigurationLoaderTests {
         #expect(route.host == nil)
         #expect(route.pathMatch == .prefix("/"))
         #expect(configuration.routes[0].auth == .none)
-        #expect(configuration.routes[1].require.map(\.path.description) == ["profile.admin"])
-        #expect(configuration.routes[1].require.first?.expected == .bool(true))
+        #expect(
+            configuration.routes[1].require
+                == Requirement(
+                    path: "routes[1].require",
+                    clauses: [
+                        RequirementClause(
+                            path: #"routes[1].require["profile.admin"]"#,
+                            kind: .field(IdentityValuePath(source: .profile, name: "admin"), .equals(.bool(true))))
+                    ]))
         #expect(configuration.usesProfiles)
         #expect(configuration.trustedProxies.map(\.description) == ["10.0.0.0/8", "192.168.1.1/32"])
         #expect(configuration.backend(named: "other")?.urls.count == 2)
@@ -1095,7 +1102,7 @@ struct ConfigurationLoaderTests {
         let configuration = try ConfigurationLoader(environment: ["AUTH_CLIENT_SECRET": "s3cr:t"]).load(path: path)
         #expect(configuration.routes.map(\.name) == ["orders-admin", "orders"])
         #expect(configuration.routes[1].forwardAccessToken == false)
-        #expect(configuration.routes[0].require.map(\.path.description) == ["claims.realm_access.roles"])
+        #expect(configuration.routes[0].require.fields.map(\.description) == ["claims.realm_access.roles"])
         #expect(configuration.tokens.issuers.map(\.issuer) == ["https://idp.example.com/realms/main"])
         let refresh = try #require(configuration.authService?.refresh)
         guard case .oauth2(let clientID, let clientSecret, let authentication) = refresh.protocol else {

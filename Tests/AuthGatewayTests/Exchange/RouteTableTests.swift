@@ -12,7 +12,7 @@ struct RouteTableTests {
     ) -> RouteConfiguration {
         RouteConfiguration(
             name: name, host: host, pathMatch: match, methods: methods, backend: "api", auth: .required,
-            require: [], stripPathPrefix: false, forwardAccessToken: true)
+            require: .empty, stripPathPrefix: false, forwardAccessToken: true)
     }
 
     /// A table of `routes`, which all forward to the one backend `api`.

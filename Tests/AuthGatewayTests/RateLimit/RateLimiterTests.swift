@@ -29,7 +29,7 @@ struct RateLimiterTests {
             routes: routes.map {
                 RouteConfiguration(
                     name: $0, host: nil, pathMatch: .prefix("/"), methods: nil, backend: "api", auth: .optional,
-                    require: [], stripPathPrefix: false,
+                    require: .empty, stripPathPrefix: false,
                     forwardAccessToken: true
                 )
             },
@@ -75,7 +75,8 @@ struct RateLimiterTests {
             (try? SocketAddress(ipAddress: peer, port: 0)).map { address in trusted.contains { $0.contains(address) } }
             ?? false
         let routeConfiguration = RouteConfiguration(
-            name: route, host: nil, pathMatch: .prefix("/"), methods: nil, backend: "api", auth: .optional, require: [],
+            name: route, host: nil, pathMatch: .prefix("/"), methods: nil, backend: "api", auth: .optional,
+            require: .empty,
             stripPathPrefix: false, forwardAccessToken: true)
         let request = AuthRequest(
             headers: headers, route: routeConfiguration, keys: KeySnapshot(generation: 0, issuers: []), now: 0,

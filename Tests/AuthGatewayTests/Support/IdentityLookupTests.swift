@@ -68,6 +68,23 @@ struct IdentityLookupTests {
         #expect(!IdentityLookup.satisfies("read write", expected: "rea", name: "scope"))
         #expect(!IdentityLookup.satisfies("read write", expected: "read write admin", name: "scope"))
         #expect(!IdentityLookup.satisfies("read write", expected: "read", name: "roles"))
+        // scp (RFC 9068) is read the same way.
+        #expect(IdentityLookup.satisfies("orders:read orders:write", expected: "orders:write", name: "scp"))
+        #expect(!IdentityLookup.satisfies("orders:read", expected: "orders", name: "scp"))
+    }
+
+    @Test("the lookup with segments cut beforehand finds what the lookup by name finds")
+    func segmentLookup() {
+        for name in [
+            "sub", "a.b", "realm_access.roles", "realm_access.nested.deep", "realm_access..roles", "missing", "x.y",
+        ] {
+            let segments =
+                name.contains(".") ? name.split(separator: ".", omittingEmptySubsequences: false).map(String.init) : []
+            #expect(
+                IdentityLookup.value(named: name, segments: segments, in: claims)
+                    == IdentityLookup.value(named: name, in: claims),
+                "\(name)")
+        }
     }
 
     @Test("header text of each JSON type (SPEC §4.4)")

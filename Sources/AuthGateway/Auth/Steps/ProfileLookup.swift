@@ -33,7 +33,7 @@ struct ProfileLookup {
     }
 
     func needsProfile(on route: RouteConfiguration) -> Bool {
-        self.identityHeadersNeedProfile || route.require.contains { $0.path.source == .profile }
+        self.identityHeadersNeedProfile || route.require.readsProfile
             || (!self.rateLimitProfileRoutes.isEmpty && self.rateLimitProfileRoutes.contains(route.name))
     }
 

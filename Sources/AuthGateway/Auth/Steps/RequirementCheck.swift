@@ -1,14 +1,116 @@
-/// The route's `require` (docs/configuration.md, "Routes"): every entry must hold for the
-/// identity, as `IdentityFields` reads it. A pure function: no I/O, nothing remembered.
+/// The route's `require` (docs/policies.md): the requirements step of the authentication
+/// pipeline, and the only code that decides a requirement.
+///
+/// A pure function over an identity and a request, read through `IdentityFields`: no I/O,
+/// nothing remembered. Proxy mode, authorizer mode and `check --request` all come here. One walk
+/// serves two uses: `evaluate` decides (with a recorder that records nothing, specialised
+/// away), `explain` runs the very same walk with a recorder that notes each clause's path and
+/// result, so what `check --request` prints is what the gateway decides.
+///
+/// The walk goes in file order and stops where the answer is known: the first failing clause
+/// of an object or `allOf`, the first holding branch of an `anyOf`. A refusal names the first
+/// failing clause by the JSON path the loader stored in it — a field, a `not` whose
+/// requirement held, or an `anyOf` all of whose branches failed — never a value. Deciding
+/// allocates nothing.
 enum RequirementCheck {
+    /// The step: the identity goes on when the route's requirement holds, else 403.
     static func check(_ identity: Identity, request: AuthRequest) -> AuthOutcome {
-        let fields = IdentityFields(identity: identity, request: request)
-        for requirement in request.route.require {
-            let actual = fields.value(requirement.path)
-            guard IdentityLookup.satisfies(actual, expected: requirement.expected, name: requirement.path.name) else {
-                return .rejected(.forbidden(requirement.path.description), headers: identity.responseHeaders)
+        switch Self.evaluate(request.route.require, IdentityFields(identity: identity, request: request)) {
+        case .holds:
+            return .authenticated(identity)
+        case .fails(let clause):
+            return .rejected(.forbidden(clause), headers: identity.responseHeaders)
+        }
+    }
+
+    /// Whether `requirement` holds for the request `fields` reads.
+    static func evaluate(_ requirement: Requirement, _ fields: IdentityFields) -> RequirementVerdict {
+        guard !requirement.isEmpty else { return .holds }
+        var recorder = SilentRecorder()
+        guard let failing = Self.walk(requirement, fields, &recorder) else { return .holds }
+        return .fails(clause: failing)
+    }
+
+    /// The same decision, with every requirement and clause the walk met (and those it did not
+    /// need) in tree order: for `check --request`.
+    static func explain(_ requirement: Requirement, _ fields: IdentityFields) -> RequirementExplanation {
+        var recorder = ExplainingRecorder()
+        let failing = Self.walk(requirement, fields, &recorder)
+        return RequirementExplanation(
+            verdict: failing.map { .fails(clause: $0) } ?? .holds, entries: recorder.entries)
+    }
+
+    // MARK: The walk
+
+    /// nil when `requirement` holds, else the path of its first failing clause. `entry`:
+    /// whether the object is a line of the explanation of its own (the root and the elements
+    /// of `anyOf`/`allOf`; a `not`'s object is its clause's line).
+    static func walk<Recorder: RequirementRecorder>(
+        _ requirement: Requirement, _ fields: IdentityFields, _ recorder: inout Recorder, entry: Bool = true
+    ) -> String? {
+        let line = entry ? recorder.begin(requirement) : nil
+        var failing: String?
+        for index in requirement.clauses.indices {
+            failing = Self.walk(requirement.clauses[index], fields, &recorder)
+            if failing != nil {
+                recorder.notReached(requirement.clauses[(index + 1)...])
+                break
             }
         }
-        return .authenticated(identity)
+        if let line { recorder.end(line, holds: failing == nil) }
+        return failing
     }
+
+    /// nil when `clause` holds, else the path of the first failing clause within it.
+    static func walk<Recorder: RequirementRecorder>(
+        _ clause: RequirementClause, _ fields: IdentityFields, _ recorder: inout Recorder
+    ) -> String? {
+        let line = recorder.begin(clause)
+        let failing: String?
+        switch clause.kind {
+        case .field:
+            // Through the clause's `fieldTest`: no copy of the enum's payload.
+            let test = clause.fieldTest!
+            failing =
+                Self.matches(test.matcher, fields.reading(test.field), asList: test.field.readsAsList)
+                ? nil : clause.path
+        case .allOf(let requirements):
+            failing = Self.firstFailure(of: requirements, fields, &recorder)
+        case .anyOf(let requirements):
+            failing = Self.anyHolds(requirements, fields, &recorder) ? nil : clause.path
+        case .not(let requirement):
+            failing = Self.walk(requirement, fields, &recorder, entry: false) == nil ? clause.path : nil
+        }
+        recorder.end(line, holds: failing == nil)
+        return failing
+    }
+
+    private static func firstFailure<Recorder: RequirementRecorder>(
+        of requirements: [Requirement], _ fields: IdentityFields, _ recorder: inout Recorder
+    ) -> String? {
+        for index in requirements.indices {
+            if let failing = Self.walk(requirements[index], fields, &recorder) {
+                recorder.notReached(requirements[(index + 1)...])
+                return failing
+            }
+        }
+        return nil
+    }
+
+    private static func anyHolds<Recorder: RequirementRecorder>(
+        _ requirements: [Requirement], _ fields: IdentityFields, _ recorder: inout Recorder
+    ) -> Bool {
+        for index in requirements.indices where Self.walk(requirements[index], fields, &recorder) == nil {
+            recorder.notReached(requirements[(index + 1)...])
+            return true
+        }
+        return false
+    }
+}
+
+/// A requirement's answer for one request.
+enum RequirementVerdict: Equatable {
+    case holds
+    /// `clause`: the JSON path of the first failing clause, as the 403 names it.
+    case fails(clause: String)
 }

@@ -49,7 +49,7 @@ struct AuthStepFixture {
     }
 
     func route(
-        auth: RouteConfiguration.AuthMode = .required, require: [Requirement] = [],
+        auth: RouteConfiguration.AuthMode = .required, require: Requirement = .empty,
         dpop: RouteConfiguration.DPoPMode = .allowed
     ) -> RouteConfiguration {
         var route = RouteConfiguration(
@@ -57,6 +57,11 @@ struct AuthStepFixture {
             stripPathPrefix: false, forwardAccessToken: true)
         route.dpop = dpop
         return route
+    }
+
+    /// A `require` value as the loader reads it for the first route (paths `routes[0].require…`).
+    static func requirement(_ value: JSONValue) throws -> Requirement {
+        try Requirement(parsing: value, path: "routes[0].require")
     }
 
     func request(

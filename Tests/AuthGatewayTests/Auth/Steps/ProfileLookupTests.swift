@@ -19,9 +19,16 @@ struct ProfileLookupTests {
         let plain = try AuthStepFixture(extra: Self.profileSection)
         let step = self.step(plain, profiles: nil)
         #expect(!step.needsProfile(on: plain.route()))
-        let requires = plain.route(require: [
-            Requirement(path: IdentityValuePath(source: .profile, name: "super_admin"), expected: true)
-        ])
+        let requires = plain.route(require: try AuthStepFixture.requirement(["profile.super_admin": true]))
+        #expect(step.needsProfile(on: requires))
+        // Anywhere in the tree: under not, inside an anyOf branch.
+        let nested = plain.route(
+            require: try AuthStepFixture.requirement([
+                "claims.sub": "x", "anyOf": [["claims.a": 1], ["not": ["profile.banned": true]]],
+            ]))
+        #expect(step.needsProfile(on: nested))
+        #expect(
+            !step.needsProfile(on: plain.route(require: try AuthStepFixture.requirement(["anyOf": [["claims.a": 1]]]))))
         #expect(step.needsProfile(on: requires))
         let withHeaders = try AuthStepFixture(
             extra: Self.profileSection + #", "identityHeaders":{"X-User-Name":"profile.user_name"}"#)
@@ -49,9 +56,7 @@ struct ProfileLookupTests {
             issuedAt: nil,
             leewaySeconds: 0)
         let identity = Identity(token: token, accessToken: fixture.bearer("t"), issuer: TestKeys.issuer)
-        let route = fixture.route(require: [
-            Requirement(path: IdentityValuePath(source: .profile, name: "x"), expected: true)
-        ])
+        let route = fixture.route(require: try AuthStepFixture.requirement(["profile.x": true]))
         guard
             case .refused(let error) = self.step(fixture, profiles: profiles).lookup(identity, route: route, trace: nil)
         else {
@@ -67,9 +72,7 @@ struct ProfileLookupTests {
         let profiles = ProfileCache(
             configuration: fixture.configuration.authService!.profile!, metrics: ProcessMetrics(), clock: { 0 })
         let identity = try fixture.identity(TestKeys.token(subject: "ann"))
-        let route = fixture.route(require: [
-            Requirement(path: IdentityValuePath(source: .profile, name: "x"), expected: true)
-        ])
+        let route = fixture.route(require: try AuthStepFixture.requirement(["profile.x": true]))
         guard
             case .pending(let fetched) = self.step(fixture, profiles: profiles).lookup(
                 identity, route: route, trace: nil)

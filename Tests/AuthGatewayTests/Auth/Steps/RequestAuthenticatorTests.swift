@@ -154,15 +154,13 @@ struct RequestAuthenticatorTests {
             return
         }
         #expect(bad == .tokenRejected(.badSignature))
-        let admin = self.fixture.route(require: [
-            Requirement(path: IdentityValuePath(source: .claims, name: "roles"), expected: "admin")
-        ])
+        let admin = self.fixture.route(require: try AuthStepFixture.requirement(["claims.roles": "admin"]))
         let request = self.fixture.request([("Authorization", "Bearer \(TestKeys.token())")], route: admin)
         guard case .done(.rejected(let forbidden, _)) = pipeline.authenticate(request) else {
             Issue.record("an unmet requirement is refused")
             return
         }
-        #expect(forbidden == .forbidden("claims.roles"))
+        #expect(forbidden == .forbidden(#"routes[0].require["claims.roles"]"#))
         guard
             case .done(.anonymous) = pipeline.authenticate(
                 self.fixture.request([], route: self.fixture.route(auth: .optional)))

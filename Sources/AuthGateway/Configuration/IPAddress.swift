@@ -1,0 +1,88 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// An IPv4 or IPv6 address as 128 bits, IPv4 in its IPv4-mapped form (`::ffff:a.b.c.d`), so
+/// that one comparison serves both families and a dual-stack socket's `::ffff:10.0.0.1` is
+/// `10.0.0.1`.
+///
+/// Parsed from text without allocating (`cidr` requirements parse `client.ip` per request).
+struct IPAddress: Hashable {
+    /// The first and last 64 bits, in network order.
+    let high: UInt64
+    let low: UInt64
+
+    init(high: UInt64, low: UInt64) {
+        self.high = high
+        self.low = low
+    }
+
+    /// nil when `text` is not an IPv4 or IPv6 address.
+    init?(_ text: String) {
+        // Longer than any address, brackets and zone ids included: no C string for it.
+        guard !text.isEmpty, text.utf8.count <= 64 else { return nil }
+        var v4 = in_addr()
+        var v6 = in6_addr()
+        let family = text.withCString { cString -> Int32? in
+            if inet_pton(AF_INET, cString, &v4) == 1 { return AF_INET }
+            if inet_pton(AF_INET6, cString, &v6) == 1 { return AF_INET6 }
+            return nil
+        }
+        switch family {
+        case AF_INET:
+            let bits = withUnsafeBytes(of: &v4) { Self.bigEndian($0, from: 0, count: 4) }
+            self.init(high: 0, low: 0xFFFF_0000_0000 | bits)
+        case AF_INET6:
+            let (high, low) = withUnsafeBytes(of: &v6) {
+                (Self.bigEndian($0, from: 0, count: 8), Self.bigEndian($0, from: 8, count: 8))
+            }
+            self.init(high: high, low: low)
+        default:
+            return nil
+        }
+    }
+
+    /// The 4 or 16 bytes of a `CIDR`'s network.
+    init?(bytes: [UInt8]) {
+        switch bytes.count {
+        case 4:
+            self.init(high: 0, low: 0xFFFF_0000_0000 | bytes.withUnsafeBytes { Self.bigEndian($0, from: 0, count: 4) })
+        case 16:
+            let (high, low) = bytes.withUnsafeBytes {
+                (Self.bigEndian($0, from: 0, count: 8), Self.bigEndian($0, from: 8, count: 8))
+            }
+            self.init(high: high, low: low)
+        default:
+            return nil
+        }
+    }
+
+    /// Whether the first `prefixLength` of 128 bits equal those of `other`.
+    func sharesPrefix(_ prefixLength: Int, with other: IPAddress) -> Bool {
+        let highBits = min(64, max(0, prefixLength))
+        let lowBits = min(64, max(0, prefixLength - 64))
+        return (self.high ^ other.high) & Self.mask(highBits) == 0 && (self.low ^ other.low) & Self.mask(lowBits) == 0
+    }
+
+    private static func mask(_ bits: Int) -> UInt64 { bits == 0 ? 0 : ~UInt64(0) << (64 - bits) }
+
+    private static func bigEndian(_ bytes: UnsafeRawBufferPointer, from start: Int, count: Int) -> UInt64 {
+        var value: UInt64 = 0
+        for index in start..<(start + count) { value = value << 8 | UInt64(bytes[index]) }
+        return value
+    }
+}
+
+extension CIDR {
+    /// Whether the address is in this network; IPv4 networks contain the IPv4-mapped IPv6
+    /// addresses of their members. Allocates nothing.
+    func contains(_ address: IPAddress) -> Bool {
+        guard let network = IPAddress(bytes: self.network) else { return false }
+        let prefix = self.network.count == 4 ? 96 + self.prefixLength : self.prefixLength
+        return network.sharesPrefix(prefix, with: address)
+    }
+}
