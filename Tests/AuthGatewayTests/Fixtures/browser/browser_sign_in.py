@@ -78,6 +78,8 @@ class Browser:
             "--headless=new",
             "--no-sandbox",
             "--disable-dev-shm-usage",
+            # No GPU process on a server without one; fewer processes on a shared machine.
+            "--disable-gpu",
             "--no-proxy-server",
             "--no-first-run",
             "--no-default-browser-check",
