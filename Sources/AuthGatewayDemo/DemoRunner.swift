@@ -7,7 +7,8 @@ import ServiceLifecycle
 import UnixSignals
 
 /// `auth-gateway demo`: the sample auth service, the echo backend and the gateway, all on
-/// loopback, plus a walk-through of curl commands (SPEC §2).
+/// loopback, plus a walk-through: a page to sign in to in a browser, and curl commands
+/// (docs/operations.md, docs/browser-sign-in.md).
 public struct DemoRunner: Sendable {
     public var gatewayPort: Int
     public var authServicePort: Int
@@ -52,10 +53,13 @@ public struct DemoRunner: Sendable {
         }
         let configuration = try Self.configuration(
             gatewayPort: self.gatewayPort, authService: authService, backend: backend)
+        authService.register(Self.gatewayClient(publicBaseURL: Self.publicBaseURL(gatewayPort: self.gatewayPort)))
         let application = try await GatewayApplication.make(configuration: configuration, logger: logger)
         let serviceGroup = ServiceGroup(
             services: [
-                DemoService(application: application, authService: authService, backend: backend, group: group),
+                DemoService(
+                    application: application, authService: authService, backend: backend, group: group,
+                    gatewayPort: self.gatewayPort),
                 KeyRefreshService(application: application),
             ],
             gracefulShutdownSignals: [.sigterm, .sigint],
@@ -66,17 +70,42 @@ public struct DemoRunner: Sendable {
 
     /// The gateway configuration the demo runs with (the same shape as config/gateway.json).
     static func configuration(
-        gatewayPort: Int, authService: DemoAuthService, backend: EchoBackend
+        gatewayPort: Int, authService: DemoAuthService, backend: EchoBackend, publicBaseURL: String? = nil
     ) throws -> GatewayConfiguration {
         try ConfigurationLoader(environment: [:]).load(
-            text: Self.configurationText(gatewayPort: gatewayPort, authService: authService, backend: backend),
+            text: Self.configurationText(
+                gatewayPort: gatewayPort, authService: authService, backend: backend, publicBaseURL: publicBaseURL),
             baseDirectory: FileManager.default.currentDirectoryPath
         )
     }
 
+    /// Where the browser walk-through starts: a route with `signIn: true`, and where a browser
+    /// lands after signing out (back at the login form, since the provider's session ended too).
+    public static let browserPath = "/app/"
+
+    /// The origin browsers use for the gateway: `localhost`, while the demo provider is reached
+    /// as `127.0.0.1`, so the two keep their cookies apart (a browser scopes cookies by host,
+    /// not by port).
+    public static func publicBaseURL(gatewayPort: Int) -> String {
+        "http://localhost:\(gatewayPort)"
+    }
+
+    /// The gateway's registration at the demo provider for `publicBaseURL`
+    /// (docs/browser-sign-in.md, "Registering the gateway at the provider").
+    public static func gatewayClient(publicBaseURL: String) -> DemoOIDCClient {
+        .gateway(publicBaseURL: publicBaseURL, postSignOutPath: Self.browserPath)
+    }
+
     /// The demo's configuration as JSON (the tests run the demo's walkthrough against it).
-    public static func configurationText(gatewayPort: Int, authService: DemoAuthService, backend: EchoBackend) -> String
-    {
+    /// `publicBaseURL`: browser sign-in's, when not `publicBaseURL(gatewayPort:)`; a gateway
+    /// on port 0 learns its port only once it listens, so until then its configuration names
+    /// port 1 (a placeholder: a port must be named) and is reloaded with the real one.
+    ///
+    /// The auth service's issuer is discovery-based, because browser sign-in takes its
+    /// endpoints from the discovery document; its keys come from the document's `jwks_uri`.
+    public static func configurationText(
+        gatewayPort: Int, authService: DemoAuthService, backend: EchoBackend, publicBaseURL: String? = nil
+    ) -> String {
         """
         {
           "listener": { "host": "127.0.0.1", "port": \(gatewayPort) },
@@ -84,8 +113,8 @@ public struct DemoRunner: Sendable {
           "tokens": {
             "issuers": [ {
               "issuer": "\(authService.issuer)",
+              "discovery": true,
               "audiences": ["\(authService.audience)"],
-              "jwksURL": "\(authService.baseURL)/.well-known/jwks.json",
               "leewaySeconds": 0,
               "requiredClaims": ["sub"]
             } ]
@@ -95,15 +124,25 @@ public struct DemoRunner: Sendable {
             "refresh": { "protocol": "json", "path": "/v1/login" },
             "profile": { "path": "/v1/user", "authorization": "raw" }
           },
+          "browserSignIn": {
+            "issuer": "\(authService.issuer)",
+            "clientId": "\(DemoOIDCClient.gatewayClientID)",
+            "clientSecret": "\(DemoOIDCClient.gatewaySecret)",
+            "publicBaseURL": "\(publicBaseURL ?? Self.publicBaseURL(gatewayPort: gatewayPort == 0 ? 1 : gatewayPort))",
+            "scopes": ["openid", "profile", "email"],
+            "postSignOutPath": "\(Self.browserPath)"
+          },
           "backends": { "echo": { "urls": ["\(backend.baseURL)"] } },
           "routes": [
             { "name": "public", "pathPrefix": "/public/", "backend": "echo", "auth": "none" },
             { "name": "admin", "pathPrefix": "/admin/", "backend": "echo", "require": { "profile.super_admin": true } },
+            { "name": "app", "pathPrefix": "\(Self.browserPath)", "backend": "echo", "signIn": true },
             { "name": "api", "pathPrefix": "/", "backend": "echo" }
           ],
           "identityHeaders": {
             "X-User-Id": "profile.user_id",
             "X-User-Name": "profile.user_name",
+            "X-User-Email": "claims.email",
             "X-User-Subject": "claims.sub",
             "X-User-Super-Admin": "profile.super_admin"
           },
@@ -112,13 +151,25 @@ public struct DemoRunner: Sendable {
         """
     }
 
-    static func walkthrough(gateway: String, authService: String, lifetime: Int) -> String {
+    /// What the demo prints once it runs. `gateway`: its address for curl; `publicBaseURL`:
+    /// the origin browsers use.
+    public static func walkthrough(gateway: String, publicBaseURL: String, authService: String, lifetime: Int) -> String
+    {
         """
 
         auth-gateway demo is running (Ctrl-C to stop):
           gateway       \(gateway)
-          auth service  \(authService)   (RainMaker-style: POST /v1/login, GET /v1/user, JWKS)
+          auth service  \(authService)   (RainMaker-style: POST /v1/login, GET /v1/user, JWKS;
+                        and an OpenID Provider: discovery, login form, code + PKCE, end-session)
           echo backend  behind the gateway; it answers with the request it received
+
+        In a browser, open \(publicBaseURL)\(Self.browserPath)
+           and sign in as alice@example.com / alice-password on the provider's login form: you land
+           back on the page, where the echo backend shows the identity headers the gateway added
+           (X-User-*) and the Authorization: Bearer token it sent in place of your session cookie.
+           Sign out at \(publicBaseURL)/.gateway/sign-out (the next visit asks you to sign in again).
+
+        With curl:
 
         1. Log in as alice and keep the tokens (access tokens live \(lifetime) s):
            LOGIN=$(curl -s \(authService)/v1/login -H 'Content-Type: application/json' \\
@@ -169,19 +220,30 @@ private struct DemoService: Service {
     let authService: DemoAuthService
     let backend: EchoBackend
     let group: MultiThreadedEventLoopGroup
+    /// The configured port (0: a free one, learnt once the gateway listens).
+    let gatewayPort: Int
 
     func run() async throws {
         try await self.application.start()
-        // Wait for the JWKS fetch so the first curl works.
+        let port = self.application.mainAddress?.port ?? 0
+        let publicBaseURL = DemoRunner.publicBaseURL(gatewayPort: port)
+        if port != self.gatewayPort {
+            // Browser sign-in must name the real port: in its configuration and at the provider.
+            self.authService.register(DemoRunner.gatewayClient(publicBaseURL: publicBaseURL))
+            self.application.reload(
+                try DemoRunner.configuration(
+                    gatewayPort: self.gatewayPort, authService: self.authService, backend: self.backend,
+                    publicBaseURL: publicBaseURL))
+        }
+        // Wait for the discovery and key fetch so the first curl works.
         for _ in 0..<100 where !self.application.isReady {
             try? await Task.sleep(for: .milliseconds(50))
         }
-        let gateway = self.application.mainAddress.map { "http://127.0.0.1:\($0.port ?? 0)" } ?? "?"
         FileHandle.standardOutput.write(
             Data(
                 DemoRunner.walkthrough(
-                    gateway: gateway, authService: self.authService.baseURL,
-                    lifetime: self.authService.tokenLifetimeSeconds
+                    gateway: "http://127.0.0.1:\(port)", publicBaseURL: publicBaseURL,
+                    authService: self.authService.baseURL, lifetime: self.authService.tokenLifetimeSeconds
                 ).utf8))
         try? await gracefulShutdown()
         await self.application.drain()

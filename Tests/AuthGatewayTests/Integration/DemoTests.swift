@@ -47,6 +47,74 @@ struct DemoTests {
         #expect(backend.requestCount == 2, "the refused request never reached the backend")
     }
 
+    @Test("the printed browser URL sends a navigation to the provider's login form, and signing in lands there")
+    func theBrowserWalkthroughsURLWorks() async throws {
+        let authService = try DemoAuthService(tokenLifetimeSeconds: 60)
+        try await authService.start(group: TestGroup.shared)
+        let backend = try await EchoBackend.start(group: TestGroup.shared)
+        atTestEnd {
+            await authService.stop(); await backend.close()
+        }
+        func demo(_ publicBaseURL: String?) throws -> JSONObject {
+            let text = DemoRunner.configurationText(
+                gatewayPort: 0, authService: authService, backend: backend, publicBaseURL: publicBaseURL)
+            return try #require(try JSONValue(parsing: text).objectValue, "the demo configuration is not an object")
+        }
+        let initial = try demo(nil)
+        let gateway = try await GatewayFixture.start(backend: backend) { config in config = initial }
+        atTestEnd { await gateway.stop() }
+        // As the demo does on port 0: the real port, in the configuration and at the provider.
+        let base = DemoRunner.publicBaseURL(gatewayPort: gateway.port)
+        authService.register(DemoRunner.gatewayClient(publicBaseURL: base))
+        let reloaded = try demo(base)
+        try gateway.reload { config in config = reloaded }
+
+        let printed = DemoRunner.walkthrough(
+            gateway: "http://127.0.0.1:\(gateway.port)", publicBaseURL: base, authService: authService.baseURL,
+            lifetime: 60)
+        let url = try #require(RealBrowserTests.browserURL(in: printed), "\(printed)")
+        #expect(url == base + "/app/")
+        #expect(printed.contains("alice@example.com / alice-password"))
+        #expect(printed.contains(base + "/.gateway/sign-out"))
+        let path = String(url.dropFirst(base.count))
+        var browser = ScriptedBrowser()
+        var start: TestResponse?
+        let applied = await eventually {
+            var fresh = ScriptedBrowser()
+            guard let response = try? await fresh.navigate(gateway, path),
+                response.header("location")?.contains(FormEncoding.encode(base + "/.gateway/callback")) == true
+            else { return false }
+            (browser, start) = (fresh, response)
+            return true
+        }
+        try #require(applied, "the reloaded public base applies")
+        let authorize = try #require(start?.header("location"))
+        #expect(authorize.hasPrefix(authService.authorizationEndpoint + "?"))
+        let callback = try #require(authService.signIn(authorizationURL: authorize, userName: "alice@example.com"))
+        let callbackPath = try #require(
+            callback.range(of: "/.gateway/callback").map { String(callback[$0.lowerBound...]) })
+        let signedIn = try await browser.get(gateway, callbackPath)
+        #expect(signedIn.status == 302, "\(signedIn.text)")
+        #expect(signedIn.header("location") == path)
+
+        let page = try await browser.navigate(gateway, path)
+        #expect(page.status == 200)
+        #expect(page.echoedHeader("x-user-email") == ["alice@example.com"])
+        #expect(
+            page.echoedHeader("x-user-name") == ["alice@example.com"], "the profile, fetched with the session's token")
+        #expect(page.echoedHeader("authorization").first?.hasPrefix("Bearer ") == true)
+
+        // Signing out at the printed address (typed: Sec-Fetch-Site none) goes to the provider,
+        // which sends the browser back to the app.
+        let out = try await browser.navigate(gateway, "/.gateway/sign-out")
+        #expect(out.status == 302)
+        let endSession = try #require(out.header("location"))
+        #expect(endSession.hasPrefix(authService.endSessionEndpoint + "?"))
+        let query = Substring(endSession.split(separator: "?")[1])
+        #expect(FormDecoding.value("post_logout_redirect_uri", in: query) == base + "/app/")
+        #expect(try await browser.navigate(gateway, path).status == 302)
+    }
+
     /// Step 1: POST /v1/login as alice; the access token of the answer.
     static func login(_ authService: DemoAuthService, extra: JSONObject) async throws -> String {
         var body: JSONObject = ["user_name": "alice@example.com", "password": "alice-password"]
