@@ -74,7 +74,13 @@ extension ExchangeHandler {
     // MARK: Lease
 
     func lease(context: ChannelHandlerContext) {
-        guard let pool = self.exchange?.plan?.pool else { return }
+        guard let plan = self.exchange?.plan else { return }
+        if let local = plan.local {
+            // The gateway's own endpoint: "leased" at once, never pooled.
+            self.leaseSucceeded(local.lease(on: context.eventLoop, method: plan.head.method), reused: false)
+            return
+        }
+        guard let pool = plan.pool else { return }
         // Set before asking: a "pending" lease can be delivered (or failed) before `lease`
         // returns — an HTTP/2 stream opens synchronously — and the callback clears it.
         self.leasingPool = pool
@@ -137,7 +143,8 @@ extension ExchangeHandler {
 
     /// The backend's response head arrived: its latency, for the upstream histogram.
     func observeUpstreamLatency(_ exchange: Exchange, backend: String) {
-        guard let sentAt = exchange.upstreamSentAt else { return }
+        // The gateway's own endpoints are not backends.
+        guard let sentAt = exchange.upstreamSentAt, exchange.plan?.local == nil else { return }
         self.environment.metrics.observeUpstreamDuration(
             backend: backend, seconds: Double((NIODeadline.now() - sentAt).nanoseconds) / 1e9)
     }
@@ -170,7 +177,8 @@ extension ExchangeHandler {
     }
 
     func countUpstreamError(_ error: GatewayError) {
-        guard let backend = self.exchange?.plan?.route.backend else { return }
+        guard let plan = self.exchange?.plan, plan.local == nil else { return }
+        let backend = plan.route.backend
         self.environment.metrics.increment(.upstreamError(backend: backend, error))
     }
 }

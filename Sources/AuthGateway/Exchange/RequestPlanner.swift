@@ -15,7 +15,10 @@ enum RequestPlan {
 /// fields (measured: ~1 % of a proxied request's CPU).
 final class ForwardPlan {
     let route: RouteConfiguration
-    let pool: UpstreamPool
+    /// The backend's pool on this loop; nil when the request goes to a `LocalEndpoint`.
+    let pool: UpstreamPool?
+    /// An endpoint of the gateway's own that reads the body (`LocalEndpoint`), instead of a backend.
+    let local: LocalEndpoint?
     let head: HTTPRequestHead
     let responseTimeout: TimeAmount
     /// Added to the client's response (new tokens after a refresh).
@@ -30,7 +33,8 @@ final class ForwardPlan {
     let secretHeaders: SecretHeaderNames
 
     init(
-        route: RouteConfiguration, pool: UpstreamPool, head: HTTPRequestHead, responseTimeout: TimeAmount,
+        route: RouteConfiguration, pool: UpstreamPool?, local: LocalEndpoint? = nil, head: HTTPRequestHead,
+        responseTimeout: TimeAmount,
         responseHeaders: [(name: String, value: String)], subject: String?, upgrade: String?,
         upstreamSpan: (any Span)? = nil,
         secretHeaders: SecretHeaderNames = SecretHeaderNames()
@@ -38,6 +42,7 @@ final class ForwardPlan {
         self.secretHeaders = secretHeaders
         self.route = route
         self.pool = pool
+        self.local = local
         self.head = head
         self.responseTimeout = responseTimeout
         self.responseHeaders = responseHeaders
@@ -45,6 +50,11 @@ final class ForwardPlan {
         self.upgrade = upgrade
         self.upstreamSpan = upstreamSpan
     }
+}
+
+extension ForwardPlan {
+    /// Whether the other end carries HTTP/2 end to end (trailers: gRPC needs them).
+    var speaksHTTP2: Bool { self.local?.needsTrailers ?? self.pool?.wireProtocol.isHTTP2 ?? false }
 }
 
 enum PlanDecision {

@@ -24,8 +24,15 @@ struct SignInEndpoints {
         case ("sign-out", .POST), ("sign-out", .GET):
             return self.ready(self.signOut(head), head)
         case ("backchannel-logout", .POST):
-            // TODO(local endpoint with a body): wired once the framings can hand a body to one.
-            return .ready(.respond(.problem(.upgradeUnsupported, requestID: self.requestID), close: false))
+            let (signIn, responder) = (self.signIn, self.responder(head))
+            let endpoint = LocalEndpoint(
+                maximumBodyBytes: Self.maximumLogoutBody, needsTrailers: false,
+                answer: { body, eventLoop in
+                    signIn.backchannelLogout(body: Substring(String(buffer: body)), now: signIn.now, on: eventLoop)
+                        .map { LocalEndpoint.Answer(responder.response(for: $0)) }
+                },
+                tooLarge: { LocalEndpoint.Answer(responder.response(for: .invalidLogout)) })
+            return .ready(.forward(endpoint.plan(for: head)))
         case ("sign-in", _), ("callback", _), ("sign-out", _), ("backchannel-logout", _):
             let error = GatewayError.malformedRequest("This sign-in endpoint does not take \(head.method.rawValue)")
             return .ready(.respond(self.page(error, head), close: false))

@@ -49,7 +49,7 @@ extension HTTP2ServerStream {
         case .forward(let forward):
             self.exchange?.plan = forward
             self.exchange?.routeName = forward.route.name
-            if self.state.isGRPC && !forward.pool.wireProtocol.isHTTP2 {
+            if self.state.isGRPC && !forward.speaksHTTP2 {
                 // gRPC needs HTTP/2 end to end (trailers): an HTTP/1.1 backend cannot carry it.
                 self.exchange?.local = self.exchange?.problem(.upstreamUnreachable)
                 self.run(self.state.decidedToRespondLocally(), context: context)

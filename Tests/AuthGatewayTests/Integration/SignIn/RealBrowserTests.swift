@@ -121,8 +121,10 @@ struct RealBrowserTests {
         // Both sign-outs went through the provider's end-session endpoint: each ended the
         // provider session the gateway's tokens came from, and the provider sent the gateway a
         // logout token for it.
-        let sids = fixture.provider.backChannelDeliveries.filter { $0.clientID == "gateway" }.compactMap(\.sid)
+        let deliveries = fixture.provider.backChannelDeliveries.filter { $0.clientID == "gateway" }
+        let sids = deliveries.compactMap(\.sid)
         #expect(sids.count == 2 && Set(sids).count == 2, "\(sids)")
+        #expect(deliveries.allSatisfy { $0.status == 200 }, "the gateway took each logout token")
     }
 
     @Test("the demo's browser walk-through: open the printed URL, sign in as alice, sign out")

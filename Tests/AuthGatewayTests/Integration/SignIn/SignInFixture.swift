@@ -30,6 +30,11 @@ struct SignInFixture {
                             ]
                         ]
                     ]
+                    // Discovery and keys are fetched with the auth service's timeout: the
+                    // product's 3 s is too short for the provider on a loaded machine.
+                    document["authService"] = [
+                        "discoveryIssuer": .string(provider.issuer), "timeoutMilliseconds": 20000,
+                    ]
                     document["browserSignIn"] = [
                         "issuer": .string(provider.issuer), "clientId": "gateway", "clientSecret": "gateway-secret",
                         "publicBaseURL": .string(publicBaseURL), "scopes": ["openid", "profile", "email"],
@@ -61,6 +66,14 @@ struct SignInFixture {
         } catch {
             await provider.stop()
             throw error
+        }
+    }
+
+    /// The admin listener's `/metrics`.
+    func metrics() async throws -> String {
+        let connection = try await TestConnection.connect(port: self.gateway.adminPort)
+        return try await withCleanup({ await connection.close() }) { () async throws in
+            try await connection.send(TestRequest(.GET, "/metrics")).text
         }
     }
 
