@@ -155,6 +155,8 @@ extension PostgresSessionStore {
         while true {
             guard self.isInUse, !Task.isCancelled else {
                 self.writes.releaseFlush()
+                // Sign-ins waiting for their write go on: the sessions live here meanwhile.
+                self.wakeAllWaiters()
                 return
             }
             let batch = self.writes.drain()
@@ -169,9 +171,11 @@ extension PostgresSessionStore {
             do {
                 try await self.database.writeSessions(self.statements(for: batch))
                 self.writes.finishBatch()
+                self.wake(waitersOf: batch.writes.keys)
             } catch {
                 self.writes.putBack(batch)
                 self.writes.releaseFlush()
+                self.wakeAllWaiters()
                 return
             }
         }

@@ -41,6 +41,8 @@ final class PostgresSessionStore: SessionStore {
     let clock: @Sendable () -> Double
     /// Rows read (for the tests: a known session costs none).
     let databaseReads = Atomic<Int>(0)
+    /// Callers of `written`, by the digest they wait for.
+    private let waiters = NIOLockedValueBox<[TokenDigest: [EventLoopPromise<Void>]]>([:])
     /// The LISTEN connection (re)connected: the held sessions are to be read again once the
     /// database is in use.
     private let needsResynchronization = Atomic<Bool>(false)
@@ -104,6 +106,42 @@ final class PostgresSessionStore: SessionStore {
     func update(_ digest: TokenDigest, _ record: SessionRecord) {
         self.local.replace(digest, record)
         self.queue(.update(record), for: digest)
+    }
+
+    /// Once the flush wrote (or failed to write) what is queued for `digest`; at once while the
+    /// database is away. Bounded by twice the statement timeout whatever happens.
+    func written(_ digest: TokenDigest, on eventLoop: EventLoop) -> EventLoopFuture<Void> {
+        guard self.isInUse else { return eventLoop.makeSucceededVoidFuture() }
+        let promise = eventLoop.makePromise(of: Void.self)
+        self.waiters.withLockedValue { $0[digest, default: []].append(promise) }
+        // Registered first, then checked: a flush that finished before it registered is seen
+        // here, one that finishes after it completes it.
+        if self.writes.pending(digest) == nil {
+            self.wake(waitersOf: [digest])
+        } else {
+            let bound = TimeAmount.milliseconds(Int64(self.database.settings.timeoutMilliseconds) * 2)
+            eventLoop.scheduleTask(in: bound) { self.wake(waitersOf: [digest]) }
+        }
+        return promise.futureResult
+    }
+
+    /// Completes the `written` futures of `digests`.
+    func wake(waitersOf digests: some Sequence<TokenDigest>) {
+        var woken: [EventLoopPromise<Void>] = []
+        self.waiters.withLockedValue { waiters in
+            guard !waiters.isEmpty else { return }
+            for digest in digests { woken += waiters.removeValue(forKey: digest) ?? [] }
+        }
+        for promise in woken { promise.succeed() }
+    }
+
+    /// Completes every `written` future (the flush stopped: the database is away).
+    func wakeAllWaiters() {
+        let woken = self.waiters.withLockedValue { waiters in
+            defer { waiters.removeAll() }
+            return waiters.values.flatMap { $0 }
+        }
+        for promise in woken { promise.succeed() }
     }
 
     func end(_ digest: TokenDigest) {
