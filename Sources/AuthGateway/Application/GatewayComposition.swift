@@ -8,9 +8,9 @@ import NIOCore
 /// `AuthGatewayTesting` both build through here, so they build the same gateway.
 enum GatewayComposition {
     /// What all event loops share, as `serve` builds it; keys reach the loops through
-    /// `publisher`. The refresh store is shared through PostgreSQL when `sharedState` is
-    /// configured and there is an event loop group to run its client on (not in the embedded
-    /// one-worker harness), else process-local.
+    /// `publisher`. The refresh store and the browser sessions are shared through PostgreSQL
+    /// when `sharedState` is configured and there is an event loop group to run its client on
+    /// (not in the embedded one-worker harness), else process-local.
     static func makeShared(
         _ configuration: GatewayConfiguration, clock: @escaping @Sendable () -> Double, logger: Logger,
         connector: UpstreamConnector, publisher: KeyPublisher,
@@ -29,11 +29,12 @@ enum GatewayComposition {
         let clientTLS =
             usesTLSUpstream
             ? try GatewayShared.makeClientTLS(caFile: configuration.authService?.caCertificatePEMFile) : nil
+        let sessionCapacity = configuration.browserSignIn?.maxSessions ?? 100_000
         let sharedState = try configuration.sharedState.flatMap { sharedState in
             try group.map {
                 try PostgresSharedState(
                     configuration: sharedState, eventLoopGroup: $0, metrics: processMetrics, logger: logger,
-                    clock: clock)
+                    sessionCapacity: sessionCapacity, clock: clock)
             }
         }
         return GatewayShared(
@@ -48,7 +49,7 @@ enum GatewayComposition {
             tracing: tracing,
             sharedState: sharedState,
             logger: logger,
-            sessions: LocalSessionStore(capacity: configuration.browserSignIn?.maxSessions ?? 100_000),
+            sessions: sharedState?.sessions ?? LocalSessionStore(capacity: sessionCapacity),
             dpopNonceKey: DPoPNonce.key(sharedSecret: configuration.sharedState?.encryptionKey),
             signInFlowKey: SignInFlowSealer.key(sharedStateKey: configuration.sharedState?.encryptionKey.bytes)
         )
@@ -78,6 +79,9 @@ enum GatewayComposition {
             browserSignIn: Self.browserSignIn(for: configuration, keeping: previous?.browserSignIn, shared: shared)
         )
         shared.sharedState?.attachRateLimiter(parts.rateLimiter)
+        // The sessions' rows expire by the current lifetime; without `browserSignIn` a missing
+        // sessions table does not degrade `/healthz`.
+        shared.sharedState?.sessions.lifetime = parts.browserSignIn?.lifetime
         return parts
     }
 

@@ -17,17 +17,35 @@ final class LocalSessionStore: SessionStore {
     /// expired one is removed.
     func lookup(_ digest: TokenDigest, now: Double, lifetime: SessionLifetime, on eventLoop: EventLoop) -> SessionLookup
     {
-        self.shards.withShard(for: digest) { shard -> SessionLookup in
-            guard var record = shard.get(digest) else { return .missing }
-            guard record.isLive(at: now, lifetime) else {
+        switch self.cached(digest, now: now, lifetime: lifetime, keepingIdle: false) {
+        case .live(let record, _): return .found(record)
+        case .absent: return .missing
+        case .idle, .over: return .expired
+        }
+    }
+
+    /// What this process holds under `digest` at `now`: a live record (its use recorded, at
+    /// most once per granularity: `touched` says whether this lookup recorded it), nothing, a
+    /// record idle past `idleSeconds`, or one past `maxSeconds`. A record past its maximum age
+    /// is removed; an idle one too, unless `keepingIdle` (the PostgreSQL store asks the
+    /// database first: another instance may have kept the session alive). One shard lock.
+    func cached(_ digest: TokenDigest, now: Double, lifetime: SessionLifetime, keepingIdle: Bool) -> CachedSession {
+        self.shards.withShard(for: digest) { shard -> CachedSession in
+            guard var record = shard.get(digest) else { return .absent }
+            guard now < record.createdAt + lifetime.maxSeconds else {
                 _ = shard.remove(digest)
-                return .expired
+                return .over
             }
-            if now - record.lastUsedAt >= lifetime.touchGranularitySeconds {
-                record.lastUsedAt = now
-                _ = shard.set(digest, record)
+            guard now < record.lastUsedAt + lifetime.idleSeconds else {
+                if !keepingIdle { _ = shard.remove(digest) }
+                return .idle(record)
             }
-            return .found(record)
+            guard now - record.lastUsedAt >= lifetime.touchGranularitySeconds else {
+                return .live(record, touched: false)
+            }
+            record.lastUsedAt = now
+            _ = shard.set(digest, record)
+            return .live(record, touched: true)
         }
     }
 
@@ -39,8 +57,32 @@ final class LocalSessionStore: SessionStore {
         self.shards.withShard(for: digest) { _ = $0.set(digest, record) }
     }
 
+    /// In this process, a change is everywhere it will be at once.
+    func written(_ digest: TokenDigest, on eventLoop: EventLoop) -> EventLoopFuture<Void> {
+        eventLoop.makeSucceededVoidFuture()
+    }
+
     func update(_ digest: TokenDigest, _ record: SessionRecord) {
         self.shards.withShard(for: digest) { _ = $0.set(digest, record) }
+    }
+
+    /// Replaces the record under `digest` only while this process holds one: true when it did.
+    /// (A session ended meanwhile — by a notification from another instance — stays ended.)
+    @discardableResult
+    func replace(_ digest: TokenDigest, _ record: SessionRecord) -> Bool {
+        self.shards.withShard(for: digest) { shard in
+            guard shard.peek(digest) != nil else { return false }
+            _ = shard.set(digest, record)
+            return true
+        }
+    }
+
+    /// The digests of every record held (for re-reading them after lost notifications; not
+    /// for the request path).
+    var digests: [TokenDigest] {
+        var all: [TokenDigest] = []
+        self.shards.forEachShard { shard in all.append(contentsOf: shard.entries.map(\.key)) }
+        return all
     }
 
     func end(_ digest: TokenDigest) {
@@ -72,4 +114,14 @@ final class LocalSessionStore: SessionStore {
         self.shards.forEachShard { total += $0.count }
         return total
     }
+}
+
+/// A record as this process holds it (`LocalSessionStore.cached`).
+enum CachedSession {
+    case live(SessionRecord, touched: Bool)
+    case absent
+    /// Unused for `sessionIdleSeconds` by this process's copy.
+    case idle(SessionRecord)
+    /// Past `sessionMaxSeconds`: over, whatever any instance says.
+    case over
 }

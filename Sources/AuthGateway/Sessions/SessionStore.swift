@@ -15,6 +15,13 @@ protocol SessionStore: AnyObject, Sendable {
     /// A new session (after a sign-in).
     func create(_ digest: TokenDigest, _ record: SessionRecord)
 
+    /// Completes (on `eventLoop`) once the changes made so far to the session under `digest`
+    /// are where every instance finds them — at once in this process; with the database, once
+    /// written, or once writing failed or timed out (the session then lives here and is
+    /// written later). The sign-in callback waits for it, so that the browser's next request,
+    /// wherever it lands, finds the session. Never fails.
+    func written(_ digest: TokenDigest, on eventLoop: EventLoop) -> EventLoopFuture<Void>
+
     /// New tokens for a session (after a refresh); the cookie stays the same.
     func update(_ digest: TokenDigest, _ record: SessionRecord)
 

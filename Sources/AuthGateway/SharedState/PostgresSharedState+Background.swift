@@ -23,15 +23,17 @@ extension PostgresSharedState {
                 )
                 do {
                     try await withTaskCancellationHandler {
-                        try await connection.listen(on: SharedRefreshTable.channel) { notifications in
-                            self.wakeups.setListening(true)
-                            backoff = Self.listenBackoff.initial
-                            self.logger.info(
-                                "shared_state.listening",
-                                metadata: ["shared_state.channel": "\(SharedRefreshTable.channel)"])
-                            // Anything stored while nobody listened is found by the waiters' polls.
-                            for try await notification in notifications {
-                                if let digest = TokenDigest(hex: notification.payload) { self.wakeups.wake(digest) }
+                        try await connection.listen(on: SharedRefreshTable.channel) { outcomes in
+                            try await connection.listen(on: SharedSessionTable.channel) { sessions in
+                                self.wakeups.setListening(true)
+                                backoff = Self.listenBackoff.initial
+                                self.logger.info(
+                                    "shared_state.listening",
+                                    metadata: ["shared_state.channel": "\(SharedRefreshTable.channel)"])
+                                // Anything stored while nobody listened is found by the waiters'
+                                // polls; sessions ended or updated meanwhile, by reading them again.
+                                self.sessions.scheduleResynchronization()
+                                try await self.follow(outcomes: outcomes, sessions: sessions)
                             }
                         }
                     } onCancel: {
@@ -62,18 +64,56 @@ extension PostgresSharedState {
         self.wakeups.setListening(false)
     }
 
+    /// Hands each notification on to the refresh waiters or the session store, until either
+    /// sequence ends (the connection closed).
+    private func follow(
+        outcomes: PostgresNotificationSequence, sessions: PostgresNotificationSequence
+    ) async throws {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                for try await notification in outcomes {
+                    if let digest = TokenDigest(hex: notification.payload) { self.wakeups.wake(digest) }
+                }
+            }
+            group.addTask {
+                for try await notification in sessions { self.sessions.notified(notification.payload) }
+            }
+            try await group.next()
+            group.cancelAll()
+        }
+    }
+
     /// Creates the table at start (retrying with backoff until it works), probes the database
     /// after a failure (the probe re-creates the table, so a database restored empty works
-    /// again), creates the DPoP-proof and introspection tables once the database is up (again
-    /// after every outage), and sweeps expired rows every `sweepIntervalSeconds`.
+    /// again), creates the sessions, DPoP-proof and introspection tables once the database is
+    /// up (again after every outage), writes the sessions' changes kept during an outage, and
+    /// sweeps expired rows every `sweepIntervalSeconds`.
     func maintain() async {
         let sweepInterval = Double(self.configuration.sweepIntervalSeconds)
         var nextSweep = SharedStateDatabase.monotonicSeconds() + sweepInterval
         var tokenTablesAttempt = (at: 0.0, backoff: Self.listenBackoff.initial)
+        var sessionTableAttempt = (at: 0.0, backoff: Self.listenBackoff.initial)
         while !Task.isCancelled {
             if self.database.isProbeDue() {
                 self.tokenTables.set(false)
+                self.sessions.table.set(false)
                 try? await self.database.probe()
+            } else if self.database.usesDatabase, !self.sessions.table.isReady,
+                SharedStateDatabase.monotonicSeconds() >= sessionTableAttempt.at
+            {
+                do {
+                    try await self.database.ensureSessionTable()
+                    self.sessions.table.set(true)
+                    sessionTableAttempt.backoff = Self.listenBackoff.initial
+                    // Sign-ins kept here while the database was away are written now.
+                    self.sessions.scheduleFlush()
+                } catch {
+                    // Counted as `session_table`; sessions stay process-local.
+                    sessionTableAttempt = (
+                        SharedStateDatabase.monotonicSeconds() + sessionTableAttempt.backoff,
+                        min(sessionTableAttempt.backoff * 2, 60)
+                    )
+                }
             } else if self.database.usesDatabase, !self.tokenTables.isReady,
                 SharedStateDatabase.monotonicSeconds() >= tokenTablesAttempt.at
             {
@@ -91,16 +131,28 @@ extension PostgresSharedState {
             } else if self.database.usesDatabase, SharedStateDatabase.monotonicSeconds() >= nextSweep {
                 try? await self.database.sweep()
                 if self.tokenTables.isReady { try? await self.database.sweepTokenTables() }
+                if self.sessions.table.isReady { try? await self.database.sweepSessions() }
                 nextSweep = SharedStateDatabase.monotonicSeconds() + sweepInterval
             }
-            if !self.database.usesDatabase { self.tokenTables.set(false) }
+            if !self.database.usesDatabase {
+                self.tokenTables.set(false)
+                self.sessions.table.set(false)
+            } else {
+                // Changes a failed flush put back, once the database is in use again, and the
+                // re-read of the sessions held after notifications were lost.
+                if !self.sessions.writes.isEmpty { self.sessions.scheduleFlush() }
+                self.sessions.resynchronizeIfDue()
+            }
             let untilSweep = max(0, nextSweep - SharedStateDatabase.monotonicSeconds())
             let untilProbe = self.database.usesDatabase ? Double.infinity : self.database.secondsUntilProbe()
             let untilTokenTables =
                 self.database.usesDatabase && !self.tokenTables.isReady
                 ? max(0, tokenTablesAttempt.at - SharedStateDatabase.monotonicSeconds()) : Double.infinity
+            let untilSessionTable =
+                self.database.usesDatabase && !self.sessions.table.isReady
+                ? max(0, sessionTableAttempt.at - SharedStateDatabase.monotonicSeconds()) : Double.infinity
             // Wakes at least every second: an outage noticed by a request is probed soon.
-            let delay = min(untilSweep, untilProbe, untilTokenTables, 1.0)
+            let delay = min(untilSweep, untilProbe, untilTokenTables, untilSessionTable, 1.0)
             try? await Task.sleep(for: .milliseconds(Int64(max(delay, 0.01) * 1000)))
         }
     }

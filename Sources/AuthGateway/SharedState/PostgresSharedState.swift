@@ -5,9 +5,10 @@ import PostgresNIO
 import ServiceLifecycle
 
 /// Everything `sharedState.postgres` runs (docs/shared-state.md): the stores the requests use
-/// (refreshes, DPoP proofs, introspection answers) and, as a `Service` of the application's
-/// service group, the work behind them — the client's pool, the LISTEN connection that wakes
-/// waiters, the maintenance loop that creates the tables, probes a failed database with
+/// (refreshes, DPoP proofs, introspection answers, browser sessions) and, as a `Service` of
+/// the application's service group, the work behind them — the client's pool, the LISTEN
+/// connection that wakes waiters and drops ended sessions, the maintenance loop that creates
+/// the tables, probes a failed database with
 /// backoff and sweeps expired rows, the rate-limit sync, and the jobs the requests queue
 /// (`SharedStateJobs`; a request never starts a task).
 ///
@@ -36,13 +37,16 @@ final class PostgresSharedState: Service, Sendable {
     let dpopReplay: PostgresDPoPReplay
     /// Introspection answers across instances (docs/authentication.md).
     let introspections: PostgresIntrospections
+    /// Browser sessions across instances (docs/browser-sign-in.md).
+    let sessions: PostgresSessionStore
 
     /// `pollMillisecondsWhileListening`: the waiters' safety-net poll while notifications
     /// work (tests lengthen it to show that notifications alone wake them).
     init(
         configuration: SharedStateConfiguration, eventLoopGroup: EventLoopGroup, metrics: ProcessMetrics,
         logger: Logger,
-        pollMillisecondsWhileListening: Int64 = 250, clock: @escaping @Sendable () -> Double
+        pollMillisecondsWhileListening: Int64 = 250, sessionCapacity: Int = 100_000,
+        clock: @escaping @Sendable () -> Double
     ) throws {
         self.configuration = configuration
         self.eventLoopGroup = eventLoopGroup
@@ -54,6 +58,9 @@ final class PostgresSharedState: Service, Sendable {
         self.dpopReplay = PostgresDPoPReplay(database: self.database, jobs: self.jobs, tablesReady: self.tokenTables)
         self.introspections = PostgresIntrospections(
             database: self.database, jobs: self.jobs, tablesReady: self.tokenTables, sealer: sealer)
+        self.sessions = PostgresSessionStore(
+            capacity: sessionCapacity, database: self.database, jobs: self.jobs, key: configuration.encryptionKey,
+            clock: clock)
         self.store = PostgresRefreshStore(
             database: self.database, wakeups: self.wakeups, jobs: self.jobs, sealer: sealer,
             pollMillisecondsWhileListening: pollMillisecondsWhileListening, clock: clock
@@ -111,6 +118,14 @@ final class PostgresSharedState: Service, Sendable {
             await self.dpopReplay.record(digest, keepMilliseconds: keepMilliseconds, firstUse: firstUse)
         case .introspection(let introspection):
             await self.introspections.run(introspection)
+        case .sessionRead(let read):
+            await self.sessions.run(read)
+        case .sessionRefresh(let digest):
+            await self.sessions.refreshHeld(digest)
+        case .sessionWrites:
+            await self.sessions.flush()
+        case .sessionResync:
+            await self.sessions.resynchronize()
         }
     }
 
@@ -149,7 +164,12 @@ final class PostgresSharedState: Service, Sendable {
         // then (or while the role may not create them) those stay process-local.
         let tokenTables = self.tokenTables.isReady
         detail["tokenTables"] = .string(tokenTables ? "ok" : "missing")
-        let degraded = availability.status != .up || !listening || !tokenTables
+        // The sessions table: without it browser sessions stay per instance, which matters
+        // only while the configuration signs browsers in.
+        let sessionTable = self.sessions.table.isReady
+        detail["sessionTable"] = .string(sessionTable ? "ok" : "missing")
+        let sessionsDegraded = !sessionTable && self.sessions.lifetime != nil
+        let degraded = availability.status != .up || !listening || !tokenTables || sessionsDegraded
         detail["status"] = .string(degraded ? "degraded" : "ok")
         return (degraded, detail)
     }

@@ -11,6 +11,15 @@ enum SharedStateJob: Sendable {
     /// An introspection answer read from, or stored for, the other instances
     /// (`PostgresIntrospections`).
     case introspection(SharedIntrospectionJob)
+    /// A browser session's row, for a handle this instance does not hold (or holds idle)
+    /// (`PostgresSessionStore`).
+    case sessionRead(SessionReadJob)
+    /// Re-reads a session held here that another instance updated (new tokens).
+    case sessionRefresh(TokenDigest)
+    /// Writes the sessions' queued changes; one at a time (`SessionWriteQueue`).
+    case sessionWrites
+    /// Re-reads every session held, after the LISTEN connection (re)connected.
+    case sessionResync
 }
 
 /// The queue between requests and the shared-state service: one unbounded `AsyncStream` per

@@ -41,6 +41,10 @@ extension PostgreSQLTests {
             #expect(try await health()?["status"] == "ok")
             let shared = try #require(gateway.application.shared.sharedState)
             #expect(gateway.application.shared.refreshStore as? PostgresRefreshStore === shared.store)
+            #expect(gateway.application.shared.sessions as? PostgresSessionStore === shared.sessions)
+            try await SharedStateTesting.eventually("the sessions table is made") {
+                try await health()?["checks"]?["sharedState"]?["sessionTable"] == "ok"
+            }
 
             let headers = [
                 ("Authorization", "Bearer \(TestKeys.token(expiresIn: -60))"),

@@ -45,6 +45,44 @@ struct LocalSessionStoreTests {
         }
     }
 
+    @Test("as a cache: a use is recorded once per granularity, an idle copy can be kept for a re-read")
+    func cached() {
+        let store = LocalSessionStore(capacity: 10)
+        let digest = SessionHandle.generate().digest
+        store.create(digest, self.record())
+        // Granularity: min(60, 100 / 20) = 5 s.
+        guard case .live(_, touched: false) = store.cached(digest, now: 4, lifetime: self.lifetime, keepingIdle: true)
+        else {
+            Issue.record("within the granularity: no use recorded")
+            return
+        }
+        guard
+            case .live(let used, touched: true) = store.cached(
+                digest, now: 6, lifetime: self.lifetime, keepingIdle: true)
+        else {
+            Issue.record("past the granularity: a use recorded")
+            return
+        }
+        #expect(used.lastUsedAt == 6 && store.held(digest)?.lastUsedAt == 6)
+        guard case .idle = store.cached(digest, now: 200, lifetime: self.lifetime, keepingIdle: true) else {
+            Issue.record("idle")
+            return
+        }
+        #expect(store.held(digest) != nil, "kept for the database to say whether it is over")
+        guard case .over = store.cached(digest, now: 1000, lifetime: self.lifetime, keepingIdle: true) else {
+            Issue.record("past the maximum age")
+            return
+        }
+        #expect(store.held(digest) == nil)
+        // `replace` only replaces a record still held.
+        #expect(!store.replace(digest, self.record()))
+        #expect(store.held(digest) == nil)
+        store.create(digest, self.record())
+        #expect(store.replace(digest, self.record(subject: "bob")))
+        #expect(store.held(digest)?.subject == "bob")
+        #expect(store.digests == [digest])
+    }
+
     @Test("back-channel logout ends a provider session's sessions, or every session of a subject")
     func backchannel() {
         let store = LocalSessionStore(capacity: 10)

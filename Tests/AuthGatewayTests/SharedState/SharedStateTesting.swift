@@ -33,13 +33,14 @@ enum SharedStateTesting {
     static func start(
         _ configuration: SharedStateConfiguration, logs: LogCapture? = nil, metrics: ProcessMetrics = ProcessMetrics(),
         waitUntilUp: Bool = true,
-        pollMillisecondsWhileListening: Int64 = 250
+        pollMillisecondsWhileListening: Int64 = 250,
+        clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }
     ) async throws -> PostgresSharedState {
         var logger = Logger(label: "shared-state-test") { label in logs ?? LogCapture() }
         logger.logLevel = .info
         let state = try PostgresSharedState(
             configuration: configuration, eventLoopGroup: TestGroup.shared, metrics: metrics, logger: logger,
-            pollMillisecondsWhileListening: pollMillisecondsWhileListening, clock: { Date().timeIntervalSince1970 }
+            pollMillisecondsWhileListening: pollMillisecondsWhileListening, clock: clock
         )
         Self.services.withLockedValue { $0[ObjectIdentifier(state)] = Task { try? await state.run() } }
         if waitUntilUp {

@@ -123,28 +123,35 @@ final class BrowserSignIn: Sendable {
     }
 
     /// The callback, after `finishFlow`: exchanges the code, checks the ID token, creates the
-    /// session and sends the browser where it was going.
+    /// session and sends the browser where it was going — once the session is where every
+    /// instance finds it (`SessionStore.written`: with `sharedState`, the browser's next
+    /// request may reach another instance).
     func complete(
         _ flow: SignInFlow, code: String, headers: HTTPHeaders, endpoint: UpstreamEndpoint?
     ) -> EventLoopFuture<SignInAnswer>? {
         guard let endpoint else { return nil }
-        return CodeExchange.exchange(
-            code: code, verifier: flow.verifier, configuration: self.configuration, endpoint: endpoint
-        )
-        .map { outcome in self.adopt(outcome, flow: flow, headers: headers, now: self.clock()) }
+        let exchanged = CodeExchange.exchange(
+            code: code, verifier: flow.verifier, configuration: self.configuration, endpoint: endpoint)
+        let eventLoop = exchanged.eventLoop
+        return exchanged.flatMap { outcome in
+            let (answer, created) = self.adopt(outcome, flow: flow, headers: headers, now: self.clock())
+            guard let created else { return eventLoop.makeSucceededFuture(answer) }
+            return self.sessions.written(created, on: eventLoop).map { answer }
+        }
     }
 
+    /// The callback's answer, and the digest of the session it created, if any.
     private func adopt(
         _ outcome: CodeExchange.Outcome, flow: SignInFlow, headers: HTTPHeaders, now: Double
-    ) -> SignInAnswer {
+    ) -> (SignInAnswer, created: TokenDigest?) {
         let clearFlow = self.cookies.clearingFlow(named: self.cookies.flowName(flow.id))
         switch outcome {
         case .unavailable:
             self.metrics.increment(.signIn(outcome: "unavailable"))
-            return .refused(.authServiceUnavailable, cookies: [clearFlow])
+            return (.refused(.authServiceUnavailable, cookies: [clearFlow]), nil)
         case .refused:
             self.metrics.increment(.signIn(outcome: "code_rejected"))
-            return .refused(.signInCodeRejected, cookies: [clearFlow])
+            return (.refused(.signInCodeRejected, cookies: [clearFlow]), nil)
         case .tokens(let idToken, let accessToken, let refreshToken):
             let identity: IDToken
             switch OpenIDTokenChecks.idToken(
@@ -155,7 +162,7 @@ final class BrowserSignIn: Sendable {
                 identity = checked
             case .failure(let failure):
                 self.metrics.increment(.signIn(outcome: "id_token_rejected"))
-                return .refused(.signInIDTokenRejected(failure.rawValue), cookies: [clearFlow])
+                return (.refused(.signInIDTokenRejected(failure.rawValue), cookies: [clearFlow]), nil)
             }
             // A session the browser already had ends: a sign-in never continues another's.
             if let old = self.cookies.sessionHandle(in: headers) { self.sessions.end(old.digest) }
@@ -166,7 +173,10 @@ final class BrowserSignIn: Sendable {
                     subject: identity.subject, providerSessionID: identity.providerSessionID, idToken: idToken,
                     accessToken: accessToken, refreshToken: refreshToken, createdAt: now, lastUsedAt: now))
             self.metrics.increment(.signIn(outcome: "success"))
-            return .redirect(location: flow.returnPath, cookies: [self.cookies.session(handle), clearFlow])
+            return (
+                .redirect(location: flow.returnPath, cookies: [self.cookies.session(handle), clearFlow]),
+                handle.digest
+            )
         }
     }
 

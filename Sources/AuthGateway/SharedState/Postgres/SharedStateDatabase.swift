@@ -70,7 +70,7 @@ final class SharedStateDatabase: Sendable {
             // The database works; this instance's key does not match the one that sealed it.
             self.logger.error("shared_state.decrypt_failed", metadata: ["shared_state.error": "\(failure.reason)"])
             return
-        case .listen, .sweep, .rateLimitSync, .tokenTables:
+        case .listen, .sweep, .rateLimitSync, .tokenTables, .sessionTable:
             // A rate-limit sync failing alone (its table missing for a role without CREATE, a
             // slow batch) must not turn refresh sharing off; a database that is down is found
             // by the probe the LISTEN loop and the refreshes run.
@@ -79,7 +79,7 @@ final class SharedStateDatabase: Sendable {
                 metadata: ["shared_state.error": "\(failure.reason)"]
             )
             return
-        case .connect, .schema, .claim, .wait, .settle, .dpopReplay, .introspection:
+        case .connect, .schema, .claim, .wait, .settle, .dpopReplay, .introspection, .sessionRead, .sessionWrite:
             // A request's statement that failed or timed out: the database is slow or down,
             // so requests stop waiting for it until a probe succeeds.
             break

@@ -27,6 +27,14 @@ enum SharedStateOperation: String, Sendable, CaseIterable {
     case dpopReplay = "dpop_replay"
     /// Reading or storing a shared introspection answer (SPEC §4.13).
     case introspection
+    /// Creating the sessions table (`SharedSessionTable`): until it works, browser sessions
+    /// stay process-local; nothing else is affected.
+    case sessionTable = "session_table"
+    /// Reading a browser session another instance may have made (docs/browser-sign-in.md).
+    case sessionRead = "session_read"
+    /// Writing browser sessions' changes (sign-ins, refreshes, uses, ends); they wait in this
+    /// instance until the database is back.
+    case sessionWrite = "session_write"
 }
 
 /// One failed database operation, described without secrets: PostgresNIO's errors print

@@ -13,12 +13,25 @@ struct SignInFixture {
     let gateway: GatewayFixture
     let provider: DemoAuthService
     let publicBaseURL: String
+    /// Whether `stop()` stops the provider too (the first of several instances owns it).
+    var ownsProvider = true
 
     static func start(
         tokenLifetimeSeconds: Int = 300, configure: @escaping (inout JSONObject) -> Void = { _ in }
     ) async throws -> SignInFixture {
+        try await Self.start(instances: 1, tokenLifetimeSeconds: tokenLifetimeSeconds, configure: configure)[0]
+    }
+
+    /// `instances` gateways in front of one provider, sharing one clock and one public base URL
+    /// (the first one's: as behind a load balancer, every instance answers for the same
+    /// origin), with `sharedState` (its `${…}` from `environment`) when given.
+    static func start(
+        instances: Int, tokenLifetimeSeconds: Int = 300, sharedState: JSONValue? = nil,
+        environment: [String: String] = [:], configure: @escaping (inout JSONObject) -> Void = { _ in }
+    ) async throws -> [SignInFixture] {
         let provider = try DemoAuthService(tokenLifetimeSeconds: tokenLifetimeSeconds)
         try await provider.start(group: TestGroup.shared)
+        var gateways: [GatewayFixture] = []
         do {
             func configuration(_ publicBaseURL: String) -> (inout JSONObject) -> Void {
                 { document in
@@ -45,25 +58,37 @@ struct SignInFixture {
                         ["name": "open", "pathPrefix": "/open/", "backend": "api", "auth": "optional", "signIn": true],
                         ["name": "app", "pathPrefix": "/", "backend": "api", "auth": "required", "signIn": true],
                     ]
+                    if let sharedState { document["sharedState"] = sharedState }
                     configure(&document)
                 }
             }
-            // The public base names the gateway's port, known once it listens: start with a
-            // placeholder, then reload with the real one (and register it at the provider).
-            let gateway = try await GatewayFixture.start(configure: configuration("http://localhost:1"))
-            // One clock for both: a test moving time moves the provider's token clocks too.
-            provider.useClock(gateway.clock.function)
-            let base = "http://localhost:\(gateway.port)"
-            provider.register(.gateway(publicBaseURL: base))
-            try gateway.reload(configuration(base))
-            let fixture = SignInFixture(gateway: gateway, provider: provider, publicBaseURL: base)
-            let applied = await eventually {
-                let start = try? await fixture.gateway.send(TestRequest(.GET, "/.gateway/sign-in"))
-                return start?.header("location")?.contains(FormEncoding.encode(base + "/.gateway/callback")) == true
+            // The public base names the first gateway's port, known once it listens: start with
+            // a placeholder, then reload with the real one (and register it at the provider).
+            // One clock for all: a test moving time moves the provider's token clocks too.
+            let clock = TestClock()
+            for _ in 0..<instances {
+                gateways.append(
+                    try await GatewayFixture.start(
+                        clock: clock, environment: environment, configure: configuration("http://localhost:1")))
             }
-            guard applied else { throw AuthStepFailure("the reloaded public base never applied") }
-            return fixture
+            provider.useClock(clock.function)
+            let base = "http://localhost:\(gateways[0].port)"
+            provider.register(.gateway(publicBaseURL: base))
+            for gateway in gateways { try gateway.reload(configuration(base)) }
+            var fixtures: [SignInFixture] = []
+            for (index, gateway) in gateways.enumerated() {
+                let fixture = SignInFixture(
+                    gateway: gateway, provider: provider, publicBaseURL: base, ownsProvider: index == 0)
+                let applied = await eventually {
+                    let start = try? await fixture.gateway.send(TestRequest(.GET, "/.gateway/sign-in"))
+                    return start?.header("location")?.contains(FormEncoding.encode(base + "/.gateway/callback")) == true
+                }
+                guard applied else { throw AuthStepFailure("the reloaded public base never applied") }
+                fixtures.append(fixture)
+            }
+            return fixtures
         } catch {
+            for gateway in gateways { await gateway.stop() }
             await provider.stop()
             throw error
         }
@@ -79,7 +104,7 @@ struct SignInFixture {
 
     func stop() async {
         await self.gateway.stop()
-        await self.provider.stop()
+        if self.ownsProvider { await self.provider.stop() }
     }
 
     /// Signs `browser` in as `user` starting from a navigation to `path`; returns the callback's
