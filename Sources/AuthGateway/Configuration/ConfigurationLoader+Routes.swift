@@ -116,6 +116,7 @@ extension ConfigurationLoader {
             if dpop == .required && auth == .none { entry.error("dpop", "\"required\" needs a route with auth") }
             let forwardDPoPProof = entry.bool("forwardDPoPProof") ?? false
             let signIn = entry.bool("signIn") ?? false
+            let cors = Self.cors(entry)
             if signIn && auth == .none { entry.error("signIn", "needs a route with auth") }
             guard let name, let pathMatch, let backend else { continue }
             var route = RouteConfiguration(
@@ -132,6 +133,7 @@ extension ConfigurationLoader {
             route.dpop = dpop
             route.forwardDPoPProof = forwardDPoPProof
             route.signIn = signIn
+            route.cors = cors
             routes.append(route)
         }
         return routes

@@ -28,6 +28,8 @@ public struct RouteConfiguration: Sendable {
     public var forwardDPoPProof = false
     /// A browser navigation without credentials is sent to sign in (docs/browser-sign-in.md).
     public var signIn = false
+    /// Cross-origin browser calls (docs/policies.md, "CORS"); nil: the gateway adds no CORS.
+    public var cors: CORSConfiguration? = nil
 
     public enum DPoPMode: String, Sendable {
         case off, allowed, required

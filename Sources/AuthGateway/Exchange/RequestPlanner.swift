@@ -53,6 +53,10 @@ final class ForwardPlan {
 }
 
 extension ForwardPlan {
+    /// The gateway answers CORS for the route: the backend's `Access-Control-*` fields are
+    /// dropped, the gateway's go in their place (docs/policies.md, "CORS").
+    var answersCORS: Bool { self.route.cors != nil }
+
     /// Whether the other end carries HTTP/2 end to end (trailers: gRPC needs them).
     var speaksHTTP2: Bool { self.local?.needsTrailers ?? self.pool?.wireProtocol.isHTTP2 ?? false }
 }

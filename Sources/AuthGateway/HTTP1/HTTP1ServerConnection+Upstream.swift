@@ -24,6 +24,7 @@ extension HTTP1ServerConnection {
             extra: plan.responseHeaders,
             chunked: framing.chunked,
             connection: framing.close ? "close" : (clientIsHTTP11 ? nil : "keep-alive"),
+            dropsCORSFields: plan.answersCORS,
             into: &bytes
         )
         exchange.responseStatus = head.status

@@ -18,6 +18,7 @@ extension HTTPWriter {
         chunked: Bool,
         connection: String?,
         upgrade: String? = nil,
+        dropsCORSFields: Bool = false,
         into buffer: inout ByteBuffer
     ) {
         // One copy into memory sized for the worst case (like `requestHead`): every field of
@@ -52,6 +53,13 @@ extension HTTPWriter {
                 }
                 head.forEachEndToEndField { field, raw in
                     if chunked && field.kind == .contentLength { return }
+                    // The gateway answers CORS for this route: the backend's own fields would
+                    // double its `Access-Control-Allow-Origin` (docs/policies.md, "CORS").
+                    if dropsCORSFields
+                        && Self.isCORSName(UnsafeRawBufferPointer(rebasing: raw[field.nameStart..<field.nameEnd]))
+                    {
+                        return
+                    }
                     output.append(UnsafeRawBufferPointer(rebasing: raw[field.nameStart..<field.nameEnd]))
                     output.append(": ")
                     output.append(UnsafeRawBufferPointer(rebasing: raw[field.valueStart..<field.valueEnd]))
@@ -65,9 +73,18 @@ extension HTTPWriter {
                 output.append("\r\n")
                 for (name, value, _) in head.fields {
                     if chunked && name == "content-length" { continue }
+                    if dropsCORSFields && name.hasPrefix("access-control-") { continue }
                     output.field(name, value)
                 }
             }
         }
+    }
+
+    /// `Access-Control-…`, in any case.
+    private static func isCORSName(_ name: UnsafeRawBufferPointer) -> Bool {
+        let prefix = "access-control-".utf8
+        guard name.count >= prefix.count else { return false }
+        for (byte, expected) in zip(name, prefix) where byte | 0x20 != expected && byte != expected { return false }
+        return true
     }
 }

@@ -118,7 +118,7 @@ enum HTTP2Messages {
     /// stay out of the HPACK dynamic table (SPEC §4.9).
     static func responseHeaders(
         _ head: UpstreamResponseHead, requestID: String, extra: [(name: String, value: String)],
-        secrets: SecretHeaderNames
+        secrets: SecretHeaderNames, dropsCORSFields: Bool = false
     ) -> HPACKHeaders {
         var headers = HPACKHeaders()
         headers.add(name: ":status", value: String(head.status))
@@ -126,11 +126,13 @@ enum HTTP2Messages {
         case .http1(let head):
             headers.reserveCapacity(head.fields.count + extra.count + 2)
             head.forEachEndToEndField { name, value in
+                if dropsCORSFields && name.hasPrefix("access-control-") { return }
                 headers.add(name: name, value: value, indexing: secrets.indexing(name))
             }
         case .http2(let head):
             headers.reserveCapacity(head.fields.count + extra.count + 2)
             for (name, value, indexing) in head.fields {
+                if dropsCORSFields && name.hasPrefix("access-control-") { continue }
                 headers.add(
                     name: name, value: value,
                     indexing: indexing == .neverIndexed ? .neverIndexed : secrets.indexing(name))
