@@ -18,6 +18,8 @@ import Synchronization
 /// - `GET /delay/<ms>`: answers after `ms` milliseconds;
 /// - `GET /status/<code>`: answers with that status;
 /// - `POST /early`: answers at once, then reads and discards the body (as nginx's `return`);
+/// - a query with `backend-cors=1`: the answer carries the backend's own CORS fields
+///   (`Access-Control-Allow-Origin: *`), which a route with `cors` must replace;
 /// - over TLS, `tlsPeerCertificate` names the client certificate presented (mutual TLS).
 ///
 /// With `http2: true` it speaks HTTP/2 instead: h2c by prior knowledge, or h2 by ALPN when
@@ -164,10 +166,12 @@ private final class EchoHandler: ChannelDuplexHandler {
             self.writeEcho(head: head, status: HTTPResponseStatus(statusCode: code), context: context)
             return
         }
-        self.writeEcho(head: head, status: .ok, context: context)
+        self.writeEcho(head: head, status: .ok, context: context, backendCORS: query.contains("backend-cors=1"))
     }
 
-    private func writeEcho(head: HTTPRequestHead, status: HTTPResponseStatus, context: ChannelHandlerContext) {
+    private func writeEcho(
+        head: HTTPRequestHead, status: HTTPResponseStatus, context: ChannelHandlerContext, backendCORS: Bool = false
+    ) {
         var headerObject = JSONObject()
         for (name, value) in head.headers {
             let key = name.lowercased()
@@ -199,6 +203,10 @@ private final class EchoHandler: ChannelDuplexHandler {
         headers.add(name: "Content-Type", value: "application/json")
         headers.add(name: "Content-Length", value: String(body.readableBytes))
         headers.add(name: "X-Echo-Backend", value: "1")
+        if backendCORS {
+            headers.add(name: "Access-Control-Allow-Origin", value: "*")
+            headers.add(name: "Access-Control-Expose-Headers", value: "X-Echo-Backend")
+        }
         context.write(
             self.wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: status, headers: headers))),
             promise: nil)

@@ -40,6 +40,7 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
         case signInIDTokenRejected(check: String)
         case signInCSRF
         case signInUnavailable
+        case corsRefused(String)
     }
 
     private let kind: Kind
@@ -103,6 +104,8 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
     public static let signInCSRF = GatewayError(kind: .signInCSRF)
     /// Sign-in cannot start: the provider's discovery document is not there yet.
     public static let signInUnavailable = GatewayError(kind: .signInUnavailable)
+    /// A CORS preflight the route's `cors` does not allow; `reason` names what (docs/policies.md).
+    public static func corsRefused(_ reason: String) -> GatewayError { .init(kind: .corsRefused(reason)) }
 
     /// Stable dotted name, e.g. `token.expired`.
     public var errorType: String {
@@ -139,6 +142,7 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
         case .signInIDTokenRejected: return "signin.invalid_id_token"
         case .signInCSRF: return "signin.csrf"
         case .signInUnavailable: return "signin.unavailable"
+        case .corsRefused: return "cors.refused"
         }
     }
 
@@ -155,7 +159,7 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
         case .tokenMissing, .tokenRejected, .refreshRejected, .profileRejected, .tokenInactive, .dpopRequired,
             .dpopInvalidProof, .dpopUseNonce:
             return .unauthorized
-        case .forbidden, .signInDenied, .signInCSRF: return .forbidden
+        case .forbidden, .signInDenied, .signInCSRF, .corsRefused: return .forbidden
         case .upstreamUnreachable, .upstreamProtocolError: return .badGateway
         case .upstreamTimeout: return .gatewayTimeout
         case .upstreamBusy, .authServiceUnavailable, .keysUnavailable, .overloaded, .introspectionUnavailable,
@@ -222,6 +226,7 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
         case .signInIDTokenRejected(let check): return "The identity provider's ID token failed its check: \(check)"
         case .signInCSRF: return "A session request that changes state must come from the site's own pages"
         case .signInUnavailable: return "Sign-in is not available yet; try again shortly"
+        case .corsRefused(let reason): return "The cross-origin request is not allowed: \(reason)"
         }
     }
 

@@ -25,6 +25,9 @@ enum AccessDecision {
     case allowed(AllowedRequest)
     /// The gateway's own answer; `route` names the matched route (nil when none matched).
     case denied(LocalResponse, route: String?)
+    /// A CORS preflight on a route with `cors`, answered before authentication (docs/policies.md,
+    /// "CORS"): a granted one (204) or a refused one (403). Never goes to a backend.
+    case preflight(LocalResponse, route: String)
 }
 
 /// An allowed request and what goes with it.
@@ -34,7 +37,7 @@ struct AllowedRequest {
     /// nil for an anonymous request.
     let identity: Identity?
     /// For the client's response: new tokens after a refresh or sign-in, `RateLimit`, `DPoP-Nonce`.
-    let responseHeaders: [(name: String, value: String)]
+    var responseHeaders: [(name: String, value: String)]
     /// The verified identity headers for the backend.
     let identityHeaders: [(name: String, value: String)]
     /// The access token's fate (and refresh tokens', always removed) on the way to the backend.
@@ -52,10 +55,27 @@ enum DecisionStep {
 extension RequestPlanner {
     /// Route → authenticate → rate limits → identity headers (docs/architecture.md).
     func decide(_ input: DecisionInput, requestID: String) -> DecisionStep {
+        // A route's `methods` apply to what a preflight asks for, not to `OPTIONS` itself.
+        let preflight = CORS.Preflight(method: input.method, headers: input.headers)
+        if let preflight,
+            let resolved = self.snapshot.routes.match(host: input.host, path: input.path, method: preflight.method),
+            let cors = resolved.configuration.cors
+        {
+            return .ready(
+                .preflight(
+                    CORS.answer(preflight, cors: cors, requestID: requestID), route: resolved.configuration.name))
+        }
         guard
             let resolved = self.snapshot.routes.match(host: input.host, path: input.path, method: input.method.rawValue)
         else {
             return .ready(.denied(.problem(.routeNotFound, requestID: requestID), route: nil))
+        }
+        if let preflight, resolved.configuration.cors != nil {
+            // The route takes `OPTIONS` and answers CORS, but not for the method asked about.
+            return .ready(
+                .preflight(
+                    .problem(.corsRefused(CORS.methodRefusal(preflight.method)), requestID: requestID),
+                    route: resolved.configuration.name))
         }
         let request = AuthRequest(
             headers: input.headers, route: resolved.configuration, keys: self.environment.keys, now: input.now,
@@ -76,6 +96,25 @@ extension RequestPlanner {
     }
 
     private func decide(
+        _ outcome: AuthOutcome, request: AuthRequest, resolved: ResolvedRoute, requestID: String
+    ) -> AccessDecision {
+        let decision = self.decideWithoutCORS(outcome, request: request, resolved: resolved, requestID: requestID)
+        guard let cors = request.route.cors else { return decision }
+        // The gateway's own refusals carry the CORS fields too, so that the page can read them.
+        let fields = CORS.responseHeaders(cors, origin: request.headers.first(name: "origin"))
+        switch decision {
+        case .allowed(var allowed):
+            allowed.responseHeaders += fields
+            return .allowed(allowed)
+        case .denied(var response, let route):
+            for (name, value) in fields { response.headers.add(name: name, value: value) }
+            return .denied(response, route: route)
+        case .preflight:
+            return decision
+        }
+    }
+
+    private func decideWithoutCORS(
         _ outcome: AuthOutcome, request: AuthRequest, resolved: ResolvedRoute, requestID: String
     ) -> AccessDecision {
         let route = request.route

@@ -140,6 +140,7 @@ struct RequestPlanner {
         let allowed: AllowedRequest
         switch decision {
         case .denied(let response, let route): return .respond(response, close: false, route: route)
+        case .preflight(let response, let route): return .respond(response, close: false, route: route)
         case .allowed(let request): allowed = request
         }
         let route = allowed.route

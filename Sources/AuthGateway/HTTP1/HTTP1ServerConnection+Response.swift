@@ -67,7 +67,10 @@ extension HTTP1ServerConnection {
         guard let exchange = self.exchange, let response = exchange.local else { return }
         var headers = response.headers
         headers.add(name: "X-Request-Id", value: exchange.requestID)
-        headers.add(name: "Content-Length", value: String(response.body.utf8.count))
+        // RFC 9110 §8.6: never on a 204 (a granted CORS preflight).
+        if response.status != .noContent {
+            headers.add(name: "Content-Length", value: String(response.body.utf8.count))
+        }
         if close {
             headers.add(name: "Connection", value: "close")
         } else if self.requestVersion == .http1_0 {

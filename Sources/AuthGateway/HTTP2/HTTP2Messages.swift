@@ -158,7 +158,10 @@ enum HTTP2Messages {
             headers.add(name: lowered, value: value, indexing: secrets.indexing(lowered))
         }
         headers.add(name: "x-request-id", value: requestID, indexing: .nonIndexable)
-        headers.add(name: "content-length", value: String(sendsBody ? response.body.utf8.count : 0))
+        // RFC 9110 §8.6: never on a 204 (a granted CORS preflight).
+        if response.status != .noContent {
+            headers.add(name: "content-length", value: String(sendsBody ? response.body.utf8.count : 0))
+        }
         return headers
     }
 }
