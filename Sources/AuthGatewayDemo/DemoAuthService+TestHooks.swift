@@ -77,6 +77,7 @@ extension DemoAuthService {
         var tokenFailuresLeft: Int?
         var nextIDTokenTampering: IDTokenTampering?
         var lastCode: String?
+        var lastCodeVerifier: String?
         var lastTokens: IssuedTokens?
         var tokenCalls = TokenCalls()
         var userinfoCalls = 0
@@ -130,6 +131,9 @@ extension DemoAuthService {
 
     /// The last code `/authorize` issued.
     public var lastIssuedCode: String? { self.records.withLockedValue { $0.lastCode } }
+    /// The PKCE `code_verifier` of the last code redemption (a relying party's secret: tests
+    /// check that it is never logged).
+    public var lastCodeVerifier: String? { self.records.withLockedValue { $0.lastCodeVerifier } }
     /// The last successful token answer.
     public var lastIssuedTokens: IssuedTokens? { self.records.withLockedValue { $0.lastTokens } }
     public var tokenCalls: TokenCalls { self.records.withLockedValue { $0.tokenCalls } }

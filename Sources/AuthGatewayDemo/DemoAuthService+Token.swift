@@ -102,6 +102,7 @@ extension DemoAuthService {
         guard let code = form["code"] else {
             throw OAuthError(code: "invalid_request", description: "code is required")
         }
+        self.records.withLockedValue { $0.lastCodeVerifier = form["code_verifier"] }
         let redemption = self.state.withLockedValue {
             $0.redeem(
                 code: code, clientID: client.clientID, redirectURI: form["redirect_uri"],

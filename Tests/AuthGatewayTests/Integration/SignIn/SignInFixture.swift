@@ -157,7 +157,7 @@ struct ScriptedBrowser {
     }
 
     /// A top-level navigation, as a browser sends it.
-    mutating func navigate(_ gateway: GatewayFixture, _ path: String) async throws -> TestResponse {
+    mutating func navigate(_ gateway: some RequestSender, _ path: String) async throws -> TestResponse {
         let headers =
             [
                 ("Accept", "text/html,application/xhtml+xml,*/*;q=0.8"), ("Sec-Fetch-Mode", "navigate"),
@@ -170,18 +170,37 @@ struct ScriptedBrowser {
     }
 
     mutating func get(
-        _ gateway: GatewayFixture, _ path: String, headers: [(String, String)] = []
+        _ gateway: some RequestSender, _ path: String, headers: [(String, String)] = []
     ) async throws -> TestResponse {
         let response = try await gateway.send(TestRequest(.GET, path, headers: headers + self.cookieHeader))
         self.absorb(response)
         return response
     }
 
-    mutating func send(_ gateway: GatewayFixture, _ request: TestRequest) async throws -> TestResponse {
+    mutating func send(_ gateway: some RequestSender, _ request: TestRequest) async throws -> TestResponse {
         var request = request
         request.headers += self.cookieHeader
         let response = try await gateway.send(request)
         self.absorb(response)
         return response
+    }
+}
+
+/// Where a scripted browser sends its requests: an in-process gateway or a `serve` process.
+protocol RequestSender {
+    func send(_ request: TestRequest) async throws -> TestResponse
+}
+
+extension GatewayFixture: RequestSender {}
+
+/// A gateway listening on `port` (a `serve` process): one request per fresh connection.
+struct GatewayAtPort: RequestSender {
+    let port: Int
+
+    func send(_ request: TestRequest) async throws -> TestResponse {
+        let connection = try await TestConnection.connect(port: self.port)
+        return try await withCleanup({ await connection.close() }) { () async throws in
+            try await connection.send(request)
+        }
     }
 }
