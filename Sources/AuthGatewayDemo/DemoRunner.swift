@@ -35,6 +35,9 @@ public struct DemoRunner: Sendable {
         try await authService.start(group: group, port: self.authServicePort)
         let backend = try await EchoBackend.start(group: group, port: self.backendPort)
         if self.servicesOnly {
+            // A gateway started separately on `gatewayPort` signs browsers in here too
+            // (scripts/bench/session.sh).
+            authService.register(Self.gatewayClient(publicBaseURL: Self.publicBaseURL(gatewayPort: self.gatewayPort)))
             FileHandle.standardOutput.write(
                 Data(
                     """
