@@ -115,14 +115,9 @@ struct HTTP2AbuseTests {
 
     /// A stream answered before its upload ended gets the whole answer before its
     /// RST_STREAM NO_ERROR (RFC 9113 §8.1: a complete response, then the reset): the gateway's
-    /// own 401 with its problem document, and a backend's early answer with its body.
-    ///
-    /// A known bug, in `HTTP2ServerStream.stopUnfinishedUpload()`: the RST_STREAM is written
-    /// right after the answer's last DATA frame and before the flush, and NIOHTTP2 drops a
-    /// stream's DATA still in its flow-control buffer when that stream closes — so the client
-    /// gets HEADERS (with a `content-length`) and the reset, but no body. The reset must wait
-    /// for the last DATA frame's write to complete. Once that is fixed, this test fails at
-    /// `withKnownIssue` ("known issue was not recorded"): remove the wrapper then.
+    /// own 401 with its problem document, and a backend's early answer with its body. (NIOHTTP2
+    /// drops a stream's DATA still in its flow-control buffer when that stream closes: the reset
+    /// waits until the answer's last frame has been written, `HTTP2ServerStream.writeLast`.)
     @Test func aStreamAnsweredBeforeItsUploadEndedGetsTheWholeAnswerFirst() async throws {
         let gateway = try await GatewayFixture.start()
         atTestEnd { await gateway.stop() }
@@ -144,12 +139,12 @@ struct HTTP2AbuseTests {
         #expect(local.resetCode == .noError)
         let early = try await unfinishedUpload("/early", token: TestKeys.token())
         #expect(early.status == 200)
-        withKnownIssue("HTTP/2: the RST_STREAM after an answer to an unfinished upload drops the answer's body") {
-            let problem = try? JSONValue(parsing: String(buffer: local.body))
-            #expect(problem?["type"]?.stringValue == "urn:auth-gateway:problem:token.missing", "\(local.frames)")
-        }
-        withKnownIssue("HTTP/2: the RST_STREAM after an answer to an unfinished upload drops the answer's body") {
-            #expect(String(buffer: early.body) == "early\n", "\(early.frames)")
+        let problem = try? JSONValue(parsing: String(buffer: local.body))
+        #expect(problem?["type"]?.stringValue == "urn:auth-gateway:problem:token.missing", "\(local.frames)")
+        #expect(String(buffer: early.body) == "early\n", "\(early.frames)")
+        // The whole answer first, then the reset.
+        for result in [local, early] {
+            #expect(Self.endsThenResets(result.frames), "\(result.frames)")
         }
     }
 
@@ -239,6 +234,17 @@ struct HTTP2AbuseTests {
     /// A minimal GET's header block: :method GET, :scheme http, :path /, :authority x (HPACK
     /// static-table indexes and one literal).
     static let getBlock: [UInt8] = [0x82, 0x86, 0x84, 0x41, 0x01, UInt8(ascii: "x")]
+
+    /// Whether a stream's `frames` end with END_STREAM and then RST_STREAM NO_ERROR, nothing
+    /// after it (RFC 9113 §8.1: a complete response, then the reset).
+    static func endsThenResets(_ frames: [HTTP2Frame.FramePayload]) -> Bool {
+        guard frames.count >= 2, case .rstStream(.noError) = frames[frames.count - 1] else { return false }
+        switch frames[frames.count - 2] {
+        case .headers(let headers): return headers.endStream
+        case .data(let data): return data.endStream
+        default: return false
+        }
+    }
 
     /// Whether `bytes` (what the gateway sent) hold a GOAWAY frame.
     static func containsGoAway(_ bytes: [UInt8]) -> Bool {
