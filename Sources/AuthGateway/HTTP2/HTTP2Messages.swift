@@ -18,8 +18,13 @@ enum HTTP2Messages {
         var grpcTimeout: TimeAmount?
     }
 
-    /// The request HEADERS block; `endStream` when it carries no body.
-    static func request(_ block: HPACKHeaders, endStream: Bool, maxBodyBytes: Int) -> Result<Request, GatewayError> {
+    /// The request HEADERS block; `endStream` when it carries no body. A header list over
+    /// `maxHeaderListSize` (`limits.maxHeaderBytes`, measured as RFC 9113 §6.5.2 and NIOHPACK
+    /// do: each field's name and value plus 32) is refused with 431: NIOHTTP2 holds that limit
+    /// only once the client has acknowledged the gateway's SETTINGS (docs/http2.md).
+    static func request(
+        _ block: HPACKHeaders, endStream: Bool, maxHeaderListSize: Int, maxBodyBytes: Int
+    ) -> Result<Request, GatewayError> {
         var method: String?
         var path: String?
         var authority: String?
@@ -30,7 +35,10 @@ enum HTTP2Messages {
         var cookies: [String] = []
         var contentType: String?
         var grpcTimeout: TimeAmount?
+        var listSize = 0
         for (name, value, _) in block {
+            listSize += name.utf8.count + value.utf8.count + 32
+            guard listSize <= maxHeaderListSize else { return .failure(.headersTooLarge) }
             guard HTTPToken.isSafeHeaderValue(value) else {
                 return .failure(.malformedRequest("A header value holds a control character"))
             }

@@ -190,9 +190,12 @@ final class HTTP2ServerConnection: ChannelDuplexHandler, NIOHTTP2FrameDelegate {
 
     // MARK: Writing and flushing
 
-    func write(_ frame: HTTP2Frame) {
-        guard let context = self.context else { return }
-        context.write(self.wrapOutboundOut(frame), promise: nil)
+    func write(_ frame: HTTP2Frame, promise: EventLoopPromise<Void>? = nil) {
+        guard let context = self.context else {
+            promise?.fail(ChannelError.ioOnClosedChannel)
+            return
+        }
+        context.write(self.wrapOutboundOut(frame), promise: promise)
         self.flushPending = true
     }
 

@@ -8,7 +8,9 @@ extension HTTP2ServerStream {
     func receivedHead(_ block: HPACKHeaders, endStream: Bool, context: ChannelHandlerContext) {
         let limits = self.environment.snapshot.configuration.limits
         let requestID = self.environment.requestID(forwarded: block.first(name: "x-request-id"))
-        let translated = HTTP2Messages.request(block, endStream: endStream, maxBodyBytes: limits.maxRequestBodyBytes)
+        let translated = HTTP2Messages.request(
+            block, endStream: endStream, maxHeaderListSize: limits.maxHeaderBytes,
+            maxBodyBytes: limits.maxRequestBodyBytes)
         let request: HTTP2Messages.Request
         switch translated {
         case .success(let value):

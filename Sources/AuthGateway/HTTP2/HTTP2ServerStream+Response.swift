@@ -1,6 +1,7 @@
 import NIOCore
 import NIOHPACK
 import NIOHTTP1
+import NIOHTTP2
 
 /// What the HTTP/2 client gets: the backend's response as HEADERS, DATA and (from an HTTP/2
 /// backend) trailers, or the gateway's own answer — a problem document, or for gRPC a
@@ -22,16 +23,31 @@ extension HTTP2ServerStream {
         switch last {
         case .trailers(let trailers, let held):
             self.writeHeld(held)
-            self.write(.headers(.init(headers: trailers, endStream: true)))
+            self.writeLast(.headers(.init(headers: trailers, endStream: true)))
         case .headers(let headers):
-            self.write(.headers(.init(headers: headers, endStream: true)))
+            self.writeLast(.headers(.init(headers: headers, endStream: true)))
         case .data(let data):
-            self.write(.data(.init(data: .byteBuffer(data), endStream: true)))
+            self.writeLast(.data(.init(data: .byteBuffer(data), endStream: true)))
         case .emptyData:
-            self.write(.data(.init(data: .byteBuffer(ByteBuffer()), endStream: true)))
+            self.writeLast(.data(.init(data: .byteBuffer(ByteBuffer()), endStream: true)))
         }
         self.finishExchange(status: self.exchange?.responseStatus ?? 0, error: nil)
         self.server.flushSoon()
+    }
+
+    /// Writes the response's last frame (END_STREAM). When the response stops an upload, the
+    /// RST_STREAM NO_ERROR follows once that frame has left (`stopUpload`).
+    func writeLast(_ payload: HTTP2Frame.FramePayload) {
+        guard self.stopsUploadAfterLastFrame, let context = self.context else {
+            self.write(payload)
+            return
+        }
+        self.stopsUploadAfterLastFrame = false
+        let written = context.eventLoop.makePromise(of: Void.self)
+        self.write(payload, promise: written)
+        // Failed when the stream closed first (the client reset it, or ended its upload after
+        // all): then there is nothing to stop.
+        written.futureResult.assumeIsolated().whenSuccess { self.reset(.noError) }
     }
 
     /// The response is complete while the client is still sending its request (a 401 or 413
@@ -39,9 +55,16 @@ extension HTTP2ServerStream {
     /// it to stop (RFC 9113 §8.1) and closes the stream. Without it the half-closed stream
     /// would hold a `maxConcurrentStreams` slot, and the DATA it withholds, until the client
     /// gave up.
+    ///
+    /// The reset goes out once the response's last frame has been written (`writeLast`), not
+    /// with it: NIOHTTP2 holds a stream's DATA (and the HEADERS behind it) in its flow-control
+    /// buffer until a flush finds window for it, and drops what it still holds when the stream
+    /// closes — a reset written right after the response would cut its body off. Only if no
+    /// last frame was written does the reset go now.
     func stopUpload() {
-        self.write(.rstStream(.noError))
-        self.server.flushSoon()
+        guard self.stopsUploadAfterLastFrame else { return }
+        self.stopsUploadAfterLastFrame = false
+        self.reset(.noError)
     }
 
     func respond(with error: GatewayError) {
@@ -59,17 +82,19 @@ extension HTTP2ServerStream {
         if self.state.isGRPC {
             let headers = GRPCStatus.trailersOnly(
                 response, requestID: exchange.requestID, secrets: self.environment.snapshot.secretHeaders)
-            self.write(.headers(.init(headers: headers, endStream: true)))
+            self.writeLast(.headers(.init(headers: headers, endStream: true)))
         } else {
             let sendsBody = exchange.method != .HEAD && !response.body.isEmpty
             let headers = HTTP2Messages.localResponseHeaders(
                 response, requestID: exchange.requestID, sendsBody: sendsBody,
                 secrets: self.environment.snapshot.secretHeaders)
-            self.write(.headers(.init(headers: headers, endStream: !sendsBody)))
             if sendsBody {
+                self.write(.headers(.init(headers: headers, endStream: false)))
                 exchange.bytesOut = response.body.utf8.count
                 let body = ByteBuffer(string: response.body)
-                self.write(.data(.init(data: .byteBuffer(body), endStream: true)))
+                self.writeLast(.data(.init(data: .byteBuffer(body), endStream: true)))
+            } else {
+                self.writeLast(.headers(.init(headers: headers, endStream: true)))
             }
         }
         self.server.flushSoon()

@@ -41,6 +41,9 @@ final class HTTP2ServerStream: ExchangeHandler {
     var neverIndexedFields: [String] = []
     /// The client's request trailers, for an HTTP/2 backend.
     var requestTrailers: HPACKHeaders?
+    /// The response being ended is to stop the client's upload: its last frame, once written,
+    /// is followed by RST_STREAM NO_ERROR (`writeLast`).
+    var stopsUploadAfterLastFrame = false
 
     init(
         id: HTTP2StreamID, server: HTTP2ServerConnection, environment: any ExchangeEnvironment,
@@ -121,15 +124,19 @@ final class HTTP2ServerStream: ExchangeHandler {
 
     // MARK: Writing
 
-    /// Writes a frame of this stream (flushed with the connection's next flush).
-    func write(_ payload: HTTP2Frame.FramePayload) {
-        guard !self.state.isClosed else { return }
+    /// Writes a frame of this stream (flushed with the connection's next flush); `promise`
+    /// completes when NIOHTTP2 has written it to the connection.
+    func write(_ payload: HTTP2Frame.FramePayload, promise: EventLoopPromise<Void>? = nil) {
+        guard !self.state.isClosed else {
+            promise?.fail(ChannelError.ioOnClosedChannel)
+            return
+        }
         if case .data(let data) = payload, case .byteBuffer(let bytes) = data.data,
             self.backlog.wrote(bytes.readableBytes)
         {
             self.writabilityChanged(connectionWritable: self.server.isWritable, context: self.server.context!)
         }
-        self.server.write(HTTP2Frame(streamID: self.id, payload: payload))
+        self.server.write(HTTP2Frame(streamID: self.id, payload: payload), promise: promise)
     }
 
     /// Ends the stream now (RST_STREAM `CANCEL`) unless it has ended: what closing an
@@ -156,9 +163,11 @@ final class HTTP2ServerStream: ExchangeHandler {
             self.writeHeld(frame)
         case .endResponse(let last, let reuseUpstream, let stopUpload):
             if let reuseUpstream { self.releaseUpstream(reusable: reuseUpstream) }
+            self.stopsUploadAfterLastFrame = stopUpload
             self.endResponse(last)
             if stopUpload { self.stopUpload() }
         case .endExchange(let action, let stopUpload):
+            self.stopsUploadAfterLastFrame = stopUpload
             self.runExchange(action, context: context)
             if stopUpload { self.stopUpload() }
         }

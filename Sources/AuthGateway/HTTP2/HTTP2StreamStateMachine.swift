@@ -60,10 +60,12 @@ struct HTTP2StreamStateMachine: ExchangeEvents {
         /// The backend's response is complete and ends with `last`; the upstream is released
         /// (reusable or not: the exchange's `finishResponse`), or kept while the request body
         /// is not complete (nil: `finishResponseOnly`); then, when `stopUpload`, RST_STREAM
-        /// NO_ERROR asks the client to stop sending (RFC 9113 §8.1).
+        /// NO_ERROR asks the client to stop sending (RFC 9113 §8.1), once the response's last
+        /// frame has been written (a reset any sooner would make NIOHTTP2 drop what it holds).
         case endResponse(last: LastFrames, reuseUpstream: Bool?, stopUpload: Bool)
         /// The exchange ended with this action (the gateway's own answer, a failure, the client
-        /// gone); then, when `stopUpload`, RST_STREAM NO_ERROR asks the client to stop sending.
+        /// gone); then, when `stopUpload`, RST_STREAM NO_ERROR asks the client to stop sending,
+        /// once the answer's last frame has been written.
         case endExchange(ExchangeStateMachine.Action, stopUpload: Bool)
     }
 

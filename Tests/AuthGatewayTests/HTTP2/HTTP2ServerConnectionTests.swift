@@ -339,6 +339,43 @@ struct HTTP2ServerConnectionTests {
         #expect(peer.status(on: 3) == "200")
     }
 
+    /// An answer to an upload still under way, the gateway's own or a backend's early one: the
+    /// whole answer, then RST_STREAM NO_ERROR (RFC 9113 §8.1). The reset waits until the
+    /// answer's last frame has been written: NIOHTTP2 drops the DATA it still holds for a
+    /// stream that closes.
+    @Test func anAnswerToAnUnfinishedUploadIsWholeBeforeTheReset() throws {
+        let peer = try Peer()
+        // No token: the gateway's own 401 and its problem document.
+        try peer.send(
+            1,
+            .headers(
+                .init(
+                    headers: HPACKHeaders([
+                        (":method", "POST"), (":path", "/upload"), (":scheme", "http"), (":authority", "gw"),
+                        ("content-length", "100"),
+                    ]),
+                    endStream: false)))
+        // A backend's answer before the upload's end.
+        try peer.request(3, "POST", "/early", extra: [("content-length", "100")], endStream: false)
+        try peer.send(3, .data(.init(data: .byteBuffer(ByteBuffer(string: "first")), endStream: false)))
+        try peer.answer(0)
+        for stream in [1, 3] {
+            let frames = peer.frames(on: stream)
+            #expect(frames.count == 3, "HEADERS, DATA with END_STREAM, RST_STREAM: \(frames)")
+            guard frames.count == 3, case .headers(let headers) = frames[0], case .data(let data) = frames[1],
+                case .rstStream(let code) = frames[2]
+            else { continue }
+            #expect(!headers.endStream)
+            #expect(data.endStream)
+            #expect(code == .noError)
+        }
+        #expect(peer.status(on: 1) == "401")
+        #expect(peer.body(on: 1).contains("token.missing"), "\(peer.body(on: 1))")
+        #expect(peer.status(on: 3) == "200")
+        #expect(peer.body(on: 3) == "ok")
+        #expect(try peer.handler.openStreamCount == 0)
+    }
+
     @Test func aBodyThatOverrunsItsContentLengthIsRefused() throws {
         let peer = try Peer()
         try peer.request(1, "POST", "/p", extra: [("content-length", "2")], endStream: false)

@@ -240,12 +240,13 @@ struct GRPCTests {
 
     /// Request metadata over `limits.maxHeaderBytes`, the header list size the gateway
     /// advertises (docs/http2.md), sent by a grpcio client that already has the gateway's SETTINGS:
-    /// never forwarded. docs/http2.md maps a 431 to INVALID_ARGUMENT or RESOURCE_EXHAUSTED, but
-    /// over HTTP/2 the gateway never answers 431: NIOHTTP2's decoder holds the limit and a
-    /// header block over it is a connection error (GOAWAY, as `HTTP2AbuseTests` expects), so
-    /// the client sees UNAVAILABLE, and every other call on that connection fails with it.
-    /// A known issue: answering the one stream (Trailers-Only, RESOURCE_EXHAUSTED) needs the
-    /// size checked per stream in `HTTP2/`.
+    /// never forwarded. A 431 maps to RESOURCE_EXHAUSTED, and the gateway answers one on the
+    /// stream to a header list it sees over the limit (before the client acknowledged the
+    /// SETTINGS), but this one it never sees: once the SETTINGS are acknowledged NIOHTTP2's
+    /// decoder holds the limit and a header block over it is a connection error (GOAWAY, as
+    /// `HTTP2AbuseTests` expects), so the client sees UNAVAILABLE, and every other call on that
+    /// connection fails with it. A known issue inside NIOHTTP2, not fixable in the gateway
+    /// without advertising a larger size than it enforces (docs/http2.md, "Known limits").
     @Test func metadataOverTheHeaderListSizeIsNeverForwarded() async throws {
         try await Self.withGateway(configure: { config in config.set("limits.maxHeaderBytes", 8192) }) { gateway in
             let token = TestKeys.token(subject: "grpc-user")

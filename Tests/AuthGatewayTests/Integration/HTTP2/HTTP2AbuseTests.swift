@@ -115,14 +115,9 @@ struct HTTP2AbuseTests {
 
     /// A stream answered before its upload ended gets the whole answer before its
     /// RST_STREAM NO_ERROR (RFC 9113 §8.1: a complete response, then the reset): the gateway's
-    /// own 401 with its problem document, and a backend's early answer with its body.
-    ///
-    /// A known bug, in `HTTP2ServerStream.stopUnfinishedUpload()`: the RST_STREAM is written
-    /// right after the answer's last DATA frame and before the flush, and NIOHTTP2 drops a
-    /// stream's DATA still in its flow-control buffer when that stream closes — so the client
-    /// gets HEADERS (with a `content-length`) and the reset, but no body. The reset must wait
-    /// for the last DATA frame's write to complete. Once that is fixed, this test fails at
-    /// `withKnownIssue` ("known issue was not recorded"): remove the wrapper then.
+    /// own 401 with its problem document, and a backend's early answer with its body. (NIOHTTP2
+    /// drops a stream's DATA still in its flow-control buffer when that stream closes: the reset
+    /// waits until the answer's last frame has been written, `HTTP2ServerStream.writeLast`.)
     @Test func aStreamAnsweredBeforeItsUploadEndedGetsTheWholeAnswerFirst() async throws {
         let gateway = try await GatewayFixture.start()
         atTestEnd { await gateway.stop() }
@@ -144,12 +139,12 @@ struct HTTP2AbuseTests {
         #expect(local.resetCode == .noError)
         let early = try await unfinishedUpload("/early", token: TestKeys.token())
         #expect(early.status == 200)
-        withKnownIssue("HTTP/2: the RST_STREAM after an answer to an unfinished upload drops the answer's body") {
-            let problem = try? JSONValue(parsing: String(buffer: local.body))
-            #expect(problem?["type"]?.stringValue == "urn:auth-gateway:problem:token.missing", "\(local.frames)")
-        }
-        withKnownIssue("HTTP/2: the RST_STREAM after an answer to an unfinished upload drops the answer's body") {
-            #expect(String(buffer: early.body) == "early\n", "\(early.frames)")
+        let problem = try? JSONValue(parsing: String(buffer: local.body))
+        #expect(problem?["type"]?.stringValue == "urn:auth-gateway:problem:token.missing", "\(local.frames)")
+        #expect(String(buffer: early.body) == "early\n", "\(early.frames)")
+        // The whole answer first, then the reset.
+        for result in [local, early] {
+            #expect(Self.endsThenResets(result.frames), "\(result.frames)")
         }
     }
 
@@ -239,6 +234,17 @@ struct HTTP2AbuseTests {
     /// A minimal GET's header block: :method GET, :scheme http, :path /, :authority x (HPACK
     /// static-table indexes and one literal).
     static let getBlock: [UInt8] = [0x82, 0x86, 0x84, 0x41, 0x01, UInt8(ascii: "x")]
+
+    /// Whether a stream's `frames` end with END_STREAM and then RST_STREAM NO_ERROR, nothing
+    /// after it (RFC 9113 §8.1: a complete response, then the reset).
+    static func endsThenResets(_ frames: [HTTP2Frame.FramePayload]) -> Bool {
+        guard frames.count >= 2, case .rstStream(.noError) = frames[frames.count - 1] else { return false }
+        switch frames[frames.count - 2] {
+        case .headers(let headers): return headers.endStream
+        case .data(let data): return data.endStream
+        default: return false
+        }
+    }
 
     /// Whether `bytes` (what the gateway sent) hold a GOAWAY frame.
     static func containsGoAway(_ bytes: [UInt8]) -> Bool {
@@ -408,14 +414,12 @@ struct HTTP2AbuseTests {
     }
 
     /// A header list over `limits.maxHeaderBytes` sent before the client acknowledged the
-    /// gateway's SETTINGS is never forwarded either (an HTTP/1.1 request that size gets 431).
-    ///
-    /// A known bug: NIOHTTP2 applies the advertised SETTINGS_MAX_HEADER_LIST_SIZE to its
-    /// decoder only once the client acknowledges it; until then its own default (16 KiB)
-    /// holds, so a 10 KB header list passes a 4 KiB limit and reaches the backend. The fix
-    /// belongs in `HTTP2/`: check each request's header list size against the limit there
-    /// (and answer 431, Trailers-Only RESOURCE_EXHAUSTED for gRPC). Once fixed, this test fails
-    /// at `withKnownIssue` ("known issue was not recorded"): remove the wrapper then.
+    /// gateway's SETTINGS is never forwarded either: that stream gets 431, as an HTTP/1.1
+    /// request that size does (a gRPC call: Trailers-Only RESOURCE_EXHAUSTED), and the
+    /// connection goes on. (NIOHTTP2 applies the advertised
+    /// SETTINGS_MAX_HEADER_LIST_SIZE to its decoder only once the client acknowledges it; until
+    /// then its own default, 16 KiB, holds: the gateway checks each request's header list
+    /// itself, `HTTP2Messages.request`.)
     @Test func anOversizedHeaderListBeforeTheSettingsAcknowledgementIsNotForwarded() async throws {
         let gateway = try await GatewayFixture.start { config in config.set("limits.maxHeaderBytes", 4096) }
         atTestEnd { await gateway.stop() }
@@ -440,9 +444,41 @@ struct HTTP2AbuseTests {
             await raw.waitFor { _ in
                 Self.frames(in: raw.receivedBytes).contains { $0.stream == 1 || $0.type == 0x7 } || raw.isClosed
             })
-        withKnownIssue("HTTP/2: limits.maxHeaderBytes holds only once the client acknowledged the SETTINGS") {
-            #expect(gateway.backend.requestCount == 0, "a header list over the limit was forwarded")
-        }
+        #expect(gateway.backend.requestCount == 0, "a header list over the limit was forwarded")
+        // Answered on its stream: HEADERS with :status 431, no GOAWAY.
+        #expect(
+            await raw.waitFor { _ in
+                Self.frames(in: raw.receivedBytes).contains { $0.stream == 1 && $0.flags & 0x1 != 0 }
+            })
+        var decoder = HPACKDecoder(allocator: ByteBufferAllocator())
+        var answer = ByteBuffer(
+            bytes: Self.frames(in: raw.receivedBytes).first { $0.stream == 1 && $0.type == 0x1 }?.payload ?? [])
+        let answerHeaders = try decoder.decodeHeaders(from: &answer)
+        #expect(answerHeaders.first(name: ":status") == "431")
+        // A gRPC call that size gets its Trailers-Only RESOURCE_EXHAUSTED, on the same connection.
+        block.clear()
+        try encoder.encode(
+            headers: H2TestClient.request(
+                "POST", path: "/test.Echo/Unary",
+                fields: [
+                    ("content-type", "application/grpc"), ("te", "trailers"),
+                    ("authorization", "Bearer \(TestKeys.token())"), ("x-big", String(repeating: "c", count: 10_000)),
+                ]),
+            to: &block)
+        try await raw.send(
+            bytes: Self.frame(type: 0x1, flags: 0x5, stream: 3, payload: Array(block.readableBytesView)))
+        #expect(
+            await raw.waitFor { _ in
+                Self.frames(in: raw.receivedBytes).contains { $0.stream == 3 && $0.flags & 0x1 != 0 }
+            })
+        var grpcAnswer = ByteBuffer(
+            bytes: Self.frames(in: raw.receivedBytes).first { $0.stream == 3 && $0.type == 0x1 }?.payload ?? [])
+        let grpcHeaders = try decoder.decodeHeaders(from: &grpcAnswer)
+        #expect(grpcHeaders.first(name: ":status") == "200")
+        #expect(grpcHeaders.first(name: "grpc-status") == "8", "RESOURCE_EXHAUSTED: \(grpcHeaders)")
+        #expect(gateway.backend.requestCount == 0)
+        #expect(!Self.containsGoAway(raw.receivedBytes))
+        #expect(!raw.isClosed)
     }
 
     /// The error code of the first GOAWAY in `bytes` (RFC 9113 §6.8), if any.
