@@ -97,6 +97,13 @@ struct Check: ParsableCommand {
             throw ExitCode(1)
         }
         guard let request else {
+            if self.token != nil || self.noVerify || self.claims != nil || self.profile != nil || !self.header.isEmpty
+                || self.clientIP != nil
+            {
+                FileHandle.standardError.write(
+                    Data("--token, --no-verify, --claims, --profile, --header and --client-ip need --request\n".utf8))
+                throw ExitCode(1)
+            }
             let sharedState =
                 configuration.sharedState.map { ", shared state on \($0.postgres.url) (not contacted)" } ?? ""
             print(
