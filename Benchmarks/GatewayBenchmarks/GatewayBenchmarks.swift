@@ -122,6 +122,27 @@ let benchmarks: @Sendable () -> Void = {
             for _ in benchmark.scaledIterations { blackHole(try! whole.run()) }
         }
     }
+    // API keys (docs/policies.md, "API keys"): the same request with a key instead of the
+    // cached token (SHA-256 of the key and a dictionary lookup, no signature, no cache), on the
+    // same configuration with `tokens.apiKeys` added. Target: no more than the cached JWT.
+    let apiKey = "agk_bench-0123456789abcdefghijklmnopqrstuvwxyz0123"
+    let apiKeyDigest = SHA256.hash(data: Array(apiKey.utf8)).map { String(format: "%02x", $0) }.joined()
+    let withKeys = configuration.replacingOccurrences(
+        of: #""tokens":{"#,
+        with:
+            #""tokens":{"apiKeys":{"keys":[{"id":"bench","sha256":"\#(apiKeyDigest)","claims":{"sub":"bench-user-42","scope":"write:items"}}]},"#
+    )
+    for (name, credential) in [
+        ("cached RS256 token", "Authorization: Bearer \(rsaToken)"), ("API key", "X-API-Key: \(apiKey)"),
+    ] {
+        let keyed = try! GatewayBenchmarkSupport.WholeRequest(
+            configuration: withKeys, request: "GET / HTTP/1.1\r\nHost: 127.0.0.1:18090\r\n\(credential)\r\n\r\n",
+            response: response, now: now)
+        precondition(try! keyed.status() == 200, "the \(name) request must be let through")
+        Benchmark("WholeRequest (GET, \(name), tokens.apiKeys configured)") { benchmark in
+            for _ in benchmark.scaledIterations { blackHole(try! keyed.run()) }
+        }
+    }
     // The same request as one HTTP/2 stream of a long-lived connection (SPEC §4.9 "Cost": a
     // stream should cost no more than a request).
     let wholeStream = try! GatewayBenchmarkSupport.WholeHTTP2Stream(

@@ -1,4 +1,5 @@
 import AuthGateway
+import Crypto
 import Foundation
 import Logging
 import NIOCore
@@ -99,6 +100,15 @@ public struct DemoRunner: Sendable {
         .gateway(publicBaseURL: publicBaseURL, postSignOutPath: Self.browserPath)
     }
 
+    /// The demo's API key for machine clients (docs/policies.md, "API keys"): fixed, so the
+    /// walk-through can print it; the configuration holds only its SHA-256.
+    public static let apiKey = "agk_demo-ci-bot-0123456789abcdefghijklmnopqrstu"
+
+    /// The demo's one policy: the deploy route lets in a caller with the `deploy` scope (the
+    /// API key) or a super admin (admin@example.com's profile), and never `mallory`.
+    public static let deployPolicy =
+        #"{ "anyOf": [ { "claims.scope": "deploy" }, { "profile.super_admin": true } ], "not": { "claims.sub": "mallory" } }"#
+
     /// The demo's configuration as JSON (the tests run the demo's walkthrough against it).
     /// `publicBaseURL`: browser sign-in's, when not `publicBaseURL(gatewayPort:)`; a gateway
     /// on port 0 learns its port only once it listens, so until then its configuration names
@@ -120,7 +130,12 @@ public struct DemoRunner: Sendable {
               "audiences": ["\(authService.audience)"],
               "leewaySeconds": 0,
               "requiredClaims": ["sub"]
-            } ]
+            } ],
+            "apiKeys": { "keys": [ {
+              "id": "demo-ci-bot",
+              "sha256": "\(SHA256.hash(data: Array(Self.apiKey.utf8)).map { String(format: "%02x", $0) }.joined())",
+              "claims": { "sub": "ci-bot", "scope": "deploy read", "email": "ci-bot@example.com" }
+            } ] }
           },
           "authService": {
             "url": "\(authService.baseURL)",
@@ -140,6 +155,7 @@ public struct DemoRunner: Sendable {
             { "name": "public", "pathPrefix": "/public/", "backend": "echo", "auth": "none" },
             { "name": "admin", "pathPrefix": "/admin/", "backend": "echo", "require": { "profile.super_admin": true } },
             { "name": "app", "pathPrefix": "\(Self.browserPath)", "backend": "echo", "signIn": true },
+            { "name": "deploy", "pathPrefix": "/deploy/", "backend": "echo", "require": \(Self.deployPolicy) },
             { "name": "api", "pathPrefix": "/", "backend": "echo" }
           ],
           "identityHeaders": {
@@ -202,6 +218,11 @@ public struct DemoRunner: Sendable {
            curl -i \(gateway)/public/hello
 
         8. Health: curl -s \(gateway)/healthz ; curl -s \(gateway)/readyz
+
+        API key (a machine client: id demo-ci-bot, claims sub=ci-bot, scope "deploy read"):
+           curl -i \(gateway)/deploy/run -H 'X-API-Key: \(Self.apiKey)'
+           curl -i \(gateway)/deploy/run -H 'X-API-Key: agk_wrong'            # 401 apikey.invalid
+           curl -i \(gateway)/deploy/run -H "Authorization: Bearer $ACCESS"   # 403: no deploy scope
 
         9. A sender-constrained (DPoP) token works only with a fresh proof by its key
            (scripts/dpop-proof.py, Python joserfc: pip install joserfc):

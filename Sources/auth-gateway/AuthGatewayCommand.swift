@@ -10,7 +10,7 @@ struct AuthGatewayCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "auth-gateway",
         abstract: "An authentication gateway: verifies JWTs, refreshes sessions, forwards to backends.",
-        subcommands: [Serve.self, Check.self, Demo.self],
+        subcommands: [Serve.self, Check.self, APIKey.self, Demo.self],
         defaultSubcommand: Serve.self
     )
 }
@@ -59,22 +59,87 @@ struct Serve: AsyncParsableCommand {
 }
 
 struct Check: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Validate the configuration and the files it names.")
+    static let configuration = CommandConfiguration(
+        abstract: "Validate the configuration and the files it names; with --request, decide one request offline.",
+        discussion: "With --request: exit 0 when allowed, 3 when refused, 1 on a configuration error."
+    )
 
     @OptionGroup var options: ConfigOption
 
+    @Option(help: "Decide and explain this request offline: \"METHOD URL\".")
+    var request: String?
+
+    @Option(help: "With --request: a file holding the access token.")
+    var token: String?
+
+    @Flag(help: "With --token: read the token's claims without verifying its signature.")
+    var noVerify = false
+
+    @Option(help: "With --request: the caller's claims, as a JSON object.")
+    var claims: String?
+
+    @Option(help: "With --request: the caller's profile, as a JSON object.")
+    var profile: String?
+
+    @Option(help: "With --request: a request header \"Name: value\" (repeatable).")
+    var header: [String] = []
+
+    @Option(help: "With --request: the client's IP address (default 127.0.0.1).")
+    var clientIP: String?
+
     func run() throws {
+        let configuration: GatewayConfiguration
         do {
-            let configuration = try ConfigurationLoader().load(path: self.options.path)
+            configuration = try ConfigurationLoader().load(path: self.options.path)
+        } catch {
+            FileHandle.standardError.write(
+                Data("\(self.options.path): \(error.issues.count) error(s)\n\(error)\n".utf8))
+            throw ExitCode(1)
+        }
+        guard let request else {
+            if self.token != nil || self.noVerify || self.claims != nil || self.profile != nil || !self.header.isEmpty
+                || self.clientIP != nil
+            {
+                FileHandle.standardError.write(
+                    Data("--token, --no-verify, --claims, --profile, --header and --client-ip need --request\n".utf8))
+                throw ExitCode(1)
+            }
             let sharedState =
                 configuration.sharedState.map { ", shared state on \($0.postgres.url) (not contacted)" } ?? ""
             print(
                 "\(self.options.path): OK (\(configuration.routes.count) routes, \(configuration.backends.count) backends, \(configuration.tokens.issuers.count) issuers\(sharedState))"
             )
-        } catch {
-            FileHandle.standardError.write(
-                Data("\(self.options.path): \(error.issues.count) error(s)\n\(error)\n".utf8))
-            throw ExitCode(1)
+            return
+        }
+        var options = RequestCheck.Options(request: request)
+        options.token = self.token
+        options.verify = !self.noVerify
+        options.claims = self.claims
+        options.profile = self.profile
+        options.headers = self.header
+        options.clientIP = self.clientIP
+        let (text, status) = RequestCheck(configuration: configuration, options: options).run()
+        print(text, terminator: "")
+        if status != .allowed { throw ExitCode(status.rawValue) }
+    }
+}
+
+/// `auth-gateway apikey new --id ID` (docs/policies.md, "API keys").
+struct APIKey: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "apikey", abstract: "Manage API keys for machine clients.", subcommands: [New.self])
+
+    struct New: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Print a fresh random API key and the tokens.apiKeys entry to paste.")
+
+        @Option(help: "The key's id (named in the access log).")
+        var id: String
+
+        func run() throws {
+            guard !self.id.isEmpty else { throw ValidationError("--id must not be empty") }
+            let (key, entry) = APIKeyEntry.new(id: self.id)
+            print(APIKeyEntry.newKeyText(key: key, entry: entry), terminator: "")
         }
     }
 }

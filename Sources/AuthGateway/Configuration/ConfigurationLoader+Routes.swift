@@ -87,7 +87,9 @@ extension ConfigurationLoader {
             }
             if auth != .none && issuerCount == 0 {
                 entry.error(
-                    "auth", "\"\(auth.rawValue)\" needs at least one entry in tokens.issuers (or tokens.introspection)")
+                    "auth",
+                    "\"\(auth.rawValue)\" needs at least one entry in tokens.issuers (or tokens.introspection, tokens.apiKeys)"
+                )
             }
             var requirement = Requirement.empty
             if let value = entry.value("require") {

@@ -73,9 +73,14 @@ extension ConfigurationLoader {
                 defer { entry.finish() }
                 return Self.dpop(entry)
             } ?? DPoPConfiguration()
-        return TokensConfiguration(
+        var tokens = TokensConfiguration(
             sources: sources, issuers: issuers, verifiedCacheEntries: cacheEntries, introspection: introspection,
             dpop: dpop)
+        tokens.apiKeys = section?.object("apiKeys").flatMap { entry in
+            defer { entry.finish() }
+            return Self.apiKeys(entry, files: files, tokenSources: sources)
+        }
+        return tokens
     }
 
     static func issuer(_ entry: ConfigReader, files: FileResolver) -> IssuerConfiguration? {

@@ -94,7 +94,8 @@ public struct ConfigurationLoader: Sendable {
         let sharedState = Self.sharedState(root, files: files)
         let identityHeaders = Self.identityHeaders(root)
         // An introspection endpoint checks tokens as an issuer would (opaque tokens only).
-        let tokenCheckers = (tokens?.issuers.count ?? 0) + (tokens?.introspection == nil ? 0 : 1)
+        let tokenCheckers =
+            (tokens?.issuers.count ?? 0) + (tokens?.introspection == nil ? 0 : 1) + (tokens?.apiKeys == nil ? 0 : 1)
         let routes = Self.routes(root, backends: backends ?? [], issuerCount: tokenCheckers)
         let rateLimits = Self.rateLimits(root, routeNames: routes.map { Set($0.map(\.name)) })
 

@@ -77,6 +77,8 @@ public struct TokensConfiguration: Sendable {
     public var introspection: IntrospectionConfiguration? = nil
     /// DPoP proofs (SPEC §4.14); defaults when the section is absent.
     public var dpop = DPoPConfiguration()
+    /// API keys for machine clients (docs/policies.md, "API keys"); off when nil.
+    public var apiKeys: APIKeysConfiguration? = nil
 
     public static let defaultSources: [TokenSourceConfiguration] = [
         .header(name: "Authorization", bearer: true, raw: true),

@@ -41,6 +41,8 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
         case signInCSRF
         case signInUnavailable
         case corsRefused(String)
+        case apiKeyInvalid
+        case apiKeyAmbiguous
     }
 
     private let kind: Kind
@@ -106,6 +108,10 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
     public static let signInUnavailable = GatewayError(kind: .signInUnavailable)
     /// A CORS preflight the route's `cors` does not allow; `reason` names what (docs/policies.md).
     public static func corsRefused(_ reason: String) -> GatewayError { .init(kind: .corsRefused(reason)) }
+    /// An unknown, expired or malformed API key (docs/policies.md, "API keys").
+    public static let apiKeyInvalid = GatewayError(kind: .apiKeyInvalid)
+    /// An API key and an access token in one request: which one speaks is not guessed.
+    public static let apiKeyAmbiguous = GatewayError(kind: .apiKeyAmbiguous)
 
     /// Stable dotted name, e.g. `token.expired`.
     public var errorType: String {
@@ -143,13 +149,15 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
         case .signInCSRF: return "signin.csrf"
         case .signInUnavailable: return "signin.unavailable"
         case .corsRefused: return "cors.refused"
+        case .apiKeyInvalid: return "apikey.invalid"
+        case .apiKeyAmbiguous: return "apikey.ambiguous"
         }
     }
 
     public var status: HTTPResponseStatus {
         switch self.kind {
         case .malformedRequest, .invalidPath, .ambiguousToken, .signInInvalidState, .signInCodeRejected,
-            .signInIDTokenRejected:
+            .signInIDTokenRejected, .apiKeyAmbiguous:
             return .badRequest
         case .headersTooLarge: return .requestHeaderFieldsTooLarge
         case .bodyTooLarge: return .payloadTooLarge
@@ -157,7 +165,7 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
         case .upgradeUnsupported: return .notImplemented
         case .routeNotFound: return .notFound
         case .tokenMissing, .tokenRejected, .refreshRejected, .profileRejected, .tokenInactive, .dpopRequired,
-            .dpopInvalidProof, .dpopUseNonce:
+            .dpopInvalidProof, .dpopUseNonce, .apiKeyInvalid:
             return .unauthorized
         case .forbidden, .signInDenied, .signInCSRF, .corsRefused: return .forbidden
         case .upstreamUnreachable, .upstreamProtocolError: return .badGateway
@@ -172,7 +180,7 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
     /// The RFC 6750 §3.1 error code, where one applies.
     public var oauthError: String? {
         switch self.kind {
-        case .malformedRequest, .invalidPath, .ambiguousToken: return "invalid_request"
+        case .malformedRequest, .invalidPath, .ambiguousToken, .apiKeyAmbiguous: return "invalid_request"
         case .tokenRejected, .refreshRejected, .profileRejected, .tokenInactive: return "invalid_token"
         case .forbidden: return "insufficient_scope"
         case .dpopInvalidProof: return "invalid_dpop_proof"
@@ -227,6 +235,8 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
         case .signInCSRF: return "A session request that changes state must come from the site's own pages"
         case .signInUnavailable: return "Sign-in is not available yet; try again shortly"
         case .corsRefused(let reason): return "The cross-origin request is not allowed: \(reason)"
+        case .apiKeyInvalid: return "The API key is unknown, expired or malformed"
+        case .apiKeyAmbiguous: return "The request carries both an API key and an access token"
         }
     }
 
@@ -266,6 +276,8 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
         case .dpopInvalidProof: return "dpop_invalid_proof"
         case .dpopUseNonce: return "dpop_use_nonce"
         case .signInCSRF: return "signin_csrf"
+        case .apiKeyInvalid: return "apikey_invalid"
+        case .apiKeyAmbiguous: return "apikey_ambiguous"
         default: return nil
         }
     }

@@ -85,6 +85,7 @@ final class Exchange {
                 client: client,
                 backend: self.plan?.route.backend,
                 subject: self.plan?.subject,
+                apiKey: self.plan?.apiKey,
                 errorType: error?.errorType,
                 bytesIn: self.bytesIn,
                 bytesOut: self.bytesOut,

@@ -25,6 +25,8 @@ final class ForwardPlan {
     let responseHeaders: [(name: String, value: String)]
     /// The verified subject, for the access log.
     let subject: String?
+    /// The API key's `id` when the caller presented one, for the access log.
+    let apiKey: String?
     /// The protocol a WebSocket upgrade asks for ("websocket"); nil for ordinary requests.
     let upgrade: String?
     /// The upstream call's span when the request is traced (its context went upstream).
@@ -35,7 +37,7 @@ final class ForwardPlan {
     init(
         route: RouteConfiguration, pool: UpstreamPool?, local: LocalEndpoint? = nil, head: HTTPRequestHead,
         responseTimeout: TimeAmount,
-        responseHeaders: [(name: String, value: String)], subject: String?, upgrade: String?,
+        responseHeaders: [(name: String, value: String)], subject: String?, apiKey: String? = nil, upgrade: String?,
         upstreamSpan: (any Span)? = nil,
         secretHeaders: SecretHeaderNames = SecretHeaderNames()
     ) {
@@ -47,6 +49,7 @@ final class ForwardPlan {
         self.responseTimeout = responseTimeout
         self.responseHeaders = responseHeaders
         self.subject = subject
+        self.apiKey = apiKey
         self.upgrade = upgrade
         self.upstreamSpan = upstreamSpan
     }
@@ -182,6 +185,7 @@ struct RequestPlanner {
                 responseTimeout: backend.responseTimeout,
                 responseHeaders: allowed.responseHeaders,
                 subject: allowed.identity?.token.subject,
+                apiKey: allowed.identity?.apiKeyID,
                 upgrade: upgrade,
                 upstreamSpan: upstreamSpan,
                 secretHeaders: self.snapshot.secretHeaders

@@ -25,8 +25,11 @@ final class RuntimeSnapshot: Sendable {
     /// How far ahead a connection's timer is armed at most: the shortest timeout a connection
     /// can be under, so a deadline moving earlier by a state change never needs a new timer.
     let timerGranularity: TimeAmount
-    /// Refresh tokens are for the auth service only: removed from every forwarded request.
+    /// Refresh tokens are for the auth service only, API keys for the gateway only: removed from
+    /// every forwarded request.
     let refreshTokenRemovals: [TokenEdit]
+    /// `tokens.apiKeys`, read (with its `keysFile`) at this (re)load; nil without.
+    let apiKeys: APIKeyTable?
     /// Header fields encoded never-indexed on HTTP/2, both ways (SPEC §4.9).
     let secretHeaders: SecretHeaderNames
     /// The rate limits (SPEC §4.12); nil without any, so requests pay nothing.
@@ -57,13 +60,17 @@ final class RuntimeSnapshot: Sendable {
         self.requestHeaderTimeout = .seconds(Int64(configuration.timeouts.requestHeaderSeconds))
         self.timerGranularity = ([self.idleTimeout, self.requestHeaderTimeout] + backends.map(\.responseTimeout)).min()!
         self.secretHeaders = SecretHeaderNames(configuration: configuration)
-        self.refreshTokenRemovals = (configuration.authService?.refresh?.refreshTokenSources ?? []).map { source in
+        var removals = (configuration.authService?.refresh?.refreshTokenSources ?? []).map { source in
             switch source {
             case .header(let name, _, _):
                 return TokenEdit(location: .header(name: name, bearer: false), replacement: nil)
             case .cookie(let name): return TokenEdit(location: .cookie(name: name), replacement: nil)
             }
         }
+        let apiKeys = configuration.tokens.apiKeys.map(APIKeyTable.init)
+        if let apiKeys { removals.append(TokenEdit(location: apiKeys.location, replacement: nil)) }
+        self.apiKeys = apiKeys
+        self.refreshTokenRemovals = removals
     }
 
     /// The backend `route` forwards to.

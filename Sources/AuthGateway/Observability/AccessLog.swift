@@ -25,6 +25,8 @@ final class AccessLog {
         var client: String
         var backend: String?
         var subject: String?
+        /// The API key's `id` (never the key) when the caller presented one.
+        var apiKey: String? = nil
         var errorType: String?
         var bytesIn: Int
         var bytesOut: Int
@@ -67,6 +69,10 @@ final class AccessLog {
         if let subject = entry.subject {
             line += ",\"sub\":"
             JSONValue.writeString(subject, to: &line)
+        }
+        if let apiKey = entry.apiKey {
+            line += ",\"apiKey\":"
+            JSONValue.writeString(apiKey, to: &line)
         }
         if let errorType = entry.errorType {
             line += ",\"error\":"

@@ -112,7 +112,10 @@ package final class Worker {
                 profiles: self.snapshot.profiles, configuration: configuration,
                 endpoint: { endpoints.profileEndpoint() }, eventLoop: self.eventLoop, metrics: self.metrics),
             session: session,
-            signInRedirect: self.snapshot.browserSignIn.map(SignInRedirect.init(signIn:))
+            signInRedirect: self.snapshot.browserSignIn.map(SignInRedirect.init(signIn:)),
+            apiKeys: self.snapshot.apiKeys.map {
+                APIKeyAuthentication(table: $0, tokenSources: configuration.tokens.sources)
+            }
         )
     }
 

@@ -19,6 +19,19 @@ public struct TokenDigest: Hashable, Sendable {
         }
     }
 
+    /// A digest computed elsewhere: 32 bytes (an API key's `sha256` in the configuration).
+    public init?(sha256 bytes: [UInt8]) {
+        guard bytes.count == 32 else { return nil }
+        self.words = bytes.withUnsafeBytes { raw in
+            (
+                raw.loadUnaligned(fromByteOffset: 0, as: UInt64.self),
+                raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self),
+                raw.loadUnaligned(fromByteOffset: 16, as: UInt64.self),
+                raw.loadUnaligned(fromByteOffset: 24, as: UInt64.self)
+            )
+        }
+    }
+
     public init(of text: Substring) {
         var text = text
         self = text.withUTF8 { TokenDigest(of: UnsafeRawBufferPointer($0)) }

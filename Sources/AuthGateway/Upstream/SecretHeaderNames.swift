@@ -26,6 +26,7 @@ struct SecretHeaderNames: Sendable {
         for source in configuration.tokens.sources {
             if case .header(let name, _, _) = source { configured.append(name) }
         }
+        if let apiKeys = configuration.tokens.apiKeys { configured.append(apiKeys.header) }
         if let refresh = configuration.authService?.refresh {
             for source in refresh.refreshTokenSources {
                 if case .header(let name, _, _) = source { configured.append(name) }

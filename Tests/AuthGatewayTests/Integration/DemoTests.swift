@@ -130,3 +130,39 @@ struct DemoTests {
         return try #require(answer.json?["accesstoken"]?.stringValue, "\(answer.text)")
     }
 }
+
+extension DemoTests {
+    @Test("the demo's API key passes the demo's policy; a wrong key is 401 apikey.invalid; alice is 403")
+    func theDemoAPIKeyWorks() async throws {
+        let authService = try DemoAuthService(tokenLifetimeSeconds: 60)
+        try await authService.start(group: TestGroup.shared)
+        let backend = try await EchoBackend.start(group: TestGroup.shared)
+        atTestEnd {
+            await authService.stop(); await backend.close()
+        }
+        let text = DemoRunner.configurationText(gatewayPort: 0, authService: authService, backend: backend)
+        let demo = try #require(try JSONValue(parsing: text).objectValue)
+        let gateway = try await GatewayFixture.start(backend: backend) { config in config = demo }
+        atTestEnd { await gateway.stop() }
+
+        let printed = DemoRunner.walkthrough(
+            gateway: "http://127.0.0.1:\(gateway.port)", publicBaseURL: "http://localhost:1",
+            authService: authService.baseURL, lifetime: 60)
+        #expect(printed.contains("X-API-Key: \(DemoRunner.apiKey)"))
+
+        let served = try await gateway.send(
+            TestRequest(.GET, "/deploy/run", headers: [("X-API-Key", DemoRunner.apiKey)]))
+        #expect(served.status == 200, "\(served.text)")
+        #expect(served.echoedHeader("x-user-subject") == ["ci-bot"])
+        #expect(served.echoedHeader("x-user-email") == ["ci-bot@example.com"])
+        #expect(served.echoedHeader("x-api-key").isEmpty)
+        let wrong = try await gateway.send(TestRequest(.GET, "/deploy/run", headers: [("X-API-Key", "agk_wrong")]))
+        #expect(wrong.status == 401)
+        #expect(wrong.json?["type"]?.stringValue == "urn:auth-gateway:problem:apikey.invalid")
+        let alice = try await Self.login(authService, extra: [:])
+        let refused = try await DPoPTests.send(gateway, "/deploy/run", [("Authorization", "Bearer \(alice)")])
+        #expect(refused.status == 403, "alice has neither the deploy scope nor super_admin")
+        #expect(refused.json?["detail"]?.stringValue?.hasSuffix("routes[3].require.anyOf") == true, "\(refused.text)")
+        #expect(backend.requestCount == 1)
+    }
+}

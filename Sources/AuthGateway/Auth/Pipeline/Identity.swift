@@ -13,6 +13,8 @@ struct Identity {
     var responseHeaders: [(name: String, value: String)] = []
     /// The thumbprint of the key whose DPoP proof came with a bound token (`dpop.jkt`).
     var dpopThumbprint: String?
+    /// The API key's `id` when the caller presented one instead of a token (for the access log).
+    var apiKeyID: String?
 
     init(token: VerifiedToken, accessToken: ExtractedToken, issuer: String) {
         self.token = token

@@ -3,6 +3,7 @@ import NIOCore
 /// The turns of the pipeline for tokens: which step follows which.
 extension RequestAuthenticator {
     func extract(_ request: AuthRequest) -> Step {
+        if let apiKeys, let outcome = apiKeys.authenticate(request) { return Self.step(after: outcome) }
         switch self.extraction.extract(from: request.headers, auth: request.route.auth) {
         case .anonymous: return .next(.done(.anonymous))
         case .refused(let error): return .refuse(error)
@@ -101,6 +102,18 @@ extension RequestAuthenticator {
         case .identity(let identity): return .next(.proofOfPossession(identity))
         case .refused(let error): return .refuse(error)
         case .pending(let answer): return .wait(answer.map { .adoptIntrospection($0, token, verified: verified) })
+        }
+    }
+}
+
+extension RequestAuthenticator {
+    /// An API key's identity goes straight to the requirements: it has no proof of possession,
+    /// and no profile, because a profile fetch presents the caller's credential to the auth
+    /// service and an API key never leaves the gateway (docs/policies.md, "API keys").
+    static func step(after outcome: APIKeyAuthentication.Outcome) -> Step {
+        switch outcome {
+        case .identity(let identity): return .next(.requirements(identity))
+        case .refused(let error): return .refuse(error)
         }
     }
 }

@@ -3,7 +3,8 @@ import NIOCore
 /// Decides who a request is (docs/architecture.md, "Authentication pipeline"): the steps in
 /// order, each a type in `Auth/Steps/` with a narrow input and a typed outcome.
 ///
-///     extract (a token, or a browser session's token) → verify (→ refetch keys) → clock
+///     API key (only when its header is present: → requirements)
+///     → extract (a token, or a browser session's token) → verify (→ refetch keys) → clock
 ///     (→ refresh) → introspect (opaque tokens, `forJWTs`) → proof of possession (DPoP)
 ///     → profile → requirements;  then: a navigation refused for want of credentials signs in
 ///
@@ -22,11 +23,14 @@ final class RequestAuthenticator {
     /// With `browserSignIn`: sessions, and sending navigations to sign in.
     let session: SessionAuthentication?
     let signInRedirect: SignInRedirect?
+    /// With `tokens.apiKeys`: the key header, checked before the token sources.
+    let apiKeys: APIKeyAuthentication?
 
     init(
         extraction: CredentialExtraction, verification: JWTVerification, refresh: TokenRefresh?,
         introspection: TokenIntrospection?, proofOfPossession: ProofOfPossession, profile: ProfileLookup,
-        session: SessionAuthentication? = nil, signInRedirect: SignInRedirect? = nil
+        session: SessionAuthentication? = nil, signInRedirect: SignInRedirect? = nil,
+        apiKeys: APIKeyAuthentication? = nil
     ) {
         self.extraction = extraction
         self.verification = verification
@@ -36,6 +40,7 @@ final class RequestAuthenticator {
         self.profile = profile
         self.session = session
         self.signInRedirect = signInRedirect
+        self.apiKeys = apiKeys
     }
 
     enum Phase {

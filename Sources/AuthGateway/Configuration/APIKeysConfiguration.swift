@@ -1,0 +1,37 @@
+/// `tokens.apiKeys` (docs/policies.md, "API keys"): keys for machine clients, presented in one
+/// header, each known only by the SHA-256 of its value.
+public struct APIKeysConfiguration: Sendable, Equatable {
+    public static let defaultHeader = "X-API-Key"
+
+    /// The header a client presents its key in; never forwarded, never logged.
+    public var header = Self.defaultHeader
+    /// `keysFile`, resolved against the configuration's folder; read at every (re)load.
+    public var keysFile: String?
+    /// The inline `keys` and the file's, in that order.
+    public var keys: [APIKeyEntry] = []
+
+    public init(header: String = Self.defaultHeader, keysFile: String? = nil, keys: [APIKeyEntry] = []) {
+        self.header = header
+        self.keysFile = keysFile
+        self.keys = keys
+    }
+}
+
+/// One API key: its name, the digest of its value, the claims it stands for.
+public struct APIKeyEntry: Sendable, Equatable {
+    /// Names the key in the access log and in `check --request`; never secret.
+    public var id: String
+    /// SHA-256 of the key's bytes (32 bytes).
+    public var sha256: [UInt8]
+    /// The request's claims when the key is presented, as a token's would be.
+    public var claims: JSONObject
+    /// Unix seconds after which the key is refused; nil: it does not expire.
+    public var expiresAt: Double?
+
+    public init(id: String, sha256: [UInt8], claims: JSONObject, expiresAt: Double? = nil) {
+        self.id = id
+        self.sha256 = sha256
+        self.claims = claims
+        self.expiresAt = expiresAt
+    }
+}
