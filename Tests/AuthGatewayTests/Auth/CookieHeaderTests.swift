@@ -58,4 +58,17 @@ struct CookieHeaderTests {
             CookieHeader.rewrite("x=access_token=1; access_token=2", name: "access_token", replacement: "3")
                 == "x=access_token=1; access_token=3")
     }
+
+    @Test("removing the session cookie and the flow cookies keeps the others; a bare name is a cookie name there")
+    func removingSessionAndFlows() {
+        let header = "theme=dark; gateway-session=h; gateway-flow-1=a;;gateway-flow-2=b; gateway-session; z=\"q\""
+        #expect(
+            CookieHeader.removing(header, name: "gateway-session", prefix: "gateway-flow-") == "theme=dark; z=\"q\"")
+        #expect(CookieHeader.removing("gateway-session=h", name: "gateway-session", prefix: "gateway-flow-") == nil)
+        let untouched = "a=1;b=2"
+        #expect(CookieHeader.removing(untouched, name: "gateway-session", prefix: "gateway-flow-") == untouched)
+        // `rewrite` only matches a name with a value: a bare flag of that name stays.
+        #expect(
+            CookieHeader.rewrite("access_token; a=1", name: "access_token", replacement: nil) == "access_token; a=1")
+    }
 }
