@@ -40,6 +40,7 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
         case signInIDTokenRejected(check: String)
         case signInCSRF
         case signInUnavailable
+        case authorizerUntrustedPeer
     }
 
     private let kind: Kind
@@ -103,6 +104,8 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
     public static let signInCSRF = GatewayError(kind: .signInCSRF)
     /// Sign-in cannot start: the provider's discovery document is not there yet.
     public static let signInUnavailable = GatewayError(kind: .signInUnavailable)
+    /// An authorizer call from a peer outside `authorizer.trustedPeers` (docs/authorizer.md).
+    public static let authorizerUntrustedPeer = GatewayError(kind: .authorizerUntrustedPeer)
 
     /// Stable dotted name, e.g. `token.expired`.
     public var errorType: String {
@@ -139,6 +142,7 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
         case .signInIDTokenRejected: return "signin.invalid_id_token"
         case .signInCSRF: return "signin.csrf"
         case .signInUnavailable: return "signin.unavailable"
+        case .authorizerUntrustedPeer: return "authorizer.untrusted_peer"
         }
     }
 
@@ -155,7 +159,7 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
         case .tokenMissing, .tokenRejected, .refreshRejected, .profileRejected, .tokenInactive, .dpopRequired,
             .dpopInvalidProof, .dpopUseNonce:
             return .unauthorized
-        case .forbidden, .signInDenied, .signInCSRF: return .forbidden
+        case .forbidden, .signInDenied, .signInCSRF, .authorizerUntrustedPeer: return .forbidden
         case .upstreamUnreachable, .upstreamProtocolError: return .badGateway
         case .upstreamTimeout: return .gatewayTimeout
         case .upstreamBusy, .authServiceUnavailable, .keysUnavailable, .overloaded, .introspectionUnavailable,
@@ -222,6 +226,7 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
         case .signInIDTokenRejected(let check): return "The identity provider's ID token failed its check: \(check)"
         case .signInCSRF: return "A session request that changes state must come from the site's own pages"
         case .signInUnavailable: return "Sign-in is not available yet; try again shortly"
+        case .authorizerUntrustedPeer: return "This address may not ask the gateway for decisions"
         }
     }
 

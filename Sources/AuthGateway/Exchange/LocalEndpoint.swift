@@ -37,6 +37,8 @@ struct LocalEndpoint: Sendable {
     let maximumBodyBytes: Int
     /// Whether the answer needs an HTTP/2 client to mean anything (gRPC).
     let needsTrailers: Bool
+    /// Answers another proxy's question (the gRPC `Check`): `mode="authorizer"`.
+    var authorizer = false
     let answer: @Sendable (_ body: ByteBuffer, _ eventLoop: EventLoop) -> EventLoopFuture<Answer>
     let tooLarge: @Sendable () -> Answer
 

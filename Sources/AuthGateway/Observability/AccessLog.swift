@@ -32,6 +32,8 @@ final class AccessLog {
         var traceID: String? = nil
         /// The rate limit that refused the request (SPEC §4.12).
         var rateLimit: String? = nil
+        /// An authorizer decision (docs/authorizer.md): `"mode":"authorizer"`.
+        var authorizer = false
     }
 
     private let enabled: Bool
@@ -78,6 +80,7 @@ final class AccessLog {
             line += ",\"rateLimit\":"
             JSONValue.writeString(rateLimit, to: &line)
         }
+        if entry.authorizer { line += ",\"mode\":\"authorizer\"" }
         line += "}\n"
         self.buffer.append(contentsOf: line.utf8)
         if self.buffer.count >= Self.flushThreshold { self.flush() }
