@@ -34,6 +34,22 @@ struct FrontProxyTests {
         #expect(gateway.backend.requestCount == 1)
     }
 
+    /// A browser navigation to a sign-in route through nginx: the snippet's `@unauthorized`
+    /// turns the gateway's 401 + Location into the redirect, with the sign-in flow's cookie.
+    @Test func nginxSendsBrowsersToSignIn() async throws {
+        let fixture = try await SignInFixture.start { config in config["authorizer"] = [:] }
+        atTestEnd { await fixture.stop() }
+        let nginx = try await FrontProxy.start(
+            .nginx, gatewayPort: fixture.gateway.port, backendPort: fixture.gateway.backend.port)
+        atTestEnd { await nginx.stop() }
+        let response = try await nginx.send(
+            TestRequest(.GET, "/reports/q3?tab=2", headers: AuthorizerSignInTests.navigation))
+        #expect(response.status == 302, "nginx: \(nginx.log)")
+        #expect(response.header("Location")?.hasPrefix(fixture.provider.issuer) == true)
+        #expect(response.headers["set-cookie"].contains { $0.hasPrefix("gateway-flow-") })
+        #expect(fixture.gateway.backend.requestCount == 0)
+    }
+
     @Test func caddyForwardAuth() async throws {
         let (gateway, caddy) = try await Self.setUp(.caddy)
         atTestEnd { await gateway.stop() }
