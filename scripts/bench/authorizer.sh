@@ -29,6 +29,7 @@ python3 -c 'import envoy.service.auth.v3.external_auth_pb2' 2>/dev/null || { ech
 mkdir -p "$WORK"
 OUT=$WORK/authorizer-$(date +%Y%m%d-%H%M%S)
 BENCH=$OUT/bench
+mkdir -p "$OUT"
 cp -r "$SHARED_BENCH" "$BENCH" && chmod -R u+w "$BENCH" && rm -rf "$BENCH/results" "$BENCH/run"
 mkdir -p "$BENCH/run/logs" "$BENCH/run/tmp/backend" "$OUT/front"
 chmod 777 "$OUT/front"
@@ -123,6 +124,22 @@ GATEWAY_PID=$!
 PIDS+=($GATEWAY_PID)
 for _ in $(seq 50); do curl -fsS -o /dev/null "http://127.0.0.1:18090/healthz" 2>/dev/null && break; sleep 0.2; done
 
+# The Check's answer must be an allow (h2load sees only the HTTP status, not grpc-status).
+CHECK_ANSWER=$(python3 - "$OUT/check.bin" <<'PY'
+import sys
+import grpc
+from envoy.service.auth.v3 import external_auth_pb2
+message = open(sys.argv[1], "rb").read()[5:]
+with grpc.insecure_channel("127.0.0.1:18090") as channel:
+    call = channel.unary_unary("/envoy.service.auth.v3.Authorization/Check",
+                               request_serializer=lambda b: b,
+                               response_deserializer=external_auth_pb2.CheckResponse.FromString)
+    response = call(message, timeout=10)
+print(response.WhichOneof("http_response"), response.status.code)
+PY
+)
+[ "$CHECK_ANSWER" = "ok_response 0" ] || { echo "the Check is not allowed: $CHECK_ANSWER" >&2; exit 1; }
+
 cpu() { awk '{print $14 + $15}' "/proc/$GATEWAY_PID/stat"; }
 measure() { # NAME h2load-arguments...
   local name=$1
@@ -141,6 +158,8 @@ measure() { # NAME h2load-arguments...
 AUTH=(-H "authorization: Bearer $TOKEN")
 {
   echo "# Authorizer cost ($(date -u +%Y-%m-%dT%H:%MZ), $(git -C "$ROOT" rev-parse --short HEAD), ${DURATION} s, ${CONNECTIONS} connections)"
+  echo
+  echo "Check answer: $CHECK_ANSWER"
   echo
   echo "| case   |     req/s | gateway CPU µs/req | status codes |"
   echo "|---|---|---|---|"
