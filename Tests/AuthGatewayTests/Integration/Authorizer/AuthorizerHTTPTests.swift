@@ -130,6 +130,21 @@ struct AuthorizerHTTPTests {
         #expect(unknown.status == 404)
     }
 
+    /// Hostile calls get a clear refusal and the gateway keeps answering: an oversized header
+    /// set (431, the listener's limit), forged contract headers that are not values (400).
+    @Test func hostileCallsAreRefusedAndTheGatewayKeepsServing() async throws {
+        let gateway = try await Self.start()
+        atTestEnd { await gateway.stop() }
+        var huge = Self.nginx("GET", "/api/x", token: TestKeys.token())
+        huge.headers.append(("X-Padding", String(repeating: "a", count: 40_000)))
+        #expect(try await gateway.send(huge).status == 431)
+        var forged = Self.forwardAuth("GET", "/api/x", token: TestKeys.token())
+        forged.headers.append(("X-Forwarded-Host", "user@evil.example"))
+        forged.headers.removeAll { $0.0 == "X-Forwarded-Host" && $0.1 == "shop.example.com" }
+        #expect(try await gateway.send(forged).status == 400)
+        #expect(try await gateway.send(Self.nginx("GET", "/api/x", token: TestKeys.token())).status == 200)
+    }
+
     /// A caller outside `trustedPeers` gets 403 and nothing is decided (not even a route
     /// lookup: the answer is the same for any original request).
     @Test func untrustedPeersAreRefusedUndecided() async throws {
