@@ -67,9 +67,11 @@ final class CheckDecider: @unchecked Sendable {
                 status: Int(local.status.code), headers: local.headers.map { ($0.name, $0.value) }, body: local.body,
                 message: local.error?.detail ?? local.status.reasonPhrase)
         }
-        return LocalEndpoint.Answer(
+        var answer = LocalEndpoint.Answer(
             status: .ok, headers: [("content-type", "application/grpc")], body: CheckMessages.frame(response),
             trailers: [("grpc-status", "0")])
+        answer.route = decision.routeName
+        return answer
     }
 
     /// The inbound headers the gateway would strip before the backend: identity headers the

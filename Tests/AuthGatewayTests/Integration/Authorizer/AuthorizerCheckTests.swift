@@ -45,6 +45,10 @@ struct AuthorizerCheckTests {
 
         #expect(results["malformed"]?["grpc"]?.stringValue == "INVALID_ARGUMENT")
         #expect(results["after"]?["which"]?.stringValue == "ok_response")
+        // Counted under the original request's route, as authorizer decisions.
+        let metrics = try await TestConnection.connect(port: gateway.adminPort).send(.get("/metrics")).text
+        #expect(metrics.contains(#"route="api",status_class="2xx",protocol="h2",mode="authorizer"} 3"#))
+        #expect(metrics.contains(#"route="admin",status_class="2xx",protocol="h2",mode="authorizer"} 1"#))
         #expect(gateway.backend.requestCount == 0)
     }
 }
