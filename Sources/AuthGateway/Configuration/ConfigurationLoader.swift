@@ -170,6 +170,8 @@ public struct ConfigurationLoader: Sendable {
         if tokens != nil, let routes {
             Self.linkBrowserSignIn(browserSignIn, tokens: &tokens!, routes: routes, root: root)
         }
+        let authorizer = Self.authorizer(root)
+        Self.checkAuthorizerPaths(authorizer, signIn: browserSignIn, health: health, root: root)
 
         guard let listener, let backends, let tokens, let routes, let identityHeaders, let rateLimits else {
             return nil
@@ -195,6 +197,7 @@ public struct ConfigurationLoader: Sendable {
         configuration.tracing = tracing
         configuration.rateLimits = rateLimits
         configuration.browserSignIn = browserSignIn
+        configuration.authorizer = authorizer
         return configuration
     }
 

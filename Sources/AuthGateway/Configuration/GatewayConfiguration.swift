@@ -29,6 +29,8 @@ public struct GatewayConfiguration: Sendable {
     public var rateLimits: [RateLimitConfiguration] = []
     /// `browserSignIn` (docs/browser-sign-in.md); nil: browsers cannot sign in.
     public var browserSignIn: BrowserSignInConfiguration? = nil
+    /// `authorizer` (docs/authorizer.md); nil: no other proxy's questions are answered.
+    public var authorizer: AuthorizerConfiguration? = nil
 
     public func backend(named name: String) -> BackendConfiguration? {
         self.backends.first { $0.name == name }

@@ -43,6 +43,7 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
         case corsRefused(String)
         case apiKeyInvalid
         case apiKeyAmbiguous
+        case authorizerUntrustedPeer
     }
 
     private let kind: Kind
@@ -112,6 +113,8 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
     public static let apiKeyInvalid = GatewayError(kind: .apiKeyInvalid)
     /// An API key and an access token in one request: which one speaks is not guessed.
     public static let apiKeyAmbiguous = GatewayError(kind: .apiKeyAmbiguous)
+    /// An authorizer call from a peer outside `authorizer.trustedPeers` (docs/authorizer.md).
+    public static let authorizerUntrustedPeer = GatewayError(kind: .authorizerUntrustedPeer)
 
     /// Stable dotted name, e.g. `token.expired`.
     public var errorType: String {
@@ -151,6 +154,7 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
         case .corsRefused: return "cors.refused"
         case .apiKeyInvalid: return "apikey.invalid"
         case .apiKeyAmbiguous: return "apikey.ambiguous"
+        case .authorizerUntrustedPeer: return "authorizer.untrusted_peer"
         }
     }
 
@@ -167,7 +171,7 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
         case .tokenMissing, .tokenRejected, .refreshRejected, .profileRejected, .tokenInactive, .dpopRequired,
             .dpopInvalidProof, .dpopUseNonce, .apiKeyInvalid:
             return .unauthorized
-        case .forbidden, .signInDenied, .signInCSRF, .corsRefused: return .forbidden
+        case .forbidden, .signInDenied, .signInCSRF, .corsRefused, .authorizerUntrustedPeer: return .forbidden
         case .upstreamUnreachable, .upstreamProtocolError: return .badGateway
         case .upstreamTimeout: return .gatewayTimeout
         case .upstreamBusy, .authServiceUnavailable, .keysUnavailable, .overloaded, .introspectionUnavailable,
@@ -237,6 +241,7 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
         case .corsRefused(let reason): return "The cross-origin request is not allowed: \(reason)"
         case .apiKeyInvalid: return "The API key is unknown, expired or malformed"
         case .apiKeyAmbiguous: return "The request carries both an API key and an access token"
+        case .authorizerUntrustedPeer: return "This address may not ask the gateway for decisions"
         }
     }
 

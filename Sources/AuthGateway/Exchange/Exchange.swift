@@ -58,7 +58,9 @@ final class Exchange {
     /// matched route, "-" when none matched), the auth-failure reason, the access-log line.
     func finish(status: Int, error: GatewayError?, environment: any ExchangeEnvironment, client: String) {
         let metrics = environment.metrics
-        metrics.countRequest(route: self.routeName ?? "-", status: status, protocol: self.wireProtocol)
+        let authorizer = self.local?.authorizer == true || self.plan?.local?.authorizer == true
+        metrics.countRequest(
+            route: self.routeName ?? "-", status: status, protocol: self.wireProtocol, authorizer: authorizer)
         if let trace = self.trace {
             self.plan?.upstreamSpan?.end()
             trace.finish(status: status, route: self.routeName, error: error, subject: self.plan?.subject)
@@ -90,7 +92,8 @@ final class Exchange {
                 bytesIn: self.bytesIn,
                 bytesOut: self.bytesOut,
                 traceID: self.trace?.traceID,
-                rateLimit: error?.rateLimitName
+                rateLimit: error?.rateLimitName,
+                authorizer: authorizer
             ),
             timestamp: environment.wallClock()
         )

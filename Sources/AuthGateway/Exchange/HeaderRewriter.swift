@@ -136,7 +136,7 @@ package enum HeaderRewriter {
     }
 
     @inline(__always)
-    private static func isStrippedIdentityHeader(_ name: String, policy: ForwardingPolicy) -> Bool {
+    static func isStrippedIdentityHeader(_ name: String, policy: ForwardingPolicy) -> Bool {
         for stripped in policy.strippedNames where ASCII.equalsIgnoringCase(name, stripped) { return true }
         for prefix in policy.strippedPrefixes where ASCII.hasPrefixIgnoringCase(name, prefix) { return true }
         return false

@@ -15,6 +15,9 @@ struct LocalEndpoint: Sendable {
         var body: ByteBuffer
         /// HTTP/2 trailers (gRPC's `grpc-status`); HTTP/1.1 clients get none.
         var trailers: [(name: String, value: String)] = []
+        /// The route the endpoint decided for (the gRPC `Check`'s original request), for the
+        /// metrics and the access log; nil keeps the stand-in `-`.
+        var route: String? = nil
 
         init(_ response: LocalResponse) {
             self.status = response.status
@@ -37,6 +40,8 @@ struct LocalEndpoint: Sendable {
     let maximumBodyBytes: Int
     /// Whether the answer needs an HTTP/2 client to mean anything (gRPC).
     let needsTrailers: Bool
+    /// Answers another proxy's question (the gRPC `Check`): `mode="authorizer"`.
+    var authorizer = false
     let answer: @Sendable (_ body: ByteBuffer, _ eventLoop: EventLoop) -> EventLoopFuture<Answer>
     let tooLarge: @Sendable () -> Answer
 
@@ -107,6 +112,9 @@ final class LocalEndpointLease: UpstreamLease {
 
     private func deliver(_ answer: LocalEndpoint.Answer) {
         guard !self.abandoned, let delegate = self.delegate else { return }
+        if let route = answer.route, let handler = delegate as? any ExchangeHandler {
+            handler.exchange?.routeName = route
+        }
         var block = HPACKHeaders()
         block.add(name: ":status", value: String(answer.status.code))
         for (name, value) in answer.headers { block.add(name: name.lowercased(), value: value) }

@@ -8,6 +8,9 @@ struct LocalResponse {
     var body: String
     /// The gateway error behind it, for metrics and the access log.
     var error: GatewayError?
+    /// An answer to another proxy's question (docs/authorizer.md): metrics and the access log
+    /// label it `mode="authorizer"`.
+    var authorizer = false
 
     /// An RFC 9457 problem document with the RFC 6750 headers (SPEC §4.2).
     static func problem(

@@ -91,6 +91,12 @@ struct RequestPlanner {
         if let health = self.environment.healthResponse(path: target.path, method: head.method) {
             return .ready(.respond(health, close: false))
         }
+        if let authorizer = self.snapshot.authorizer,
+            AuthorizerEndpoints.handles(target.path, configuration: authorizer)
+        {
+            return AuthorizerEndpoints(configuration: authorizer, planner: self, requestID: requestID).plan(
+                target, head: head, now: now, trace: trace)
+        }
         if let signIn = self.snapshot.browserSignIn,
             let decision = SignInEndpoints(signIn: signIn, environment: self.environment, requestID: requestID).plan(
                 target, head: head, now: now)

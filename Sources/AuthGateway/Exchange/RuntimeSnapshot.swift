@@ -34,6 +34,8 @@ final class RuntimeSnapshot: Sendable {
     let secretHeaders: SecretHeaderNames
     /// The rate limits (SPEC §4.12); nil without any, so requests pay nothing.
     let rateLimiter: RateLimiter?
+    /// `authorizer` (docs/authorizer.md); nil without it, so requests pay nothing.
+    let authorizer: AuthorizerConfiguration?
 
     /// `backendTLS` and `backendAvailability`: each backend's, in the order of
     /// `configuration.backends` (`UpstreamTLS.backends`, `BackendAvailabilities.update`).
@@ -48,6 +50,7 @@ final class RuntimeSnapshot: Sendable {
         self.backends = backends
         self.configuration = configuration
         self.rateLimiter = rateLimiter
+        self.authorizer = configuration.authorizer
         self.generation = generation
         self.routes = RouteTable(configuration.routes, backendNames: backends.map(\.name))
         self.forwarding = ForwardingPolicy(configuration: configuration)

@@ -34,6 +34,8 @@ final class AccessLog {
         var traceID: String? = nil
         /// The rate limit that refused the request (SPEC §4.12).
         var rateLimit: String? = nil
+        /// An authorizer decision (docs/authorizer.md): `"mode":"authorizer"`.
+        var authorizer = false
     }
 
     private let enabled: Bool
@@ -84,6 +86,7 @@ final class AccessLog {
             line += ",\"rateLimit\":"
             JSONValue.writeString(rateLimit, to: &line)
         }
+        if entry.authorizer { line += ",\"mode\":\"authorizer\"" }
         line += "}\n"
         self.buffer.append(contentsOf: line.utf8)
         if self.buffer.count >= Self.flushThreshold { self.flush() }

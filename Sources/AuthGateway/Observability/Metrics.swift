@@ -28,6 +28,8 @@ struct MetricsSnapshot: Sendable {
         let route: String
         let statusClass: Int
         let wireProtocol: ClientProtocol
+        /// An authorizer decision (docs/authorizer.md): labelled `mode="authorizer"`.
+        var authorizer = false
     }
 
     mutating func merge(_ other: MetricsSnapshot) {
@@ -58,9 +60,10 @@ final class WorkerMetrics {
         return snapshot
     }
 
-    func countRequest(route: String, status: Int, protocol wireProtocol: ClientProtocol) {
+    func countRequest(route: String, status: Int, protocol wireProtocol: ClientProtocol, authorizer: Bool = false) {
         self.recorded.requests[
-            .init(route: route, statusClass: status / 100, wireProtocol: wireProtocol), default: 0] += 1
+            .init(route: route, statusClass: status / 100, wireProtocol: wireProtocol, authorizer: authorizer),
+            default: 0] += 1
     }
 
     func increment(_ key: MetricKey, by amount: UInt64 = 1) {
@@ -196,13 +199,15 @@ enum PrometheusText {
             output += "# HELP \(family.name) \(family.help)\n# TYPE \(family.name) \(family.type)\n"
             if family.name == MetricName.requests {
                 let rows = metrics.requests.sorted {
-                    ($0.key.route, $0.key.statusClass, $0.key.wireProtocol.rawValue) < (
-                        $1.key.route, $1.key.statusClass, $1.key.wireProtocol.rawValue
+                    ($0.key.route, $0.key.statusClass, $0.key.wireProtocol.rawValue, $0.key.authorizer ? 1 : 0) < (
+                        $1.key.route, $1.key.statusClass, $1.key.wireProtocol.rawValue, $1.key.authorizer ? 1 : 0
                     )
                 }
                 for (key, value) in rows {
+                    // Only authorizer decisions carry `mode`: proxied requests' series stay as they were.
+                    let mode = key.authorizer ? ",mode=\"authorizer\"" : ""
                     output +=
-                        "\(family.name){route=\"\(Self.escape(key.route))\",status_class=\"\(key.statusClass)xx\",protocol=\"\(key.wireProtocol.rawValue)\"} \(value)\n"
+                        "\(family.name){route=\"\(Self.escape(key.route))\",status_class=\"\(key.statusClass)xx\",protocol=\"\(key.wireProtocol.rawValue)\"\(mode)} \(value)\n"
                 }
                 continue
             }

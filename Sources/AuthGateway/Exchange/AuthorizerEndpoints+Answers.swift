@@ -1,0 +1,64 @@
+import NIOHTTP1
+
+/// The HTTP contracts' answers to a decision (docs/authorizer.md).
+extension AuthorizerEndpoints {
+    /// The caller's answer to `decision` under `contract`, counted under `mode="authorizer"`
+    /// and the original request's route.
+    func answer(_ decision: AccessDecision, contract: AuthorizerContract) -> RequestPlan {
+        switch decision {
+        case .allowed(let allowed):
+            return self.respond(Self.allowance(allowed), route: allowed.route.name)
+        case .denied(let response, let route):
+            switch contract {
+            case .authRequest: return self.respond(Self.forNginx(response), route: route)
+            case .forwardAuth, .extAuthz: return self.respond(response, route: route)
+            }
+        }
+    }
+
+    /// 200 with what the proxy copies: the identity headers and the access token the backend
+    /// gets (the refreshed one after a refresh, a session's as `Authorization: Bearer`) for the
+    /// upstream request, the response headers (new tokens, `Set-Cookie`, `RateLimit`) for the
+    /// client.
+    static func allowance(_ allowed: AllowedRequest) -> LocalResponse {
+        var headers = HTTPHeaders()
+        headers.add(name: "Cache-Control", value: "no-store")
+        for (name, value) in allowed.identityHeaders { headers.add(name: name, value: value) }
+        for (name, value) in Self.upstreamTokenHeaders(allowed.tokenEdits) { headers.add(name: name, value: value) }
+        for (name, value) in allowed.responseHeaders { headers.add(name: name, value: value) }
+        return LocalResponse(status: .ok, headers: headers, body: "", error: nil)
+    }
+
+    /// The access token as the backend gets it when it is not the one the client sent: a
+    /// refresh's new token, a session's token (`Authorization: Bearer`).
+    static func upstreamTokenHeaders(_ edits: [TokenEdit]) -> [(name: String, value: String)] {
+        var headers: [(name: String, value: String)] = []
+        for edit in edits {
+            guard let replacement = edit.replacement else { continue }
+            switch edit.location {
+            case .header(let name, let bearer): headers.append((name, bearer ? "Bearer \(replacement)" : replacement))
+            case .session: headers.append(("Authorization", "Bearer \(replacement)"))
+            case .cookie: continue
+            }
+        }
+        return headers
+    }
+
+    /// nginx passes on only 401 and 403 (any other status is its own 500): a redirect to sign
+    /// in becomes 401 with its `Location`; any other refusal 403 with the real status in
+    /// `X-Auth-Gateway-Status` (its `Retry-After` kept). A 2xx (a granted CORS preflight) is an
+    /// allow for nginx and goes as it is.
+    static func forNginx(_ response: LocalResponse) -> LocalResponse {
+        var response = response
+        switch response.status.code {
+        case 200..<300, 401, 403:
+            break
+        case 301, 302, 303, 307, 308:
+            response.status = .unauthorized
+        default:
+            response.headers.add(name: "X-Auth-Gateway-Status", value: String(response.status.code))
+            response.status = .forbidden
+        }
+        return response
+    }
+}

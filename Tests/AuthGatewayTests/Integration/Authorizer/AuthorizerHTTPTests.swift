@@ -1,0 +1,198 @@
+import Foundation
+import NIOHTTP2
+import Testing
+
+import AuthGatewayTesting
+import AuthGatewayDemo
+@testable import AuthGateway
+
+/// Authorizer mode's HTTP contracts over real sockets (docs/authorizer.md): the calls exactly
+/// as nginx, Traefik/Caddy and Envoy make them, on HTTP/1.1 and h2c; decided by the route table
+/// and the rules of a proxied request; the backend never contacted.
+@Suite("Authorizer: HTTP contracts (real sockets)", .awaitsCleanups)
+struct AuthorizerHTTPTests {
+    static let prefix = "/.gateway/authz/"
+
+    /// `/api/` needs a token (identity header X-User-Subject), `/admin/` a role, `/limited/`
+    /// allows one request per subject, `/public/` anyone.
+    static func start(_ extra: (inout JSONObject) -> Void = { _ in }) async throws -> GatewayFixture {
+        try await GatewayFixture.start { config in
+            config["authorizer"] = [:]
+            config["identityHeaders"] = ["X-User-Subject": "claims.sub", "X-User-Email": "claims.email"]
+            config["routes"] = [
+                ["name": "admin", "pathPrefix": "/admin/", "backend": "api", "require": ["claims.role": "admin"]],
+                ["name": "limited", "pathPrefix": "/limited/", "backend": "api"],
+                ["name": "public", "pathPrefix": "/public/", "backend": "api", "auth": "none"],
+                ["name": "api", "pathPrefix": "/", "backend": "api"],
+            ]
+            config["rateLimits"] = [
+                RateLimitIntegrationTests.limit("per-user", key: "claims.sub", burst: 1, routes: ["limited"])
+            ]
+            extra(&config)
+        }
+    }
+
+    static func nginx(_ method: String, _ uri: String, token: String? = nil) -> TestRequest {
+        var headers = [
+            ("X-Original-Method", method), ("X-Original-URI", uri), ("X-Forwarded-Host", "shop.example.com"),
+            ("X-Forwarded-Proto", "https"), ("X-Real-IP", "203.0.113.7"),
+        ]
+        if let token { headers.append(("Authorization", "Bearer \(token)")) }
+        return TestRequest(.GET, Self.prefix + "auth-request", headers: headers)
+    }
+
+    static func forwardAuth(_ method: String, _ uri: String, token: String? = nil) -> TestRequest {
+        var headers = [
+            ("X-Forwarded-Method", method), ("X-Forwarded-Uri", uri), ("X-Forwarded-Host", "shop.example.com"),
+            ("X-Forwarded-Proto", "https"), ("X-Forwarded-For", "203.0.113.7"),
+        ]
+        if let token { headers.append(("Authorization", "Bearer \(token)")) }
+        return TestRequest(.GET, Self.prefix + "forward-auth", headers: headers)
+    }
+
+    @Test func nginxAuthRequestAllowsWithTheIdentityHeadersAndRefusesAs401Or403() async throws {
+        let gateway = try await Self.start()
+        atTestEnd { await gateway.stop() }
+        let allowed = try await gateway.send(Self.nginx("POST", "/api/orders?id=7", token: TestKeys.token()))
+        #expect(allowed.status == 200)
+        #expect(allowed.header("X-User-Subject") == "user-42")
+        #expect(allowed.header("X-User-Email") == "user-42@example.com")
+        #expect(allowed.bodyBytes == 0)
+
+        let missing = try await gateway.send(Self.nginx("GET", "/api/orders"))
+        #expect(missing.status == 401)
+        #expect(missing.header("WWW-Authenticate") == "Bearer realm=\"auth-gateway\"")
+        let forbidden = try await gateway.send(Self.nginx("GET", "/admin/x", token: TestKeys.token()))
+        #expect(forbidden.status == 403)
+
+        // A rate-limit refusal is a 403 for nginx, the real status beside it.
+        _ = try await gateway.send(Self.nginx("GET", "/limited/a", token: TestKeys.token(subject: "limited-1")))
+        let limited = try await gateway.send(
+            Self.nginx("GET", "/limited/a", token: TestKeys.token(subject: "limited-1")))
+        #expect(limited.status == 403)
+        #expect(limited.header("X-Auth-Gateway-Status") == "429")
+        #expect(limited.header("Retry-After") != nil)
+
+        let open = try await gateway.send(Self.nginx("GET", "/public/x"))
+        #expect(open.status == 200)
+        #expect(open.header("X-User-Subject") == nil)
+        #expect(gateway.backend.requestCount == 0)
+    }
+
+    @Test func forwardAuthAnswersTheClientsExactRefusal() async throws {
+        let gateway = try await Self.start()
+        atTestEnd { await gateway.stop() }
+        let allowed = try await gateway.send(Self.forwardAuth("DELETE", "/api/items/3", token: TestKeys.token()))
+        #expect(allowed.status == 200)
+        #expect(allowed.header("X-User-Subject") == "user-42")
+        let missing = try await gateway.send(Self.forwardAuth("GET", "/api/items"))
+        #expect(missing.status == 401)
+        #expect(missing.json?["type"]?.stringValue == "urn:auth-gateway:problem:token.missing")
+        _ = try await gateway.send(Self.forwardAuth("GET", "/limited/b", token: TestKeys.token(subject: "limited-2")))
+        let limited = try await gateway.send(
+            Self.forwardAuth("GET", "/limited/b", token: TestKeys.token(subject: "limited-2")))
+        #expect(limited.status == 429)
+        #expect(limited.header("Retry-After") != nil)
+        #expect(gateway.backend.requestCount == 0)
+    }
+
+    /// Envoy's HTTP `ext_authz`: its own method and the original path after the prefix; its
+    /// Content-Length describes its own call (a body it was told to buffer), not the request.
+    @Test func envoyExtAuthzOverHTTP() async throws {
+        let gateway = try await Self.start()
+        atTestEnd { await gateway.stop() }
+        let allowed = try await gateway.send(
+            TestRequest(
+                .POST, Self.prefix + "ext-authz/api/orders?x=1",
+                headers: [
+                    ("Host", "shop.example.com"), ("X-Forwarded-Proto", "https"),
+                    ("Authorization", "Bearer \(TestKeys.token())"),
+                ], body: "{\"id\":1}"))
+        #expect(allowed.status == 200)
+        #expect(allowed.header("X-User-Subject") == "user-42")
+        let forbidden = try await gateway.send(
+            TestRequest(
+                .GET, Self.prefix + "ext-authz/admin/x",
+                headers: [("Host", "shop.example.com"), ("Authorization", "Bearer \(TestKeys.token())")]))
+        #expect(forbidden.status == 403)
+        #expect(forbidden.json?["type"]?.stringValue == "urn:auth-gateway:problem:access.forbidden")
+        #expect(gateway.backend.requestCount == 0)
+    }
+
+    @Test func missingContractHeadersAnd400NamingThem() async throws {
+        let gateway = try await Self.start()
+        atTestEnd { await gateway.stop() }
+        let response = try await gateway.send(
+            TestRequest(.GET, Self.prefix + "auth-request", headers: [("X-Original-Method", "GET")]))
+        #expect(response.status == 400)
+        #expect(response.json?["detail"]?.stringValue?.contains("X-Original-URI") == true)
+        let unknown = try await gateway.send(TestRequest(.GET, Self.prefix + "nope"))
+        #expect(unknown.status == 404)
+    }
+
+    /// Hostile calls get a clear refusal and the gateway keeps answering: an oversized header
+    /// set (431, the listener's limit), forged contract headers that are not values (400).
+    @Test func hostileCallsAreRefusedAndTheGatewayKeepsServing() async throws {
+        let gateway = try await Self.start()
+        atTestEnd { await gateway.stop() }
+        var huge = Self.nginx("GET", "/api/x", token: TestKeys.token())
+        huge.headers.append(("X-Padding", String(repeating: "a", count: 40_000)))
+        #expect(try await gateway.send(huge).status == 431)
+        var forged = Self.forwardAuth("GET", "/api/x", token: TestKeys.token())
+        forged.headers.append(("X-Forwarded-Host", "user@evil.example"))
+        forged.headers.removeAll { $0.0 == "X-Forwarded-Host" && $0.1 == "shop.example.com" }
+        #expect(try await gateway.send(forged).status == 400)
+        #expect(try await gateway.send(Self.nginx("GET", "/api/x", token: TestKeys.token())).status == 200)
+    }
+
+    /// A caller outside `trustedPeers` gets 403 and nothing is decided (not even a route
+    /// lookup: the answer is the same for any original request).
+    @Test func untrustedPeersAreRefusedUndecided() async throws {
+        let gateway = try await Self.start { config in config["authorizer"] = ["trustedPeers": ["10.0.0.0/8"]] }
+        atTestEnd { await gateway.stop() }
+        let response = try await gateway.send(Self.forwardAuth("GET", "/public/x"))
+        #expect(response.status == 403)
+        #expect(response.json?["type"]?.stringValue == "urn:auth-gateway:problem:authorizer.untrusted_peer")
+    }
+
+    /// The auth service down: a refusal (503; 403 with the status beside it for nginx), never
+    /// an allow.
+    @Test func failsClosedWhenTheAuthServiceIsDown() async throws {
+        let refusing = try RefusingPort()
+        atTestEnd { refusing.close() }
+        let gateway = try await Self.start { config in
+            config["authService"] = ["url": .string(refusing.url), "profile": ["path": "/v1/user"]]
+            config["identityHeaders"] = ["X-User-Name": "profile.name"]
+        }
+        atTestEnd { await gateway.stop() }
+        let nginx = try await gateway.send(Self.nginx("GET", "/api/x", token: TestKeys.token()))
+        #expect(nginx.status == 403)
+        #expect(nginx.header("X-Auth-Gateway-Status") == "503")
+        let forward = try await gateway.send(Self.forwardAuth("GET", "/api/x", token: TestKeys.token()))
+        #expect(forward.status == 503)
+        #expect(forward.header("X-User-Name") == nil)
+    }
+
+    /// h2c: the same contracts on an HTTP/2 stream; the metrics and the access log label the
+    /// decisions `mode="authorizer"`.
+    @Test func overH2CAndLabelledInTheMetrics() async throws {
+        let gateway = try await Self.start()
+        atTestEnd { await gateway.stop() }
+        let client = try await H2TestClient.connect(port: gateway.port)
+        atTestEnd { await client.close() }
+        let fields = [
+            ("x-forwarded-method", "GET"), ("x-forwarded-uri", "/api/h2"), ("x-forwarded-proto", "https"),
+            ("authorization", "Bearer \(TestKeys.token())"),
+        ]
+        let response = try await client.exchange([
+            .headers(
+                .init(
+                    headers: H2TestClient.request(path: Self.prefix + "forward-auth", fields: fields), endStream: true))
+        ])
+        #expect(response.status == 200)
+        #expect(response.headers?.first(name: "x-user-subject") == "user-42")
+
+        let metrics = try await TestConnection.connect(port: gateway.adminPort).send(.get("/metrics")).text
+        #expect(metrics.contains(#"route="api",status_class="2xx",protocol="h2",mode="authorizer"} 1"#))
+    }
+}
