@@ -9,11 +9,27 @@ extension AuthorizerEndpoints {
         case .allowed(let allowed):
             return self.respond(Self.allowance(allowed), route: allowed.route.name)
         case .denied(let response, let route):
-            switch contract {
-            case .authRequest: return self.respond(Self.forNginx(response), route: route)
-            case .forwardAuth, .extAuthz: return self.respond(response, route: route)
-            }
+            return self.deny(response, route: route, contract: contract)
+        case .preflight(let response, let route):
+            // A granted preflight is allowed without a token: 200 with its `Access-Control-*`
+            // fields for the proxy to pass on; a refused one is a denial (docs/authorizer.md).
+            guard response.status == .noContent else { return self.deny(response, route: route, contract: contract) }
+            return self.respond(Self.preflightAllowance(response), route: route)
         }
+    }
+
+    private func deny(_ response: LocalResponse, route: String?, contract: AuthorizerContract) -> RequestPlan {
+        switch contract {
+        case .authRequest: return self.respond(Self.forNginx(response), route: route)
+        case .forwardAuth, .extAuthz: return self.respond(response, route: route)
+        }
+    }
+
+    /// The allow answer to a granted CORS preflight: 200 with the preflight's fields.
+    static func preflightAllowance(_ preflight: LocalResponse) -> LocalResponse {
+        var headers = preflight.headers
+        headers.add(name: "Cache-Control", value: "no-store")
+        return LocalResponse(status: .ok, headers: headers, body: "", error: nil)
     }
 
     /// 200 with what the proxy copies: the identity headers and the access token the backend

@@ -63,15 +63,26 @@ final class CheckDecider: @unchecked Sendable {
                 headers: allowed.identityHeaders + AuthorizerEndpoints.upstreamTokenHeaders(allowed.tokenEdits),
                 remove: self.removals(allowed, original: original), responseHeaders: allowed.responseHeaders)
         case .denied(let local, _):
-            response = CheckMessages.denied(
-                status: Int(local.status.code), headers: local.headers.map { ($0.name, $0.value) }, body: local.body,
-                message: local.error?.detail ?? local.status.reasonPhrase)
+            response = Self.denied(local)
+        case .preflight(let local, _) where local.status == .noContent:
+            // Allowed without a token (docs/authorizer.md): the backend answers the OPTIONS and
+            // Envoy adds the gateway's `Access-Control-*` fields to that answer.
+            response = CheckMessages.allowed(
+                headers: [], remove: [], responseHeaders: local.headers.map { ($0.name, $0.value) })
+        case .preflight(let local, _):
+            response = Self.denied(local)
         }
         var answer = LocalEndpoint.Answer(
             status: .ok, headers: [("content-type", "application/grpc")], body: CheckMessages.frame(response),
             trailers: [("grpc-status", "0")])
         answer.route = decision.routeName
         return answer
+    }
+
+    private static func denied(_ local: LocalResponse) -> Envoy_Service_Auth_V3_CheckResponse {
+        CheckMessages.denied(
+            status: Int(local.status.code), headers: local.headers.map { ($0.name, $0.value) }, body: local.body,
+            message: local.error?.detail ?? local.status.reasonPhrase)
     }
 
     /// The inbound headers the gateway would strip before the backend: identity headers the

@@ -101,6 +101,7 @@ extension AccessDecision {
         switch self {
         case .allowed(let allowed): return allowed.route.name
         case .denied(_, let route): return route
+        case .preflight(_, let route): return route
         }
     }
 }

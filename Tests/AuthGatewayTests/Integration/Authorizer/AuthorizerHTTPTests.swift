@@ -195,4 +195,42 @@ struct AuthorizerHTTPTests {
         let metrics = try await TestConnection.connect(port: gateway.adminPort).send(.get("/metrics")).text
         #expect(metrics.contains(#"route="api",status_class="2xx",protocol="h2",mode="authorizer"} 1"#))
     }
+
+    /// CORS in authorizer mode (docs/policies.md, "CORS"): a granted preflight is allowed without
+    /// a token, its `Access-Control-*` fields on the allow answer; a refused one is a denial;
+    /// a refusal to an allowed origin carries the CORS fields.
+    @Test func corsPreflightsAreAllowedWithoutATokenAndRefusalsCarryTheCORSFields() async throws {
+        let gateway = try await Self.start { config in
+            config["routes"] = [
+                [
+                    "name": "api", "pathPrefix": "/", "backend": "api",
+                    "cors": ["allowOrigins": ["https://app.example.com"], "allowMethods": ["GET", "PUT"]],
+                ]
+            ]
+            config["rateLimits"] = nil
+        }
+        atTestEnd { await gateway.stop() }
+        for origin in ["https://app.example.com", "https://evil.example"] {
+            for contract in ["nginx", "forward-auth"] {
+                var request =
+                    contract == "nginx" ? Self.nginx("OPTIONS", "/orders/7") : Self.forwardAuth("OPTIONS", "/orders/7")
+                request.headers += [("Origin", origin), ("Access-Control-Request-Method", "PUT")]
+                let answer = try await gateway.send(request)
+                if origin == "https://app.example.com" {
+                    #expect(answer.status == 200, "\(contract)")
+                    #expect(answer.header("Access-Control-Allow-Origin") == origin, "\(contract)")
+                    #expect(answer.header("Access-Control-Allow-Methods") == "GET, PUT", "\(contract)")
+                } else {
+                    #expect(answer.status == 403, "\(contract)")
+                    #expect(answer.header("Access-Control-Allow-Origin") == nil, "\(contract)")
+                }
+            }
+        }
+        var refused = Self.forwardAuth("GET", "/orders/7")
+        refused.headers.append(("Origin", "https://app.example.com"))
+        let answer = try await gateway.send(refused)
+        #expect(answer.status == 401)
+        #expect(answer.header("Access-Control-Allow-Origin") == "https://app.example.com")
+        #expect(gateway.backend.requestCount == 0)
+    }
 }
