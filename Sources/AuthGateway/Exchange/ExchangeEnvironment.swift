@@ -12,7 +12,7 @@ protocol ExchangeEnvironment: AnyObject {
     /// The verification keys in force.
     var keys: KeySnapshot { get }
     /// The loop's pool for one of `snapshot`'s backends.
-    func pool(for backend: ResolvedBackend) -> UpstreamPool
+    func pool(for backend: ResolvedBackend) -> UpstreamPool?
     /// The loop's authentication pipeline for the configuration in force.
     var authenticator: RequestAuthenticator { get }
     /// The loop's memo of rate-limit keys.

@@ -154,6 +154,10 @@ struct RequestPlanner {
         }
         let route = allowed.route
         let backend = self.snapshot.backend(of: allowed.resolved)
+        // nil only when a reload removed the backend while the decision waited (`UpstreamRegistry`).
+        guard let pool = self.environment.pool(for: backend) else {
+            return .respond(.problem(.upstreamUnreachable, requestID: requestID), close: false, route: route.name)
+        }
         // A traced request's backend sees the upstream span as its parent.
         let trace = allowed.request.trace
         let upstreamSpan = trace?.child("upstream \(route.backend)", kind: .client)
@@ -186,7 +190,7 @@ struct RequestPlanner {
         return .forward(
             ForwardPlan(
                 route: route,
-                pool: self.environment.pool(for: backend),
+                pool: pool,
                 head: upstreamHead,
                 responseTimeout: backend.responseTimeout,
                 responseHeaders: allowed.responseHeaders,

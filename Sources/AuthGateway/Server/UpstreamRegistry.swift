@@ -43,12 +43,16 @@ final class UpstreamRegistry {
         self.shared = shared
     }
 
-    /// The loop's pool for `backend`, one of the backends of the snapshot last applied (the
-    /// one requests on this loop plan with).
-    func pool(for backend: ResolvedBackend) -> UpstreamPool {
-        let entry = self.backends[backend.index]
-        assert(entry.backend === backend, "a backend of another configuration than the loop's")
-        return entry.pool
+    /// The loop's pool for `backend`: the one at its index when `backend` is of the snapshot
+    /// last applied (every request planned at once). A request whose decision waited on the
+    /// auth service or a key refetch may come back after a reload replaced that snapshot: it
+    /// goes to the backend of the same name in the configuration now in force, and gets nil
+    /// when the reload removed that name (the caller answers 502).
+    func pool(for backend: ResolvedBackend) -> UpstreamPool? {
+        if backend.index < self.backends.count, self.backends[backend.index].backend === backend {
+            return self.backends[backend.index].pool
+        }
+        return self.backends.first { $0.backend.name == backend.name }?.pool
     }
 
     /// Adopts `snapshot`'s backends and the clients its configuration needs; the auth

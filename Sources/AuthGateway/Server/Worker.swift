@@ -138,7 +138,7 @@ extension Worker: Sendable {}
 
 /// The narrow view an exchange has of its loop (`ExchangeEnvironment`).
 extension Worker: ExchangeEnvironment {
-    func pool(for backend: ResolvedBackend) -> UpstreamPool { self.upstreams.pool(for: backend) }
+    func pool(for backend: ResolvedBackend) -> UpstreamPool? { self.upstreams.pool(for: backend) }
     var tracing: GatewayTracing? { self.shared.tracing }
     var isDraining: Bool { self.shared.health.isDraining }
     func wallClock() -> Double { self.shared.clock() }

@@ -69,6 +69,6 @@ struct GatewayCompositionTests {
         let worker = try GatewayApplication.makeWorker(
             configuration: configuration, eventLoop: loop, clock: { 1_000 }, connector: SocketConnector())
         #expect(worker.snapshot.generation == 1)
-        #expect(worker.pool(for: worker.snapshot.backends[0]).name == "backend api")
+        #expect(worker.pool(for: worker.snapshot.backends[0])?.name == "backend api")
     }
 }

@@ -101,7 +101,7 @@ struct UpstreamRegistryTests {
             ]))
 
         for backend in snapshot.backends {
-            let pool = fixture.registry.pool(for: backend)
+            let pool = try #require(fixture.registry.pool(for: backend))
             #expect(pool.name == "backend \(backend.name)")
             #expect(pool.targets == backend.configuration.urls)
             #expect(pool.availability === backend.availability)
@@ -109,8 +109,10 @@ struct UpstreamRegistryTests {
             #expect(pool.connectTimeout == backend.connectTimeout)
             #expect(pool.maxConnections == backend.configuration.maxConnectionsPerThread)
         }
-        #expect(fixture.registry.pool(for: try Self.backend(snapshot, "api")).connectTimeout == .milliseconds(250))
-        #expect(fixture.registry.pool(for: try Self.backend(snapshot, "grpc")).wireProtocol == .h2c)
+        #expect(
+            try #require(fixture.registry.pool(for: try Self.backend(snapshot, "api"))).connectTimeout
+                == .milliseconds(250))
+        #expect(try #require(fixture.registry.pool(for: try Self.backend(snapshot, "grpc"))).wireProtocol == .h2c)
     }
 
     /// SIGHUP: an unchanged backend keeps its pool (and so its keep-alive connections) even
@@ -123,9 +125,9 @@ struct UpstreamRegistryTests {
             try Self.configuration(backends: [
                 "api": api, "other": ["urls": ["http://127.0.0.1:10"]], "gone": ["urls": ["http://127.0.0.1:12"]],
             ]))
-        let apiPool = fixture.registry.pool(for: try Self.backend(first, "api"))
-        let otherPool = fixture.registry.pool(for: try Self.backend(first, "other"))
-        let gonePool = fixture.registry.pool(for: try Self.backend(first, "gone"))
+        let apiPool = try #require(fixture.registry.pool(for: try Self.backend(first, "api")))
+        let otherPool = try #require(fixture.registry.pool(for: try Self.backend(first, "other")))
+        let gonePool = try #require(fixture.registry.pool(for: try Self.backend(first, "gone")))
 
         let second = try fixture.apply(
             try Self.configuration(backends: [
@@ -134,14 +136,19 @@ struct UpstreamRegistryTests {
         let secondAPI = try Self.backend(second, "api")
         #expect(secondAPI !== (try Self.backend(first, "api")))
         #expect(secondAPI.index != (try Self.backend(first, "api")).index)
-        #expect(fixture.registry.pool(for: secondAPI) === apiPool)
+        #expect(try #require(fixture.registry.pool(for: secondAPI)) === apiPool)
         #expect(!fixture.isShutDown(apiPool))
-        let newOther = fixture.registry.pool(for: try Self.backend(second, "other"))
+        let newOther = try #require(fixture.registry.pool(for: try Self.backend(second, "other")))
         #expect(newOther !== otherPool)
         #expect(newOther.targets.map(\.description) == ["http://127.0.0.1:11"])
         #expect(fixture.isShutDown(otherPool))
         #expect(fixture.isShutDown(gonePool))
         #expect(!fixture.isShutDown(newOther))
+        // A request decided under the first configuration (its decision waited across the
+        // reload) gets the pool of its backend's name now, or none when the name is gone.
+        #expect(fixture.registry.pool(for: try Self.backend(first, "api")) === apiPool)
+        #expect(fixture.registry.pool(for: try Self.backend(first, "other")) === newOther)
+        #expect(fixture.registry.pool(for: try Self.backend(first, "gone")) == nil)
     }
 
     /// The availability is process-wide: a reload that keeps the backend keeps it, and the
@@ -149,10 +156,10 @@ struct UpstreamRegistryTests {
     @Test func aBackendWhoseChecksChangeGetsANewAvailabilityAndPool() throws {
         var fixture = try Fixture()
         let first = try fixture.apply(try Self.configuration(backends: ["api": ["urls": ["http://127.0.0.1:9"]]]))
-        let pool = fixture.registry.pool(for: try Self.backend(first, "api"))
+        let pool = try #require(fixture.registry.pool(for: try Self.backend(first, "api")))
         let same = try fixture.apply(try Self.configuration(backends: ["api": ["urls": ["http://127.0.0.1:9"]]]))
         #expect(try Self.backend(same, "api").availability === (try Self.backend(first, "api")).availability)
-        #expect(fixture.registry.pool(for: try Self.backend(same, "api")) === pool)
+        #expect(try #require(fixture.registry.pool(for: try Self.backend(same, "api"))) === pool)
 
         let checked = try fixture.apply(
             try Self.configuration(backends: [
@@ -160,8 +167,8 @@ struct UpstreamRegistryTests {
             ]))
         let backend = try Self.backend(checked, "api")
         #expect(backend.availability !== (try Self.backend(first, "api")).availability)
-        #expect(fixture.registry.pool(for: backend) !== pool)
-        #expect(fixture.registry.pool(for: backend).availability === backend.availability)
+        #expect(try #require(fixture.registry.pool(for: backend)) !== pool)
+        #expect(try #require(fixture.registry.pool(for: backend)).availability === backend.availability)
     }
 
     @Test func connectResultsAreRecordedUnderTheBackendsHealthKeys() throws {
@@ -172,7 +179,7 @@ struct UpstreamRegistryTests {
         #expect(fixture.shared.health.status(of: backend.healthKeys[0]) == nil)
 
         let requester = Requester()
-        _ = fixture.registry.pool(for: backend).lease(for: requester)
+        _ = try #require(fixture.registry.pool(for: backend)).lease(for: requester)
 
         #expect(fixture.connector.attempts.withLockedValue { $0 }.map(\.description) == ["http://127.0.0.1:9"])
         let record = try #require(
