@@ -207,12 +207,17 @@ final class HTTP2ServerConnection: ChannelDuplexHandler, NIOHTTP2FrameDelegate {
     func flushSoon() {
         guard !self.inReadBurst, !self.flushScheduled, let context = self.context else { return }
         self.flushScheduled = true
-        context.eventLoop.assumeIsolated().execute {
-            self.flushScheduled = false
-            guard self.flushPending, let context = self.context else { return }
-            self.flushPending = false
-            context.flush()
-        }
+        context.eventLoop.assumeIsolated().execute(self.scheduledFlush)
+    }
+
+    /// `flushSoon`'s task, made once: a new closure per call would be an allocation per
+    /// answered stream.
+    private lazy var scheduledFlush: () -> Void = { [weak self] in
+        guard let self else { return }
+        self.flushScheduled = false
+        guard self.flushPending, let context = self.context else { return }
+        self.flushPending = false
+        context.flush()
     }
 
     /// `stream` wrote to its backend: flushed at the end of the read burst, or now.
