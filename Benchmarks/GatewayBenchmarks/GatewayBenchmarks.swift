@@ -151,4 +151,27 @@ let benchmarks: @Sendable () -> Void = {
     Benchmark("WholeHTTP2Stream (GET, cached RS256 token, pooled upstream)") { benchmark in
         for _ in benchmark.scaledIterations { blackHole(try! wholeStream.run()) }
     }
+
+    // The allocation limits CI checks (`.ci/run`; docs/benchmarks.md#allocation-limits): the
+    // same request and stream as above, counting mallocs only, against the p90 limits in
+    // `Benchmarks/Thresholds` (`benchmark thresholds check`). Counts are deterministic where
+    // times would flake on a shared machine; few iterations keep the check cheap. Names
+    // without spaces: the limits' file names are the benchmarks' names.
+    let allocations = Benchmark.Configuration(
+        metrics: [.mallocCountTotal],
+        warmupIterations: 20,
+        maxDuration: .seconds(2),
+        maxIterations: 200,
+        thresholds: [.mallocCountTotal: BenchmarkThresholds(absolute: [.p90: 0])]
+    )
+    let h1Allocations = try! GatewayBenchmarkSupport.WholeRequest(
+        configuration: configuration, request: request, response: response, now: now)
+    Benchmark("Allocations.HTTP1Request", configuration: allocations) { benchmark in
+        for _ in benchmark.scaledIterations { blackHole(try! h1Allocations.run()) }
+    }
+    let h2Allocations = try! GatewayBenchmarkSupport.WholeHTTP2Stream(
+        configuration: configuration, token: rsaToken, response: response, now: now)
+    Benchmark("Allocations.HTTP2Stream", configuration: allocations) { benchmark in
+        for _ in benchmark.scaledIterations { blackHole(try! h2Allocations.run()) }
+    }
 }

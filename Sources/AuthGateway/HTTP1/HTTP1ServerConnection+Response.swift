@@ -31,11 +31,33 @@ extension HTTP1ServerConnection {
         if bytes.readableBytes <= Self.coalescedBodyBytes {
             var bytes = bytes
             head.writeBuffer(&bytes)
-            context.write(self.wrapOutboundOut(head), promise: nil)
+            self.writeResponseHead(head, context: context)
         } else {
-            context.write(self.wrapOutboundOut(head), promise: nil)
+            self.writeResponseHead(head, context: context)
             context.write(self.wrapOutboundOut(bytes), promise: nil)
         }
+    }
+
+    /// Largest response-head buffer (with the body part copied into it) kept for the next
+    /// head: a kept-alive connection holds at most this much between requests.
+    private static let keptHeadBytes = 1024
+
+    /// A buffer for a response head: the last one, cleared — once the channel has written it,
+    /// nobody else holds it and a head costs no allocation (a buffer is two: its storage object
+    /// and its bytes); still held by the channel, `clear` allocates anew, as a new buffer would.
+    func responseHeadBuffer(capacity: Int, context: ChannelHandlerContext) -> ByteBuffer {
+        guard var spare = self.spareResponseHead.take() else {
+            return context.channel.allocator.buffer(capacity: capacity)
+        }
+        spare.clear(minimumCapacity: capacity)
+        return spare
+    }
+
+    /// Writes the response head (with what was copied into it), keeping its buffer for the
+    /// next one when small.
+    func writeResponseHead(_ head: ByteBuffer, context: ChannelHandlerContext) {
+        context.write(self.wrapOutboundOut(head), promise: nil)
+        if head.capacity <= Self.keptHeadBytes { self.spareResponseHead = head }
     }
 
     /// What is left to write when the response ends: the held head, the last chunk.
@@ -57,7 +79,8 @@ extension HTTP1ServerConnection {
                 context.close(promise: nil)
             }
         } else if let tail {
-            context.writeAndFlush(self.wrapOutboundOut(tail), promise: nil)
+            self.writeResponseHead(tail, context: context)
+            context.flush()
         } else {
             context.flush()
         }

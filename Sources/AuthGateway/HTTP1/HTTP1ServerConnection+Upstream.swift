@@ -16,7 +16,7 @@ extension HTTP1ServerConnection {
         )
         let clientIsHTTP11 = self.requestVersion == .http1_1
         self.responseChunked = framing.chunked
-        var bytes = context.channel.allocator.buffer(capacity: head.estimatedBytes + 128)
+        var bytes = self.responseHeadBuffer(capacity: head.estimatedBytes + 128, context: context)
         HTTPWriter.clientResponseHead(
             head,
             clientVersion: clientIsHTTP11 ? .http1_1 : .http1_0,
@@ -84,7 +84,7 @@ extension HTTP1ServerConnection {
         // sees the head without waiting for the first event).
         if self.exchange != nil, let head = self.heldResponseHead {
             self.heldResponseHead = nil
-            context.write(self.wrapOutboundOut(head), promise: nil)
+            self.writeResponseHead(head, context: context)
         }
         context.flush()
     }

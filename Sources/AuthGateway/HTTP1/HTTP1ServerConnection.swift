@@ -38,6 +38,8 @@ final class HTTP1ServerConnection: ChannelDuplexHandler, ExchangeHandler {
     /// The response head to the client, ready to write: held until the first body part, the
     /// end, or the end of the backend's read burst, so a small response leaves in one write.
     var heldResponseHead: ByteBuffer?
+    /// The last response head's buffer, for the next head (`responseHeadBuffer`).
+    var spareResponseHead: ByteBuffer?
     /// The response body goes to the client chunk-framed.
     var responseChunked = false
     /// The client connection closes after this response (`ClientResponseFraming`).
@@ -154,6 +156,7 @@ final class HTTP1ServerConnection: ChannelDuplexHandler, ExchangeHandler {
         self.timer = nil
         self.deadlines.close()
         self.unparsed = nil
+        self.spareResponseHead = nil
         self.run(self.state.clientClosed(), context: context)
         context.fireChannelInactive()
     }

@@ -66,9 +66,18 @@ enum HeadScanner {
 
     /// Splits and checks the lines of a complete head (`bytes[0..<end]`, ending in its empty line).
     static func split(_ bytes: UnsafeRawBufferPointer, end: Int) -> Result<HeadLines, HeadError> {
+        var fields: [HeaderField] = []
+        return Self.split(bytes, end: end, fields: &fields)
+    }
+
+    /// `split`, collecting the fields in `fields` (emptied first, its capacity kept): a parser
+    /// that keeps the array between heads allocates none once the last head has let go of it.
+    static func split(
+        _ bytes: UnsafeRawBufferPointer, end: Int, fields: inout [HeaderField]
+    ) -> Result<HeadLines, HeadError> {
+        fields.removeAll(keepingCapacity: true)
         guard let startLineEnd = Self.lineEnd(bytes, from: 0, limit: end) else { return .failure(.bareLineFeed) }
         guard startLineEnd > 0 else { return .failure(.emptyHead) }
-        var fields: [HeaderField] = []
         fields.reserveCapacity(12)
         var lineStart = startLineEnd + 2
         while lineStart < end {

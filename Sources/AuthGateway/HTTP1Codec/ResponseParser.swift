@@ -92,6 +92,9 @@ struct ResponseParser {
 
     static let maxHeadBytes = 64 * 1024
     private var state = State.awaitingRequest
+    /// The last head's field list, emptied for the next head (`HeadScanner.split`): once that
+    /// head is gone (its client writer copies what it keeps), a head allocates no list.
+    private var spareFields: [HeaderField] = []
 
     /// No response is expected: bytes arriving now are a protocol violation.
     var isAwaitingRequest: Bool {
@@ -158,7 +161,9 @@ struct ResponseParser {
             }
             guard end <= Self.maxHeadBytes else { return self.fail("Response head too large") }
             let bytes = buffer.readSlice(length: end)!
-            let parsed = bytes.withUnsafeReadableBytes { Self.responseHead($0, bytes: bytes, method: method) }
+            let parsed = bytes.withUnsafeReadableBytes {
+                Self.responseHead($0, bytes: bytes, method: method, fields: &self.spareFields)
+            }
             guard case .success(let head) = parsed else {
                 if case .failure(let detail) = parsed { return self.fail(detail.message) }
                 return nil
@@ -201,8 +206,16 @@ struct ResponseParser {
     static func responseHead(
         _ raw: UnsafeRawBufferPointer, bytes: ByteBuffer, method: HTTPMethod
     ) -> Result<HTTP1ResponseHead, Invalid> {
+        var fields: [HeaderField] = []
+        return Self.responseHead(raw, bytes: bytes, method: method, fields: &fields)
+    }
+
+    /// `responseHead`, its fields collected in `fields` (`HeadScanner.split`).
+    static func responseHead(
+        _ raw: UnsafeRawBufferPointer, bytes: ByteBuffer, method: HTTPMethod, fields: inout [HeaderField]
+    ) -> Result<HTTP1ResponseHead, Invalid> {
         let lines: HeadLines
-        switch HeadScanner.split(raw, end: raw.count) {
+        switch HeadScanner.split(raw, end: raw.count, fields: &fields) {
         case .success(let value): lines = value
         case .failure(let error): return .failure(Invalid(message: error.detail))
         }

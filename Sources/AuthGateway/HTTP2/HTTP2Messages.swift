@@ -129,16 +129,19 @@ enum HTTP2Messages {
         secrets: SecretHeaderNames, dropsCORSFields: Bool = false
     ) -> HPACKHeaders {
         var headers = HPACKHeaders()
+        // Sized before the first field: each later growth is an allocation.
+        switch head {
+        case .http1(let head): headers.reserveCapacity(head.fields.count + extra.count + 2)
+        case .http2(let head): headers.reserveCapacity(head.fields.count + extra.count + 2)
+        }
         headers.add(name: ":status", value: String(head.status))
         switch head {
         case .http1(let head):
-            headers.reserveCapacity(head.fields.count + extra.count + 2)
             head.forEachEndToEndField { name, value in
                 if dropsCORSFields && name.hasPrefix("access-control-") { return }
                 headers.add(name: name, value: value, indexing: secrets.indexing(name))
             }
         case .http2(let head):
-            headers.reserveCapacity(head.fields.count + extra.count + 2)
             for (name, value, indexing) in head.fields {
                 if dropsCORSFields && name.hasPrefix("access-control-") { continue }
                 headers.add(

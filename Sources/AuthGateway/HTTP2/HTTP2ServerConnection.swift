@@ -49,6 +49,8 @@ final class HTTP2ServerConnection: ChannelDuplexHandler, NIOHTTP2FrameDelegate {
     private var connectionWindow: Int?
     /// Streams that wrote to their backend during the read burst.
     private var upstreamsToFlush: [HTTP2ServerStream] = []
+    /// The other list, swapped in at each read burst's end (`channelReadComplete`).
+    private var spareUpstreamsToFlush: [HTTP2ServerStream] = []
     private(set) var isWritable = true
 
     init(
@@ -112,12 +114,16 @@ final class HTTP2ServerConnection: ChannelDuplexHandler, NIOHTTP2FrameDelegate {
             }
         }
         if !self.upstreamsToFlush.isEmpty {
-            let streams = self.upstreamsToFlush
-            self.upstreamsToFlush.removeAll(keepingCapacity: true)
+            // Swapped with the spare list, not copied: emptying a copied array would allocate
+            // a new one every read burst.
+            var streams = self.spareUpstreamsToFlush
+            swap(&streams, &self.upstreamsToFlush)
             for stream in streams {
                 stream.upstreamFlushPending = false
                 stream.upstream?.flush()
             }
+            streams.removeAll(keepingCapacity: true)
+            self.spareUpstreamsToFlush = streams
         }
         if self.flushPending {
             self.flushPending = false
@@ -204,12 +210,17 @@ final class HTTP2ServerConnection: ChannelDuplexHandler, NIOHTTP2FrameDelegate {
     func flushSoon() {
         guard !self.inReadBurst, !self.flushScheduled, let context = self.context else { return }
         self.flushScheduled = true
-        context.eventLoop.assumeIsolated().execute {
-            self.flushScheduled = false
-            guard self.flushPending, let context = self.context else { return }
-            self.flushPending = false
-            context.flush()
-        }
+        context.eventLoop.assumeIsolated().execute(self.scheduledFlush)
+    }
+
+    /// `flushSoon`'s task, made once: a new closure per call would be an allocation per
+    /// answered stream.
+    private lazy var scheduledFlush: () -> Void = { [weak self] in
+        guard let self else { return }
+        self.flushScheduled = false
+        guard self.flushPending, let context = self.context else { return }
+        self.flushPending = false
+        context.flush()
     }
 
     /// `stream` wrote to its backend: flushed at the end of the read burst, or now.

@@ -27,7 +27,7 @@ extension HTTP2ServerStream {
             requestID: requestID, protocol: .h2, method: head.method, uri: head.uri, start: .now(),
             requestChunked: request.framing == .chunked
         )
-        self.neverIndexedFields = SecretHeaderNames.neverIndexedNames(in: block)
+        self.neverIndexedFields = self.environment.snapshot.secretHeaders.peerNeverIndexedNames(in: block)
         if let tracing = self.environment.tracing { self.exchange?.trace = tracing.start(head, protocol: .h2) }
         let hasBody = request.framing != .none
         let contentLength: Int?

@@ -36,8 +36,8 @@ final class HTTP2ServerStream: ExchangeHandler {
     var upstreamFlushPending = false
     /// `grpc-timeout`, when it is shorter than the backend's response timeout.
     var grpcTimeout: TimeAmount?
-    /// Names of the request fields the client sent never-indexed: they stay so towards an
-    /// HTTP/2 backend (RFC 7541 §7.1.3).
+    /// Names of the request fields the client sent never-indexed, beyond the secret names
+    /// (encoded never-indexed anyway): they stay so towards an HTTP/2 backend (RFC 7541 §7.1.3).
     var neverIndexedFields: [String] = []
     /// The client's request trailers, for an HTTP/2 backend.
     var requestTrailers: HPACKHeaders?

@@ -53,4 +53,17 @@ struct SecretHeaderNames: Sendable {
         }
         return names
     }
+
+    /// The names of the fields of `block` that its sender marked never-indexed and that are
+    /// not secret here already (those are encoded never-indexed anyway): what a request must
+    /// carry to its HTTP/2 backend besides these names. Usually none — a client's own
+    /// never-indexed field is its `authorization` — and then without allocating.
+    func peerNeverIndexedNames(in block: HPACKHeaders) -> [String] {
+        var names: [String] = []
+        for (name, _, indexing) in block
+        where indexing == .neverIndexed && !self.names.contains(name) && !names.contains(name) {
+            names.append(name)
+        }
+        return names
+    }
 }

@@ -13,6 +13,12 @@ final class UpstreamConnection: UpstreamLease, Equatable {
     weak var pool: UpstreamPool?
     /// The request body in flight goes upstream chunk-framed.
     private var chunkedRequestBody = false
+    /// The last request head's buffer, cleared for the next head: once the channel has
+    /// written it, nobody else holds it and the next head costs no allocation (a buffer is two:
+    /// its storage object and its bytes). Still held by the channel, `clear` allocates anew,
+    /// as before. Kept only up to `keptHeadBytes`, so an idle pooled connection holds little.
+    private var spareHead: ByteBuffer?
+    private static let keptHeadBytes = 4096
 
     init(channel: Channel, handler: UpstreamHandler, targetIndex: Int) {
         self.channel = channel
@@ -46,9 +52,17 @@ final class UpstreamConnection: UpstreamLease, Equatable {
         // Whatever the answer, a connection that was asked to switch protocols is not trusted
         // with another request (a backend may be half-way into the new protocol).
         if upgrade { self.reusable = false }
-        var buffer = self.channel.allocator.buffer(capacity: HTTPWriter.requestHeadLength(head))
+        let length = HTTPWriter.requestHeadLength(head)
+        var buffer: ByteBuffer
+        if var spare = self.spareHead.take() {
+            spare.clear(minimumCapacity: length)
+            buffer = spare
+        } else {
+            buffer = self.channel.allocator.buffer(capacity: length)
+        }
         HTTPWriter.requestHead(head, into: &buffer)
         self.handler.write(buffer)
+        if buffer.capacity <= Self.keptHeadBytes { self.spareHead = buffer }
     }
 
     func sendBody(_ part: ByteBuffer) {

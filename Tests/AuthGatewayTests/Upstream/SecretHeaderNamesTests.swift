@@ -38,6 +38,25 @@ struct SecretHeaderNamesTests {
         #expect(SecretHeaderNames.neverIndexedNames(in: HPACKHeaders([("x", "y")])).isEmpty)
     }
 
+    @Test func aPeersNeverIndexedFieldsBeyondTheSecretNamesAreListed() {
+        let names = SecretHeaderNames(configured: ["X-Access-Token"])
+        var block = HPACKHeaders()
+        block.add(name: "authorization", value: "Bearer t", indexing: .neverIndexed)
+        block.add(name: "x-access-token", value: "t", indexing: .neverIndexed)
+        block.add(name: "x-a", value: "1", indexing: .neverIndexed)
+        block.add(name: "x-a", value: "2", indexing: .neverIndexed)
+        block.add(name: "x-b", value: "3")
+        #expect(names.peerNeverIndexedNames(in: block) == ["x-a"])
+        // The secret names are encoded never-indexed anyway: leaving them out changes nothing.
+        let all = SecretHeaderNames.neverIndexedNames(in: block)
+        let beyond = names.peerNeverIndexedNames(in: block)
+        for name in ["authorization", "x-access-token", "x-a", "x-b"] {
+            #expect(
+                names.indexing(name, peerNeverIndexed: beyond) == names.indexing(name, peerNeverIndexed: all), "\(name)"
+            )
+        }
+    }
+
     @Test func theConfigurationNamesItsTokenCarriers() throws {
         let configuration = try ConfigurationLoader().load(
             text: #"""
