@@ -19,7 +19,9 @@ struct ReloadWhileDecidingTests {
     ) async throws -> (response: TestResponse, gateway: GatewayFixture, backendRequestsBefore: Int) {
         let rainmaker = try await RotatingRainMaker.start()
         atTestEnd { await rainmaker.service.stop() }
-        let gateway = try await RefreshTests.gateway(authService: rainmaker.service.baseURL, threads: 1)
+        // A generous auth-service timeout: the refresh is held while the reload is applied and probed.
+        let gateway = try await RefreshTests.gateway(
+            authService: rainmaker.service.baseURL, threads: 1, timeout: 120_000)
         let expired = TestKeys.token(subject: "alice", expiresIn: -60)
         let headers = [("Authorization", "Bearer \(expired)"), ("X-Refresh-Token", rainmaker.issueRefreshToken())]
         rainmaker.gate.hold()
