@@ -418,7 +418,7 @@ for name, value in env.items():
     if value == "(secret)" and f"${{{name}}}" not in text:
         print(f"     | note: env {name} (from the Secret) is not referenced in gateway.json")
 
-# Several replicas share refreshes only through sharedState (README "Running several instances"):
+# Several replicas share refreshes only through sharedState (docs/shared-state.md):
 # the database URL (it holds the password) and the state key must come from the Secret through
 # the container's env, never from the ConfigMap; the CA file (verify-full) from a mounted Secret.
 secret_env = {e["name"] for e in c.get("env", []) if "secretKeyRef" in e.get("valueFrom", {})}

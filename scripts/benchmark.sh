@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The load benchmark of the gateway against HAProxy (with jwt_verify) and nginx, in one run,
-# on loopback, with ../shared/bench (copied, never modified). On a Debian machine:
+# on loopback, with the comparison kit in $SHARED_BENCH (copied, never modified). On a Debian machine:
 #
 #   scripts/benchmark.sh            # ~15 minutes: the matrix below
 #   scripts/benchmark.sh --soak     # + a 5-minute soak at full load (RSS at start and end)

@@ -11,7 +11,7 @@ import Foundation
 ///
 /// "WholeRequest" drives one complete request through the real client pipeline with embedded
 /// channels (no system calls): its `mallocCountTotal` per iteration is the "allocations per
-/// request" figure of the README.
+/// request" figure of docs/benchmarks.md.
 let benchmarks: @Sendable () -> Void = {
     Benchmark.defaultConfiguration = .init(
         metrics: [.wallClock, .cpuTotal, .mallocCountTotal, .throughput],
@@ -20,7 +20,7 @@ let benchmarks: @Sendable () -> Void = {
         maxIterations: 1_000_000
     )
 
-    // The harness's own cost per iteration (its malloc count is subtracted in the README).
+    // The harness's own cost per iteration (its malloc count is subtracted in docs/benchmarks.md).
     Benchmark("Baseline (empty iteration)") { benchmark in
         for index in benchmark.scaledIterations { blackHole(index) }
     }
@@ -143,7 +143,7 @@ let benchmarks: @Sendable () -> Void = {
             for _ in benchmark.scaledIterations { blackHole(try! keyed.run()) }
         }
     }
-    // The same request as one HTTP/2 stream of a long-lived connection (SPEC §4.9 "Cost": a
+    // The same request as one HTTP/2 stream of a long-lived connection (docs/http2.md, "Cost": a
     // stream should cost no more than a request).
     let wholeStream = try! GatewayBenchmarkSupport.WholeHTTP2Stream(
         configuration: configuration, token: rsaToken, response: response, now: now)

@@ -1,7 +1,7 @@
 // swift-tools-version:6.1
 // What SwiftNIO and NIOHTTP2 cost on their own, with nothing of the gateway: the floor under
-// the gateway's HTTP/1.1 and HTTP/2 numbers (docs/benchmarks.md, "The NIOHTTP2 floor").
-// Its own package, so that `swift build` of the gateway never builds it.
+// the gateway's HTTP/1.1 and HTTP/2 numbers (docs/benchmarks.md, "the floor under the HTTP/2
+// targets"). Its own package, so that `swift build` of the gateway never builds it.
 //   swift build -c release --package-path Benchmarks/NIOFloor
 //   Benchmarks/NIOFloor/.build/release/nio-floor PORT TOKEN_FILE
 import PackageDescription

@@ -15,7 +15,7 @@ struct AuthGatewayCommand: AsyncParsableCommand {
     )
 }
 
-/// `--config PATH`, else `$AUTH_GATEWAY_CONFIG`, else `config/gateway.json` (SPEC §2).
+/// `--config PATH`, else `$AUTH_GATEWAY_CONFIG`, else `config/gateway.json` (docs/operations.md).
 struct ConfigOption: ParsableArguments {
     @Option(name: .long, help: "Configuration file (default: $AUTH_GATEWAY_CONFIG, else config/gateway.json).")
     var config: String?

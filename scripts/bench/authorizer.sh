@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Authorizer mode's cost (docs/authorizer.md, "Cost"), in one sitting on loopback (~1 minute with
-# the defaults), with ../shared/bench's keys and backend (copied, never modified):
+# the defaults), with the comparison kit in $SHARED_BENCH's keys and backend (copied, never modified):
 #   1. proxy   - h2load --h1 -> the gateway proxying to the backend nginx (GET /, RS256 token);
 #   2. authz   - h2load --h1 -> nginx (auth_request to the gateway's auth-request endpoint,
 #                then proxy_pass to the same backend): the gateway only decides;

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # This round's feature costs against the anchors, in one sitting (~15 minutes), on loopback,
-# with ../shared/bench (copied, never modified):
+# with the comparison kit in $SHARED_BENCH (copied, never modified):
 #   1. compare.sh --alg RS256 -c 64, the plain configuration (the baseline of 2 and 3);
 #   2. the same with a rate limit that admits everything (claims.sub, 1e6 requests/s): the cost
-#      of rateLimits (SPEC §4.12; target ≤ 5 %);
-#   3. the same with an active health check and outlier detection on the backend (SPEC §4.11;
-#      target within 3 %);
+#      of rateLimits (docs/rate-limits.md; target ≤ 5 %);
+#   3. the same with an active health check and outlier detection on the backend
+#      (docs/forwarding.md; target within 3 %);
 #   4. h2compare.sh --with-h1: HTTP/2 against HAProxy h2 + jwt_verify, and the same gateway over
-#      HTTP/1.1 with the same tool (SPEC §4.9 "Cost").
+#      HTTP/1.1 with the same tool (docs/http2.md, "Cost").
 # Needs a release binary: swift build -c release --scratch-path .build-release --product auth-gateway
 # (GATEWAY=path overrides). Results: .bench-work/features-<timestamp>/report.md.
 set -euo pipefail

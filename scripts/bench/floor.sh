@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The floor under the gateway's HTTP/2 and HTTP/1.1 numbers: `Benchmarks/NIOFloor` (SwiftNIO and
 # NIOHTTP2 with none of the gateway, every request answered at once, no backend) loaded by
-# ../shared/bench/h2compare.sh --with-h1 next to HAProxy h2 and h2 + jwt_verify, pinned the same
-# way (~1.5 minutes). What it shows: the most any server on NIOHTTP2 can do on this load, and
+# the comparison kit's h2compare.sh --with-h1 next to HAProxy h2 and h2 + jwt_verify, pinned the
+# same way (~1.5 minutes). What it shows: the most any server on NIOHTTP2 can do on this load, and
 # what a stream costs NIOHTTP2 against what a request costs SwiftNIO (docs/benchmarks.md).
 # Uses the bench copy in .bench-work/bench (scripts/bench/features.sh makes one).
 #   scripts/bench/floor.sh [h2compare options, e.g. -r 5]

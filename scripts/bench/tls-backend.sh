@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The gateway against HAProxy + jwt_verify over a TLS backend, in one run (SPEC §4.11; issue 18's
-# anchor): HAProxy with `ssl verify required` (and, for mutual TLS, a client certificate), the
+# The gateway against HAProxy + jwt_verify over a TLS backend, in one run (docs/forwarding.md; issue
+# 18's anchor): HAProxy with `ssl verify required` (and, for mutual TLS, a client certificate), the
 # gateway with `backends.*.tls`, both in front of the same nginx, which serves the same answers
 # over plain HTTP, TLS and mutual TLS. A throwaway CA signs the server and client certificates.
 # Pinned as compare.sh pins: wrk and nginx on CPU 0, HAProxy (1 thread) and the gateway (1 event

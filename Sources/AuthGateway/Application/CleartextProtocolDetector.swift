@@ -1,6 +1,6 @@
 import NIOCore
 
-/// Which protocol a cleartext connection speaks, from its first bytes (SPEC §4.9: h2c by prior
+/// Which protocol a cleartext connection speaks, from its first bytes (docs/http2.md: h2c by prior
 /// knowledge, anything else HTTP/1.1). Pure: bytes in, a verdict out.
 enum CleartextProtocol: Equatable {
     case http1

@@ -3,7 +3,7 @@ import NIOHTTP2
 import NIOSSL
 import NIOTLS
 
-/// Builds the pipeline of an accepted client connection (SPEC §4.9):
+/// Builds the pipeline of an accepted client connection (docs/http2.md):
 /// - TLS: `NIOSSLServerHandler`, then by ALPN either HTTP/2 (`h2`) or HTTP/1.1;
 /// - cleartext: `CleartextProtocolDetector`, then HTTP/2 for a connection that starts with
 ///   the HTTP/2 preface (prior knowledge), else HTTP/1.1;
@@ -84,7 +84,7 @@ package enum ClientPipeline {
         var connectionConfiguration = NIOHTTP2Handler.ConnectionConfiguration()
         connectionConfiguration.initialSettings = [
             HTTP2Setting(parameter: .maxConcurrentStreams, value: limits.maxConcurrentStreams),
-            // SPEC §4.9: `limits.maxHeaderBytes` is the header list size.
+            // docs/http2.md: `limits.maxHeaderBytes` is the header list size.
             HTTP2Setting(parameter: .maxHeaderListSize, value: limits.maxHeaderBytes),
         ]
         let sync = channel.pipeline.syncOperations

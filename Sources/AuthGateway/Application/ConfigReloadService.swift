@@ -2,7 +2,7 @@ import ServiceLifecycle
 import UnixSignals
 
 /// SIGHUP reloads the configuration file; an invalid file keeps the old configuration,
-/// is logged and counted (SPEC §2).
+/// is logged and counted (docs/operations.md).
 public struct ConfigReloadService: Service {
     let application: GatewayApplication
     let path: String

@@ -2,7 +2,7 @@ import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 
-/// Adopts a new configuration (SIGHUP, SPEC §2): what can fail is built before anything
+/// Adopts a new configuration (SIGHUP, docs/operations.md): what can fail is built before anything
 /// changes, so an invalid file or unusable backend TLS keeps the old configuration; a valid one
 /// becomes a new snapshot that every event loop swaps in (requests in flight finish with the
 /// old one). Either way the outcome is logged and counted (`auth_gateway_config_reloads_total`).

@@ -56,8 +56,8 @@ enum GatewayComposition {
     }
 
     /// The parts of a configuration that keep what they learned across reloads while their
-    /// section is unchanged: the profile cache (SPEC §2), the introspector's cache, the rate
-    /// limiter's buckets (SPEC §4.12).
+    /// section is unchanged: the profile cache (docs/operations.md), the introspector's cache, the
+    /// rate limiter's buckets (docs/rate-limits.md).
     struct ReloadableParts {
         var profiles: ProfileCache?
         var introspector: TokenIntrospector?

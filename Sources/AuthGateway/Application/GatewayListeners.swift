@@ -24,7 +24,7 @@ final class GatewayListeners: Sendable {
         self.metrics = metrics
     }
 
-    /// The listener's TLS; ALPN offers `h2` and `http/1.1` while HTTP/2 is on (SPEC §4.9).
+    /// The listener's TLS; ALPN offers `h2` and `http/1.1` while HTTP/2 is on (docs/http2.md).
     static func makeServerTLS(_ files: ListenerTLS, http2: Bool) throws -> NIOSSLContext {
         let certificates = try NIOSSLCertificate.fromPEMFile(files.certificatePEMFile)
         let key = try NIOSSLPrivateKey(file: files.privateKeyPEMFile, format: .pem)

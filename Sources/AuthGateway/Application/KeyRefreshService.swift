@@ -1,8 +1,8 @@
 import ServiceLifecycle
 
 /// Refreshes every remote JWKS (and discovery document) after its start-up fetch (made by `GatewayApplication.start`,
-/// SPEC §2: once): until the first success with a short backoff (readiness waits for it), then
-/// every `jwksRefreshSeconds`. Not per request, so a `Task` per issuer is fine.
+/// docs/operations.md: once): until the first success with a short backoff (readiness waits for
+/// it), then every `jwksRefreshSeconds`. Not per request, so a `Task` per issuer is fine.
 public struct KeyRefreshService: Service {
     let application: GatewayApplication
 

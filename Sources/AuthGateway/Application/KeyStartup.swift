@@ -1,9 +1,9 @@
 import NIOConcurrencyHelpers
 import NIOCore
 
-/// The start-up fetch of each remote key set (SPEC §2: once, begun by `start()`; readiness
-/// waits for it), and the one way the application fetches an issuer's keys: through the first
-/// event loop's clients. `KeyRefreshService` waits for an issuer's start-up fetch, then
+/// The start-up fetch of each remote key set (docs/operations.md: once, begun by `start()`;
+/// readiness waits for it), and the one way the application fetches an issuer's keys: through the
+/// first event loop's clients. `KeyRefreshService` waits for an issuer's start-up fetch, then
 /// schedules its refreshes from there.
 final class KeyStartup: Sendable {
     private let keyStore: KeyStore

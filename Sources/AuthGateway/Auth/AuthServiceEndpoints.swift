@@ -1,4 +1,4 @@
-/// Where one event loop sends refresh calls and profile fetches (SPEC §4.3, §4.4, §4.10):
+/// Where one event loop sends refresh calls and profile fetches (docs/authentication.md):
 /// a configured path on `authService.url`, or an endpoint of the `discoveryIssuer`'s
 /// discovery document.
 ///

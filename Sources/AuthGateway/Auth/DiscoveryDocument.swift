@@ -1,6 +1,6 @@
 /// What the gateway takes from an OpenID Provider's discovery document (OpenID Connect
-/// Discovery 1.0 §3, SPEC §4.10): its key set and, when the configuration leaves them to
-/// discovery, the token and userinfo endpoints.
+/// Discovery 1.0 §3, docs/authentication.md): its key set and, when the configuration leaves them
+/// to discovery, the token and userinfo endpoints.
 ///
 /// Validation is strict where trusting the document would move trust: `issuer` must equal the
 /// configured issuer exactly (Discovery §4.3, no normalization), every endpoint used must be an

@@ -1,4 +1,4 @@
-/// `tokens.introspection.forJWTs` (SPEC §4.13): what a verified JWT becomes once the
+/// `tokens.introspection.forJWTs` (docs/authentication.md): what a verified JWT becomes once the
 /// introspection endpoint answers that it is active.
 ///
 /// **The JWT's claims win.** They are signed by the issuer and were verified (signature, `iss`,

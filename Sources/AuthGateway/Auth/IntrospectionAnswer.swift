@@ -55,7 +55,7 @@ enum IntrospectionAnswer {
 
 extension CompactJWS {
     /// Whether `token` has the shape of a compact JWS: three dot-separated base64url parts, the
-    /// first two non-empty (SPEC §4.13: any other token is opaque and introspected). A
+    /// first two non-empty (docs/authentication.md: any other token is opaque and introspected). A
     /// JWS-shaped token is verified as a JWT and never sent to introspection.
     static func hasCompactShape(_ token: Substring) -> Bool {
         var dots = 0

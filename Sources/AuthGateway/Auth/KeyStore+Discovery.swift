@@ -2,9 +2,9 @@ import Crypto
 import NIOCore
 import NIOHTTP1
 
-/// OpenID Connect discovery (SPEC §4.10): an issuer with `discovery: true` has its document
-/// fetched with every fetch of its keys (start-up, the periodic refresh, an unknown `kid`);
-/// the document's `jwks_uri` then acts as `jwksURL`. A refused or failed document keeps the
+/// OpenID Connect discovery (docs/authentication.md): an issuer with `discovery: true` has its
+/// document fetched with every fetch of its keys (start-up, the periodic refresh, an unknown
+/// `kid`); the document's `jwks_uri` then acts as `jwksURL`. A refused or failed document keeps the
 /// last good one (and its endpoints) in force; with none yet, the issuer stays unready.
 extension KeyStore {
     /// Fetches and validates `issuer`'s discovery document; the future gives the JWKS URL to

@@ -5,7 +5,7 @@ import NIOCore
 import NIOHTTP1
 
 /// Owns every issuer's keys: static ones from configuration and remote JWKS sets, and
-/// publishes a new `KeySnapshot` to the event loops whenever they change (SPEC §3.1).
+/// publishes a new `KeySnapshot` to the event loops whenever they change (docs/authentication.md).
 ///
 /// - Remote sets are fetched before the gateway reports ready, then every
 ///   `jwksRefreshSeconds` (by `KeyRefreshService`).

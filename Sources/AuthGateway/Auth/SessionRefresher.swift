@@ -2,8 +2,8 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 
-/// Redeems refresh tokens with the auth service as one configuration says (SPEC §4.3): builds
-/// the request of either protocol, classifies the answer, counts it. Once per refresh token:
+/// Redeems refresh tokens with the auth service as one configuration says (docs/authentication.md):
+/// builds the request of either protocol, classifies the answer, counts it. Once per refresh token:
 /// the calls go through the application's `RefreshStore` (single flight + grace), which
 /// outlives this configuration-bound object across reloads.
 final class SessionRefresher: Sendable {
@@ -95,7 +95,7 @@ enum RefreshRequestBuilder {
     }
 }
 
-/// Classifies the auth service's answer to a refresh (SPEC §4.3).
+/// Classifies the auth service's answer to a refresh (docs/authentication.md).
 enum RefreshResponseReader {
     static func outcome(of response: UpstreamResponse, configuration: RefreshConfiguration) -> SessionRefresher.Outcome
     {

@@ -17,7 +17,7 @@ public struct ExtractedToken: Sendable, Equatable {
     public var dpopScheme = false
 }
 
-/// Finds the token in a request according to the configured sources (SPEC §4.1).
+/// Finds the token in a request according to the configured sources (docs/authentication.md).
 enum TokenExtractor {
     enum Result: Equatable {
         case none
@@ -31,7 +31,7 @@ enum TokenExtractor {
         for source in sources {
             switch source {
             case .header(let name, let bearer, let raw):
-                // The DPoP scheme is accepted on `Authorization` whatever its schemes (SPEC §4.14).
+                // The DPoP scheme is accepted on `Authorization` whatever its schemes (docs/authentication.md).
                 let acceptsDPoP = ASCII.equalsIgnoringCase(name, "authorization")
                 for (headerName, value) in headers where ASCII.equalsIgnoringCase(headerName, name) {
                     if acceptsDPoP, let token = Self.dpopToken(inHeaderValue: value[...]) {

@@ -1,9 +1,9 @@
 import NIOConcurrencyHelpers
 import NIOCore
 
-/// Opaque access tokens checked at the RFC 7662 introspection endpoint (SPEC §4.13), once per
-/// token while its answer lasts: outcomes are kept process-wide by SHA-256 of the token (never
-/// the token), active ones until `exp` or `cacheSeconds`, inactive ones for
+/// Opaque access tokens checked at the RFC 7662 introspection endpoint (docs/authentication.md),
+/// once per token while its answer lasts: outcomes are kept process-wide by SHA-256 of the token
+/// (never the token), active ones until `exp` or `cacheSeconds`, inactive ones for
 /// `negativeCacheSeconds`, failures never; concurrent requests with one unknown token make
 /// one call (`LocalSingleFlight`, the table the profile cache and refreshes use).
 ///

@@ -1,4 +1,4 @@
-/// `backends.<name>.healthCheck` (SPEC §4.11): active probes of every URL, by each process.
+/// `backends.<name>.healthCheck` (docs/forwarding.md): active probes of every URL, by each process.
 public struct HealthCheckConfiguration: Sendable, Equatable {
     /// `GET` this path; 2xx or 3xx within the timeout is a pass.
     public var path = "/healthz"
@@ -12,7 +12,7 @@ public struct HealthCheckConfiguration: Sendable, Equatable {
     public init() {}
 }
 
-/// `backends.<name>.outlierDetection` (SPEC §4.11): passive ejection from real traffic.
+/// `backends.<name>.outlierDetection` (docs/forwarding.md): passive ejection from real traffic.
 public struct OutlierDetectionConfiguration: Sendable, Equatable {
     /// Failures in a row (connect failures, resets, timeouts, 502/503/504) that eject a URL.
     public var consecutiveFailures = 5

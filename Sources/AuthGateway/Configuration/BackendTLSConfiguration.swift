@@ -1,7 +1,7 @@
 import NIOSSL
 
-/// `backends.<name>.tls` (SPEC §4.11): how the gateway verifies an `https` (or `h2`) backend
-/// and which client certificate it presents.
+/// `backends.<name>.tls` (docs/forwarding.md): how the gateway verifies an `https` (or `h2`)
+/// backend and which client certificate it presents.
 ///
 /// The files are read and parsed by `check` (the loader); the parsed certificates and key live
 /// here, so what was validated is what the gateway uses, and a reload that reads different

@@ -110,7 +110,7 @@ final class ConfigReader {
         return number.double
     }
 
-    /// A duration key: SPEC §4.7 — whole numbers, `leewaySeconds` ≥ 0, every other ≥ 1.
+    /// A duration key: docs/configuration.md — whole numbers, `leewaySeconds` ≥ 0, every other ≥ 1.
     func duration(_ key: String, minimum: Int = 1) -> Int? {
         self.int(key, in: minimum...Int(Int32.max))
     }

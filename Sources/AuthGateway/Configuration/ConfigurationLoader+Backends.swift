@@ -1,6 +1,6 @@
 import NIOSSL
 
-/// The per-backend keys of SPEC §4.11: `tls`, `healthCheck`, `outlierDetection`.
+/// The per-backend keys of docs/forwarding.md: `tls`, `healthCheck`, `outlierDetection`.
 extension ConfigurationLoader {
     /// Reads the §4.11 keys of one backend into `backend` (its `urls` already read).
     static func backendExtras(_ section: ConfigReader, into backend: inout BackendConfiguration, files: FileResolver) {

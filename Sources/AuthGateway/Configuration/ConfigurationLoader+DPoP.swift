@@ -1,4 +1,4 @@
-/// Reading `tokens.dpop` (SPEC §4.14).
+/// Reading `tokens.dpop` (docs/authentication.md).
 extension ConfigurationLoader {
     static func dpop(_ section: ConfigReader) -> DPoPConfiguration {
         var dpop = DPoPConfiguration()

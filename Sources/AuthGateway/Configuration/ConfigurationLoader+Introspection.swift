@@ -1,4 +1,4 @@
-/// Reading `tokens.introspection` (SPEC §4.13).
+/// Reading `tokens.introspection` (docs/authentication.md).
 extension ConfigurationLoader {
     static func introspection(_ section: ConfigReader) -> IntrospectionConfiguration? {
         // Without `url`, a discovery document's `introspection_endpoint` (linked, and the

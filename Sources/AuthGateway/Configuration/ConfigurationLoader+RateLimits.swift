@@ -1,4 +1,4 @@
-/// Reading `rateLimits` (SPEC §4.12). Cross-checked against the routes that parsed.
+/// Reading `rateLimits` (docs/rate-limits.md). Cross-checked against the routes that parsed.
 extension ConfigurationLoader {
     /// The smallest rate the bucket arithmetic represents exactly (one request per ~11.6 days).
     static let minimumRequestsPerSecond = 0.000001

@@ -1,8 +1,8 @@
 import Foundation
 import NIOSSL
 
-/// Reading `sharedState` (SPEC §4.8). Validated without connecting: URL form, TLS mode and CA
-/// file, key length. No message quotes the URL or the key (either may hold a secret).
+/// Reading `sharedState` (docs/shared-state.md). Validated without connecting: URL form, TLS mode
+/// and CA file, key length. No message quotes the URL or the key (either may hold a secret).
 extension ConfigurationLoader {
     static func sharedState(_ root: ConfigReader, files: FileResolver) -> SharedStateConfiguration? {
         guard let section = root.object("sharedState") else { return nil }

@@ -1,5 +1,5 @@
 extension ConfigurationLoader {
-    /// `tracing` (SPEC §4.10): off when absent.
+    /// `tracing` (docs/operations.md): off when absent.
     static func tracing(_ root: ConfigReader) -> TracingConfiguration? {
         guard let section = root.object("tracing") else { return nil }
         defer { section.finish() }

@@ -23,9 +23,9 @@ public struct GatewayConfiguration: Sendable {
     public var logging: LoggingConfiguration
     /// Off (nil) unless configured: then each process keeps its own refresh table.
     public var sharedState: SharedStateConfiguration? = nil
-    /// OpenTelemetry tracing (SPEC §4.10); nil: off.
+    /// OpenTelemetry tracing (docs/operations.md); nil: off.
     public var tracing: TracingConfiguration? = nil
-    /// Token buckets per identity (SPEC §4.12); empty: no limits.
+    /// Token buckets per identity (docs/rate-limits.md); empty: no limits.
     public var rateLimits: [RateLimitConfiguration] = []
     /// `browserSignIn` (docs/browser-sign-in.md); nil: browsers cannot sign in.
     public var browserSignIn: BrowserSignInConfiguration? = nil
@@ -48,7 +48,7 @@ public struct ListenerConfiguration: Sendable, Equatable {
     /// 0 asks the OS for a free port (useful for tests); the bound port is then reported.
     public var port: Int
     public var tls: ListenerTLS?
-    /// HTTP/2 on this listener (SPEC §4.9): by ALPN with TLS, by prior knowledge without.
+    /// HTTP/2 on this listener (docs/http2.md): by ALPN with TLS, by prior knowledge without.
     public var http2 = true
 }
 
@@ -75,9 +75,9 @@ public struct TokensConfiguration: Sendable {
     public var sources: [TokenSourceConfiguration]
     public var issuers: [IssuerConfiguration]
     public var verifiedCacheEntries: Int
-    /// Opaque tokens by RFC 7662 introspection (SPEC §4.13); off when nil.
+    /// Opaque tokens by RFC 7662 introspection (docs/authentication.md); off when nil.
     public var introspection: IntrospectionConfiguration? = nil
-    /// DPoP proofs (SPEC §4.14); defaults when the section is absent.
+    /// DPoP proofs (docs/authentication.md); defaults when the section is absent.
     public var dpop = DPoPConfiguration()
     /// API keys for machine clients (docs/policies.md, "API keys"); off when nil.
     public var apiKeys: APIKeysConfiguration? = nil
@@ -88,8 +88,8 @@ public struct TokensConfiguration: Sendable {
     ]
 }
 
-/// `tokens.introspection` (SPEC §4.13): where opaque access tokens are checked, and how long
-/// the answers are kept.
+/// `tokens.introspection` (docs/authentication.md): where opaque access tokens are checked, and how
+/// long the answers are kept.
 public struct IntrospectionConfiguration: Sendable, Equatable {
     /// The endpoint; nil when `discoveryIssuer`'s document names it.
     public var url: UpstreamURL?
@@ -115,7 +115,7 @@ public struct IntrospectionConfiguration: Sendable, Equatable {
     public var identityIssuer: String { self.issuer ?? self.url?.description ?? self.discoveryIssuer ?? "" }
 }
 
-/// `tokens.dpop` (SPEC §4.14, RFC 9449): how proofs of possession are checked.
+/// `tokens.dpop` (docs/authentication.md, RFC 9449): how proofs of possession are checked.
 public struct DPoPConfiguration: Sendable, Equatable {
     public static let defaultAlgorithms: [JWSAlgorithm] = [.ES256, .RS256, .PS256, .EdDSA]
 
@@ -153,7 +153,7 @@ public struct IssuerConfiguration: Sendable {
 }
 
 /// A key set fetched over HTTP: from a configured `jwksURL`, or from the `jwks_uri` of the
-/// issuer's OpenID Connect discovery document (SPEC §4.10).
+/// issuer's OpenID Connect discovery document (docs/authentication.md).
 public struct RemoteJWKSConfiguration: Sendable, Equatable {
     public enum Source: Sendable, Equatable {
         case url(UpstreamURL)
@@ -225,7 +225,7 @@ public struct AuthServiceConfiguration: Sendable {
     /// supplies the endpoints.
     public var url: UpstreamURL?
     /// An issuer with `discovery: true` whose `token_endpoint` (oauth2 refresh) and
-    /// `userinfo_endpoint` (profile) are used where no `path` is configured (SPEC §4.10).
+    /// `userinfo_endpoint` (profile) are used where no `path` is configured (docs/authentication.md).
     public var discoveryIssuer: String?
     public var timeoutMilliseconds: Int
     /// Extra trust anchor for an HTTPS auth service, beside the system store.
@@ -276,7 +276,7 @@ public struct BackendConfiguration: Sendable, Equatable {
     /// are kept in 64-bit masks (`TargetHealth`, `TargetAvailability`).
     static let maxTrackedURLs = 64
 
-    /// How the gateway talks to a backend (SPEC §4.9).
+    /// How the gateway talks to a backend (docs/http2.md).
     public enum WireProtocol: String, Sendable, Equatable {
         /// HTTP/1.1 with keep-alive.
         case http1
@@ -294,11 +294,11 @@ public struct BackendConfiguration: Sendable, Equatable {
     public var connectTimeoutMilliseconds: Int
     public var responseTimeoutMilliseconds: Int
     public var maxConnectionsPerThread: Int
-    /// `tls` (SPEC §4.11); nil: `https` URLs are verified against the system trust store.
+    /// `tls` (docs/forwarding.md); nil: `https` URLs are verified against the system trust store.
     public var tls: BackendTLSConfiguration? = nil
-    /// `healthCheck` (SPEC §4.11); nil: no probes, every URL counts as healthy.
+    /// `healthCheck` (docs/forwarding.md); nil: no probes, every URL counts as healthy.
     public var healthCheck: HealthCheckConfiguration? = nil
-    /// `outlierDetection` (SPEC §4.11); nil: no ejection (a refused connect still sits out 2 s).
+    /// `outlierDetection` (docs/forwarding.md); nil: no ejection (a refused connect still sits out 2 s).
     public var outlierDetection: OutlierDetectionConfiguration? = nil
 }
 
@@ -313,7 +313,7 @@ public struct LoggingConfiguration: Sendable, Equatable {
     public var accessLog = true
 }
 
-/// `tracing`: spans exported over OTLP/HTTP (SPEC §4.10).
+/// `tracing`: spans exported over OTLP/HTTP (docs/operations.md).
 public struct TracingConfiguration: Sendable, Equatable {
     /// The collector's base URL (`/v1/traces` is appended), e.g. `http://collector:4318`.
     public var otlpEndpoint: String

@@ -1,4 +1,4 @@
-/// One entry of `rateLimits` (SPEC §4.12): a token bucket per value of `key`.
+/// One entry of `rateLimits` (docs/rate-limits.md): a token bucket per value of `key`.
 public struct RateLimitConfiguration: Sendable, Equatable {
     /// What a request is counted under.
     public enum Key: Sendable, Hashable, CustomStringConvertible {

@@ -1,5 +1,5 @@
 /// The `jsonBody` of a `json` refresh: a JSON template whose strings may hold `{refreshToken}`
-/// and `{claims.<name>}` placeholders (SPEC §4.3).
+/// and `{claims.<name>}` placeholders (docs/authentication.md).
 ///
 /// A string that is exactly one placeholder takes the value's JSON type (a numeric claim stays a
 /// number); placeholders inside longer strings are replaced by the value's text.

@@ -22,7 +22,7 @@ public struct RouteConfiguration: Sendable {
     public var stripPathPrefix: Bool
     public var forwardAccessToken: Bool
     /// `off` ignores `cnf.jkt`; `allowed` checks proofs of bound tokens; `required` refuses
-    /// unbound tokens too (SPEC §4.14).
+    /// unbound tokens too (docs/authentication.md).
     public var dpop: DPoPMode = .allowed
     /// Forward the `DPoP` header to the backend (removed by default).
     public var forwardDPoPProof = false

@@ -1,5 +1,5 @@
-/// `sharedState` (SPEC §4.8): the refresh single flight and grace outcomes shared by every
-/// instance on one PostgreSQL database. Absent: each process keeps its own.
+/// `sharedState` (docs/shared-state.md): the refresh single flight and grace outcomes shared by
+/// every instance on one PostgreSQL database. Absent: each process keeps its own.
 public struct SharedStateConfiguration: Sendable, Equatable, CustomStringConvertible {
     public var postgres: PostgresSettings
     /// The AES-256-GCM key sealing stored outcomes (32 bytes). Every instance on the database
@@ -7,7 +7,7 @@ public struct SharedStateConfiguration: Sendable, Equatable, CustomStringConvert
     public var encryptionKey: EncryptionKey
     /// How often rows past their expiry are deleted.
     public var sweepIntervalSeconds: Int
-    /// How often each instance exchanges its rate-limit consumption (SPEC §4.12).
+    /// How often each instance exchanges its rate-limit consumption (docs/rate-limits.md).
     public var rateLimitSyncMilliseconds: Int = 200
 
     public var description: String {

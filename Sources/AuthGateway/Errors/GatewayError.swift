@@ -70,12 +70,12 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
     public static let authServiceUnavailable = GatewayError(kind: .authServiceUnavailable)
     public static let keysUnavailable = GatewayError(kind: .keysUnavailable)
     public static let overloaded = GatewayError(kind: .overloaded)
-    /// The introspection endpoint says the opaque token is not active (SPEC §4.13).
+    /// The introspection endpoint says the opaque token is not active (docs/authentication.md).
     public static let tokenInactive = GatewayError(kind: .tokenInactive)
     /// The introspection endpoint is down, slow or answered something unusable.
     public static let introspectionUnavailable = GatewayError(kind: .introspectionUnavailable)
     /// A DPoP-bound token without the DPoP scheme or without a proof, or an unbound token on a
-    /// `dpop: required` route (SPEC §4.14); `algs` lists the accepted proof algorithms.
+    /// `dpop: required` route (docs/authentication.md); `algs` lists the accepted proof algorithms.
     public static func dpopRequired(algs: String) -> GatewayError { .init(kind: .dpopRequired(algs: algs)) }
     /// A proof that failed `check` (named in the detail).
     public static func dpopInvalidProof(_ check: String, algs: String) -> GatewayError {
@@ -83,7 +83,7 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
     }
     /// A proof without the current server nonce (RFC 9449 §8); the answer carries `DPoP-Nonce`.
     public static func dpopUseNonce(algs: String) -> GatewayError { .init(kind: .dpopUseNonce(algs: algs)) }
-    /// Refused by the rate limit `limit` (SPEC §4.12); its name is configuration, not secret.
+    /// Refused by the rate limit `limit` (docs/rate-limits.md); its name is configuration, not secret.
     public static func rateLimited(_ limit: String, retryAfterSeconds: Int) -> GatewayError {
         .init(kind: .rateLimited(limit: limit, retryAfterSeconds: retryAfterSeconds))
     }

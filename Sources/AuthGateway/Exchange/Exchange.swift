@@ -30,7 +30,7 @@ final class Exchange {
 
     /// The gateway's own answer with `error`. Once authentication has succeeded it carries
     /// the plan's response headers (new tokens, session cookies): a refresh already rotated
-    /// the client's refresh token, and a 502 must not lose the new one (SPEC §4.3).
+    /// the client's refresh token, and a 502 must not lose the new one (docs/authentication.md).
     func problem(_ error: GatewayError) -> LocalResponse {
         .problem(error, requestID: self.requestID, extraHeaders: self.plan?.responseHeaders ?? [])
     }
@@ -54,7 +54,7 @@ final class Exchange {
             requestID: requestID, protocol: wireProtocol, method: .GET, uri: "-", start: .now(), requestChunked: false)
     }
 
-    /// The one place every request ends (DESIGN.md habit 6): request metrics (under the
+    /// The one place every request ends (docs/architecture.md): request metrics (under the
     /// matched route, "-" when none matched), the auth-failure reason, the access-log line.
     func finish(status: Int, error: GatewayError?, environment: any ExchangeEnvironment, client: String) {
         let metrics = environment.metrics

@@ -160,7 +160,7 @@ extension ExchangeHandler {
 
     /// The exchange gives up on its backend (`failForwarding`, `abandon`): a pending lease is
     /// cancelled and the connection or stream dropped — after a timeout, counted against the
-    /// backend's URL (outlier detection, SPEC §4.11) — and `error`, if any, counted.
+    /// backend's URL (outlier detection, docs/forwarding.md) — and `error`, if any, counted.
     func dropUpstream(after error: GatewayError?) {
         self.cancelLease()
         if error == GatewayError.upstreamTimeout { self.upstream?.timedOut() } else { self.upstream?.close() }

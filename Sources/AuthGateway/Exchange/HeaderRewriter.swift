@@ -23,7 +23,7 @@ package struct ForwardingPolicy: Sendable {
 
 /// A change to a token on its way to the backend: removed (`forwardAccessToken: false`, and
 /// refresh tokens always), or replaced by the refreshed access token in the place the old one
-/// came from (SPEC §4.3).
+/// came from (docs/authentication.md).
 package struct TokenEdit: Equatable {
     var location: TokenLocation
     /// nil removes the token.
@@ -67,7 +67,7 @@ package enum HeaderRewriter {
         for (name, value) in headers {
             if Self.isHopByHop(name, connectionTokens: connectionTokens) { continue }
             if Self.isStrippedIdentityHeader(name, policy: policy) { continue }
-            // The proof is for the gateway (SPEC §4.14), unless the route forwards it.
+            // The proof is for the gateway (docs/authentication.md), unless the route forwards it.
             if stripDPoPProof && ASCII.equalsIgnoringCase(name, "dpop") { continue }
             if ASCII.equalsIgnoringCase(name, "host") {
                 host = value

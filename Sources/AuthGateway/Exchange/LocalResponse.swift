@@ -12,7 +12,7 @@ struct LocalResponse {
     /// label it `mode="authorizer"`.
     var authorizer = false
 
-    /// An RFC 9457 problem document with the RFC 6750 headers (SPEC §4.2).
+    /// An RFC 9457 problem document with the RFC 6750 headers (docs/errors.md).
     static func problem(
         _ error: GatewayError, requestID: String, extraHeaders: [(name: String, value: String)] = []
     ) -> LocalResponse {

@@ -1,5 +1,5 @@
-/// `X-Request-Id` handling (SPEC §4.5): a client's id is kept when it is 1–128 characters of
-/// `A-Z a-z 0-9 . _ : -`; otherwise a new one is made.
+/// `X-Request-Id` handling (docs/forwarding.md): a client's id is kept when it is 1–128 characters
+/// of `A-Z a-z 0-9 . _ : -`; otherwise a new one is made.
 enum RequestID {
     static func isWellFormed(_ value: some StringProtocol) -> Bool {
         let utf8 = value.utf8

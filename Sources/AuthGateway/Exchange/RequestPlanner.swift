@@ -107,7 +107,7 @@ struct RequestPlanner {
         // WebSocket is tunnelled once authorized. Any other upgrade (`h2c`, which `curl --http2`
         // and Java's HttpClient send on http:// URLs) is ignored, as RFC 9110 §7.8 allows: the
         // request is served over HTTP/1.1, and `Upgrade`, `HTTP2-Settings` and the `Connection`
-        // tokens naming them are hop-by-hop, never forwarded (SPEC §4.9).
+        // tokens naming them are hop-by-hop, never forwarded (docs/http2.md).
         if RequestFraming.isUpgrade(head), let protocolName = RequestFraming.webSocketUpgrade(head) {
             guard head.method == .GET, head.version == .http1_1, framing == .none else {
                 return .ready(

@@ -2,7 +2,7 @@ import NIOCore
 
 /// Everything derived from one configuration that requests read: immutable, built once per
 /// (re)load and shared by all event loops. In-flight requests keep the snapshot they started
-/// with (DESIGN.md habit 7).
+/// with (docs/architecture.md).
 final class RuntimeSnapshot: Sendable {
     let configuration: GatewayConfiguration
     let generation: UInt64
@@ -30,9 +30,9 @@ final class RuntimeSnapshot: Sendable {
     let refreshTokenRemovals: [TokenEdit]
     /// `tokens.apiKeys`, read (with its `keysFile`) at this (re)load; nil without.
     let apiKeys: APIKeyTable?
-    /// Header fields encoded never-indexed on HTTP/2, both ways (SPEC §4.9).
+    /// Header fields encoded never-indexed on HTTP/2, both ways (docs/http2.md).
     let secretHeaders: SecretHeaderNames
-    /// The rate limits (SPEC §4.12); nil without any, so requests pay nothing.
+    /// The rate limits (docs/rate-limits.md); nil without any, so requests pay nothing.
     let rateLimiter: RateLimiter?
     /// `authorizer` (docs/authorizer.md); nil without it, so requests pay nothing.
     let authorizer: AuthorizerConfiguration?

@@ -31,7 +31,7 @@ extension HTTP1ServerConnection {
         }
         switch framing {
         case .failure(let error):
-            // Ambiguous framing: answer and close, never forward (SPEC §4.5).
+            // Ambiguous framing: answer and close, never forward (docs/forwarding.md).
             self.exchange?.local = .problem(error, requestID: requestID)
             self.run(self.state.decidedToRespondLocally(forceClose: true), context: context)
         case .success(let body):

@@ -3,7 +3,7 @@ import NIOHTTP1
 
 /// One client connection's requests over HTTP/1.1: parses them (`RequestParser`), feeds
 /// `HTTP1ConnectionStateMachine` with their events and the upstream's, and runs the actions it
-/// returns (DESIGN.md habit 2: one place runs actions). It is the connection's only handler
+/// returns (docs/architecture.md: one place runs actions). It is the connection's only handler
 /// (after TLS): bytes in, bytes out. The decisions live in pure types —
 /// `HTTP1ConnectionStateMachine` (keep-alive, pipelining holds, 100-continue, drain, tunnel,
 /// around the request's protocol-neutral `ExchangeStateMachine`), `ConnectionDeadlines` (timeouts),

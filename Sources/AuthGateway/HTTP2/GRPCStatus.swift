@@ -2,7 +2,7 @@ import NIOCore
 import NIOHPACK
 import NIOHTTP1
 
-/// gRPC's view of the gateway's own answers (SPEC §4.9): a Trailers-Only response — HTTP 200,
+/// gRPC's view of the gateway's own answers (docs/http2.md): a Trailers-Only response — HTTP 200,
 /// `content-type: application/grpc`, `grpc-status` and a percent-encoded `grpc-message` in one
 /// HEADERS frame that ends the stream (gRPC over HTTP/2, "Responses").
 enum GRPCStatus {

@@ -4,7 +4,7 @@ import NIOHTTP1
 
 /// Translates between HTTP/2 header blocks and the HTTP/1.1-shaped heads the request phases
 /// work on (RFC 9113 §8.3; "the same routing, token extraction, verification … as an HTTP/1.1
-/// request", SPEC §4.9). NIOHTTP2 has already refused malformed blocks (uppercase or
+/// request", docs/http2.md). NIOHTTP2 has already refused malformed blocks (uppercase or
 /// connection-specific names, CR/LF/NUL in values, bad pseudo-headers, `te` other than
 /// `trailers`); what arrives here is checked again where a mistake would let one HTTP/2
 /// request become two HTTP/1.1 requests (the downgrade desync class).
@@ -123,7 +123,7 @@ enum HTTP2Messages {
     /// place in the HPACK dynamic table, where it would only evict what repeats), then
     /// `extra` (new tokens and session cookies, `RateLimit`). Secret fields (the new-token
     /// headers and `set-cookie` among them), and those an HTTP/2 backend sent never-indexed,
-    /// stay out of the HPACK dynamic table (SPEC §4.9).
+    /// stay out of the HPACK dynamic table (docs/http2.md).
     static func responseHeaders(
         _ head: UpstreamResponseHead, requestID: String, extra: [(name: String, value: String)],
         secrets: SecretHeaderNames, dropsCORSFields: Bool = false

@@ -32,7 +32,7 @@ final class AccessLog {
         var bytesOut: Int
         /// The W3C trace id when the request was traced.
         var traceID: String? = nil
-        /// The rate limit that refused the request (SPEC §4.12).
+        /// The rate limit that refused the request (docs/rate-limits.md).
         var rateLimit: String? = nil
         /// An authorizer decision (docs/authorizer.md): `"mode":"authorizer"`.
         var authorizer = false

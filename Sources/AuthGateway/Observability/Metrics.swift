@@ -3,7 +3,7 @@ import NIOConcurrencyHelpers
 
 /// A metric sample's identity: family name plus its label pairs, already bounded in
 /// cardinality by the callers (route names, status classes, failure reasons — never user ids
-/// or raw paths; DESIGN.md habit 9).
+/// or raw paths; docs/architecture.md).
 struct MetricKey: Hashable, Sendable {
     let name: String
     let labels: [String: String]

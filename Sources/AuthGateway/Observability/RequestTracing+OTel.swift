@@ -20,8 +20,8 @@ extension GatewayTracing {
         otel.traces.enabled = true
         // The gateway samples before a span exists (no span object for an unsampled request).
         otel.traces.sampler = .alwaysOn
-        // The configured URL is the collector's base (SPEC §4.10); swift-otel takes an explicit
-        // endpoint as the signal's full URL.
+        // The configured URL is the collector's base (docs/operations.md); swift-otel takes an
+        // explicit endpoint as the signal's full URL.
         let base =
             configuration.otlpEndpoint.hasSuffix("/")
             ? String(configuration.otlpEndpoint.dropLast()) : configuration.otlpEndpoint

@@ -2,10 +2,10 @@ import NIOCore
 import NIOHTTP1
 import Tracing
 
-/// OpenTelemetry tracing of requests (SPEC §4.10), built once from `tracing`: a tracer (swift-otel's,
-/// exporting over OTLP/HTTP in batches off the request path) behind the gateway's own sampling
-/// decision, so that a request that is not traced creates nothing — without `tracing` there is
-/// no `GatewayTracing` at all and an incoming `traceparent` is forwarded as any header.
+/// OpenTelemetry tracing of requests (docs/operations.md), built once from `tracing`: a tracer
+/// (swift-otel's, exporting over OTLP/HTTP in batches off the request path) behind the gateway's
+/// own sampling decision, so that a request that is not traced creates nothing — without `tracing`
+/// there is no `GatewayTracing` at all and an incoming `traceparent` is forwarded as any header.
 ///
 /// Sampling is parent-based: a client's `traceparent` decides (its sampled flag), otherwise a
 /// new trace is recorded with probability `sampleRatio`.

@@ -8,7 +8,7 @@ struct ProfileKey: Hashable, Sendable {
 }
 
 /// Users' profiles from the auth service (`GET /v1/user`, OIDC userinfo), cached process-wide
-/// (SPEC §4.4).
+/// (docs/authentication.md).
 ///
 /// - LRU bounded by `maxEntries`, fresh for `ttlSeconds`.
 /// - After that an entry is still served for `staleSeconds` (counted from when it went stale)
@@ -40,7 +40,7 @@ final class ProfileCache: Sendable {
     }
 
     /// The configuration this cache was built for: a reload keeps the cache only while it is
-    /// unchanged (SPEC §2).
+    /// unchanged (docs/operations.md).
     var profileConfiguration: ProfileConfiguration { self.configuration }
 
     /// The profile for `key`, or a fetch (made on the caller's `eventLoop`, to the profile

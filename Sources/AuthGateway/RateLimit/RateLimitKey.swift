@@ -2,8 +2,8 @@ import Crypto
 import Foundation
 
 /// A rate-limited value (a `sub`, an address…) as the tables hold it: the first 128 bits of
-/// its HMAC-SHA-256, never the value itself (SPEC §4.12). A plain hash of an email address or
-/// a small user id could be reversed with a dictionary; an HMAC cannot without the key.
+/// its HMAC-SHA-256, never the value itself (docs/rate-limits.md). A plain hash of an email address
+/// or a small user id could be reversed with a dictionary; an HMAC cannot without the key.
 struct RateLimitKey: Hashable, Sendable, CustomStringConvertible {
     let high: UInt64
     let low: UInt64

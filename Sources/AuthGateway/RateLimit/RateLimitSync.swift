@@ -19,7 +19,7 @@ struct RemoteRateLimitUsage: Sendable, Equatable {
     var ageMilliseconds: Int64
 }
 
-/// The pure part of the rate-limit sync across instances (SPEC §4.12): numbering this
+/// The pure part of the rate-limit sync across instances (docs/rate-limits.md): numbering this
 /// instance's syncs and remembering, per other instance, the last sync already debited, so
 /// that a row is debited exactly once however often it is read.
 ///

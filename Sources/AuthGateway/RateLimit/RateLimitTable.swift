@@ -1,7 +1,7 @@
 import NIOConcurrencyHelpers
 
 /// The buckets of one limit: its keys' TATs (`TokenBucket`) in a bounded LRU, sharded by key
-/// hash so event loops rarely meet on a lock (DESIGN.md: no global lock on the request path).
+/// hash so event loops rarely meet on a lock (docs/architecture.md: no global lock on the request path).
 ///
 /// One table per limit, shared by every loop: a key's burst holds whatever loop its requests
 /// land on. Each access holds one shard's lock for one dictionary operation and some integer

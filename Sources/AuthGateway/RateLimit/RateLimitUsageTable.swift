@@ -1,8 +1,8 @@
 import Foundation
 import PostgresNIO
 
-/// The SQL of the rate-limit sync across instances (SPEC §4.12), in one place; the README's
-/// "Running several instances" prints the same schema.
+/// The SQL of the rate-limit sync across instances (docs/rate-limits.md), in one place;
+/// docs/shared-state.md prints the same schema.
 ///
 /// One row per (instance, sync, limit, key): what that instance admitted for the key since
 /// its previous sync. Keys are the first 128 bits of the HMAC-SHA-256 of the value

@@ -1,7 +1,7 @@
 import Crypto
 import NIOHTTP1
 
-/// The rate limits of one configuration (SPEC §4.12): which tables a route's requests go
+/// The rate limits of one configuration (docs/rate-limits.md): which tables a route's requests go
 /// through, how a request's key is found, and the verdict with its headers.
 ///
 /// Built per configuration, its tables outlive it: a reload keeps the table (the buckets) of
@@ -86,7 +86,7 @@ final class RateLimiter: Sendable {
             header: Self.rateLimitHeader(tightest.table.name, remaining: tightest.remaining, reset: tightest.reset))
     }
 
-    // MARK: Shared state (SPEC §4.12, across instances)
+    // MARK: Shared state (docs/rate-limits.md, across instances)
 
     /// What every table admitted per key since the last call (for the sync).
     func drainUsage() -> [RateLimitUsage] {

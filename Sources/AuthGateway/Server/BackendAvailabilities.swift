@@ -2,7 +2,7 @@ import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 
-/// Each backend's `TargetAvailability` (SPEC §4.11): one per process, shared by every event
+/// Each backend's `TargetAvailability` (docs/forwarding.md): one per process, shared by every event
 /// loop's pool for the backend and by the health prober. A reload keeps a backend's (and what
 /// it learned: streaks, ejections, health) while its URLs, `healthCheck` and
 /// `outlierDetection` are unchanged; a TLS change rebuilds the pools but not this.

@@ -3,11 +3,11 @@ import Foundation
 import Logging
 import NIOSSL
 
-/// What all event loops share: the process-wide caches and coordinators (DESIGN.md), health,
-/// slow-path metrics, the clock.
+/// What all event loops share: the process-wide caches and coordinators (docs/architecture.md),
+/// health, slow-path metrics, the clock.
 final class GatewayShared: Sendable {
     let verifiedTokens: VerifiedTokenCache
-    /// `jti`s of accepted DPoP proofs (process-wide, kept across reloads; SPEC §4.14).
+    /// `jti`s of accepted DPoP proofs (process-wide, kept across reloads; docs/authentication.md).
     let dpopReplay = ReplayCache()
     /// Browser sessions (docs/browser-sign-in.md): process-wide, kept across reloads; with
     /// `sharedState`, the database's read-through cache.
@@ -21,10 +21,10 @@ final class GatewayShared: Sendable {
     let keyStore: KeyStore
     let health: HealthState
     let processMetrics: ProcessMetrics
-    /// The refresh single flight and grace table: outlives configurations (SPEC §2).
+    /// The refresh single flight and grace table: outlives configurations (docs/operations.md).
     let refreshStore: RefreshStore
     /// With `sharedState.postgres`: the database behind `refreshStore`, its background work
-    /// and health (SPEC §4.8). Kept across reloads.
+    /// and health (docs/shared-state.md). Kept across reloads.
     let sharedState: PostgresSharedState?
     /// Unix seconds; injectable so tests can move time.
     let clock: @Sendable () -> Double
@@ -37,7 +37,7 @@ final class GatewayShared: Sendable {
     let connector: UpstreamConnector
     /// Request tracing; nil without `tracing` (then requests create no trace objects).
     let tracing: GatewayTracing?
-    /// Which URL of each backend is in rotation (SPEC §4.11), process-wide.
+    /// Which URL of each backend is in rotation (docs/forwarding.md), process-wide.
     let backendAvailabilities: BackendAvailabilities
     /// Open client connections, all loops together (each loop's `ConnectionRegistry` counts
     /// its own in and out).

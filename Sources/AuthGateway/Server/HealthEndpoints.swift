@@ -1,7 +1,7 @@
 import NIOCore
 import NIOHTTP1
 
-/// `livePath`, `readyPath` and `path` (SPEC §4.6), served on the main and admin listeners.
+/// `livePath`, `readyPath` and `path` (docs/operations.md), served on the main and admin listeners.
 enum HealthEndpoints {
     /// The answer for a health path, or nil when `path` is not one.
     static func response(
@@ -77,7 +77,7 @@ enum HealthEndpoints {
                 Self.describe(rotation.states[index], now: now, into: &entry)
                 urls[url.description] = .object(entry)
             }
-            // SPEC §4.11: some URLs out (refusing connects, ejected, unhealthy) leave the
+            // docs/forwarding.md: some URLs out (refusing connects, ejected, unhealthy) leave the
             // gateway `ok` — the backend's own entry says `degraded`; a backend none of whose
             // URLs can be reached, or with none in rotation (panic routing), degrades it.
             if failing == backend.urls.count { degraded = true }

@@ -4,7 +4,7 @@ import NIOCore
 import NIOHTTP1
 import ServiceLifecycle
 
-/// Active health checks (SPEC §4.11): one probe loop per process — not per event loop — for
+/// Active health checks (docs/forwarding.md): one probe loop per process — not per event loop — for
 /// every backend with `healthCheck`. Each round `GET`s the path on every URL with the
 /// backend's own protocol and TLS, on a connection of its own (never a user's request, never
 /// a user's token); 2xx/3xx within `timeoutMilliseconds` is a pass. The outcomes go to the

@@ -2,7 +2,7 @@ import NIOConcurrencyHelpers
 import Synchronization
 
 /// Process-wide liveness, readiness and dependency facts behind `/livez`, `/readyz` and
-/// `/healthz` (SPEC §4.6). Written rarely (state changes, connect results), read by health
+/// `/healthz` (docs/operations.md). Written rarely (state changes, connect results), read by health
 /// requests; never touched by ordinary requests.
 final class HealthState: Sendable {
     private let draining = Atomic<Bool>(false)

@@ -1,6 +1,6 @@
-/// Introspection answers sealed for the shared table (SPEC §4.13) exactly as refresh outcomes
-/// are: `{"o":"active","c":{the answer's members}}` or `{"o":"inactive"}`. How long an answer
-/// lasts is not sealed: it is the row's `expires_at`, read as milliseconds left by the
+/// Introspection answers sealed for the shared table (docs/authentication.md) exactly as refresh
+/// outcomes are: `{"o":"active","c":{the answer's members}}` or `{"o":"inactive"}`. How long an
+/// answer lasts is not sealed: it is the row's `expires_at`, read as milliseconds left by the
 /// database's clock, so the instances' clocks need not agree.
 extension OutcomeSealer {
     /// nil for `unavailable`, which is never stored.

@@ -2,8 +2,8 @@ import Crypto
 import Foundation
 
 /// Seals refresh outcomes (and introspection answers, `OutcomeSealer+Introspection`) for the
-/// shared tables with AES-256-GCM (SPEC §4.8): nothing stored reveals a token. The key digest
-/// of the row is the authenticated data, so a sealed outcome copied to another row does not
+/// shared tables with AES-256-GCM (docs/shared-state.md): nothing stored reveals a token. The key
+/// digest of the row is the authenticated data, so a sealed outcome copied to another row does not
 /// open there.
 ///
 /// Layout: a format byte (1), then AES-GCM's combined form (12-byte nonce, ciphertext, 16-byte

@@ -1,7 +1,7 @@
 import Foundation
 import NIOCore
 
-/// The rate-limit sync loop (SPEC §4.12): every `rateLimitSyncMilliseconds`, one statement
+/// The rate-limit sync loop (docs/rate-limits.md): every `rateLimitSyncMilliseconds`, one statement
 /// sends what this instance admitted per key since the last sync and brings back what the
 /// others admitted, which is debited from the local buckets. Not per request: requests only
 /// touch their local buckets.

@@ -12,9 +12,9 @@ struct SharedRefreshRow: Sendable, Equatable {
     var remainingMilliseconds: Int64
 }
 
-/// What one instance does for one old refresh token against the shared table (SPEC §4.8),
-/// decided from the rows its statements return. Pure: the shell runs the statements, waits
-/// and calls the auth service; `now` is a monotonic time in milliseconds.
+/// What one instance does for one old refresh token against the shared table
+/// (docs/shared-state.md), decided from the rows its statements return. Pure: the shell runs the
+/// statements, waits and calls the auth service; `now` is a monotonic time in milliseconds.
 ///
 /// States and transitions:
 /// - `claiming(takeover: false)`: the first claim. Its row says: ours → `lead`; an outcome →

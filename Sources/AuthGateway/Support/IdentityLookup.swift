@@ -52,9 +52,9 @@ enum IdentityLookup {
         return false
     }
 
-    /// The text of a header carrying `value` (SPEC §4.4): strings without quotes, numbers and
-    /// booleans as written, arrays joined with ",", objects as JSON; nil for null, and nil when
-    /// the text could split the header block (CR, LF, NUL).
+    /// The text of a header carrying `value` (docs/authentication.md): strings without quotes,
+    /// numbers and booleans as written, arrays joined with ",", objects as JSON; nil for null, and
+    /// nil when the text could split the header block (CR, LF, NUL).
     static func headerText(for value: JSONValue) -> String? {
         let text: String
         switch value {

@@ -1,5 +1,5 @@
 /// The request target split into a normalized path (what routes match and the backend
-/// receives) and the untouched query string (SPEC §3.3).
+/// receives) and the untouched query string (docs/configuration.md).
 struct RequestTarget: Equatable {
     /// Normalized: unreserved percent-escapes decoded, `.`/`..` segments resolved, repeated
     /// slashes kept.

@@ -2,10 +2,10 @@ import NIOConcurrencyHelpers
 
 /// Process-wide state split into independently locked shards, chosen by a key's hash.
 ///
-/// This is how the caches and single-flight tables are shared by all event loops (DESIGN.md:
-/// per-loop copies would break "one verification / one fetch / one refresh for N concurrent
-/// requests"). Each access holds one shard's lock for a dictionary operation — never across
-/// I/O — so loops rarely meet on the same lock, and no access takes a global lock.
+/// This is how the caches and single-flight tables are shared by all event loops
+/// (docs/architecture.md: per-loop copies would break "one verification / one fetch / one refresh
+/// for N concurrent requests"). Each access holds one shard's lock for a dictionary operation —
+/// never across I/O — so loops rarely meet on the same lock, and no access takes a global lock.
 final class Sharded<Shard: Sendable>: Sendable {
     private let shards: [NIOLockedValueBox<Shard>]
 

@@ -2,13 +2,13 @@ import NIOCore
 
 /// The bookkeeping of one event loop's pool towards one upstream (a backend's URLs, the auth
 /// service, a JWKS host), as a pure state machine: events in, actions out; no I/O, no timers,
-/// `now` passed in (DESIGN.md habit 1, AsyncHTTPClient's `HTTPConnectionPool.StateMachine`).
+/// `now` passed in (docs/architecture.md, AsyncHTTPClient's `HTTPConnectionPool.StateMachine`).
 /// `UpstreamPool` is the shell that connects, arms timers and hands connections out.
 ///
 /// - Targets are chosen **per request**, round robin, skipping targets out of rotation
 ///   (`TargetSelector`; the shell hands in `TargetHealth`'s verdict with `setOutOfRotation`),
 ///   so a keep-alive client — or a pool holding idle connections to one URL — still spreads
-///   its requests over every URL (SPEC §4.5, §4.11).
+///   its requests over every URL (docs/forwarding.md).
 /// - HTTP/1.1 (`exclusive`): a connection serves one request at a time. Each target keeps its
 ///   own idle connections, reused last-in first-out (the warmest).
 /// - HTTP/2 (`multiplexed`): a connection serves as many concurrent streams as its peer's

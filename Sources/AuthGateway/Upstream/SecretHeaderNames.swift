@@ -1,7 +1,7 @@
 import NIOHPACK
 
 /// The header fields whose values are secrets, which HPACK must encode never-indexed (RFC 7541
-/// §7.1.3; SPEC §4.9 "HPACK and secrets"). One connection to an HTTP/2 backend carries many
+/// §7.1.3; docs/http2.md, "HPACK and secrets"). One connection to an HTTP/2 backend carries many
 /// users' requests: a token that entered its dynamic table could be probed for by another
 /// request on it (the CRIME-class attack §7.1 describes), and an intermediary must keep the
 /// never-indexed flag on every later hop. Towards clients the same rule covers the tokens and

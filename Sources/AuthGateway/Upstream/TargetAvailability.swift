@@ -4,7 +4,7 @@ import NIOCore
 import Synchronization
 
 /// The process-wide shell of one upstream's `TargetHealth`: every event loop's pool for a
-/// backend shares it (SPEC §4.11: counting is per process, not per event loop), and the
+/// backend shares it (docs/forwarding.md: counting is per process, not per event loop), and the
 /// health prober feeds it.
 ///
 /// The request path reads it without a lock: `outOfRotation(now:)` is one or two relaxed

@@ -1,10 +1,10 @@
 import NIOCore
 
 /// Why each URL of one upstream is in or out of rotation — the one place that decides it
-/// (SPEC §4.11): the connect-failure sit-out every pool has, passive outlier ejection and
+/// (docs/forwarding.md): the connect-failure sit-out every pool has, passive outlier ejection and
 /// active health-check thresholds.
 ///
-/// Pure (DESIGN.md habit 1): events in, `Change`s out, `now` passed in; no locks, clocks or
+/// Pure (docs/architecture.md): events in, `Change`s out, `now` passed in; no locks, clocks or
 /// I/O. `TargetAvailability` is its process-wide shell; `TargetSelector` reads the result.
 ///
 /// A URL is out of rotation while it sits out a refused connect (`cooldown`), while it is

@@ -1,7 +1,7 @@
 import NIOCore
 import NIOHTTP2
 
-/// One pooled HTTP/2 connection to a backend (`protocol: "h2"` or `"h2c"`, SPEC §4.9): each
+/// One pooled HTTP/2 connection to a backend (`protocol: "h2"` or `"h2c"`, docs/http2.md): each
 /// lease is a stream opened on it (`UpstreamStream`). Used only on its event loop.
 final class UpstreamHTTP2Connection: Equatable {
     let channel: Channel

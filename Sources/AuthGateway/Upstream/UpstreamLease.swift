@@ -32,7 +32,7 @@ protocol UpstreamLease: AnyObject {
     /// Gives the exchange up: the connection is closed (HTTP/1.1) or the stream reset (HTTP/2).
     func close()
     /// Gives the exchange up because the backend did not answer in time: as `close`, and the
-    /// timeout counts against the URL (outlier detection, SPEC §4.11).
+    /// timeout counts against the URL (outlier detection, docs/forwarding.md).
     func timedOut()
     /// Backpressure: the delegate can take more again.
     func resumeReading()
@@ -60,7 +60,7 @@ struct RequestSecrets {
     var peerNeverIndexed: [String] = []
 }
 
-/// How an exchange with an upstream URL went, as outlier detection counts it (SPEC §4.11).
+/// How an exchange with an upstream URL went, as outlier detection counts it (docs/forwarding.md).
 enum UpstreamOutcome: Equatable {
     /// A final response head arrived with this status (502/503/504 are failures).
     case responded(Int)

@@ -23,7 +23,7 @@ final class UpstreamPool {
     let wireProtocol: BackendConfiguration.WireProtocol
     private let tls: UpstreamTLS?
     /// Which targets are in rotation: a backend's is shared by every loop's pool and the
-    /// health prober (SPEC §4.11); other upstreams have one of their own.
+    /// health prober (docs/forwarding.md); other upstreams have one of their own.
     let availability: TargetAvailability
     private let connector: UpstreamConnector
     private var state: Machine

@@ -59,7 +59,7 @@ package struct UpstreamTLS: Sendable {
         return ConfigurationLoader.isIPLiteral(target.host) ? nil : target.host
     }
 
-    /// The TLS of a backend with an `https` URL (SPEC §4.11): its own CA file or else the
+    /// The TLS of a backend with an `https` URL (docs/forwarding.md): its own CA file or else the
     /// system trust store only (never the auth service's CA), its client certificate, ALPN
     /// `h2` for `protocol: "h2"`; nil for a backend without `https` URLs.
     static func backend(_ backend: BackendConfiguration) throws -> UpstreamTLS? {

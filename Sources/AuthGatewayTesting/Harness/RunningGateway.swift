@@ -58,7 +58,7 @@ package final class RunningGateway: Sendable {
         return document
     }
 
-    /// How the process is told its configuration file (SPEC §2).
+    /// How the process is told its configuration file (docs/operations.md).
     package enum Invocation: Sendable {
         /// `auth-gateway serve --config PATH`
         case serveWithConfigOption

@@ -3,7 +3,7 @@ import Testing
 
 @testable import AuthGateway
 
-/// h2c by prior knowledge or HTTP/1.1 from a cleartext connection's first bytes (SPEC §4.9).
+/// h2c by prior knowledge or HTTP/1.1 from a cleartext connection's first bytes (docs/http2.md).
 @Suite("CleartextProtocol")
 struct CleartextProtocolTests {
     static func classify(_ text: String) -> CleartextProtocol {
@@ -22,7 +22,7 @@ struct CleartextProtocolTests {
         #expect(Self.classify("GET / HTTP/1.1\r\n") == .http1)
         #expect(Self.classify("POST") == .http1)
         #expect(Self.classify("PRI * HTTP/1.1\r\n") == .http1)
-        // An `Upgrade: h2c` request is HTTP/1.1 (served as such, SPEC §4.9).
+        // An `Upgrade: h2c` request is HTTP/1.1 (served as such, docs/http2.md).
         #expect(Self.classify("GET / HTTP/1.1\r\nUpgrade: h2c\r\n\r\n") == .http1)
     }
 }

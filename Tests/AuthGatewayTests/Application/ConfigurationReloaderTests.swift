@@ -4,8 +4,8 @@ import Testing
 
 @testable import AuthGateway
 
-/// `ConfigurationReloader` (SPEC §2): a reload validates before anything changes, swaps every
-/// loop's snapshot, and is counted either way.
+/// `ConfigurationReloader` (docs/operations.md): a reload validates before anything changes, swaps
+/// every loop's snapshot, and is counted either way.
 @Suite("ConfigurationReloader", .awaitsCleanups)
 struct ConfigurationReloaderTests {
     @Test func anInvalidFileKeepsTheRunningConfigurationAndCountsAFailure() async throws {
@@ -57,7 +57,7 @@ struct ConfigurationReloaderTests {
         #expect(ApplicationTesting.reloads(application, .failure) == 0)
     }
 
-    /// What the reload keeps while its section is unchanged (SPEC §2): the profile cache.
+    /// What the reload keeps while its section is unchanged (docs/operations.md): the profile cache.
     @Test func aReloadKeepsTheProfileCacheUntilItsSectionChanges() async throws {
         func withProfile(ttl: Int) -> (inout JSONObject) -> Void {
             {

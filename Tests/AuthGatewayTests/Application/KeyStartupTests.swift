@@ -4,7 +4,7 @@ import Testing
 import AuthGatewayTesting
 @testable import AuthGateway
 
-/// `KeyStartup`: the start-up fetch of each remote key set (SPEC §2: once), which
+/// `KeyStartup`: the start-up fetch of each remote key set (docs/operations.md: once), which
 /// `KeyRefreshService` waits for before scheduling refreshes.
 @Suite("KeyStartup", .awaitsCleanups)
 struct KeyStartupTests {

@@ -6,8 +6,8 @@ import AuthGatewayTesting
 import AuthGatewayDemo
 @testable import AuthGateway
 
-/// SPEC §2: a reload keeps what the gateway has learned — refreshes in flight and their grace
-/// outcomes, cached profiles while the profile section is unchanged.
+/// docs/operations.md: a reload keeps what the gateway has learned — refreshes in flight and their
+/// grace outcomes, cached profiles while the profile section is unchanged.
 @Suite("Configuration reload keeps learned state (real sockets)", .awaitsCleanups)
 struct ReloadTests {
     /// The sign-out this prevents: with a rotating auth service, a second refresh of the old
@@ -65,9 +65,9 @@ struct ReloadTests {
 }
 
 extension ReloadTests {
-    /// SPEC §2: a reload keeps the open keep-alive connections of unchanged backends. The echo
-    /// backend counts the connections it accepted: requests before and after two reloads (one
-    /// changing the identity headers, one adding another backend and route) share the one
+    /// docs/operations.md: a reload keeps the open keep-alive connections of unchanged backends.
+    /// The echo backend counts the connections it accepted: requests before and after two reloads
+    /// (one changing the identity headers, one adding another backend and route) share the one
     /// pooled connection.
     @Test func aReloadKeepsKeepAliveConnectionsOfUnchangedBackends() async throws {
         let other = try await EchoBackend.start(group: TestGroup.shared)

@@ -2,7 +2,7 @@ import Testing
 
 @testable import AuthGateway
 
-/// Validation of OpenID Connect discovery documents (SPEC §4.10), without I/O.
+/// Validation of OpenID Connect discovery documents (docs/authentication.md), without I/O.
 @Suite("DiscoveryDocument")
 struct DiscoveryDocumentTests {
     static let issuer = "https://idp.test/realms/main"

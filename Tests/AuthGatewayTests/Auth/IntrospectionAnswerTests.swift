@@ -5,7 +5,7 @@ import Testing
 
 @testable import AuthGateway
 
-/// The introspection call's form and the reading of its answers (RFC 7662, SPEC §4.13).
+/// The introspection call's form and the reading of its answers (RFC 7662, docs/authentication.md).
 @Suite("IntrospectionAnswer")
 struct IntrospectionAnswerTests {
     static let now = 1_800_000_000.0

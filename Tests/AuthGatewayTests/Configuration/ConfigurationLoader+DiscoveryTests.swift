@@ -3,8 +3,8 @@ import Testing
 import AuthGatewayTesting
 @testable import AuthGateway
 
-/// `tokens.issuers[].discovery` and `authService.discoveryIssuer` (SPEC §4.10): what they
-/// load to, and every `check` error they can cause.
+/// `tokens.issuers[].discovery` and `authService.discoveryIssuer` (docs/authentication.md): what
+/// they load to, and every `check` error they can cause.
 @Suite("ConfigurationLoader: OpenID Connect discovery")
 struct ConfigurationLoaderDiscoveryTests {
     static let issuer = "https://idp.test/realms/main"

@@ -5,7 +5,7 @@ import Testing
 import AuthGatewayTesting
 @testable import AuthGateway
 
-/// `backends.<name>.tls` (SPEC §4.11): every file checked by `check`, each error with its
+/// `backends.<name>.tls` (docs/forwarding.md): every file checked by `check`, each error with its
 /// JSON path.
 @Suite("ConfigurationLoader: backend TLS")
 struct ConfigurationLoaderBackendTLSTests {

@@ -2,7 +2,7 @@ import Testing
 
 @testable import AuthGateway
 
-/// `tokens.dpop`, `routes[].dpop`, `.forwardDPoPProof` and `dpop.jkt` (SPEC §4.14).
+/// `tokens.dpop`, `routes[].dpop`, `.forwardDPoPProof` and `dpop.jkt` (docs/authentication.md).
 @Suite("ConfigurationLoader: DPoP")
 struct ConfigurationLoaderDPoPTests {
     func load(

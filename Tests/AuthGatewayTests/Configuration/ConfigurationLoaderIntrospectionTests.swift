@@ -2,7 +2,7 @@ import Testing
 
 @testable import AuthGateway
 
-/// `tokens.introspection` (SPEC §4.13): defaults, and every error with its JSON path.
+/// `tokens.introspection` (docs/authentication.md): defaults, and every error with its JSON path.
 @Suite("ConfigurationLoader: tokens.introspection")
 struct ConfigurationLoaderIntrospectionTests {
     func load(_ introspection: String, auth: String = "required") -> Result<GatewayConfiguration, ConfigurationError> {
@@ -113,7 +113,7 @@ struct ConfigurationLoaderIntrospectionTests {
             ) == [])
     }
 
-    // MARK: The discovered introspection_endpoint (SPEC §4.13)
+    // MARK: The discovered introspection_endpoint (docs/authentication.md)
 
     func load(tokens: String, authService: String? = nil) -> Result<GatewayConfiguration, ConfigurationError> {
         let text = """

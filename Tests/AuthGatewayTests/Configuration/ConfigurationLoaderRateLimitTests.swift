@@ -3,8 +3,8 @@ import Testing
 
 @testable import AuthGateway
 
-/// `rateLimits` and `sharedState.rateLimitSyncMilliseconds` (SPEC §4.12): every field checked
-/// with its JSON path.
+/// `rateLimits` and `sharedState.rateLimitSyncMilliseconds` (docs/rate-limits.md): every field
+/// checked with its JSON path.
 @Suite("ConfigurationLoader: rateLimits")
 struct ConfigurationLoaderRateLimitTests {
     func document(_ rateLimits: String, extra: String = "") -> String {

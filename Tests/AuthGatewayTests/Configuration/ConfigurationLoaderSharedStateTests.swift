@@ -4,8 +4,8 @@ import Testing
 
 @testable import AuthGateway
 
-/// `sharedState` (SPEC §3, §4.8): checked without connecting, every error with its JSON path,
-/// no error quoting the URL's password or the key.
+/// `sharedState` (docs/configuration.md, docs/shared-state.md): checked without connecting, every
+/// error with its JSON path, no error quoting the URL's password or the key.
 @Suite("ConfigurationLoader: sharedState")
 struct ConfigurationLoaderSharedStateTests {
     static let key = Data(repeating: 0xA5, count: 32).base64EncodedString()

@@ -176,7 +176,7 @@ struct ConfigurationLoaderTests {
         _ = try self.valid(fullConfiguration)
     }
 
-    @Test("a minimal configuration gets the SPEC §3 defaults")
+    @Test("a minimal configuration gets the defaults of docs/configuration.md")
     func minimalDefaults() throws {
         let configuration = try self.valid(minimalConfiguration)
         #expect(configuration.listener == ListenerConfiguration(host: "0.0.0.0", port: 8080, tls: nil))

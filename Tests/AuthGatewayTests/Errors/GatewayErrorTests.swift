@@ -15,7 +15,7 @@ struct GatewayErrorTests {
             .keysUnavailable, .overloaded,
         ] + TokenFailure.allCases.map(GatewayError.tokenRejected)
 
-    @Test("status codes (SPEC §4.2)")
+    @Test("status codes (docs/errors.md)")
     func statusCodes() {
         let expected: [(GatewayError, Int)] = [
             (.malformedRequest("x"), 400), (.invalidPath, 400), (.ambiguousToken, 400), (.headersTooLarge, 431),

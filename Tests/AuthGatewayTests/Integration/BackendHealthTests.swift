@@ -65,7 +65,7 @@ final class ScriptedURL: Sendable {
     func close() async { await self.server.close() }
 }
 
-/// Passive outlier detection and active health checks over real sockets (SPEC §4.11), and
+/// Passive outlier detection and active health checks over real sockets (docs/forwarding.md), and
 /// what operators see of them: `/healthz`, metrics.
 @Suite("Backend health (real sockets)", .awaitsCleanups)
 struct BackendHealthTests {
@@ -218,7 +218,7 @@ struct BackendHealthTests {
         #expect(try await Self.get(gateway, "/still-served").status == 200)
     }
 
-    /// SPEC §4.11: some URLs out leave the gateway `ok`; the backend's entry says which.
+    /// docs/forwarding.md: some URLs out leave the gateway `ok`; the backend's entry says which.
     @Test func aURLRefusingConnectionsLeavesTheGatewayOk() async throws {
         let refusing = try RefusingPort()
         defer { withExtendedLifetime(refusing) {} }

@@ -7,8 +7,8 @@ import AuthGatewayTesting
 import AuthGatewayDemo
 @testable import AuthGateway
 
-/// TLS and mutual TLS to backends (SPEC §4.11), over real sockets, with a throwaway PKI made by
-/// `openssl` (`TestPKI`).
+/// TLS and mutual TLS to backends (docs/forwarding.md), over real sockets, with a throwaway PKI
+/// made by `openssl` (`TestPKI`).
 @Suite("Backend TLS (real sockets)", .awaitsCleanups)
 struct BackendTLSTests {
     /// A gateway whose backend `api` is `url` (default `https://localhost:<port>`) with `tls`.
@@ -77,7 +77,7 @@ struct BackendTLSTests {
         #expect(backend.requestCount == 1)
     }
 
-    /// The trust leak SPEC §4.11 forbids: `authService.caCertificatePEMFile` is the auth
+    /// The trust leak docs/forwarding.md forbids: `authService.caCertificatePEMFile` is the auth
     /// service's trust, not a backend's.
     @Test func theAuthServicesCAIsNotTrustedForBackends() async throws {
         let pki = try await TestPKI.shared()

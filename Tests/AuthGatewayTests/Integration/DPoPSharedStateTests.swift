@@ -6,9 +6,9 @@ import AuthGatewayDemo
 @testable import AuthGateway
 
 extension PostgreSQLTests {
-    /// DPoP across instances (SPEC §4.14): two gateway instances (in this process, each with its
-    /// own event loops, caches and database pool) on one PostgreSQL database share the `jti`
-    /// replay cache and the `DPoP-Nonce` key; with the database down each still serves and
+    /// DPoP across instances (docs/authentication.md): two gateway instances (in this process, each
+    /// with its own event loops, caches and database pool) on one PostgreSQL database share the
+    /// `jti` replay cache and the `DPoP-Nonce` key; with the database down each still serves and
     /// refuses replays it saw itself. Proofs come from Python joserfc.
     @Suite("DPoP across instances (PostgreSQL)", .serialized, .timeLimit(.minutes(2)), .awaitsCleanups)
     struct DPoPSharedStateTests {

@@ -6,7 +6,7 @@ import AuthGatewayTesting
 import AuthGatewayDemo
 @testable import AuthGateway
 
-/// DPoP-bound tokens (RFC 9449, SPEC §4.14) with proofs made live by an independent
+/// DPoP-bound tokens (RFC 9449, docs/authentication.md) with proofs made live by an independent
 /// implementation (Python joserfc: `Fixtures/dpop/dpop_proofs.py`), on real sockets. Every
 /// failed check is its own case and is never forwarded.
 @Suite("DPoP proofs from joserfc (real sockets)", .timeLimit(.minutes(3)))

@@ -6,12 +6,12 @@ import AuthGatewayTesting
 import AuthGatewayDemo
 @testable import AuthGateway
 
-/// OpenID Connect discovery end to end (SPEC §4.10) against `ScriptedOIDCProvider`: keys,
-/// refresh and userinfo all through the endpoints its document names.
+/// OpenID Connect discovery end to end (docs/authentication.md) against `ScriptedOIDCProvider`:
+/// keys, refresh and userinfo all through the endpoints its document names.
 @Suite("OpenID Connect discovery (real sockets)", .awaitsCleanups)
 struct DiscoveryTests {
     /// A gateway whose only knowledge of the provider is its issuer: `discovery: true`, the
-    /// client id and secret (SPEC §4.10's minimal configuration), plus test timings.
+    /// client id and secret (the minimal configuration of docs/authentication.md), plus test timings.
     static func gateway(
         provider: ScriptedOIDCProvider, refresh: Int = 300, minRefetch: Int = 10, authServiceURL: String? = nil,
         waitUntilReady: Bool = true,
@@ -57,7 +57,7 @@ struct DiscoveryTests {
         try await Self.admin(gateway, "/healthz").json?["checks"]?["keys"]?[provider.issuer]
     }
 
-    /// Start-up fetches the document and the JWKS it names once each (SPEC §2), then the
+    /// Start-up fetches the document and the JWKS it names once each (docs/operations.md), then the
     /// periodic refresh fetches both again; tokens verify against the discovered keys and the
     /// profile comes from the discovered userinfo endpoint, on another port.
     @Test func keysAndProfilesComeFromTheDiscoveredEndpoints() async throws {
@@ -151,9 +151,9 @@ struct DiscoveryTests {
         #expect(refused.headers["set-cookie"].contains { $0.hasPrefix("refresh_token=;") })
     }
 
-    /// SPEC §4.10: a document whose `issuer` is not exactly the configured one is refused;
-    /// the issuer stays unready, `/readyz` and `/healthz` say why, no keys are fetched from
-    /// the `jwks_uri` it names, and tokens of that issuer get 503 (nothing could be checked).
+    /// docs/authentication.md: a document whose `issuer` is not exactly the configured one is
+    /// refused; the issuer stays unready, `/readyz` and `/healthz` say why, no keys are fetched
+    /// from the `jwks_uri` it names, and tokens of that issuer get 503 (nothing could be checked).
     @Test func aMismatchedIssuerKeepsTheIssuerUnreadyWithTheReason() async throws {
         let provider = try await ScriptedOIDCProvider.start()
         atTestEnd { await provider.stop() }
@@ -283,9 +283,9 @@ struct DiscoveryTests {
                 == "the discovery document has no userinfo_endpoint")
     }
 
-    /// SPEC §4.13: without `tokens.introspection.url`, opaque tokens go to the discovery
-    /// document's `introspection_endpoint` (another origin than the issuer), with the client
-    /// authenticated as configured; `/healthz` shows the discovered URL. A document without
+    /// docs/authentication.md: without `tokens.introspection.url`, opaque tokens go to the
+    /// discovery document's `introspection_endpoint` (another origin than the issuer), with the
+    /// client authenticated as configured; `/healthz` shows the discovered URL. A document without
     /// the endpoint is refused: the issuer is not ready and says why.
     @Test func anOpaqueTokenIsIntrospectedAtTheDiscoveredEndpoint() async throws {
         let provider = try await ScriptedOIDCProvider.start()

@@ -93,7 +93,7 @@ struct ForwardingTests {
         await other.close()
     }
 
-    /// SPEC §4.5: round robin per request. A keep-alive client (and a pool holding an idle
+    /// docs/forwarding.md: round robin per request. A keep-alive client (and a pool holding an idle
     /// connection to the first URL) still reaches every URL of the backend.
     @Test func roundRobinIsPerRequestOverKeepAliveConnections() async throws {
         let second = try await EchoBackend.start(group: TestGroup.shared)

@@ -7,7 +7,7 @@ import AuthGatewayDemo
 @testable import AuthGateway
 
 /// Ambiguous or malformed framing gets 400 and a closed connection, and reaches no backend
-/// (SPEC §4.5) — the request-smuggling surface.
+/// (docs/forwarding.md) — the request-smuggling surface.
 @Suite("Malformed framing (raw sockets)", .awaitsCleanups)
 struct FramingTests {
     struct Case: CustomTestStringConvertible, Sendable {

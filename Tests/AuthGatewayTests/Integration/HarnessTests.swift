@@ -2,8 +2,8 @@ import Foundation
 import Testing
 import AuthGatewayTesting
 
-/// The test harness's own guarantees (SPEC-independent): children run as another user start in
-/// a folder they can enter and their stderr is not read as output; waits on children are
+/// The test harness's own guarantees (not the gateway's behaviour): children run as another user
+/// start in a folder they can enter and their stderr is not read as output; waits on children are
 /// bounded.
 @Suite("Test harness: child processes", .timeLimit(.minutes(5)))
 struct HarnessTests {

@@ -6,10 +6,10 @@ import AuthGatewayTesting
 import AuthGatewayDemo
 @testable import AuthGateway
 
-/// What the backend may never see, on every route kind (SPEC §4.3, §4.5): refresh tokens, and
-/// client-supplied values of identity headers — also those no `stripInboundHeaderPrefixes`
-/// entry covers — including on WebSocket upgrades. Assertions are on the headers the echo
-/// backend reports it received.
+/// What the backend may never see, on every route kind (docs/authentication.md,
+/// docs/forwarding.md): refresh tokens, and client-supplied values of identity headers — also those
+/// no `stripInboundHeaderPrefixes` entry covers — including on WebSocket upgrades. Assertions are
+/// on the headers the echo backend reports it received.
 @Suite("Header stripping matrix (real sockets)", .awaitsCleanups)
 struct HeaderStrippingTests {
     enum RouteKind: String, CaseIterable, Sendable {

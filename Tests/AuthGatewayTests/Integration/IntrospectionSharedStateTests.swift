@@ -6,9 +6,9 @@ import AuthGatewayDemo
 @testable import AuthGateway
 
 extension PostgreSQLTests {
-    /// Introspection answers across instances (SPEC §4.13): two gateway instances (in this
-    /// process, each with its own caches and database pool) on one PostgreSQL database make one
-    /// endpoint call per token between them; the database holds the answers sealed, keyed by
+    /// Introspection answers across instances (docs/authentication.md): two gateway instances (in
+    /// this process, each with its own caches and database pool) on one PostgreSQL database make
+    /// one endpoint call per token between them; the database holds the answers sealed, keyed by
     /// SHA-256 of the token, and no token in clear.
     @Suite("Introspection across instances (PostgreSQL)", .serialized, .timeLimit(.minutes(2)), .awaitsCleanups)
     struct IntrospectionSharedStateTests {
@@ -119,7 +119,7 @@ extension PostgreSQLTests {
             #expect(
                 lifetimes.count == 2 && lifetimes[0] <= 30 && lifetimes[1] <= 60 && lifetimes[1] > 30, "\(lifetimes)")
             // An independent implementation (Python cryptography) opens the rows with the key and
-            // the row's digest as authenticated data, as the README documents.
+            // the row's digest as authenticated data, as docs/shared-state.md documents.
             let rows = try await cluster.psql(
                 "SELECT encode(token_digest, 'hex') || '|' || encode(sealed_outcome, 'hex') FROM auth_gateway_introspections ORDER BY 1",
                 database: database

@@ -64,8 +64,8 @@ final class ScriptedIntrospection: Sendable {
     }
 }
 
-/// Opaque access tokens checked by RFC 7662 introspection (SPEC §4.13), against a scripted
-/// endpoint on real sockets.
+/// Opaque access tokens checked by RFC 7662 introspection (docs/authentication.md), against a
+/// scripted endpoint on real sockets.
 @Suite("Introspection of opaque tokens (real sockets)", .timeLimit(.minutes(3)), .awaitsCleanups)
 struct IntrospectionTests {
     static let clientSecret = "s3cret:with/special+chars"

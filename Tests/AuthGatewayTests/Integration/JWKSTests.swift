@@ -75,8 +75,8 @@ struct JWKSTests {
     static let second = JWTSigner(key: .es256(P256.Signing.PrivateKey()), kid: "key-2")
     static let third = JWTSigner(key: .edDSA(Curve25519.Signing.PrivateKey()), kid: "key-3")
 
-    /// SPEC §2: start-up fetches each `jwksURL` once — the refresh service does not race the
-    /// start-up fetch with a fetch of its own.
+    /// docs/operations.md: start-up fetches each `jwksURL` once — the refresh service does not race
+    /// the start-up fetch with a fetch of its own.
     @Test func startUpFetchesEachKeySetOnce() async throws {
         let endpoint = try await KeyEndpoint.start([Self.first])
         atTestEnd { await endpoint.service.stop() }

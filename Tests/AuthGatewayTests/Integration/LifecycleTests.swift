@@ -128,7 +128,7 @@ struct LifecycleTests {
         #expect(
             text.contains(
                 "auth_gateway_requests_total{route=\"default\",status_class=\"2xx\",protocol=\"http/1.1\"} 3\n"))
-        // Refused requests count under the route they matched (SPEC §4.6), not "-".
+        // Refused requests count under the route they matched (docs/operations.md), not "-".
         #expect(
             text.contains(
                 "auth_gateway_requests_total{route=\"default\",status_class=\"4xx\",protocol=\"http/1.1\"} 2\n"))

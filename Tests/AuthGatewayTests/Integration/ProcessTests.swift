@@ -6,7 +6,7 @@ import AuthGatewayTesting
 import AuthGatewayDemo
 @testable import AuthGateway
 
-/// The `auth-gateway` executable itself: `check`, and `serve` with its signals (SPEC §2).
+/// The `auth-gateway` executable itself: `check`, and `serve` with its signals (docs/operations.md).
 @Suite("auth-gateway executable", .serialized, .timeLimit(.minutes(5)), .awaitsCleanups)
 struct ProcessTests {
     static let packageRoot = URL(fileURLWithPath: #filePath)
@@ -62,8 +62,8 @@ struct ProcessTests {
         #expect(result.output.contains("routes[0].pathPrefx: unknown key"))
     }
 
-    /// SPEC §4.8: `check` validates `sharedState` without connecting (the host below does not
-    /// exist), and neither the password nor the key appears in what it prints.
+    /// docs/shared-state.md: `check` validates `sharedState` without connecting (the host below
+    /// does not exist), and neither the password nor the key appears in what it prints.
     @Test func checkValidatesSharedStateWithoutConnecting() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("check-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -107,8 +107,8 @@ struct ProcessTests {
         #expect(!invalid.output.contains("pw-not-to-print"))
     }
 
-    /// SPEC §4.10's `check` errors: `discovery` beside `jwksURL`, a `discoveryIssuer` without
-    /// discovery, and a refresh/profile path with no `authService.url` to put it on.
+    /// The `check` errors of docs/authentication.md: `discovery` beside `jwksURL`, a
+    /// `discoveryIssuer` without discovery, and a refresh/profile path with no `authService.url` to put it on.
     @Test func checkReportsDiscoveryMisconfigurations() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("check-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -139,8 +139,8 @@ struct ProcessTests {
         #expect(result.output.contains("authService.profile.path: needs authService.url"), "\(result.output)")
     }
 
-    /// SPEC §2: with no `--config`, `serve` reads the file `$AUTH_GATEWAY_CONFIG` names, and
-    /// with no command at all the executable serves. The configuration proves it was read:
+    /// docs/operations.md: with no `--config`, `serve` reads the file `$AUTH_GATEWAY_CONFIG` names,
+    /// and with no command at all the executable serves. The configuration proves it was read:
     /// the request reaches this test's echo backend (the fallback `config/gateway.json` does
     /// not exist in the process's working directory), and SIGTERM ends it with 0.
     @Test(arguments: [RunningGateway.Invocation.serveWithEnvironment, .defaultCommandWithEnvironment])
@@ -207,8 +207,8 @@ struct ProcessTests {
         #expect(gateway.output.contains("gateway.draining"))
     }
 
-    /// SIGTERM and SIGINT alike (SPEC §2): readiness turns 503 on the admin listener and stays
-    /// so until exit, the main listener refuses new connections, a request the backend holds
+    /// SIGTERM and SIGINT alike (docs/operations.md): readiness turns 503 on the admin listener and
+    /// stays so until exit, the main listener refuses new connections, a request the backend holds
     /// longer than `timeouts.drainSeconds` is cut off at the drain deadline, and the process
     /// exits 0. Every step waits for the state it needs by polling.
     @Test(arguments: [SIGTERM, SIGINT])

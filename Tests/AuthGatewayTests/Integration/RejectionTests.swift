@@ -6,7 +6,7 @@ import AuthGatewayTesting
 import AuthGatewayDemo
 @testable import AuthGateway
 
-/// Every refused request gets the SPEC status with a problem document, and reaches no backend.
+/// Every refused request gets its documented status (docs/errors.md) with a problem document, and reaches no backend.
 @Suite("Rejections (real sockets)", .awaitsCleanups)
 struct RejectionTests {
     struct Case: CustomTestStringConvertible, Sendable {

@@ -8,10 +8,10 @@ import AuthGatewayDemo
 @testable import AuthGateway
 
 extension PostgreSQLTests {
-    /// SPEC §4.8 end to end: `auth-gateway serve` processes sharing one throwaway PostgreSQL
-    /// database, a RainMaker-style auth service that rotates refresh tokens and refuses reuse.
-    /// One test at a time: each runs two debug-build gateways, and the rest of the suite has
-    /// timing-sensitive tests on the same two cores.
+    /// Shared state (docs/shared-state.md) end to end: `auth-gateway serve` processes sharing one
+    /// throwaway PostgreSQL database, a RainMaker-style auth service that rotates refresh tokens
+    /// and refuses reuse. One test at a time: each runs two debug-build gateways, and the rest of
+    /// the suite has timing-sensitive tests on the same two cores.
     @Suite(
         "Shared state across instances (processes, PostgreSQL)", .serialized, .timeLimit(.minutes(2)), .awaitsCleanups)
     struct SharedStateTests {

@@ -8,9 +8,9 @@ import AuthGatewayTesting
 import AuthGatewayDemo
 @testable import AuthGateway
 
-/// What the auth service says to a transparent refresh, and what the client must see (SPEC
-/// §4.3): a refusal signs the session out (401; a cookie session gets both cookies cleared),
-/// an unavailable service keeps it (503 with `Retry-After`, nothing cleared).
+/// What the auth service says to a transparent refresh, and what the client must see
+/// (docs/authentication.md): a refusal signs the session out (401; a cookie session gets both
+/// cookies cleared), an unavailable service keeps it (503 with `Retry-After`, nothing cleared).
 @Suite("Transparent refresh: sign-out and unavailability (real sockets)", .awaitsCleanups)
 struct SignOutTests {
     enum Answer: Sendable {
@@ -168,8 +168,8 @@ struct SignOutTests {
         #expect(gateway.backend.requestCount == 0)
     }
 
-    /// SPEC §4.3: an access token from the auth service that fails verification is a 401
-    /// (logged as a misconfiguration). The refresh token was spent on it, so the session is
+    /// docs/authentication.md: an access token from the auth service that fails verification is a
+    /// 401 (logged as a misconfiguration). The refresh token was spent on it, so the session is
     /// over: a cookie session must be signed out like after any other refusal.
     @Test(arguments: [false, true])
     func aRefreshedTokenTheGatewayRefusesSignsTheCookieSessionOut(_ oauth2: Bool) async throws {

@@ -9,9 +9,9 @@ import AuthGatewayDemo
 @testable import AuthGateway
 
 /// Bodies stream through the gateway in both directions with backpressure: 64 MiB pass
-/// intact while the gateway's memory grows by far less than the body (SPEC §4.5). The memory
-/// is that of a `serve` subprocess (its `/proc/<pid>/status` VmRSS), so the test's own client,
-/// backend and other tests running beside it do not count.
+/// intact while the gateway's memory grows by far less than the body (docs/forwarding.md). The
+/// memory is that of a `serve` subprocess (its `/proc/<pid>/status` VmRSS), so the test's own
+/// client, backend and other tests running beside it do not count.
 @Suite("Streaming bodies (real sockets)", .serialized, .timeLimit(.minutes(5)), .awaitsCleanups)
 struct StreamingTests {
     static let size = 64 * 1024 * 1024

@@ -8,7 +8,7 @@ import AuthGatewayTesting
 import AuthGatewayDemo
 @testable import AuthGateway
 
-/// "A token is never logged" (SPEC §4.2), checked on the real `serve` process at
+/// "A token is never logged" (docs/errors.md), checked on the real `serve` process at
 /// `logging.level: debug` with the access log on: every access token, refresh token and
 /// token the auth service issues passes through it — valid, expired, refreshed, refused,
 /// in headers, cookies and the query string — and none of them, nor a distinctive part of

@@ -6,7 +6,7 @@ import AuthGatewayTesting
 import AuthGatewayDemo
 @testable import AuthGateway
 
-/// OpenTelemetry tracing (SPEC §4.10) against a scripted OTLP/HTTP collector on loopback
+/// OpenTelemetry tracing (docs/operations.md) against a scripted OTLP/HTTP collector on loopback
 /// (OTLP/JSON, so the test reads the spans it receives).
 @Suite("Tracing: OTLP/HTTP export and W3C trace context (real sockets)", .awaitsCleanups)
 struct TracingTests {

@@ -6,7 +6,7 @@ import AuthGatewayTesting
 import AuthGatewayDemo
 @testable import AuthGateway
 
-/// `trustedProxies` end to end (SPEC §4.5), on a real socket whose peer is 127.0.0.1: a
+/// `trustedProxies` end to end (docs/forwarding.md), on a real socket whose peer is 127.0.0.1: a
 /// client's own `X-Forwarded-*` are honoured (For appended to, Proto and Host kept) only when
 /// the peer address is in the list; otherwise they are replaced by the connection's facts.
 @Suite("trustedProxies (real sockets)", .awaitsCleanups)

@@ -280,7 +280,7 @@ struct WebSocketTests {
         #expect(backend.requestHeads.isEmpty)
     }
 
-    /// Any other upgrade (h2c) is ignored (SPEC §4.9): an ordinary request, its `Upgrade`
+    /// Any other upgrade (h2c) is ignored (docs/http2.md): an ordinary request, its `Upgrade`
     /// never forwarded, the connection kept.
     @Test func otherUpgradesAreIgnoredAndNotForwarded() async throws {
         let (gateway, backend) = try await start([.send("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")])

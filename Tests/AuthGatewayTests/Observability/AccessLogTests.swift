@@ -9,8 +9,8 @@ import AuthGatewayDemo
 @testable import AuthGateway
 
 /// The access log of the real `serve` process (one JSON line per request on standard output):
-/// over HTTP/2 it names every request as over HTTP/1.1 and never holds a token (SPEC §4.2,
-/// §4.9); with tracing it carries the request's `traceId` (SPEC §4.10).
+/// over HTTP/2 it names every request as over HTTP/1.1 and never holds a token (docs/errors.md,
+/// docs/http2.md); with tracing it carries the request's `traceId` (docs/operations.md).
 @Suite("Access log of auth-gateway serve: HTTP/2 and trace ids", .serialized, .timeLimit(.minutes(5)), .awaitsCleanups)
 struct AccessLogTests {
     /// The access log lines on `output`, by request id.

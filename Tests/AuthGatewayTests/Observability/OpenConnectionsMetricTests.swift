@@ -6,8 +6,8 @@ import AuthGatewayTesting
 import AuthGatewayDemo
 @testable import AuthGateway
 
-/// `auth_gateway_open_connections` (SPEC §4.6: open connections), read from a real scrape of
-/// the admin listener's `/metrics` while clients connect and leave.
+/// `auth_gateway_open_connections` (docs/operations.md: open connections), read from a real scrape
+/// of the admin listener's `/metrics` while clients connect and leave.
 @Suite("Open connections gauge (real sockets, /metrics)", .awaitsCleanups)
 struct OpenConnectionsMetricTests {
     /// The gauge's value in a fresh scrape (its connection closed again; the admin listener's

@@ -6,9 +6,9 @@ import Testing
 import AuthGatewayTesting
 @testable import AuthGateway
 
-/// `ProfileCache` (SPEC §4.4) in one embedded worker: the profile endpoint and the backend are
-/// embedded channels, the clock is the test's, so freshness, staleness and refusal are checked
-/// byte by byte without sockets or waiting.
+/// `ProfileCache` (docs/authentication.md) in one embedded worker: the profile endpoint and the
+/// backend are embedded channels, the clock is the test's, so freshness, staleness and refusal are
+/// checked byte by byte without sockets or waiting.
 @Suite("ProfileCache (embedded channels)")
 struct ProfileCacheTests {
     static let authService = "10.0.0.9:9000"

@@ -121,8 +121,8 @@ struct ProfileTests {
         #expect(try await RefreshTests.metric(coalesced, adminPort: gateway.adminPort) == 49)
     }
 
-    /// `profile.maxEntries` (SPEC §4.4: an LRU of that many entries), seen from the auth
-    /// service's call count: three users fit in a cache of three; a fourth evicts the least
+    /// `profile.maxEntries` (docs/authentication.md: an LRU of that many entries), seen from the
+    /// auth service's call count: three users fit in a cache of three; a fourth evicts the least
     /// recently used one, and only that one is fetched again.
     @Test func maxEntriesBoundsTheCacheAndEvictsTheLeastRecentlyUsed() async throws {
         let service = try await Self.userService()

@@ -8,7 +8,7 @@ import AuthGatewayTesting
 import AuthGatewayDemo
 @testable import AuthGateway
 
-/// Rate limits per identity on real sockets (SPEC §4.12), over HTTP/1.1 and HTTP/2: the
+/// Rate limits per identity on real sockets (docs/rate-limits.md), over HTTP/1.1 and HTTP/2: the
 /// refusal and its headers, other users unaffected, refused requests never reaching the
 /// backend, the client-address fallback, two limits on one route, gRPC, SIGHUP.
 ///

@@ -6,9 +6,9 @@ import AuthGatewayDemo
 @testable import AuthGateway
 
 extension PostgreSQLTests {
-    /// SPEC §4.12 across instances: two `auth-gateway serve` processes on one PostgreSQL
-    /// database hold one limit together, the database holds no claim value, and with the
-    /// database killed both keep limiting and serving.
+    /// Rate limits (docs/rate-limits.md) across instances: two `auth-gateway serve` processes on
+    /// one PostgreSQL database hold one limit together, the database holds no claim value, and with
+    /// the database killed both keep limiting and serving.
     @Suite(
         "Rate limits across instances (processes, PostgreSQL)", .serialized, .timeLimit(.minutes(2)), .awaitsCleanups)
     struct RateLimitSharedStateTests {
@@ -89,8 +89,8 @@ extension PostgreSQLTests {
             let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
             let admitted = statuses.filter { $0 == 200 }.count
             #expect(statuses.allSatisfy { $0 == 200 || $0 == 429 }, "\(statuses)")
-            // README: burst + rate × t, plus what the other instance admitted in one sync
-            // interval (at most its burst + rate × (interval + statement time; 1 s allowed)).
+            // docs/rate-limits.md: burst + rate × t, plus what the other instance admitted in one
+            // sync interval (at most its burst + rate × (interval + statement time; 1 s allowed)).
             let bound =
                 Double(Self.burst) + Self.rate * seconds + Double(Self.burst) + Self.rate
                 * (Double(Self.syncMilliseconds) / 1000 + 1)

@@ -5,9 +5,9 @@ import Testing
 
 @testable import AuthGateway
 
-/// The pure part of the rate-limit sync across instances (SPEC §4.12): usage drained and
+/// The pure part of the rate-limit sync across instances (docs/rate-limits.md): usage drained and
 /// merged, rows debited once, and — with an in-memory "database" standing in for PostgreSQL —
-/// the over-admission bound the README states.
+/// the over-admission bound docs/rate-limits.md states.
 @Suite("RateLimit sync")
 struct RateLimitSyncTests {
     static let second: UInt64 = 1_000_000_000
@@ -118,8 +118,8 @@ struct RateLimitSyncTests {
 
     /// Two instances, each syncing every `interval` through an in-memory table, one request
     /// every 10 ms alternating between them for 20 s: all together admit at most
-    /// burst + rate × t plus what the other admitted in one sync interval (README), and far
-    /// fewer than two unsynced instances would.
+    /// burst + rate × t plus what the other admitted in one sync interval (docs/rate-limits.md),
+    /// and far fewer than two unsynced instances would.
     @Test func twoInstancesStayWithinTheDocumentedBound() {
         let rate = 5.0
         let burst = 10

@@ -5,7 +5,7 @@ import Testing
 
 @testable import AuthGateway
 
-/// The limiter of one configuration (SPEC §4.12), without I/O: keys, fallbacks, several
+/// The limiter of one configuration (docs/rate-limits.md), without I/O: keys, fallbacks, several
 /// limits on one route, refunds, the headers, keys kept as HMACs, reloads.
 @Suite("RateLimiter")
 struct RateLimiterTests {

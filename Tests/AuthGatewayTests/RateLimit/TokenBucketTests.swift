@@ -2,7 +2,7 @@ import Testing
 
 @testable import AuthGateway
 
-/// The GCRA arithmetic (SPEC §4.12) with an injected clock in nanoseconds.
+/// The GCRA arithmetic (docs/rate-limits.md) with an injected clock in nanoseconds.
 @Suite("TokenBucket")
 struct TokenBucketTests {
     static let second: UInt64 = 1_000_000_000

@@ -3,8 +3,8 @@ import Testing
 
 @testable import AuthGateway
 
-/// `BackendAvailabilities` (SPEC §4.11): a backend's availability outlives a reload while its
-/// URLs and checks are unchanged.
+/// `BackendAvailabilities` (docs/forwarding.md): a backend's availability outlives a reload while
+/// its URLs and checks are unchanged.
 @Suite("BackendAvailabilities")
 struct BackendAvailabilitiesTests {
     private static func configuration(_ backends: JSONObject) throws -> GatewayConfiguration {

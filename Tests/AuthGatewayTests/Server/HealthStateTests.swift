@@ -2,7 +2,7 @@ import Testing
 
 @testable import AuthGateway
 
-/// `HealthState`: the facts behind `/livez`, `/readyz` and `/healthz` (SPEC §4.6).
+/// `HealthState`: the facts behind `/livez`, `/readyz` and `/healthz` (docs/operations.md).
 @Suite("HealthState")
 struct HealthStateTests {
     private static let url = UpstreamURL(scheme: .http, host: "10.0.0.1", port: 80, pathAndQuery: "")

@@ -87,7 +87,7 @@ struct OutcomeSealerTests {
         #expect(TokenDigest(bytes: [1, 2, 3]) == nil)
     }
 
-    // MARK: Introspection answers (SPEC §4.13), sealed the same way
+    // MARK: Introspection answers (docs/authentication.md), sealed the same way
 
     @Test func introspectionAnswersOpenAsTheyWereWithTheReadersValidity() throws {
         let sealer = OutcomeSealer(key: Self.key)

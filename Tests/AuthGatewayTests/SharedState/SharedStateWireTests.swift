@@ -7,9 +7,9 @@ import AuthGatewayDemo
 @testable import AuthGateway
 
 extension PostgreSQLTests {
-    /// SPEC §4.8 on the wire, with in-process gateways sharing one throwaway PostgreSQL
-    /// database: what a client sees when it waited as long as a lease, and what is stored,
-    /// checked by an implementation independent of the gateway's (Python `cryptography`).
+    /// Shared state (docs/shared-state.md) on the wire, with in-process gateways sharing one
+    /// throwaway PostgreSQL database: what a client sees when it waited as long as a lease, and
+    /// what is stored, checked by an implementation independent of the gateway's (Python `cryptography`).
     @Suite("Shared state on the wire (PostgreSQL)", .serialized, .timeLimit(.minutes(2)), .awaitsCleanups)
     struct SharedStateWireTests {
         static let openOutcome = ProcessTests.packageRoot.appendingPathComponent(

@@ -87,7 +87,7 @@ struct IdentityLookupTests {
         }
     }
 
-    @Test("header text of each JSON type (SPEC §4.4)")
+    @Test("header text of each JSON type (docs/authentication.md)")
     func headerText() throws {
         #expect(IdentityLookup.headerText(for: "alice") == "alice")
         #expect(IdentityLookup.headerText(for: true) == "true")

@@ -17,7 +17,7 @@ struct RequestTargetTests {
     }
 
     @Test(
-        "path normalization (SPEC §3.3)",
+        "path normalization (docs/configuration.md)",
         arguments: [
             ("/", "/"),
             ("/a/b", "/a/b"),

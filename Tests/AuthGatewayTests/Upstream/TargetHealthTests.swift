@@ -3,8 +3,8 @@ import Testing
 
 @testable import AuthGateway
 
-/// `TargetHealth` event by event (SPEC §4.11): the connect-failure sit-out, outlier ejection
-/// and health-check thresholds, decided in one place.
+/// `TargetHealth` event by event (docs/forwarding.md): the connect-failure sit-out, outlier
+/// ejection and health-check thresholds, decided in one place.
 @Suite("TargetHealth")
 struct TargetHealthTests {
     private let start = NIODeadline.uptimeNanoseconds(1_000_000_000)

@@ -1,8 +1,8 @@
 import Crypto
 import Foundation
 
-/// Stateless `DPoP-Nonce` values (RFC 9449 §8, SPEC §4.14): a nonce is the time it was issued,
-/// sealed with ChaCha20-Poly1305 under a key every instance holds, so any instance verifies
+/// Stateless `DPoP-Nonce` values (RFC 9449 §8, docs/authentication.md): a nonce is the time it was
+/// issued, sealed with ChaCha20-Poly1305 under a key every instance holds, so any instance verifies
 /// any instance's nonce without storing or exchanging anything. Pure: `now` comes in.
 ///
 /// Layout, base64url without padding (50 characters, RFC 9449's `NQCHAR`s): a version byte
@@ -32,7 +32,7 @@ enum DPoPNonce {
     /// there is one — every instance on the database already holds it, so nonces work across
     /// replicas with no new secret to distribute or rotate, and the derivation keeps this key
     /// independent of the AES-GCM key that seals stored outcomes. Without `sharedState` a
-    /// random key per process (SPEC §4.14): nonces are then valid on the issuing process only.
+    /// random key per process (docs/authentication.md): nonces are then valid on the issuing process only.
     static func key(sharedSecret: SharedStateConfiguration.EncryptionKey?) -> SymmetricKey {
         guard let sharedSecret else { return SymmetricKey(size: .bits256) }
         return HKDF<SHA256>.deriveKey(

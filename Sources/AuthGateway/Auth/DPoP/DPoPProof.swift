@@ -1,7 +1,7 @@
 import Crypto
 
 /// Why a DPoP proof was refused: the check that failed, named in the problem document's
-/// detail (SPEC §4.14).
+/// detail (docs/authentication.md).
 struct DPoPFailure: Error, Equatable, Sendable {
     let check: String
     init(_ check: String) { self.check = check }

@@ -1,6 +1,6 @@
 /// Whether refreshes go through the shared-state database or fall back to the process-local
-/// table, and when to probe the database again (SPEC §4.8: fall back at once, reconnect with
-/// backoff, recover by itself). Pure: `now` (Unix seconds) comes in.
+/// table, and when to probe the database again (docs/shared-state.md: fall back at once, reconnect
+/// with backoff, recover by itself). Pure: `now` (Unix seconds) comes in.
 ///
 /// States: `starting` (tables not yet created) → `up` after the first successful probe;
 /// `up` → `down` on any failed operation; `down` → `up` after a successful probe. Probes are

@@ -2,8 +2,7 @@ import Foundation
 import NIOCore
 import PostgresNIO
 
-/// The shared refresh table's SQL (SPEC §4.8), in one place; the README's "Running several
-/// instances" prints the same schema.
+/// The shared refresh table's SQL (docs/shared-state.md), in one place; docs/shared-state.md prints the same schema.
 ///
 /// One row per old refresh token: `token_digest` (SHA-256 of the token), `claimant` (the
 /// instance flight holding the lease), `sealed_outcome` (AES-256-GCM, NULL while in flight)

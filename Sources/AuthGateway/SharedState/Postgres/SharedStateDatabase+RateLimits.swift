@@ -1,7 +1,7 @@
 import Foundation
 import PostgresNIO
 
-/// The rate-limit sync's statements (SPEC §4.12), bounded and accounted like the refresh
+/// The rate-limit sync's statements (docs/rate-limits.md), bounded and accounted like the refresh
 /// store's: a failure counts in `auth_gateway_shared_state_errors_total{operation}` and puts
 /// the database out of use until a probe succeeds (`/healthz` degraded; each instance then
 /// enforces its limits alone).

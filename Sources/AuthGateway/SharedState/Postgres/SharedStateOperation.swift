@@ -1,5 +1,5 @@
 /// What the gateway was doing with the shared-state database when it failed: the `operation`
-/// label of `auth_gateway_shared_state_errors_total` (a fixed set, DESIGN.md habit 9).
+/// label of `auth_gateway_shared_state_errors_total` (a fixed set, docs/architecture.md).
 enum SharedStateOperation: String, Sendable, CaseIterable {
     /// Connecting (the probe at start and after a failure: a connection of its own, so that
     /// its error — refused, TLS, authentication — is the one reported).
@@ -18,14 +18,14 @@ enum SharedStateOperation: String, Sendable, CaseIterable {
     case listen
     /// A stored outcome that does not open with this instance's key.
     case decrypt
-    /// The rate-limit sync across instances (SPEC §4.12): its table and its statement.
+    /// The rate-limit sync across instances (docs/rate-limits.md): its table and its statement.
     case rateLimitSync = "rate_limit_sync"
     /// Creating the DPoP-proof and introspection tables (`SharedTokenTables`): until it works,
     /// DPoP replays and introspection answers stay process-local; refreshes are not affected.
     case tokenTables = "token_tables"
-    /// Recording a DPoP proof's `jti` (SPEC §4.14): the request falls back to the local cache.
+    /// Recording a DPoP proof's `jti` (docs/authentication.md): the request falls back to the local cache.
     case dpopReplay = "dpop_replay"
-    /// Reading or storing a shared introspection answer (SPEC §4.13).
+    /// Reading or storing a shared introspection answer (docs/authentication.md).
     case introspection
     /// Creating the sessions table (`SharedSessionTable`): until it works, browser sessions
     /// stay process-local; nothing else is affected.

@@ -3,8 +3,7 @@ import NIOCore
 import PostgresNIO
 
 /// The SQL of the two tables that share what the gateway learned about *access tokens*
-/// across instances (SPEC §4.13, §4.14), in one place; the README's "Running several
-/// instances" prints the same schema.
+/// across instances (docs/authentication.md), in one place; docs/shared-state.md prints the same schema.
 ///
 /// - `auth_gateway_dpop_proofs`: one row per accepted DPoP proof while it could be replayed,
 ///   keyed by the first 16 bytes of SHA-256(thumbprint ":" jti) — a row is 16 bytes and a

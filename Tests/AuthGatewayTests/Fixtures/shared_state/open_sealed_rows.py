@@ -5,7 +5,7 @@
 argv[1]: the 32-byte key, hex. stdin: psql's unaligned rows `<digest hex>|<sealed hex>`.
 stdout: one line per row, the plaintext JSON (or `ERROR <reason>`).
 
-Layout (README "Running several instances"): a format byte 1, then the 12-byte nonce, the
+Layout (docs/shared-state.md): a format byte 1, then the 12-byte nonce, the
 ciphertext and the 16-byte tag; the row's digest is the authenticated data.
 """
 import sys

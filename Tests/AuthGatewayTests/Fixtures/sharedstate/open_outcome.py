@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Opens a refresh outcome the gateway sealed in its shared table (SPEC §4.8) with an
+"""Opens a refresh outcome the gateway sealed in its shared table (docs/shared-state.md) with an
 implementation independent of the gateway's swift-crypto: Python `cryptography`'s AESGCM.
 
   open_outcome.py KEY_BASE64 OLD_REFRESH_TOKEN DIGEST_HEX SEALED_HEX

@@ -8,7 +8,7 @@ import AuthGatewayDemo
 
 /// gRPC through the gateway with a real gRPC implementation on both sides (Python grpcio, the
 /// C core: `Fixtures/grpc/grpc_peer.py`): every call is authenticated per stream, answers the
-/// gateway makes itself are Trailers-Only with the status SPEC §4.9 maps them to.
+/// gateway makes itself are Trailers-Only with the status docs/http2.md maps them to.
 @Suite("gRPC (grpcio client and server, real sockets)", .serialized, .timeLimit(.minutes(5)), .awaitsCleanups)
 struct GRPCTests {
     static let peer = ProcessTests.packageRoot.appendingPathComponent(

@@ -5,7 +5,7 @@ import AuthGatewayTesting
 import AuthGatewayDemo
 @testable import AuthGateway
 
-/// `Upgrade: h2c` on an HTTP/1.1 request (SPEC §4.9, amended): what `curl --http2` and Java's
+/// `Upgrade: h2c` on an HTTP/1.1 request (docs/http2.md): what `curl --http2` and Java's
 /// HttpClient send on http:// URLs. The gateway ignores the upgrade (RFC 9110 §7.8): it
 /// answers over HTTP/1.1 and never forwards `Upgrade`, `HTTP2-Settings` or the `Connection`
 /// tokens naming them.

@@ -5,7 +5,7 @@ import AuthGatewayTesting
 import AuthGatewayDemo
 @testable import AuthGateway
 
-/// Secrets never enter an HPACK dynamic table (RFC 7541 §7.1.3, SPEC §4.9 "HPACK and
+/// Secrets never enter an HPACK dynamic table (RFC 7541 §7.1.3, docs/http2.md, "HPACK and
 /// secrets"), checked by an independent HPACK implementation on both sides (Python `h2` and
 /// `hpack`: `Fixtures/h2/hpack_peer.py`), which reports each field's representation.
 @Suite("HPACK: secrets are never indexed (Python h2 peers, real sockets)", .serialized, .timeLimit(.minutes(3)))

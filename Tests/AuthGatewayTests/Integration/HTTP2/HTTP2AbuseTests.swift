@@ -9,7 +9,7 @@ import AuthGatewayTesting
 import AuthGatewayDemo
 @testable import AuthGateway
 
-/// HTTP/2 requests a well-behaved client never sends, and the known HTTP/2 attacks (SPEC §4.9).
+/// HTTP/2 requests a well-behaved client never sends, and the known HTTP/2 attacks (docs/http2.md).
 /// Malformed requests are refused — stream reset or 400 — and never forwarded: an HTTP/2
 /// request bound for an HTTP/1.1 backend must never become two requests (the downgrade desync
 /// class). Abusive connections are closed with GOAWAY while other clients keep being served.

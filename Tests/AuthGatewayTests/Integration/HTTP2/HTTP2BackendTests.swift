@@ -8,8 +8,8 @@ import AuthGatewayTesting
 import AuthGatewayDemo
 @testable import AuthGateway
 
-/// Backends spoken to over HTTP/2 (`protocol: "h2c"` and `"h2"`, SPEC §4.9): streams multiplexed
-/// over pooled connections, reached by HTTP/1.1 and HTTP/2 clients alike.
+/// Backends spoken to over HTTP/2 (`protocol: "h2c"` and `"h2"`, docs/http2.md): streams
+/// multiplexed over pooled connections, reached by HTTP/1.1 and HTTP/2 clients alike.
 @Suite("HTTP/2 backends (real sockets)", .timeLimit(.minutes(3)), .awaitsCleanups)
 struct HTTP2BackendTests {
     static func gateway(
@@ -82,7 +82,7 @@ struct HTTP2BackendTests {
         let gateway = try await Self.gateway(
             backend: backend, protocolName: "h2", url: "https://localhost:\(backend.port)"
         ) { config in
-            // The backend's certificate is trusted through its own CA file (SPEC §4.11).
+            // The backend's certificate is trusted through its own CA file (docs/forwarding.md).
             config["backends"] = [
                 "api": [
                     "urls": [.string("https://localhost:\(backend.port)")], "protocol": "h2",
@@ -101,7 +101,7 @@ struct HTTP2BackendTests {
         #expect(backend.requestCount == 1)
     }
 
-    /// SPEC §4.9: trailers pass through between HTTP/2 peers — an HTTP/2 client's request
+    /// docs/http2.md: trailers pass through between HTTP/2 peers — an HTTP/2 client's request
     /// trailers reach an h2c backend; an HTTP/1.1 backend gets the body without them.
     @Test(arguments: [true, false])
     func requestTrailersReachAnHTTP2Backend(http2Backend: Bool) async throws {

@@ -6,7 +6,7 @@ import AuthGatewayTesting
 import AuthGatewayDemo
 @testable import AuthGateway
 
-/// HTTP/2 from real clients (SPEC §4.9): curl (libcurl + nghttp2) with prior knowledge and over
+/// HTTP/2 from real clients (docs/http2.md): curl (libcurl + nghttp2) with prior knowledge and over
 /// TLS with ALPN, nghttp and h2load. The backend is the HTTP/1.1 echo backend, so every request
 /// is translated h2 → HTTP/1.1 and back.
 @Suite("HTTP/2 clients: curl, nghttp, h2load (real sockets)", .timeLimit(.minutes(3)), .awaitsCleanups)

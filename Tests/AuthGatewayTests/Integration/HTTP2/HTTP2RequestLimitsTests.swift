@@ -8,7 +8,7 @@ import AuthGatewayTesting
 import AuthGatewayDemo
 @testable import AuthGateway
 
-/// HTTP/2 on the main listener (SPEC §4.9), on real sockets: `listener.http2: false`, the
+/// HTTP/2 on the main listener (docs/http2.md), on real sockets: `listener.http2: false`, the
 /// body limit and cookies as an HTTP/2 client sends them.
 @Suite("HTTP/2 listener switch, body limit and cookies (real sockets)", .awaitsCleanups)
 struct HTTP2RequestLimitsTests {

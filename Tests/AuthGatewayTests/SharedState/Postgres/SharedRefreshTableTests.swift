@@ -5,8 +5,8 @@ import AuthGatewayTesting
 @testable import AuthGateway
 
 extension PostgreSQLTests {
-    /// The shared table's statements against a real PostgreSQL (SPEC §4.8): the contract the
-    /// flight logic relies on.
+    /// The shared table's statements against a real PostgreSQL (docs/shared-state.md): the contract
+    /// the flight logic relies on.
     @Suite("SharedRefreshTable (PostgreSQL)", .timeLimit(.minutes(1)), .awaitsCleanups)
     struct SharedRefreshTableTests {
         static let digest = TokenDigest(of: "rt-table-test"[...])
@@ -152,8 +152,8 @@ extension PostgreSQLTests {
             #expect(stored.trimmingCharacters(in: .whitespacesAndNewlines) == "t")
         }
 
-        /// The README's privileges: without `CREATE` on the schema the gateway cannot make its
-        /// table (and says why); with the table made by another role and DML granted, it works.
+        /// The privileges docs/shared-state.md lists: without `CREATE` on the schema the gateway
+        /// cannot make its table (and says why); with the table made by another role and DML granted, it works.
         @Test func aRoleWithoutCreateWorksOnATableMadeForIt() async throws {
             let cluster = try await PostgresCluster.shared()
             let database = try await cluster.createDatabase(owner: PostgresCluster.superuser)

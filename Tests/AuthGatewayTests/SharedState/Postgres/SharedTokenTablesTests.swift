@@ -6,7 +6,7 @@ import AuthGatewayTesting
 @testable import AuthGateway
 
 extension PostgreSQLTests {
-    /// The DPoP-proof and introspection tables against a real PostgreSQL (SPEC §4.13, §4.14):
+    /// The DPoP-proof and introspection tables against a real PostgreSQL (docs/authentication.md):
     /// created by the maintenance loop, a proof's first use wins exactly once, rows expire,
     /// answers are stored sealed and read back with their remaining time.
     @Suite("SharedTokenTables (PostgreSQL)", .timeLimit(.minutes(1)), .awaitsCleanups)
