@@ -5,8 +5,10 @@
 # effects to measure. For each configuration, in turn,
 # REPS times (alternating): the release gateway on CPU 1, the bench's nginx backend and wrk
 # (-c64, GET /, the bench's RS256 token) on CPU 0; 2 s warm-up, then DURATION s counted.
-#   scripts/bench/cpu-by-config.sh [-r REPS] [-d DURATION] NAME=CONFIG.json[@WRK_SCRIPT.lua] ...
-# A configuration may name its own wrk script (e.g. scripts/bench/dpop.lua); the warm-up runs
+#   scripts/bench/cpu-by-config.sh [-r REPS] [-d DURATION] NAME=CONFIG.json[@WRK_SCRIPT.lua][^BINARY] ...
+# A configuration may name its own gateway binary after `^` (NAME=CONFIG.json^/path/auth-gateway:
+# an old build against a new one, alternated) and its own wrk script after `@` (e.g.
+# scripts/bench/dpop.lua); the warm-up runs
 # with BENCH_PHASE=warmup, the counted run with BENCH_PHASE=measure. Non-2xx answers are
 # counted and printed: a run that is not all 2xx measures something else.
 # Prints one line per run and a median per configuration, and each median's ratio to the
@@ -42,8 +44,10 @@ for rep in $(seq "$REPS"); do
     name=${spec%%=*}
     config=${spec#*=}
     script=$SCRIPT
+    binary=$GATEWAY
+    if [[ $config == *^* ]]; then binary=${config#*^}; config=${config%^*}; fi
     if [[ $config == *@* ]]; then script=${config#*@}; config=${config%@*}; fi
-    taskset -c 1 "$GATEWAY" serve --config "$config" >"$OUT/$name.log" 2>&1 &
+    taskset -c 1 "$binary" serve --config "$config" >"$OUT/$name.log" 2>&1 &
     gateway=$!
     for _ in $(seq 100); do curl -sf -o /dev/null -H "Authorization: Bearer $(cat "$BENCH_TOKEN_FILE")" http://127.0.0.1:18090/ && break; sleep 0.1; done
     BENCH_PHASE=warmup timeout 20 taskset -c 0 wrk -t1 -c64 -d2s -s "$script" http://127.0.0.1:18090/ >/dev/null

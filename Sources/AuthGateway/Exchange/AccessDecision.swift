@@ -78,7 +78,7 @@ extension RequestPlanner {
                     route: resolved.configuration.name))
         }
         let request = AuthRequest(
-            headers: input.headers, route: resolved.configuration, keys: self.environment.keys, now: input.now,
+            headers: input.headers, resolved: resolved, keys: self.environment.keys, now: input.now,
             connection: input.connection, trustedProxies: self.snapshot.forwarding.trustedProxies,
             method: input.method, uri: input.uri, trace: input.trace
         )

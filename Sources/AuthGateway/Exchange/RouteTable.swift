@@ -21,17 +21,17 @@ package struct RouteTable: Sendable {
     /// A route whose `methods` exclude the method does not match and matching goes on.
     package func match(host: Substring?, path: String, method: String) -> ResolvedRoute? {
         for resolved in self.routes {
-            let route = resolved.configuration
-            if let routeHost = route.host {
+            // Fields read in place: a copy of the whole configuration per route tried costs.
+            if let routeHost = resolved.configuration.host {
                 guard let host, Self.equalsIgnoringASCIICase(host, routeHost) else { continue }
             }
-            switch route.pathMatch {
+            switch resolved.configuration.pathMatch {
             case .prefix(let prefix):
                 guard path.hasPrefix(prefix) else { continue }
             case .exact(let exact):
                 guard path == exact else { continue }
             }
-            if let methods = route.methods, !methods.contains(method) { continue }
+            if let methods = resolved.configuration.methods, !methods.contains(method) { continue }
             return resolved
         }
         return nil

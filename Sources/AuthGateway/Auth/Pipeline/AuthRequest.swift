@@ -5,7 +5,9 @@ import NIOHTTP1
 /// identity headers, so every rule reads the request the same way (`IdentityFields`).
 struct AuthRequest {
     let headers: HTTPHeaders
-    let route: RouteConfiguration
+    /// The matched route, by reference (see `ResolvedRoute`).
+    let resolved: ResolvedRoute
+    var route: RouteConfiguration { self.resolved.configuration }
     /// The keys of the request's event loop when it arrived.
     let keys: KeySnapshot
     /// Wall-clock seconds since 1970.
@@ -21,12 +23,12 @@ struct AuthRequest {
     var trace: RequestTrace? = nil
 
     init(
-        headers: HTTPHeaders, route: RouteConfiguration, keys: KeySnapshot, now: Double,
+        headers: HTTPHeaders, resolved: ResolvedRoute, keys: KeySnapshot, now: Double,
         connection: ClientConnectionInfo, trustedProxies: [CIDR] = [], method: HTTPMethod = .GET, uri: String = "/",
         trace: RequestTrace? = nil
     ) {
         self.headers = headers
-        self.route = route
+        self.resolved = resolved
         self.keys = keys
         self.now = now
         self.connection = connection
@@ -34,6 +36,17 @@ struct AuthRequest {
         self.method = method
         self.uri = uri
         self.trace = trace
+    }
+
+    /// For callers that hold only a configuration (tests): the route resolved to backend 0.
+    init(
+        headers: HTTPHeaders, route: RouteConfiguration, keys: KeySnapshot, now: Double,
+        connection: ClientConnectionInfo, trustedProxies: [CIDR] = [], method: HTTPMethod = .GET, uri: String = "/",
+        trace: RequestTrace? = nil
+    ) {
+        self.init(
+            headers: headers, resolved: ResolvedRoute(configuration: route, backendIndex: 0), keys: keys, now: now,
+            connection: connection, trustedProxies: trustedProxies, method: method, uri: uri, trace: trace)
     }
 
     var isTLS: Bool { self.connection.isTLS }
