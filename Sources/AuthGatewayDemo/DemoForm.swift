@@ -67,22 +67,3 @@ struct DemoForm: Sendable {
         text.replacingOccurrences(of: "+", with: " ").removingPercentEncoding
     }
 }
-
-/// Escaping for text placed in HTML element content and in quoted attribute values.
-enum HTML {
-    static func escape(_ text: String) -> String {
-        var output = ""
-        output.reserveCapacity(text.utf8.count)
-        for character in text.unicodeScalars {
-            switch character {
-            case "&": output += "&amp;"
-            case "<": output += "&lt;"
-            case ">": output += "&gt;"
-            case "\"": output += "&quot;"
-            case "'": output += "&#39;"
-            default: output.unicodeScalars.append(character)
-            }
-        }
-        return output
-    }
-}

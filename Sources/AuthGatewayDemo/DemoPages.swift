@@ -1,3 +1,4 @@
+import AuthGateway
 import NIOCore
 import NIOHTTP1
 

@@ -1,8 +1,8 @@
-/// HTML text escaping for the few pages the gateway writes itself.
-enum HTML {
+/// HTML text escaping for the few pages the gateway writes itself (and the demo provider's).
+package enum HTML {
     /// `text` with `& < > " '` replaced by character references: safe in element content and
     /// in quoted attribute values.
-    static func escape(_ text: String) -> String {
+    package static func escape(_ text: String) -> String {
         var output = ""
         output.reserveCapacity(text.utf8.count)
         for character in text.unicodeScalars {

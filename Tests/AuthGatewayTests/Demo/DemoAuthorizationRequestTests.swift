@@ -1,5 +1,6 @@
 import Testing
 
+import AuthGateway
 @testable import AuthGatewayDemo
 
 /// `/authorize`'s checks, in order: no redirect before the client and its exact redirect URI
