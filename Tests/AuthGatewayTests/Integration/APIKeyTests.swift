@@ -32,6 +32,17 @@ struct APIKeyTests {
         return directory
     }
 
+    /// A gateway reading `key` from a keys file in a folder of its own; both go when the test ends.
+    static func gatewayWithKeysFile() async throws -> (gateway: GatewayFixture, keysFile: String) {
+        let folder = try Self.keysFolder()
+        atTestEnd { try? FileManager.default.removeItem(at: folder) }
+        let keysFile = folder.appendingPathComponent("keys.json").path
+        try Self.writeKeysFile([Self.key.entry], to: keysFile)
+        let gateway = try await GatewayFixture.start { Self.configure(&$0, keysFile: keysFile) }
+        atTestEnd { await gateway.stop() }
+        return (gateway, keysFile)
+    }
+
     static func configure(_ config: inout JSONObject, keysFile: String) {
         config.set("tokens.apiKeys", ["keysFile": .string(keysFile)])
         config["identityHeaders"] = ["X-User-Subject": "claims.sub", "X-User-Scope": "claims.scope"]
@@ -43,12 +54,7 @@ struct APIKeyTests {
 
     @Test("a key is accepted, its claims reach the identity headers, and the key header is not forwarded")
     func accepted() async throws {
-        let folder = try Self.keysFolder()
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let keysFile = folder.appendingPathComponent("keys.json").path
-        try Self.writeKeysFile([Self.key.entry], to: keysFile)
-        let gateway = try await GatewayFixture.start { Self.configure(&$0, keysFile: keysFile) }
-        atTestEnd { await gateway.stop() }
+        let gateway = try await Self.gatewayWithKeysFile().gateway
 
         let served = try await gateway.send(TestRequest(.GET, "/deploy/run", headers: [("X-API-Key", Self.key.key)]))
         #expect(served.status == 200, "\(served.text)")
@@ -96,12 +102,7 @@ struct APIKeyTests {
 
     @Test("a reload reads the keys file again: a new key works, a removed one is refused")
     func reloadReadsTheKeysFile() async throws {
-        let folder = try Self.keysFolder()
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let keysFile = folder.appendingPathComponent("keys.json").path
-        try Self.writeKeysFile([Self.key.entry], to: keysFile)
-        let gateway = try await GatewayFixture.start { Self.configure(&$0, keysFile: keysFile) }
-        atTestEnd { await gateway.stop() }
+        let (gateway, keysFile) = try await Self.gatewayWithKeysFile()
         func status(_ key: String) async throws -> Int {
             try await gateway.send(TestRequest(.GET, "/deploy/run", headers: [("X-API-Key", key)])).status
         }
