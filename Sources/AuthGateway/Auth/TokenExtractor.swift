@@ -53,7 +53,7 @@ enum TokenExtractor {
                 }
             case .cookie(let name):
                 for (headerName, value) in headers where ASCII.equalsIgnoringCase(headerName, "cookie") {
-                    for cookie in CookieHeader.pairs(in: value) where cookie.name == name {
+                    for cookie in CookieHeader.pairs(in: value) where ASCII.bytesEqual(cookie.name, name) {
                         guard !cookie.value.isEmpty else { continue }
                         if let found, found.value != cookie.value { return .conflict }
                         if found == nil { found = ExtractedToken(value: cookie.value, location: .cookie(name: name)) }
@@ -85,94 +85,5 @@ enum TokenExtractor {
             return (trimmed, false)
         }
         return nil
-    }
-}
-
-/// Parses `Cookie` header values (RFC 6265 §5.4 shape: `a=1; b=2`). On the request path of every
-/// session request (token extraction, the session handle, the upstream rewrite): it scans the
-/// value's bytes and allocates nothing until something is rewritten.
-enum CookieHeader {
-    /// The `name=value` pairs of one `Cookie` value, in order, names and values trimmed and a
-    /// quoted value unquoted; parts without `=` are skipped.
-    static func pairs(in header: String) -> Pairs { Pairs(header: header) }
-
-    struct Pairs: Sequence {
-        let header: String
-
-        struct Iterator: IteratorProtocol {
-            let header: String
-            var position: String.Index
-
-            mutating func next() -> (name: Substring, value: Substring)? {
-                let utf8 = self.header.utf8
-                while self.position < utf8.endIndex {
-                    let end = utf8[self.position...].firstIndex(of: UInt8(ascii: ";")) ?? utf8.endIndex
-                    let part = self.header[self.position..<end]
-                    self.position = end < utf8.endIndex ? utf8.index(after: end) : end
-                    guard let equals = part.utf8.firstIndex(of: UInt8(ascii: "=")) else { continue }
-                    let name = ASCII.trimmingOWS(part[..<equals])
-                    var value = ASCII.trimmingOWS(part[part.utf8.index(after: equals)...])
-                    if value.utf8.count >= 2, value.utf8.first == UInt8(ascii: "\""),
-                        value.utf8.last == UInt8(ascii: "\"")
-                    {
-                        value = value.dropFirst().dropLast()
-                    }
-                    return (name, value)
-                }
-                return nil
-            }
-        }
-
-        func makeIterator() -> Iterator { Iterator(header: self.header, position: self.header.startIndex) }
-    }
-
-    /// The `Cookie` value without cookie `name` and the cookies whose names start with `prefix`
-    /// (nil when nothing is left); the value itself when it has neither.
-    static func removing(_ header: String, name: String, prefix: String) -> String? {
-        guard header.contains(name) || header.contains(prefix) else { return header }
-        return Self.rebuilt(header) { cookieName, _ in
-            cookieName == name || cookieName.hasPrefix(prefix) ? .drop : .keep
-        }
-    }
-
-    /// The `Cookie` value with cookie `name` removed (nil when nothing is left) or, with
-    /// `replacement`, its value replaced.
-    static func rewrite(_ header: String, name: String, replacement: String?) -> String? {
-        Self.rebuilt(header) { cookieName, hasValue in
-            guard hasValue, cookieName == name else { return .keep }
-            return replacement.map { .replace("\(name)=\($0)") } ?? .drop
-        }
-    }
-
-    private enum PartFate {
-        case keep
-        case drop
-        case replace(String)
-    }
-
-    /// The parts of `header` (trimmed, empty ones left out) as `fate` decides by cookie name
-    /// (the whole part when it has no `=`, with `hasValue` false), in one string; nil when
-    /// nothing is left.
-    private static func rebuilt(_ header: String, fate: (_ name: Substring, _ hasValue: Bool) -> PartFate) -> String? {
-        var result = ""
-        result.reserveCapacity(header.utf8.count)
-        let utf8 = header.utf8
-        var position = utf8.startIndex
-        while position < utf8.endIndex {
-            let end = utf8[position...].firstIndex(of: UInt8(ascii: ";")) ?? utf8.endIndex
-            let part = ASCII.trimmingOWS(header[position..<end])
-            position = end < utf8.endIndex ? utf8.index(after: end) : end
-            guard !part.isEmpty else { continue }
-            let equals = part.utf8.firstIndex(of: UInt8(ascii: "="))
-            let kept: Substring
-            switch fate(equals.map { ASCII.trimmingOWS(part[..<$0]) } ?? part, equals != nil) {
-            case .keep: kept = part
-            case .drop: continue
-            case .replace(let replacement): kept = replacement[...]
-            }
-            if !result.isEmpty { result += "; " }
-            result += kept
-        }
-        return result.isEmpty ? nil : result
     }
 }

@@ -34,6 +34,30 @@ enum ASCII {
         return true
     }
 
+    /// Byte-for-byte equality (case-sensitive, no Unicode normalization): cookie names.
+    static func bytesEqual(_ lhs: some StringProtocol, _ rhs: some StringProtocol) -> Bool {
+        let a = lhs.utf8, b = rhs.utf8
+        guard a.count == b.count else { return false }
+        if let equal = a.withContiguousStorageIfAvailable({ x in
+            b.withContiguousStorageIfAvailable { y in x.elementsEqual(y) }
+        }), let equal {
+            return equal
+        }
+        return a.elementsEqual(b)
+    }
+
+    /// Whether `text` starts with the bytes of `prefix` (case-sensitive).
+    static func hasBytePrefix(_ text: some StringProtocol, _ prefix: some StringProtocol) -> Bool {
+        let a = text.utf8, b = prefix.utf8
+        guard a.count >= b.count else { return false }
+        if let equal = a.withContiguousStorageIfAvailable({ x in
+            b.withContiguousStorageIfAvailable { y in x.prefix(y.count).elementsEqual(y) }
+        }), let equal {
+            return equal
+        }
+        return a.starts(with: b)
+    }
+
     static func hasPrefixIgnoringCase(_ text: some StringProtocol, _ prefix: some StringProtocol) -> Bool {
         let a = text.utf8, b = prefix.utf8
         guard a.count >= b.count else { return false }
@@ -69,5 +93,5 @@ enum ASCII {
     }
 
     @inline(__always)
-    private static func isOWS(_ byte: UInt8) -> Bool { byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
+    static func isOWS(_ byte: UInt8) -> Bool { byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
 }

@@ -71,4 +71,20 @@ struct CookieHeaderTests {
         #expect(
             CookieHeader.rewrite("access_token; a=1", name: "access_token", replacement: nil) == "access_token; a=1")
     }
+
+    @Test("non-ASCII bytes in values and names keep their place; names compare byte for byte")
+    func nonASCII() {
+        #expect(pairs("é=ü; a=\"ç\" ;b=日本") == ["é=ü", "a=ç", "b=日本"])
+        #expect(CookieHeader.removing("x=é; gateway-session=h; y=日", name: "gateway-session", prefix: "f-") == "x=é; y=日")
+        #expect(CookieHeader.rewrite("é=1; access_token=2", name: "access_token", replacement: nil) == "é=1")
+        // Canonically equivalent but different bytes: not the same cookie name.
+        #expect(CookieHeader.rewrite("e\u{301}=1", name: "\u{e9}", replacement: nil) == "e\u{301}=1")
+    }
+
+    @Test("a value or a longer name holding the session cookie's name leaves the header as it came")
+    func removingLeavesLookalikes() {
+        let header = "x=gateway-session; gateway-session2=a;gateway-flo=b"
+        #expect(CookieHeader.removing(header, name: "gateway-session", prefix: "gateway-flow-") == header)
+        #expect(CookieHeader.removing("  ; ;", name: "gateway-session", prefix: "gateway-flow-") == "  ; ;")
+    }
 }

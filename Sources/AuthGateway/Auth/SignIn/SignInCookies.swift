@@ -31,7 +31,8 @@ struct SignInCookies: Sendable {
     /// The session handle a request presents, if its cookie has a handle's shape.
     func sessionHandle(in headers: HTTPHeaders) -> SessionHandle? {
         for (name, value) in headers where ASCII.equalsIgnoringCase(name, "cookie") {
-            for cookie in CookieHeader.pairs(in: value) where cookie.name == self.configuration.sessionCookieName {
+            for cookie in CookieHeader.pairs(in: value)
+            where ASCII.bytesEqual(cookie.name, self.configuration.sessionCookieName) {
                 if let handle = SessionHandle(cookieValue: cookie.value) { return handle }
             }
         }
@@ -41,7 +42,9 @@ struct SignInCookies: Sendable {
     /// Whether the request carries a session cookie at all (well-formed or not).
     func hasSessionCookie(in headers: HTTPHeaders) -> Bool {
         headers[canonicalForm: "cookie"].contains { value in
-            CookieHeader.pairs(in: String(value)).contains { $0.name == self.configuration.sessionCookieName }
+            CookieHeader.pairs(in: String(value)).contains {
+                ASCII.bytesEqual($0.name, self.configuration.sessionCookieName)
+            }
         }
     }
 
