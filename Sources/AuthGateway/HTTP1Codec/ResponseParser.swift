@@ -36,12 +36,13 @@ struct HTTP1ResponseHead {
         }
     }
 
-    /// The end-to-end fields as lower-cased names and values, for an HTTP/2 client.
-    func forEachEndToEndField(_ body: (String, String) -> Void) {
+    /// The end-to-end fields as lower-cased names and values, for an HTTP/2 client; texts the
+    /// connection saw lately come from `texts` instead of new allocations.
+    func forEachEndToEndField(texts: inout FieldTextCache, _ body: (String, String) -> Void) {
         self.forEachEndToEndField { field, raw in
             body(
-                RequestParser.string(raw, field.nameStart, field.nameEnd).lowercased(),
-                RequestParser.string(raw, field.valueStart, field.valueEnd))
+                texts.name(raw, field.nameStart, field.nameEnd),
+                texts.value(raw, field.valueStart, field.valueEnd))
         }
     }
 

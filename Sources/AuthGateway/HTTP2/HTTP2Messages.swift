@@ -126,7 +126,7 @@ enum HTTP2Messages {
     /// stay out of the HPACK dynamic table (docs/http2.md).
     static func responseHeaders(
         _ head: UpstreamResponseHead, requestID: String, extra: [(name: String, value: String)],
-        secrets: SecretHeaderNames, dropsCORSFields: Bool = false
+        secrets: SecretHeaderNames, texts: inout FieldTextCache, dropsCORSFields: Bool = false
     ) -> HPACKHeaders {
         var headers = HPACKHeaders()
         // Sized before the first field: each later growth is an allocation.
@@ -137,7 +137,7 @@ enum HTTP2Messages {
         headers.add(name: ":status", value: String(head.status))
         switch head {
         case .http1(let head):
-            head.forEachEndToEndField { name, value in
+            head.forEachEndToEndField(texts: &texts) { name, value in
                 if dropsCORSFields && name.hasPrefix("access-control-") { return }
                 headers.add(name: name, value: value, indexing: secrets.indexing(name))
             }

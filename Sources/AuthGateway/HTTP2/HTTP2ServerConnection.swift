@@ -51,6 +51,8 @@ final class HTTP2ServerConnection: ChannelDuplexHandler, NIOHTTP2FrameDelegate {
     private var upstreamsToFlush: [HTTP2ServerStream] = []
     /// The other list, swapped in at each read burst's end (`channelReadComplete`).
     private var spareUpstreamsToFlush: [HTTP2ServerStream] = []
+    /// Response field texts seen lately on this connection (`FieldTextCache`).
+    var fieldTexts = FieldTextCache()
     private(set) var isWritable = true
 
     init(

@@ -14,7 +14,7 @@ extension HTTP2ServerStream {
         exchange.responseStatus = head.status
         let headers = HTTP2Messages.responseHeaders(
             head, requestID: exchange.requestID, extra: plan.responseHeaders, secrets: plan.secretHeaders,
-            dropsCORSFields: plan.answersCORS)
+            texts: &self.server.fieldTexts, dropsCORSFields: plan.answersCORS)
         self.run(self.state.responseHead(headers), context: context)
         self.updateTimer(context: context)
     }

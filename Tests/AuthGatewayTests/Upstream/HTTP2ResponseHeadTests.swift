@@ -111,9 +111,10 @@ struct HTTP2ResponseHeadTests {
                 method: .GET
             )
         )
+        var texts = FieldTextCache()
         let headers = HTTP2Messages.responseHeaders(
             .http2(head), requestID: "gw-1", extra: [("X-Access-Token", "new")],
-            secrets: SecretHeaderNames(configured: ["X-Access-Token"]))
+            secrets: SecretHeaderNames(configured: ["X-Access-Token"]), texts: &texts)
         let indexing = Dictionary(headers.map { ($0.name, $0.indexable) }, uniquingKeysWith: { first, _ in first })
         #expect(
             headers.map(\.name) == [
