@@ -10,7 +10,8 @@ import AuthGatewayTesting
 @testable import AuthGateway
 
 /// A throwaway Glewlwyd (the Debian package `glewlwyd`, 2.7), a real OpenID provider with an
-/// RFC 7662 introspection endpoint and RFC 7009 revocation, for the introspection tests.
+/// RFC 7662 introspection endpoint and RFC 7009 revocation, for the introspection tests, and
+/// the authorization code flow for the browser sign-in tests (GlewlwydServer+SignIn.swift).
 ///
 /// Everything lives in a temporary folder the test owns: a SQLite database made from the
 /// package's own `init.sqlite3.sql` (which creates the `admin` user, password `password`), a
@@ -21,7 +22,9 @@ import AuthGatewayTesting
 /// Basic authentication (`token_endpoint_auth_method: client_secret_basic`, without which
 /// Glewlwyd refuses the client), and an OIDC plugin instance signing with the RSA key, whose
 /// `introspection-revocation-allowed` and `introspection-revocation-allow-target-client` let
-/// that client introspect and revoke the tokens issued to it.
+/// that client introspect and revoke the tokens issued to it. The same plugin instance has
+/// the code flow, PKCE, the end-session endpoint and back-channel logout on, and the user has
+/// the `openid` scope too; none of that changes the password and client-credentials grants.
 ///
 /// Glewlwyd would run as root without complaint (checked with 2.7.5), but a test has no reason
 /// to give a third-party server root: when the tests run as root, it runs as the unprivileged
@@ -34,6 +37,9 @@ final class GlewlwydServer: Sendable {
     static let username = "alice"
     /// The scope the tokens carry (Glewlwyd puts it in `aud` too).
     static let scope = "api"
+    /// The OIDC plugin's cookie naming the user's OpenID session: its value is the `sid` of the
+    /// ID tokens and logout tokens.
+    static let sessionCookie = "GLEWLWYD2_OIDC_SID"
     let clientSecret = "gw-\(UUID().uuidString.prefix(12))"
     let userPassword = "pw-\(UUID().uuidString.prefix(12))"
 
@@ -178,7 +184,8 @@ final class GlewlwydServer: Sendable {
 
     // MARK: Set-up through the admin API
 
-    private func setUp(privateKeyPEM: String, publicKeyPEM: String) async throws {
+    /// The `Cookie` header of a new session of Glewlwyd's `admin` user (password login).
+    func adminSession() async throws -> String {
         let login = try await self.request(
             TestRequest(
                 .POST, "/api/auth/", headers: [("Content-Type", "application/json")],
@@ -188,16 +195,29 @@ final class GlewlwydServer: Sendable {
         else {
             throw Failure(description: "admin login answered \(login.status)")
         }
-        let session = String(cookie)
+        return String(cookie)
+    }
+
+    /// An admin API call that must answer 200; returns the answer.
+    @discardableResult
+    func admin(
+        _ method: HTTPMethod, _ path: String, _ body: JSONObject? = nil, session: String
+    ) async throws -> TestResponse {
+        let response = try await self.request(
+            TestRequest(
+                method, "/api" + path, headers: [("Content-Type", "application/json"), ("Cookie", session)],
+                body: body.map { JSONValue.object($0).jsonText })
+        )
+        guard response.status == 200 else {
+            throw Failure(description: "\(method) /api\(path) answered \(response.status): \(response.text)")
+        }
+        return response
+    }
+
+    private func setUp(privateKeyPEM: String, publicKeyPEM: String) async throws {
+        let session = try await self.adminSession()
         func admin(_ path: String, _ body: JSONObject) async throws {
-            let response = try await self.request(
-                TestRequest(
-                    .POST, "/api" + path, headers: [("Content-Type", "application/json"), ("Cookie", session)],
-                    body: JSONValue.object(body).jsonText)
-            )
-            guard response.status == 200 else {
-                throw Failure(description: "POST /api\(path) answered \(response.status): \(response.text)")
-            }
+            try await self.admin(.POST, path, body, session: session)
         }
         try await admin(
             "/scope/",
@@ -209,7 +229,7 @@ final class GlewlwydServer: Sendable {
             "/user/",
             [
                 "username": .string(Self.username), "name": "Alice", "password": .string(self.userPassword),
-                "scope": [.string(Self.scope)], "enabled": true,
+                "scope": [.string(Self.scope), "openid"], "enabled": true,
             ]
         )
         try await admin(
@@ -233,6 +253,11 @@ final class GlewlwydServer: Sendable {
                     "allow-non-oidc": true,
                     "auth-type-password-enabled": true, "auth-type-client-enabled": true,
                     "introspection-revocation-allowed": true, "introspection-revocation-allow-target-client": true,
+                    // Browser sign-in (GlewlwydServer+SignIn.swift): the code flow with PKCE,
+                    // refresh tokens, the end-session endpoint and back-channel logout.
+                    "auth-type-code-enabled": true, "auth-type-refresh-enabled": true, "pkce-allowed": true,
+                    "session-management-allowed": true, "session-cookie-name": .string(Self.sessionCookie),
+                    "session-cookie-expiration": 3600, "back-channel-logout-allowed": true,
                 ],
             ]
         )
@@ -284,7 +309,7 @@ final class GlewlwydServer: Sendable {
         )
     }
 
-    private func request(_ request: TestRequest) async throws -> TestResponse {
+    func request(_ request: TestRequest) async throws -> TestResponse {
         let connection = try await TestConnection.connect(port: self.port)
         var request = request
         request.headers.append(("Host", "127.0.0.1:\(self.port)"))
