@@ -11,8 +11,9 @@ import AuthGatewayTesting
 /// The OIDC plugin instance is already set up for it (`GlewlwydServer.setUp`): the code flow
 /// (`auth-type-code-enabled`), refresh tokens, PKCE (`pkce-allowed`; `S256` needs nothing
 /// more), the end-session endpoint and the `sid` cookie (`session-management-allowed`,
-/// `session-cookie-name`, `session-cookie-expiration`) and back-channel logout
-/// (`back-channel-logout-allowed`). The user has the `openid` scope: without it Glewlwyd issues
+/// `session-cookie-name`, `session-cookie-expiration`), back-channel logout
+/// (`back-channel-logout-allowed`) and front-channel logout (`front-channel-logout-allowed`,
+/// which Glewlwyd's own end-session page needs). The user has the `openid` scope: without it Glewlwyd issues
 /// the code but no ID token.
 extension GlewlwydServer {
     /// The confidential client the gateway signs browsers in as.

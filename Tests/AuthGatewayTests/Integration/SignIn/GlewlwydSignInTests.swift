@@ -30,9 +30,11 @@ struct GlewlwydSignInTests {
 
     /// Glewlwyd, then the gateway in front of an echo backend (its public base names its port,
     /// known once it listens: it starts with a placeholder and is reloaded with the real one),
-    /// then the gateway's client at Glewlwyd.
-    static func start() async throws -> Setup {
-        let glewlwyd = try await GlewlwydServer.start()
+    /// then the gateway's client at Glewlwyd. The public base names the gateway as `host`
+    /// (`localhost` keeps a real browser's cookies for the gateway apart from Glewlwyd's, on
+    /// 127.0.0.1); Glewlwyd serves its login page with `servingLoginPage`.
+    static func start(host: String = "127.0.0.1", servingLoginPage: Bool = false) async throws -> Setup {
+        let glewlwyd = try await GlewlwydServer.start(servingLoginPage: servingLoginPage)
         do {
             func configuration(_ publicBaseURL: String) -> (inout JSONObject) -> Void {
                 { document in
@@ -63,7 +65,7 @@ struct GlewlwydSignInTests {
                 environment: ["GLEWLWYD_BROWSER_SECRET": GlewlwydServer.browserClientSecret],
                 configure: configuration("http://127.0.0.1:1"))
             do {
-                let base = "http://127.0.0.1:\(gateway.port)"
+                let base = "http://\(host):\(gateway.port)"
                 try gateway.reload(configuration(base))
                 let applied = await eventually {
                     let start = try? await gateway.send(TestRequest(.GET, "/.gateway/sign-in"))
