@@ -10,7 +10,8 @@ import AuthGatewayTesting
 @testable import AuthGateway
 
 /// A throwaway Glewlwyd (the Debian package `glewlwyd`, 2.7), a real OpenID provider with an
-/// RFC 7662 introspection endpoint and RFC 7009 revocation, for the introspection tests.
+/// RFC 7662 introspection endpoint and RFC 7009 revocation, for the introspection tests, and
+/// the authorization code flow for the browser sign-in tests (GlewlwydServer+SignIn.swift).
 ///
 /// Everything lives in a temporary folder the test owns: a SQLite database made from the
 /// package's own `init.sqlite3.sql` (which creates the `admin` user, password `password`), a
@@ -21,7 +22,9 @@ import AuthGatewayTesting
 /// Basic authentication (`token_endpoint_auth_method: client_secret_basic`, without which
 /// Glewlwyd refuses the client), and an OIDC plugin instance signing with the RSA key, whose
 /// `introspection-revocation-allowed` and `introspection-revocation-allow-target-client` let
-/// that client introspect and revoke the tokens issued to it.
+/// that client introspect and revoke the tokens issued to it. The same plugin instance has
+/// the code flow, PKCE, the end-session endpoint and back-channel logout on, and the user has
+/// the `openid` scope too; none of that changes the password and client-credentials grants.
 ///
 /// Glewlwyd would run as root without complaint (checked with 2.7.5), but a test has no reason
 /// to give a third-party server root: when the tests run as root, it runs as the unprivileged
@@ -34,6 +37,9 @@ final class GlewlwydServer: Sendable {
     static let username = "alice"
     /// The scope the tokens carry (Glewlwyd puts it in `aud` too).
     static let scope = "api"
+    /// The OIDC plugin's cookie naming the user's OpenID session: its value is the `sid` of the
+    /// ID tokens and logout tokens.
+    static let sessionCookie = "GLEWLWYD2_OIDC_SID"
     let clientSecret = "gw-\(UUID().uuidString.prefix(12))"
     let userPassword = "pw-\(UUID().uuidString.prefix(12))"
 
@@ -61,8 +67,9 @@ final class GlewlwydServer: Sendable {
 
     static let initScript = "/usr/share/doc/glewlwyd/database/init.sqlite3.sql.gz"
 
-    /// A running, set-up server.
-    static func start() async throws -> GlewlwydServer {
+    /// A running, set-up server; with `servingLoginPage`, it serves its web application (its
+    /// login page) too, from a copy (`webApplication(in:)`).
+    static func start(servingLoginPage: Bool = false) async throws -> GlewlwydServer {
         let glewlwyd = try ExternalTool.require("glewlwyd", package: "glewlwyd")
         let sqlite = try ExternalTool.require("sqlite3", package: "sqlite3")
         let openssl = try ExternalTool.require("openssl", package: "openssl")
@@ -83,13 +90,14 @@ final class GlewlwydServer: Sendable {
             try await Self.run(
                 openssl, ["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out", key])
             try await Self.run(openssl, ["pkey", "-in", key, "-pubout", "-out", publicKey])
+            let webApplication = servingLoginPage ? try await Self.webApplication(in: directory) : nil
             let owner = getuid() == 0 ? PostgresCluster.unprivilegedUser() : nil
             if let owner {
                 // The database (and its journal, created beside it) must be writable by the server.
                 try await Self.run("/bin/chown", ["-R", "\(owner.uid):\(owner.gid)", directory.path])
             }
             let server = try await Self.startOnAFreePort(
-                glewlwyd, directory: directory, database: database, owner: owner)
+                glewlwyd, directory: directory, database: database, webApplication: webApplication, owner: owner)
             do {
                 try await server.setUp(
                     privateKeyPEM: String(contentsOfFile: key, encoding: .utf8),
@@ -117,7 +125,8 @@ final class GlewlwydServer: Sendable {
     /// Starts the server and waits (bounded) for `GET /config` to answer; a server that exits
     /// first (its port taken) is started again on another port.
     private static func startOnAFreePort(
-        _ glewlwyd: String, directory: URL, database: String, owner: (uid: UInt32, gid: UInt32)?
+        _ glewlwyd: String, directory: URL, database: String, webApplication: String?,
+        owner: (uid: UInt32, gid: UInt32)?
     ) async throws -> GlewlwydServer {
         let asOwner =
             owner.map { ["/usr/bin/setpriv", "--reuid=\($0.uid)", "--regid=\($0.gid)", "--clear-groups"] } ?? []
@@ -125,7 +134,8 @@ final class GlewlwydServer: Sendable {
         for _ in 0..<5 {
             let port = PostgresCluster.candidatePort()
             let config = directory.appendingPathComponent("glewlwyd.conf")
-            try Self.configuration(port: port, database: database).write(to: config, atomically: true, encoding: .utf8)
+            try Self.configuration(port: port, database: database, webApplication: webApplication)
+                .write(to: config, atomically: true, encoding: .utf8)
             let process = try ChildProcess(
                 ["/usr/bin/timeout", "600"] + asOwner + [
                     glewlwyd, "--config-file", config.path, "--log-mode", "console", "--log-level", "WARNING",
@@ -147,38 +157,87 @@ final class GlewlwydServer: Sendable {
 
     /// The server's configuration (libconfig syntax; the keys of the package's
     /// /etc/glewlwyd/glewlwyd.conf). No `use_secure_connection`: the server refuses
-    /// `false` without certificate files.
-    private static func configuration(port: Int, database: String) -> String {
-        """
-        port=\(port)
-        bind_address="127.0.0.1"
-        external_url="http://127.0.0.1:\(port)"
-        login_url="login.html"
-        api_prefix="api"
-        allow_origin="*"
-        cookie_secure=0
-        session_expiration=3600
-        session_key="GLEWLWYD2_SESSION_ID"
-        admin_scope="g_admin"
-        profile_scope="g_profile"
-        login_api_enabled=true
-        user_module_path="/usr/lib/glewlwyd/user"
-        client_module_path="/usr/lib/glewlwyd/client"
-        user_auth_scheme_module_path="/usr/lib/glewlwyd/scheme"
-        plugin_module_path="/usr/lib/glewlwyd/plugin"
-        hash_algorithm="SHA512"
-        database =
-        {
-          type = "sqlite3"
-          path = "\(database)"
-        };
+    /// `false` without certificate files. With `webApplication`, its files are served at `/`
+    /// (`static_files_path`, with a MIME type for each kind of file it has).
+    private static func configuration(port: Int, database: String, webApplication: String?) -> String {
+        let staticFiles = webApplication.map { path in
+            let types = [
+                (".html", "text/html"), (".css", "text/css"), (".js", "application/javascript"),
+                (".json", "application/json"), (".png", "image/png"), (".ico", "image/x-icon"),
+                (".svg", "image/svg+xml"), (".ttf", "font/ttf"), (".woff", "font/woff"), (".woff2", "font/woff2"),
+            ]
+            return """
+                static_files_path="\(path)"
+                static_files_mime_types = (
+                \(types.map { "  { extension = \"\($0.0)\"\n    mime_type = \"\($0.1)\" }" }.joined(separator: ",\n"))
+                );
 
-        """
+                """
+        }
+        return """
+            port=\(port)
+            bind_address="127.0.0.1"
+            external_url="http://127.0.0.1:\(port)"
+            login_url="login.html"
+            api_prefix="api"
+            allow_origin="*"
+            cookie_secure=0
+            session_expiration=3600
+            session_key="GLEWLWYD2_SESSION_ID"
+            admin_scope="g_admin"
+            profile_scope="g_profile"
+            login_api_enabled=true
+            user_module_path="/usr/lib/glewlwyd/user"
+            client_module_path="/usr/lib/glewlwyd/client"
+            user_auth_scheme_module_path="/usr/lib/glewlwyd/scheme"
+            plugin_module_path="/usr/lib/glewlwyd/plugin"
+            hash_algorithm="SHA512"
+            database =
+            {
+              type = "sqlite3"
+              path = "\(database)"
+            };
+            \(staticFiles ?? "")
+            """
+    }
+
+    static let webApplicationFiles = "/usr/share/glewlwyd/webapp"
+    /// The web application's `config.json`: Debian 12's `glewlwyd-common` links
+    /// `webapp/config.json` to /etc/glewlwyd/config-2.7.json, which it ships as a folder holding
+    /// the `config.json` (so the link, as installed, names a folder). The file is read from
+    /// whichever of the two is a file.
+    static let webApplicationConfigurations = [
+        "/etc/glewlwyd/config-2.7.json/config.json", "/etc/glewlwyd/config-2.7.json",
+        "/usr/share/glewlwyd/webapp/config.json",
+    ]
+
+    /// A copy of the package's web application in `directory`, with its `config.json` a file
+    /// (its `GlewlwydUrl` is `./`: the pages call the API on their own origin); its path.
+    private static func webApplication(in directory: URL) async throws -> String {
+        var isFolder: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: Self.webApplicationFiles + "/login.html"),
+            let configuration = Self.webApplicationConfigurations.first(where: {
+                FileManager.default.fileExists(atPath: $0, isDirectory: &isFolder) && !isFolder.boolValue
+            })
+        else {
+            Issue.record(
+                "Glewlwyd's web application (\(Self.webApplicationFiles), its config.json) is missing: apt-get install -y glewlwyd glewlwyd-common"
+            )
+            throw Failure(description: "no Glewlwyd web application")
+        }
+        let copy = directory.appendingPathComponent("webapp").path
+        // Dereferenced: the package links jQuery, Bootstrap, Popper and the fonts from other
+        // packages with relative links, which a copy elsewhere would leave dangling.
+        try await Self.run("/bin/cp", ["-R", "-L", Self.webApplicationFiles, copy])
+        try? FileManager.default.removeItem(atPath: copy + "/config.json")
+        try FileManager.default.copyItem(atPath: configuration, toPath: copy + "/config.json")
+        return copy
     }
 
     // MARK: Set-up through the admin API
 
-    private func setUp(privateKeyPEM: String, publicKeyPEM: String) async throws {
+    /// The `Cookie` header of a new session of Glewlwyd's `admin` user (password login).
+    func adminSession() async throws -> String {
         let login = try await self.request(
             TestRequest(
                 .POST, "/api/auth/", headers: [("Content-Type", "application/json")],
@@ -188,16 +247,29 @@ final class GlewlwydServer: Sendable {
         else {
             throw Failure(description: "admin login answered \(login.status)")
         }
-        let session = String(cookie)
+        return String(cookie)
+    }
+
+    /// An admin API call that must answer 200; returns the answer.
+    @discardableResult
+    func admin(
+        _ method: HTTPMethod, _ path: String, _ body: JSONObject? = nil, session: String
+    ) async throws -> TestResponse {
+        let response = try await self.request(
+            TestRequest(
+                method, "/api" + path, headers: [("Content-Type", "application/json"), ("Cookie", session)],
+                body: body.map { JSONValue.object($0).jsonText })
+        )
+        guard response.status == 200 else {
+            throw Failure(description: "\(method) /api\(path) answered \(response.status): \(response.text)")
+        }
+        return response
+    }
+
+    private func setUp(privateKeyPEM: String, publicKeyPEM: String) async throws {
+        let session = try await self.adminSession()
         func admin(_ path: String, _ body: JSONObject) async throws {
-            let response = try await self.request(
-                TestRequest(
-                    .POST, "/api" + path, headers: [("Content-Type", "application/json"), ("Cookie", session)],
-                    body: JSONValue.object(body).jsonText)
-            )
-            guard response.status == 200 else {
-                throw Failure(description: "POST /api\(path) answered \(response.status): \(response.text)")
-            }
+            try await self.admin(.POST, path, body, session: session)
         }
         try await admin(
             "/scope/",
@@ -209,7 +281,7 @@ final class GlewlwydServer: Sendable {
             "/user/",
             [
                 "username": .string(Self.username), "name": "Alice", "password": .string(self.userPassword),
-                "scope": [.string(Self.scope)], "enabled": true,
+                "scope": [.string(Self.scope), "openid"], "enabled": true,
             ]
         )
         try await admin(
@@ -233,6 +305,14 @@ final class GlewlwydServer: Sendable {
                     "allow-non-oidc": true,
                     "auth-type-password-enabled": true, "auth-type-client-enabled": true,
                     "introspection-revocation-allowed": true, "introspection-revocation-allow-target-client": true,
+                    // Browser sign-in (GlewlwydServer+SignIn.swift): the code flow with PKCE,
+                    // refresh tokens, the end-session endpoint and back-channel logout. Front-
+                    // channel logout too: without it the API behind Glewlwyd's end-session page
+                    // (GET /api/oidc/session/<sid>/<client>) answers 400 and the page breaks.
+                    "auth-type-code-enabled": true, "auth-type-refresh-enabled": true, "pkce-allowed": true,
+                    "session-management-allowed": true, "session-cookie-name": .string(Self.sessionCookie),
+                    "session-cookie-expiration": 3600, "back-channel-logout-allowed": true,
+                    "front-channel-logout-allowed": true,
                 ],
             ]
         )
@@ -284,7 +364,7 @@ final class GlewlwydServer: Sendable {
         )
     }
 
-    private func request(_ request: TestRequest) async throws -> TestResponse {
+    func request(_ request: TestRequest) async throws -> TestResponse {
         let connection = try await TestConnection.connect(port: self.port)
         var request = request
         request.headers.append(("Host", "127.0.0.1:\(self.port)"))

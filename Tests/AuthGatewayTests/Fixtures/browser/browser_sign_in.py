@@ -2,11 +2,13 @@
 """Browser sign-in through auth-gateway in a real headless browser.
 
 Debian's `chromium`, driven through `chromium-driver` by Python `selenium`, walks one flow of
-docs/browser-sign-in.md against a running gateway and the demo's OpenID Provider, and prints
-what it saw as one JSON object on stdout; the Swift tests (RealBrowserTests) judge it.
+docs/browser-sign-in.md against a running gateway and the demo's OpenID Provider (Glewlwyd in
+the glewlwyd flow), and prints what it saw as one JSON object on stdout; the Swift tests
+(RealBrowserTests) judge it.
 
-    browser_sign_in.py --gateway http://localhost:PORT --flow sign-in|two-tabs|sign-out|demo
-                       [--page /path?query] [--chromium PATH] [--chromedriver PATH] [--timeout S]
+    browser_sign_in.py --gateway http://localhost:PORT --flow sign-in|two-tabs|sign-out|demo|glewlwyd
+                       [--page /path?query] [--user NAME --password SECRET]
+                       [--chromium PATH] [--chromedriver PATH] [--timeout S]
 
 Flows:
   sign-in   open --page (a signIn route), land on the provider's login form, sign in as alice,
@@ -17,7 +19,11 @@ Flows:
             nothing; a same-origin form post to sign-out ends on the login form (the provider's
             session ended too); sign in again; a typed GET of sign-out does the same;
   demo      the walk-through `auth-gateway demo` prints: open --page (a full URL), sign in,
-            then sign out by typing {gateway}/.gateway/sign-out.
+            then sign out by typing {gateway}/.gateway/sign-out;
+  glewlwyd  the provider is Glewlwyd: open --page, land on Glewlwyd's login page, log in as
+            --user, grant the scopes asked, continue, end on --page; then sign out by typing
+            {gateway}/.gateway/sign-out, land on Glewlwyd's end-session prompt, log out there,
+            and open --page again: Glewlwyd's login page asks for a user name again.
 
 Every wait is bounded (--timeout per step), and the whole run by an alarm (--deadline) after
 which the browser is closed and the script exits 1. Exit status: 0 the flow ran (its
@@ -339,7 +345,112 @@ def flow_demo(browser, args):
     return report
 
 
-FLOWS = {"sign-in": flow_sign_in, "two-tabs": flow_two_tabs, "sign-out": flow_sign_out, "demo": flow_demo}
+def on_glewlwyd_page(browser):
+    """Whether Glewlwyd's login page (a page of another origin than the gateway's) has loaded."""
+    url = browser.url
+    return (
+        not url.startswith(browser.gateway + "/")
+        and urllib.parse.urlsplit(url).path.endswith("/login.html")
+        and browser.driver.execute_script("return document.readyState") == "complete"
+    )
+
+
+def glewlwyd_page(browser):
+    """The login page's URL, its query, and the authorization request its `callback_url` holds."""
+    url = browser.url
+    query = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(url).query))
+    callback = query.get("callback_url", "")
+    authorize = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(callback).query))
+    return {"url": url, "status": browser.navigation_status(), "query": query, "authorize": authorize}
+
+
+def click(browser, element):
+    # The login page shows its steps in a carousel: a button may be in the page but not yet
+    # visible to selenium's own click.
+    browser.driver.execute_script("arguments[0].click();", element)
+
+
+def flow_glewlwyd(browser, args):
+    page = browser.gateway + args.page
+    report = {}
+    browser.open(page)
+    browser.wait(
+        "glewlwyd: its login form",
+        lambda _: on_glewlwyd_page(browser)
+        and any(e.is_enabled() for e in browser.elements("#username"))
+        and browser.elements("#loginbut"),
+    )
+    report["login"] = glewlwyd_page(browser)
+    name = browser.driver.find_element(By.ID, "username")
+    name.clear()
+    name.send_keys(args.user)
+    browser.driver.find_element(By.ID, "password").send_keys(args.password)
+    browser.driver.find_element(By.ID, "loginbut").click()
+
+    # Logged in, the page asks to grant the client the scopes (one checkbox each, id
+    # grant-<scope>), then offers to continue to the client.
+    browser.wait("glewlwyd: the scopes to grant", lambda _: browser.elements("input[id^='grant-']"))
+    report["grantable"] = sorted(e.get_attribute("id")[len("grant-"):] for e in browser.elements("input[id^='grant-']"))
+    for box in browser.elements("input[id^='grant-']"):
+        if box.is_enabled() and not box.is_selected():
+            click(browser, box)
+    grant = browser.wait(
+        "glewlwyd: the grant button",
+        lambda driver: driver.find_elements(By.XPATH, "//button[normalize-space(.)='Grant access']"),
+    )
+    click(browser, grant[0])
+    proceed = browser.wait(
+        "glewlwyd: the continue button", lambda _: browser.elements("button[title='Continue to client application']")
+    )
+    click(browser, proceed[0])
+    report["landed"] = browser.landed("glewlwyd: back at the page", page)
+
+    # Sign-out typed in the address bar: the gateway's session ends, and Glewlwyd's
+    # end-session prompt asks whether to end Glewlwyd's session too.
+    browser.open(browser.gateway + "/.gateway/sign-out")
+    browser.wait(
+        "glewlwyd: the end-session prompt",
+        lambda _: on_glewlwyd_page(browser)
+        and "prompt=end_session" in browser.url
+        and browser.elements("button.btn-danger:not(.dropdown-toggle)"),
+    )
+    report["endSession"] = glewlwyd_page(browser)
+    # The button shows at once, but works only once the page has read the session's clients
+    # (GET /api/<plugin>/session/<sid>/<client_id>); before that a click breaks the page.
+    query = report["endSession"]["query"]
+    session_list = "/%s/session/%s/%s" % (query.get("plugin"), query.get("sid"), query.get("client_id"))
+    browser.wait(
+        "glewlwyd: the end-session page reads the session",
+        lambda driver: driver.execute_script(
+            "return performance.getEntriesByType('resource')"
+            ".some(e => e.name.includes(arguments[0]) && e.responseEnd > 0);",
+            session_list,
+        ),
+    )
+    click(browser, browser.elements("button.btn-danger:not(.dropdown-toggle)")[0])
+    # Ending it deletes the OpenID session (Glewlwyd then sends its back-channel logout
+    # tokens) and then the login session, whose cookie goes.
+    browser.wait(
+        "glewlwyd: its login session ends",
+        lambda _: not any(c["name"] == "GLEWLWYD2_SESSION_ID" and c["valueLength"] > 0 for c in browser.cookies()),
+    )
+    report["afterEndSession"] = browser.where()
+    browser.open(page)
+    browser.wait(
+        "glewlwyd: the login form again",
+        lambda _: on_glewlwyd_page(browser) and any(e.is_enabled() for e in browser.elements("#username")),
+    )
+    report["afterSignOut"] = glewlwyd_page(browser)
+    return report
+
+
+FLOWS = {
+    "sign-in": flow_sign_in,
+    "two-tabs": flow_two_tabs,
+    "sign-out": flow_sign_out,
+    "demo": flow_demo,
+    "glewlwyd": flow_glewlwyd,
+}
 
 
 def main():
@@ -349,6 +460,8 @@ def main():
     parser.add_argument("--flow", required=True, choices=sorted(FLOWS))
     parser.add_argument("--page", default="/some/page?x=1", help="the protected page (a path; demo: a URL)")
     parser.add_argument("--post-sign-out-path", default="/")
+    parser.add_argument("--user", default=USER, help="the user who signs in")
+    parser.add_argument("--password", default=PASSWORD, help="that user's password")
     parser.add_argument("--chromium", default=shutil.which("chromium") or "")
     parser.add_argument("--chromedriver", default=shutil.which("chromedriver") or "")
     parser.add_argument("--timeout", type=float, default=60, help="seconds each step may take")

@@ -12,7 +12,8 @@ import Glibc
 /// Browser sign-in in a real headless browser (Chromium through selenium, `HeadlessBrowser`):
 /// the gateway of `SignInFixture` in front of the demo's OpenID Provider, its HTML login form
 /// filled in by the browser, and the browser's own cookie, redirect and `Sec-Fetch-*` handling
-/// (docs/browser-sign-in.md). The gateway is `localhost` to the browser and the provider
+/// (docs/browser-sign-in.md); and in front of Glewlwyd, with its own pages
+/// (RealBrowserTests+Glewlwyd.swift). The gateway is `localhost` to the browser and the provider
 /// `127.0.0.1`, so their cookies stay apart. One browser at a time: each is heavy.
 @Suite("Browser sign-in (headless Chromium)", .serialized, .timeLimit(.minutes(10)), .awaitsCleanups)
 struct RealBrowserTests {
