@@ -5,20 +5,26 @@ import Crypto
 /// handle's SHA-256 (`digest`), never under the handle itself, so a read of the session table
 /// (or of a memory dump's keys) yields no usable cookie.
 struct SessionHandle: Sendable, Equatable {
-    let value: String
+    /// A request's handle is a slice of its `Cookie` value: read on every session request, it is
+    /// neither copied nor allocated.
+    let value: Substring
 
     /// A fresh handle from the system's cryptographic random source.
     static func generate() -> SessionHandle {
-        SessionHandle(value: Base64URL.encode(SymmetricKey(size: .bits256).withUnsafeBytes { Array($0) }))
+        SessionHandle(value: Base64URL.encode(SymmetricKey(size: .bits256).withUnsafeBytes { Array($0) })[...])
     }
 
     /// The cookie's value as sent, when it has a handle's shape (43 base64url characters).
     init?(cookieValue: Substring) {
-        guard cookieValue.utf8.count == 43, cookieValue.utf8.allSatisfy(Base64URL.isAlphabetByte) else { return nil }
-        self.value = String(cookieValue)
+        let utf8 = cookieValue.utf8
+        guard utf8.count == 43,
+            utf8.withContiguousStorageIfAvailable({ $0.allSatisfy(Base64URL.isAlphabetByte) })
+                ?? utf8.allSatisfy(Base64URL.isAlphabetByte)
+        else { return nil }
+        self.value = cookieValue
     }
 
-    private init(value: String) { self.value = value }
+    private init(value: Substring) { self.value = value }
 
-    var digest: TokenDigest { TokenDigest(of: self.value[...]) }
+    var digest: TokenDigest { TokenDigest(of: self.value) }
 }
