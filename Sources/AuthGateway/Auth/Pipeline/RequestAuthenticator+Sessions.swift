@@ -6,8 +6,10 @@ import NIOCore
 extension RequestAuthenticator {
     func lookUpSession(_ handle: SessionHandle, _ request: AuthRequest) -> Step {
         guard let session else { return .refuse(.tokenMissing) }
+        // The handle's SHA-256, once per request: the store's key, and the session's name in
+        // the steps after (a refresh, a database read).
         let digest = handle.digest
-        return self.next(after: session.lookup(handle, request), digest, request)
+        return self.next(after: session.lookup(digest, request), digest, request)
     }
 
     func adoptSession(_ record: SessionRecord?, _ digest: TokenDigest, _ request: AuthRequest) -> Step {

@@ -26,15 +26,15 @@ struct SessionAuthentication {
 
     private var clearing: [(name: String, value: String)] { [("Set-Cookie", self.signIn.cookies.clearingSession)] }
 
-    /// The session's access token, or why there is none. An unsafe method must come from the
-    /// gateway's own origin (CSRF), checked before anything is looked up.
-    func lookup(_ handle: SessionHandle, _ request: AuthRequest) -> Outcome {
+    /// The session's access token, or why there is none (`digest`: the session handle's). An
+    /// unsafe method must come from the gateway's own origin (CSRF), checked before anything is
+    /// looked up.
+    func lookup(_ digest: TokenDigest, _ request: AuthRequest) -> Outcome {
         let configuration = self.signIn.configuration
         guard
             BrowserRequest.isSameOrigin(
                 method: request.method, headers: request.headers, publicBaseURL: configuration.publicBaseURL)
         else { return .refused(.signInCSRF, headers: []) }
-        let digest = handle.digest
         switch self.signIn.sessions.lookup(digest, now: request.now, lifetime: self.signIn.lifetime, on: self.eventLoop)
         {
         case .found(let record): return .token(Self.token(of: record, digest: digest))
