@@ -151,12 +151,12 @@ extension RequestPlanner {
         if let identity {
             if !route.forwardAccessToken {
                 edits.append(TokenEdit(location: identity.accessToken.location, replacement: nil))
-            } else if let replacement = identity.replacementAccessToken {
-                edits.append(TokenEdit(location: identity.accessToken.location, replacement: replacement))
             } else if case .session = identity.accessToken.location {
                 // A session's token reaches the backend as `Authorization: Bearer`.
                 edits.append(
-                    TokenEdit(location: identity.accessToken.location, replacement: identity.currentAccessToken))
+                    TokenEdit(location: identity.accessToken.location, replacement: identity.bearerAuthorization))
+            } else if let replacement = identity.replacementAccessToken {
+                edits.append(TokenEdit(location: identity.accessToken.location, replacement: replacement))
             }
             identityHeaders = Self.identityHeaders(fields, policy: self.snapshot.forwarding)
         }

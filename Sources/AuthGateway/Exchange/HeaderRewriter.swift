@@ -26,7 +26,8 @@ package struct ForwardingPolicy: Sendable {
 /// came from (docs/authentication.md).
 package struct TokenEdit: Equatable {
     var location: TokenLocation
-    /// nil removes the token.
+    /// nil removes the token. For a session's token: the whole `Authorization` value
+    /// (`Bearer <token>`).
     var replacement: String?
 }
 
@@ -102,9 +103,10 @@ package enum HeaderRewriter {
             }
         }
         for edit in tokenEdits {
-            // A session's access token goes to the backend as a bearer token, never the cookie.
-            if case .session = edit.location, let token = edit.replacement {
-                output.append(("Authorization", "Bearer \(token)"))
+            // A session's access token goes to the backend as a bearer token, never the cookie
+            // (the edit holds the whole `Bearer …` value).
+            if case .session = edit.location, let authorization = edit.replacement {
+                output.append(("Authorization", authorization))
             }
         }
         output.append(("X-Forwarded-For", forwardedFor.map { "\($0), \(connection.peerIP)" } ?? connection.peerIP))

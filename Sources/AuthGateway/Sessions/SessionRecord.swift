@@ -9,11 +9,38 @@ struct SessionRecord: Sendable, Equatable {
     /// For RP-initiated logout (`id_token_hint`).
     var idToken: String
     /// Authenticates the session's requests exactly as a bearer token would.
-    var accessToken: String
+    var accessToken: String {
+        get { String(self.accessTokenSlice) }
+        set { self.bearerAuthorization = Self.bearerPrefix + newValue }
+    }
+    /// `Bearer <access token>`: the `Authorization` value the backend gets, made once per token
+    /// rather than on every request (docs/benchmarks.md).
+    private(set) var bearerAuthorization: String
     var refreshToken: String?
     /// Unix seconds.
     var createdAt: Double
     var lastUsedAt: Double
+
+    private static let bearerPrefix = "Bearer "
+
+    init(
+        subject: String, providerSessionID: String? = nil, idToken: String, accessToken: String,
+        refreshToken: String? = nil, createdAt: Double, lastUsedAt: Double
+    ) {
+        self.subject = subject
+        self.providerSessionID = providerSessionID
+        self.idToken = idToken
+        self.bearerAuthorization = Self.bearerPrefix + accessToken
+        self.refreshToken = refreshToken
+        self.createdAt = createdAt
+        self.lastUsedAt = lastUsedAt
+    }
+
+    /// The access token as a slice of `bearerAuthorization`: no copy.
+    var accessTokenSlice: Substring {
+        let utf8 = self.bearerAuthorization.utf8
+        return self.bearerAuthorization[utf8.index(utf8.startIndex, offsetBy: Self.bearerPrefix.utf8.count)...]
+    }
 
     /// When the session ends: `sessionIdleSeconds` after its last use or `sessionMaxSeconds`
     /// after sign-in, whichever comes first.

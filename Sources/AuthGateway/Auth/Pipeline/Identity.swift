@@ -24,4 +24,17 @@ struct Identity {
 
     /// The access token a call made on the caller's behalf (a profile fetch) presents.
     var currentAccessToken: String { self.replacementAccessToken ?? String(self.accessToken.value) }
+
+    /// `Bearer <access token>` for a session's backend request. A session's token is a slice of
+    /// its record's ready-made `Authorization` value (`SessionRecord.bearerAuthorization`): that
+    /// value is handed on as it is, without building a new string per request.
+    var bearerAuthorization: String {
+        if let replacement = self.replacementAccessToken { return "Bearer " + replacement }
+        let token = self.accessToken.value
+        let base = token.base
+        if token.endIndex == base.endIndex, base.utf8.count == token.utf8.count + 7, base.hasPrefix("Bearer ") {
+            return base
+        }
+        return "Bearer " + token
+    }
 }

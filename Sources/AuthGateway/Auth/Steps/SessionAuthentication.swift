@@ -53,7 +53,7 @@ struct SessionAuthentication {
     }
 
     static func token(of record: SessionRecord, digest: TokenDigest) -> ExtractedToken {
-        ExtractedToken(value: record.accessToken[...], location: .session(digest))
+        ExtractedToken(value: record.accessTokenSlice, location: .session(digest))
     }
 
     /// Redeems the session's refresh token; nil when the session has none, or there is nowhere to
