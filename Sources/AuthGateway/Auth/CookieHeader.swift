@@ -43,15 +43,18 @@ enum CookieHeader {
         var header = header
         header.makeContiguousUTF8()
         var offset = 0
-        var removes = false
+        var kept = 0
         while let part = Self.part(of: header, from: &offset) {
-            if isRemoved(header.substring(part.name)) {
-                removes = true
-                break
+            guard isRemoved(header.substring(part.name)) else {
+                kept += 1
+                continue
             }
+            // The only cookie (a browser that holds just the session cookie): nothing is left,
+            // without building anything.
+            if kept == 0, Self.part(of: header, from: &offset) == nil { return nil }
+            return Self.rebuilt(header) { cookieName, _ in isRemoved(cookieName) ? .drop : .keep }
         }
-        guard removes else { return header }
-        return Self.rebuilt(header) { cookieName, _ in isRemoved(cookieName) ? .drop : .keep }
+        return header
     }
 
     /// The `Cookie` value with cookie `name` removed (nil when nothing is left) or, with

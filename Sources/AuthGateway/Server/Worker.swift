@@ -18,6 +18,7 @@ package final class Worker {
     private var requestIDs = RequestIDGenerator()
     private let recentTokens = RecentTokens()
     private let recentIntrospections = RecentIntrospections()
+    private let recentSessionDigests = RecentSessionDigests()
     /// This loop's memo of rate-limit keys (their HMACs).
     let rateLimitKeys = RateLimitKeyMemo()
 
@@ -90,7 +91,7 @@ package final class Worker {
         if let signIn = self.snapshot.browserSignIn, let refresher = self.snapshot.sessionRefresher {
             let issuer = signIn.configuration.issuer
             session = SessionAuthentication(
-                signIn: signIn, refresher: refresher,
+                signIn: signIn, recentDigests: self.recentSessionDigests, refresher: refresher,
                 endpoint: { [unowned self] in
                     guard let url = self.shared.keyStore.discoveryDocument(issuer: issuer)?.tokenEndpoint,
                         let client = self.client(for: url)

@@ -6,10 +6,12 @@ import NIOCore
 extension RequestAuthenticator {
     func lookUpSession(_ handle: SessionHandle, _ request: AuthRequest) -> Step {
         guard let session else { return .refuse(.tokenMissing) }
-        // The handle's SHA-256, once per request: the store's key, and the session's name in
-        // the steps after (a refresh, a database read).
-        let digest = handle.digest
-        return self.next(after: session.lookup(digest, request), digest, request)
+        // The handle's SHA-256 (remembered by the loop for a handle it knows): the store's key,
+        // and the session's name in the steps after (a refresh, a database read).
+        let digest = session.recentDigests.digest(of: handle)
+        let outcome = session.lookup(digest, request)
+        if case .token = outcome { session.recentDigests.remember(handle, digest: digest) }
+        return self.next(after: outcome, digest, request)
     }
 
     func adoptSession(_ record: SessionRecord?, _ digest: TokenDigest, _ request: AuthRequest) -> Step {

@@ -16,6 +16,8 @@ struct SessionAuthentication {
     }
 
     let signIn: BrowserSignIn
+    /// This loop's handles and their digests (`RecentSessionDigests`).
+    let recentDigests: RecentSessionDigests
     /// Redeems the session's refresh token at the provider's `token_endpoint`.
     let refresher: SessionRefresher
     /// Where a refresh posts now (the discovered `token_endpoint`).
