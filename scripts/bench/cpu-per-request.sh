@@ -18,7 +18,7 @@ PIDS+=($!)
 (cd "$BENCH" && exec taskset -c 1 haproxy -f "$BENCH/conf/haproxy.cfg" -db >/dev/null 2>&1) &
 PIDS+=($!)
 HAPROXY=$!
-taskset -c 1 "$ROOT/.build/release/auth-gateway" serve --config "$WORK/gateway-1.json" >/dev/null 2>&1 &
+taskset -c 1 "${GATEWAY_BINARY:-$ROOT/.build-release/release/auth-gateway}" serve --config "$WORK/gateway-1.json" >/dev/null 2>&1 &
 PIDS+=($!)
 GATEWAY=$!
 sleep 2

@@ -7,7 +7,8 @@
 # loads a second route, `/load/` on an nginx that answers "ok" at once (CPU 1, as compare.sh
 # places its backend), alternately with her session cookie and with that bearer token — ROUNDS
 # rounds of DURATION each, so that drift on a busy machine falls on both alike. With the fast
-# backend the gateway's core is saturated, as in compare.sh. Prints each round (requests per
+# backend the gateway's core is saturated, as in compare.sh. PERF_DIR=<folder> also records a
+# `perf` profile of each load there (bearer.data, session.data; the last round's). Prints each round (requests per
 # second, and the gateway process's CPU time per request from /proc) and the ratios of the
 # medians. BACKEND=echo loads the echo route instead (the gateway then waits on the echo
 # backend, and only the CPU figure means something).
@@ -78,6 +79,9 @@ cpu_ticks() { awk '{print $14 + $15}' "/proc/$gateway_pid/stat"; }
 run() { # NAME HEADER -> "<requests/s> <gateway CPU microseconds per request>"
     local output before after
     before=$(cpu_ticks)
+    if [ -n "${PERF_DIR:-}" ]; then # a profile of each load, for scripts/bench/stage-budget.py
+        perf record -F 999 -g -p "$gateway_pid" -o "$PERF_DIR/$1.data" -- sleep "${DURATION%s}" >/dev/null 2>&1 &
+    fi
     output=$(taskset -c 1 wrk -t1 -c"$CONNECTIONS" -d"$DURATION" -H "Accept: application/json" -H "$2" \
         "http://127.0.0.1:$PORT/$path/items")
     after=$(cpu_ticks)
