@@ -47,12 +47,17 @@ final class RecentSessionDigests {
         self.slots[slot] = Entry(handle: String(handle.value), digest: digest)
     }
 
-    /// A handle is 256 random bits in base64url: its first eight characters pick the slot (which
-    /// slot only decides what a handle evicts).
+    /// A handle is 256 random bits in base64url: its first eight characters, read as one word,
+    /// pick the slot — no hashing needed (a live session's handle is the gateway's own random
+    /// value, and which slot only decides what a handle evicts).
     private func slot(of handle: SessionHandle) -> Int {
-        var hasher = Hasher()
-        for byte in handle.value.utf8.prefix(8) { hasher.combine(byte) }
-        return hasher.finalize() & (self.slots.count - 1)
+        var value = handle.value
+        let word = value.withUTF8 { bytes -> UInt64 in
+            var word: UInt64 = 0
+            for index in 0..<min(8, bytes.count) { word = word << 8 | UInt64(bytes[index]) }
+            return word
+        }
+        return Int(truncatingIfNeeded: word ^ (word >> 29)) & (self.slots.count - 1)
     }
 
     private static func same(_ stored: String, _ handle: Substring) -> Bool {
