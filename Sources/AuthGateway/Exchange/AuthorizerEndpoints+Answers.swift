@@ -53,7 +53,8 @@ extension AuthorizerEndpoints {
             guard let replacement = edit.replacement else { continue }
             switch edit.location {
             case .header(let name, let bearer): headers.append((name, bearer ? "Bearer \(replacement)" : replacement))
-            case .session: headers.append(("Authorization", "Bearer \(replacement)"))
+            // A session's edit holds the whole `Authorization` value.
+            case .session: headers.append(("Authorization", replacement))
             case .cookie: continue
             }
         }

@@ -234,6 +234,19 @@ struct RequestPlannerTests {
         #expect(forward.head.headers["Authorization"] == ["Bearer \(token)"])
         #expect(forward.head.headers["Cookie"].joined().contains("gateway-session") == false)
         #expect(forward.head.headers["Cookie"].joined().contains("theme=dark"))
+        // The same decision answered to another proxy (authorizer mode) names the same field.
+        let input = DecisionInput(
+            method: .GET, uri: "/app", path: "/app", host: "gw",
+            headers: HTTPHeaders([("Host", "gw"), ("Cookie", "gateway-session=\(handle.value)")]),
+            connection: ClientConnectionInfo(peerIP: "127.0.0.1", peerIsTrustedProxy: false, isTLS: false), now: now)
+        guard case .ready(.allowed(let allowed)) = planner.decide(input, requestID: "req-2") else {
+            Issue.record("the session's decision was not an immediate allow")
+            return
+        }
+        #expect(
+            AuthorizerEndpoints.upstreamTokenHeaders(allowed.tokenEdits).map { "\($0.name): \($0.value)" } == [
+                "Authorization: Bearer \(token)"
+            ])
     }
 
     @Test func theAccessTokenIsForwardedUnlessTheRouteSaysNot() throws {

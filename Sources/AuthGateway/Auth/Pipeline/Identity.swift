@@ -32,7 +32,9 @@ struct Identity {
         if let replacement = self.replacementAccessToken { return "Bearer " + replacement }
         let token = self.accessToken.value
         let base = token.base
-        if token.endIndex == base.endIndex, base.utf8.count == token.utf8.count + 7, base.hasPrefix("Bearer ") {
+        if token.endIndex == base.endIndex, base.utf8.count == token.utf8.count + 7,
+            ASCII.hasBytePrefix(base, "Bearer ")
+        {
             return base
         }
         return "Bearer " + token
