@@ -75,7 +75,8 @@ struct CookieHeaderTests {
     @Test("non-ASCII bytes in values and names keep their place; names compare byte for byte")
     func nonASCII() {
         #expect(pairs("é=ü; a=\"ç\" ;b=日本") == ["é=ü", "a=ç", "b=日本"])
-        #expect(CookieHeader.removing("x=é; gateway-session=h; y=日", name: "gateway-session", prefix: "f-") == "x=é; y=日")
+        let kept = CookieHeader.removing("x=é; gateway-session=h; y=日", name: "gateway-session", prefix: "f-")
+        #expect(kept == "x=é; y=日")
         #expect(CookieHeader.rewrite("é=1; access_token=2", name: "access_token", replacement: nil) == "é=1")
         // Canonically equivalent but different bytes: not the same cookie name.
         #expect(CookieHeader.rewrite("e\u{301}=1", name: "\u{e9}", replacement: nil) == "e\u{301}=1")
