@@ -26,3 +26,10 @@ guard ValidationExperiment.checkAgreement(token: token) == 0 else {
     exit(1)
 }
 ValidationExperiment.measureAll(token: token)
+
+print("## Huffman decoding")
+guard HuffmanExperiment.checkAgreement(token: token) == 0 else {
+    print("upstream and patched Huffman decoding disagree")
+    exit(1)
+}
+HuffmanExperiment.measureAll(token: token)
