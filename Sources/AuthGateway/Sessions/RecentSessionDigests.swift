@@ -1,11 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// One event loop's memo of the session handles it saw last and their SHA-256 digests, so that
 /// a browser's next request finds its session without hashing the handle again (measured: about
 /// a fifth of what a session request costs beyond a bearer request; docs/benchmarks.md).
@@ -34,7 +26,7 @@ final class RecentSessionDigests {
 
     /// The handle's digest: remembered by this loop, or computed.
     func digest(of handle: SessionHandle) -> TokenDigest {
-        if let entry = self.slots[self.slot(of: handle)], Self.same(entry.handle, handle.value) {
+        if let entry = self.slots[self.slot(of: handle)], ASCII.bytesEqual(entry.handle, handle.value) {
             return entry.digest
         }
         return handle.digest
@@ -43,7 +35,7 @@ final class RecentSessionDigests {
     /// Remembers a handle that led to a live session (copied out of the request's header).
     func remember(_ handle: SessionHandle, digest: TokenDigest) {
         let slot = self.slot(of: handle)
-        if let entry = self.slots[slot], Self.same(entry.handle, handle.value) { return }
+        if let entry = self.slots[slot], ASCII.bytesEqual(entry.handle, handle.value) { return }
         self.slots[slot] = Entry(handle: String(handle.value), digest: digest)
     }
 
@@ -58,16 +50,6 @@ final class RecentSessionDigests {
             return word
         }
         return Int(truncatingIfNeeded: word ^ (word >> 29)) & (self.slots.count - 1)
-    }
-
-    private static func same(_ stored: String, _ handle: Substring) -> Bool {
-        var stored = stored
-        var handle = handle
-        return stored.withUTF8 { a in
-            handle.withUTF8 { b in
-                a.count == b.count && (a.count == 0 || memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0)
-            }
-        }
     }
 }
 
