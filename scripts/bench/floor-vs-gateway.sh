@@ -24,15 +24,8 @@ WORK=$(mktemp -d)
 pids=()
 cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done; rm -rf "$WORK"; }
 trap cleanup EXIT
-cat >"$WORK/gateway.json" <<JSON
-{ "listener": { "host": "127.0.0.1", "port": 18090 }, "eventLoopThreads": 1, "limits": { "maxConnections": 20000 },
-  "tokens": { "sources": [ { "header": "Authorization", "schemes": ["Bearer"] } ],
-    "issuers": [ { "issuer": "https://auth.bench.local", "audiences": ["bench-gateway"], "leewaySeconds": 0,
-      "keys": [ { "kid": "bench-rs256", "algorithm": "RS256", "publicKeyPEMFile": "$BENCH/keys/rs256-public.pem" } ] } ] },
-  "backends": { "bench": { "urls": ["http://127.0.0.1:18080"], "maxConnectionsPerThread": 512 } },
-  "routes": [ { "name": "all", "pathPrefix": "/", "backend": "bench" } ],
-  "logging": { "level": "warning", "accessLog": false } }
-JSON
+source "$ROOT/scripts/bench/gateway-config.sh"
+write_bench_gateway_config "$BENCH" "$WORK/gateway.json"
 mkdir -p "$BENCH/run/logs" "$BENCH/run/tmp/backend"
 taskset -c 0 nginx -p "$BENCH/" -c "$BENCH/conf/backend.nginx.conf" -e "$WORK/backend.error.log" -g 'daemon off;' &
 pids+=($!)

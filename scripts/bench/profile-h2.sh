@@ -15,15 +15,8 @@ MODE=${2:-}
 OUT=$ROOT/.bench-work/profile-$(date +%Y%m%d-%H%M%S)
 mkdir -p "$OUT" "$BENCH/run/logs"
 [ -d "$BENCH/keys" ] || { echo "no bench copy at $BENCH: run scripts/bench/features.sh once" >&2; exit 1; }
-cat >"$OUT/gateway.json" <<JSON
-{ "listener": { "host": "127.0.0.1", "port": 18090 }, "eventLoopThreads": 1, "limits": { "maxConnections": 20000 },
-  "tokens": { "sources": [ { "header": "Authorization", "schemes": ["Bearer"] } ],
-    "issuers": [ { "issuer": "https://auth.bench.local", "audiences": ["bench-gateway"], "leewaySeconds": 0,
-      "keys": [ { "kid": "bench-rs256", "algorithm": "RS256", "publicKeyPEMFile": "$BENCH/keys/rs256-public.pem" } ] } ] },
-  "backends": { "bench": { "urls": ["http://127.0.0.1:18080"], "maxConnectionsPerThread": 512 } },
-  "routes": [ { "name": "all", "pathPrefix": "/", "backend": "bench" } ],
-  "logging": { "level": "warning", "accessLog": false } }
-JSON
+source "$ROOT/scripts/bench/gateway-config.sh"
+write_bench_gateway_config "$BENCH" "$OUT/gateway.json"
 TOKEN=$(cat "$BENCH/keys/tokens/valid-rs256.jwt")
 pids=()
 cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done; }
