@@ -4,6 +4,7 @@
 // targets"). Its own package, so that `swift build` of the gateway never builds it.
 //   swift build -c release --package-path Benchmarks/NIOFloor
 //   Benchmarks/NIOFloor/.build/release/nio-floor PORT TOKEN_FILE
+//   Benchmarks/NIOFloor/.build/release/nio-relay-floor PORT BACKEND_PORT TOKEN_FILE
 import PackageDescription
 
 let package = Package(
@@ -22,6 +23,13 @@ let package = Package(
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),
             ]
-        )
+        ),
+        .executableTarget(
+            name: "nio-relay-floor",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]
+        ),
     ]
 )

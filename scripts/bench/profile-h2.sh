@@ -5,6 +5,7 @@
 # symbol). Needs perf, nginx, h2load and a prepared bench copy (scripts/bench/features.sh makes
 # one in .bench-work/bench) and the release binary.
 #   scripts/bench/profile-h2.sh [DURATION] [--h1]   (--h1: the same load over HTTP/1.1, 64 connections)
+# CONFIG=<file> loads another gateway configuration (listening on 127.0.0.1:18090, one thread).
 # EVENT=probe_libc:malloc (after `perf probe -x <libc> malloc`) records who allocates instead.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -16,7 +17,7 @@ OUT=$ROOT/.bench-work/profile-$(date +%Y%m%d-%H%M%S)
 mkdir -p "$OUT" "$BENCH/run/logs"
 [ -d "$BENCH/keys" ] || { echo "no bench copy at $BENCH: run scripts/bench/features.sh once" >&2; exit 1; }
 source "$ROOT/scripts/bench/gateway-config.sh"
-write_bench_gateway_config "$BENCH" "$OUT/gateway.json"
+if [ -n "${CONFIG:-}" ]; then cp "$CONFIG" "$OUT/gateway.json"; else write_bench_gateway_config "$BENCH" "$OUT/gateway.json"; fi
 TOKEN=$(cat "$BENCH/keys/tokens/valid-rs256.jwt")
 pids=()
 cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done; }

@@ -1,0 +1,182 @@
+// The floor under the gateway's HTTP/1.1 proxy numbers: the least a reverse proxy built on
+// SwiftNIO does per request, with none of the gateway (docs/benchmarks.md, "the proxy floor").
+//
+// One event-loop thread, as the benchmark runs the gateway. Each client connection gets its own
+// keep-alive connection to the backend, opened on the same loop when the client connects. A
+// client's bytes are scanned for the end of each request head (GET only: no body framing), the
+// head's `Authorization` line is compared byte for byte with the token in TOKEN_FILE (what a
+// perfect token cache costs; 401 otherwise), and the head goes to the backend unchanged. The
+// backend's bytes go back to the client as they arrive: no response parsing, no framing, no
+// header rewriting, no routing, no pool. Flushed once per read burst on each side.
+//
+// So nothing that forwards HTTP/1.1 on SwiftNIO through a backend connection can do less per
+// request: a real proxy must also parse, frame, rewrite and pool. Its rate, against HAProxy's
+// plain proxy in the same run, is the most the HTTP/1.1 target "gateway ÷ HAProxy plain" can
+// reach on SwiftNIO (scripts/bench/proxy-floor.sh).
+//
+//   nio-relay-floor PORT BACKEND_PORT TOKEN_FILE
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+import NIOCore
+import NIOPosix
+
+let arguments = CommandLine.arguments
+guard arguments.count == 4, let port = Int(arguments[1]), let backendPort = Int(arguments[2]),
+    let token = try? String(contentsOfFile: arguments[3], encoding: .utf8).trimmingCharacters(
+        in: .whitespacesAndNewlines)
+else {
+    FileHandle.standardError.write(Data("usage: nio-relay-floor PORT BACKEND_PORT TOKEN_FILE\n".utf8))
+    exit(2)
+}
+let authorizationValue = Array((" Bearer " + token + "\r\n").utf8)
+let unauthorized = ByteBuffer(string: "HTTP/1.1 401 Unauthorized\r\nContent-Length: 0\r\n\r\n")
+
+/// The client side: complete heads go to the backend, refused ones get a 401.
+final class ClientRelay: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    private let backendPort: Int
+    private var backend: Channel?
+    private var pending = ByteBuffer()
+    private var backendFlushPending = false
+    private var clientFlushPending = false
+
+    init(backendPort: Int) { self.backendPort = backendPort }
+
+    func channelActive(context: ChannelHandlerContext) {
+        let client = context.channel
+        let relay = NIOLoopBound(self, eventLoop: context.eventLoop)
+        // Reads wait until the backend connection is up.
+        client.setOption(.autoRead, value: false).whenSuccess {}
+        ClientBootstrap(group: context.eventLoop)
+            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(BackendRelay(client: client))
+                }
+            }
+            .connect(host: "127.0.0.1", port: self.backendPort)
+            .hop(to: context.eventLoop)
+            .whenComplete { result in
+                switch result {
+                case .success(let backend):
+                    relay.value.backend = backend
+                    client.setOption(.autoRead, value: true).whenSuccess {}
+                case .failure:
+                    client.close(promise: nil)
+                }
+            }
+        context.fireChannelActive()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        self.backend?.close(promise: nil)
+        context.fireChannelInactive()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard let backend = self.backend else { return }
+        var bytes = Self.unwrapInboundIn(data)
+        if self.pending.readableBytes == 0, let only = bytes.withUnsafeReadableBytes({ Self.headLength(in: $0) }),
+            only == bytes.readableBytes
+        {
+            // The usual case: exactly one head in the read, relayed without a copy.
+            self.relay(bytes, to: backend, context: context)
+            return
+        }
+        self.pending.writeBuffer(&bytes)
+        while let headLength = self.pending.withUnsafeReadableBytes({ Self.headLength(in: $0) }) {
+            self.relay(self.pending.readSlice(length: headLength)!, to: backend, context: context)
+        }
+        self.pending.discardReadBytes()
+    }
+
+    private func relay(_ head: ByteBuffer, to backend: Channel, context: ChannelHandlerContext) {
+        if head.withUnsafeReadableBytes({ Self.contains($0, authorizationValue) }) {
+            backend.write(head, promise: nil)
+            self.backendFlushPending = true
+        } else {
+            context.write(Self.wrapOutboundOut(unauthorized), promise: nil)
+            self.clientFlushPending = true
+        }
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        if self.backendFlushPending {
+            self.backendFlushPending = false
+            self.backend?.flush()
+        }
+        if self.clientFlushPending {
+            self.clientFlushPending = false
+            context.flush()
+        }
+        context.fireChannelReadComplete()
+    }
+
+    /// The length of the first head (through its blank line), if it is complete.
+    static func headLength(in bytes: UnsafeRawBufferPointer) -> Int? {
+        guard bytes.count >= 4 else { return nil }
+        var index = 3
+        while index < bytes.count {
+            if bytes[index] == 0x0A, bytes[index - 1] == 0x0D, bytes[index - 2] == 0x0A, bytes[index - 3] == 0x0D {
+                return index + 1
+            }
+            index += 1
+        }
+        return nil
+    }
+
+    /// Whether `head` holds `needle`.
+    static func contains(_ head: UnsafeRawBufferPointer, _ needle: [UInt8]) -> Bool {
+        guard head.count >= needle.count else { return false }
+        return needle.withUnsafeBytes { needle in
+            for start in 0...(head.count - needle.count) where head[start] == needle[0] {
+                if memcmp(head.baseAddress! + start, needle.baseAddress!, needle.count) == 0 { return true }
+            }
+            return false
+        }
+    }
+}
+
+/// The backend side: its bytes go to the client as they come, flushed once per read burst.
+final class BackendRelay: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+
+    private let client: Channel
+    private var flushPending = false
+
+    init(client: Channel) { self.client = client }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        self.client.write(Self.unwrapInboundIn(data), promise: nil)
+        self.flushPending = true
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        if self.flushPending {
+            self.flushPending = false
+            self.client.flush()
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        self.client.close(promise: nil)
+        context.fireChannelInactive()
+    }
+}
+
+let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+let channel = try ServerBootstrap(group: group)
+    .serverChannelOption(.backlog, value: 1024)
+    .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+    .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+    .childChannelInitializer { channel in
+        channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(ClientRelay(backendPort: backendPort)) }
+    }
+    .bind(host: "127.0.0.1", port: port)
+    .wait()
+print("nio-relay-floor listening on 127.0.0.1:\(port), backend 127.0.0.1:\(backendPort)")
+try channel.closeFuture.wait()
