@@ -8,22 +8,34 @@ import NIOHTTP1
 ///
 /// A view, not a copy: built per use from the identity and the request, nothing allocated.
 struct IdentityFields {
-    /// nil for an anonymous request.
-    let identity: Identity?
+    /// What rules read of the identity, held apart rather than as an `Identity?`: reading a
+    /// field through an optional `Identity` copied the whole identity (every string and array
+    /// in it retained and released), once per clause of a policy (docs/benchmarks.md). All nil
+    /// for an anonymous request.
+    let token: VerifiedToken?
+    let profile: JSONObject?
+    let dpopThumbprint: String?
     let request: AuthRequest
+
+    init(identity: Identity?, request: AuthRequest) {
+        self.token = identity?.token
+        self.profile = identity?.profile
+        self.dpopThumbprint = identity?.dpopThumbprint
+        self.request = request
+    }
 
     /// The value `path` names; nil when the request has none (no identity, a missing claim, no
     /// profile, no DPoP proof, no such header). `request.header.<name>`: its first line.
     func value(_ path: IdentityValuePath) -> JSONValue? {
         switch path.source {
         case .claims:
-            guard let token = self.identity?.token else { return nil }
+            guard let token = self.token else { return nil }
             return IdentityLookup.value(named: path.name, segments: path.segments, in: token.claims)
         case .profile:
-            guard let profile = self.identity?.profile else { return nil }
+            guard let profile = self.profile else { return nil }
             return IdentityLookup.value(named: path.name, segments: path.segments, in: profile)
         case .dpop:
-            return self.identity?.dpopThumbprint.map(JSONValue.string)
+            return self.dpopThumbprint.map(JSONValue.string)
         case .client:
             return .string(self.request.clientIP)
         case .request:
@@ -44,12 +56,12 @@ struct IdentityFields {
 
     /// `claims.<name>`: shorthand for rules that name a claim directly.
     func claim(_ name: String) -> JSONValue? {
-        self.identity.flatMap { IdentityLookup.value(named: name, in: $0.token.claims) }
+        self.token.flatMap { IdentityLookup.value(named: name, in: $0.claims) }
     }
 
     /// `profile.<name>`.
     func profileValue(_ name: String) -> JSONValue? {
-        self.identity?.profile.flatMap { IdentityLookup.value(named: name, in: $0) }
+        self.profile.flatMap { IdentityLookup.value(named: name, in: $0) }
     }
 }
 
