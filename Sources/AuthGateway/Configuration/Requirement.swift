@@ -14,6 +14,10 @@ public struct Requirement: Sendable, Equatable {
     public let clauses: [RequirementClause]
     /// Whether a `profile.*` field appears anywhere in the tree: the route needs the profile.
     public let readsProfile: Bool
+    /// `clauses` again, without ownership, for the evaluator's walk: reading a clause from
+    /// `clauses` retains and releases it per request (measured: a quarter of a policy's cost,
+    /// docs/benchmarks.md). Valid as long as this requirement is, since `clauses` owns them.
+    let unretainedClauses: [Unmanaged<RequirementClause>]
 
     /// No requirement: a route without `require`.
     public static let empty = Requirement(path: "require", clauses: [])
@@ -22,6 +26,11 @@ public struct Requirement: Sendable, Equatable {
         self.path = path
         self.clauses = clauses
         self.readsProfile = clauses.contains { $0.readsProfile }
+        self.unretainedClauses = clauses.map { Unmanaged.passUnretained($0) }
+    }
+
+    public static func == (lhs: Requirement, rhs: Requirement) -> Bool {
+        lhs.path == rhs.path && lhs.clauses == rhs.clauses
     }
 
     public var isEmpty: Bool { self.clauses.isEmpty }
@@ -56,6 +65,9 @@ public final class RequirementClause: Sendable, Equatable {
     /// `kind`'s field and matcher when it is `.field`, held once more by reference so that the
     /// evaluator reads them without copying the enum's payload on every request.
     let fieldTest: FieldTest?
+    /// `fieldTest` without ownership, for the evaluator (as `Requirement.unretainedClauses`):
+    /// valid as long as this clause is.
+    let unretainedFieldTest: Unmanaged<FieldTest>?
 
     public init(path: String, kind: Kind) {
         self.path = path
@@ -65,6 +77,7 @@ public final class RequirementClause: Sendable, Equatable {
         } else {
             self.fieldTest = nil
         }
+        self.unretainedFieldTest = self.fieldTest.map { Unmanaged.passUnretained($0) }
     }
 
     public static func == (lhs: RequirementClause, rhs: RequirementClause) -> Bool {

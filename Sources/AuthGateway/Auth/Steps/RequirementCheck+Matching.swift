@@ -91,3 +91,12 @@ extension RequirementCheck {
         }
     }
 }
+
+extension FieldTest {
+    /// Whether the field's value satisfies the matcher. A method, so that the field and the
+    /// matcher are read in place from `self` instead of copied out of the object per request
+    /// (each copy retains what they hold: measured, docs/benchmarks.md).
+    func holds(for fields: IdentityFields) -> Bool {
+        RequirementCheck.matches(self.matcher, fields.reading(self.field), asList: self.field.readsAsList)
+    }
+}

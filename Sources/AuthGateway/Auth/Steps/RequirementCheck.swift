@@ -50,8 +50,11 @@ enum RequirementCheck {
     ) -> String? {
         let line = entry ? recorder.begin(requirement) : nil
         var failing: String?
-        for index in requirement.clauses.indices {
-            failing = Self.walk(requirement.clauses[index], fields, &recorder)
+        for index in requirement.unretainedClauses.indices {
+            // Borrowed, not retained: `requirement` owns its clauses for the whole walk.
+            failing = requirement.unretainedClauses[index]._withUnsafeGuaranteedRef {
+                Self.walk($0, fields, &recorder)
+            }
             if failing != nil {
                 recorder.notReached(requirement.clauses[(index + 1)...])
                 break
@@ -69,11 +72,10 @@ enum RequirementCheck {
         let failing: String?
         switch clause.kind {
         case .field:
-            // Through the clause's `fieldTest`: no copy of the enum's payload.
-            let test = clause.fieldTest!
-            failing =
-                Self.matches(test.matcher, fields.reading(test.field), asList: test.field.readsAsList)
-                ? nil : clause.path
+            // Through the clause's `fieldTest`, borrowed: no copy of the enum's payload, no
+            // retain of the test.
+            let holds = clause.unretainedFieldTest.unsafelyUnwrapped._withUnsafeGuaranteedRef { $0.holds(for: fields) }
+            failing = holds ? nil : clause.path
         case .allOf(let requirements):
             failing = Self.firstFailure(of: requirements, fields, &recorder)
         case .anyOf(let requirements):
