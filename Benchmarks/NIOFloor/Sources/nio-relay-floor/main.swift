@@ -174,7 +174,9 @@ let channel = try ServerBootstrap(group: group)
     .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
     .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
     .childChannelInitializer { channel in
-        channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(ClientRelay(backendPort: backendPort)) }
+        channel.eventLoop.makeCompletedFuture {
+            try channel.pipeline.syncOperations.addHandler(ClientRelay(backendPort: backendPort))
+        }
     }
     .bind(host: "127.0.0.1", port: port)
     .wait()

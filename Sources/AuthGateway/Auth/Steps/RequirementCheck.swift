@@ -74,7 +74,8 @@ enum RequirementCheck {
         case .field:
             // Through the clause's `fieldTest`, borrowed: no copy of the enum's payload, no
             // retain of the test.
-            let holds = clause.unretainedFieldTest.unsafelyUnwrapped._withUnsafeGuaranteedRef { $0.holds(for: fields) }
+            let test = clause.unretainedFieldTest.unsafelyUnwrapped
+            let holds = test._withUnsafeGuaranteedRef { $0.holds(for: fields) }
             failing = holds ? nil : clause.path
         case .allOf(let requirements):
             failing = Self.firstFailure(of: requirements, fields, &recorder)
