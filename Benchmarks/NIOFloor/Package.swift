@@ -15,9 +15,11 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-http2.git", from: "1.46.0"),
     ],
     targets: [
+        .target(name: "FloorSupport"),
         .executableTarget(
             name: "nio-floor",
             dependencies: [
+                "FloorSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
@@ -27,6 +29,7 @@ let package = Package(
         .executableTarget(
             name: "nio-relay-floor",
             dependencies: [
+                "FloorSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]

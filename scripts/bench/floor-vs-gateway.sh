@@ -26,21 +26,12 @@ cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; f
 trap cleanup EXIT
 source "$ROOT/scripts/bench/gateway-config.sh"
 write_bench_gateway_config "$BENCH" "$WORK/gateway.json"
-mkdir -p "$BENCH/run/logs" "$BENCH/run/tmp/backend"
-taskset -c 0 nginx -p "$BENCH/" -c "$BENCH/conf/backend.nginx.conf" -e "$WORK/backend.error.log" -g 'daemon off;' &
-pids+=($!)
+start_bench_backend "$BENCH" "$WORK/backend.error.log"
 taskset -c 1 "$FLOOR" 18095 "$BENCH/keys/tokens/valid-rs256.jwt" >"$WORK/floor.log" 2>&1 &
 pids+=($!)
 taskset -c 1 "$GATEWAY" serve --config "$WORK/gateway.json" >"$WORK/gateway.log" 2>&1 &
 pids+=($!)
-for port in 18080 18095 18090; do
-    for _ in $(seq 100); do
-        code=$(curl -s -o /dev/null -w "%{http_code}" -H "authorization: Bearer $TOKEN" "http://127.0.0.1:$port/" || true)
-        [ "$code" = 200 ] && break
-        sleep 0.1
-    done
-    [ "$code" = 200 ] || { echo "127.0.0.1:$port does not answer 200" >&2; exit 1; }
-done
+wait_for_200 "$TOKEN" 18080 18095 18090
 load() { # PORT h2|h1 -> req/s (every answer must be 2xx)
     local args=(-c 16 -m 16)
     [ "$2" = h1 ] && args=(--h1 -c 64 -m 1)

@@ -1,6 +1,7 @@
 # Sourced by the bench scripts that load the gateway exactly as compare.sh does (profile-h2.sh,
-# floor-vs-gateway.sh): one worker thread on 127.0.0.1:18090, the bench's RS256 key, the bench's
-# nginx backend on 127.0.0.1:18080, no access log.
+# floor-vs-gateway.sh, proxy-floor.sh): one worker thread on 127.0.0.1:18090, the bench's RS256
+# key, the bench's nginx backend on 127.0.0.1:18080, no access log. Also starts that backend
+# and waits for servers to answer.
 #   write_bench_gateway_config BENCH_COPY OUTPUT_FILE
 write_bench_gateway_config() {
     cat >"$2" <<JSON
@@ -12,4 +13,29 @@ write_bench_gateway_config() {
   "routes": [ { "name": "all", "pathPrefix": "/", "backend": "bench" } ],
   "logging": { "level": "warning", "accessLog": false } }
 JSON
+}
+
+# The bench's nginx backend on 127.0.0.1:18080, pinned to CPU 0 as compare.sh pins it; its pid
+# is added to the caller's `pids` array (which the caller's cleanup stops).
+#   start_bench_backend BENCH_COPY ERROR_LOG
+start_bench_backend() {
+    mkdir -p "$1/run/logs" "$1/run/tmp/backend"
+    taskset -c 0 nginx -p "$1/" -c "$1/conf/backend.nginx.conf" -e "$2" -g 'daemon off;' &
+    pids+=($!)
+}
+
+# Waits (at most 10 s per port) until each 127.0.0.1:PORT answers `GET /` with the bearer token
+# with a 200; exits the script if one does not.
+#   wait_for_200 TOKEN PORT...
+wait_for_200() {
+    local token=$1 port code
+    shift
+    for port in "$@"; do
+        for _ in $(seq 100); do
+            code=$(curl -s -o /dev/null -w "%{http_code}" -H "authorization: Bearer $token" "http://127.0.0.1:$port/" || true)
+            [ "$code" = 200 ] && break
+            sleep 0.1
+        done
+        [ "$code" = 200 ] || { echo "127.0.0.1:$port does not answer 200" >&2; exit 1; }
+    done
 }

@@ -22,12 +22,11 @@ TOKEN=$(cat "$BENCH/keys/tokens/valid-rs256.jwt")
 pids=()
 cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done; }
 trap cleanup EXIT
-taskset -c 0 nginx -p "$BENCH/" -c "$BENCH/conf/backend.nginx.conf" -e "$OUT/backend.error.log" -g 'daemon off;' &
-pids+=($!)
+start_bench_backend "$BENCH" "$OUT/backend.error.log"
 taskset -c 1 "$GATEWAY" serve --config "$OUT/gateway.json" >"$OUT/gateway.log" 2>&1 &
 gw=$!
 pids+=($gw)
-for _ in $(seq 100); do curl -sf -o /dev/null -H "Authorization: Bearer $TOKEN" http://127.0.0.1:18090/ && break; sleep 0.1; done
+wait_for_200 "$TOKEN" 18090
 if [ "$MODE" = --h1 ]; then load=(--h1 -c 64 -m 1); else load=(-c 16 -m 16); fi
 # Warm up, then profile a steady load.
 timeout 30 taskset -c 0 h2load -D 2 "${load[@]}" -t 1 -H "authorization: Bearer $TOKEN" http://127.0.0.1:18090/ >/dev/null 2>&1

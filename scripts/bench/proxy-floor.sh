@@ -27,9 +27,7 @@ cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; f
 trap cleanup EXIT
 source "$ROOT/scripts/bench/gateway-config.sh"
 write_bench_gateway_config "$BENCH" "$WORK/gateway.json"
-mkdir -p "$BENCH/run/logs" "$BENCH/run/tmp/backend"
-taskset -c 0 nginx -p "$BENCH/" -c "$BENCH/conf/backend.nginx.conf" -e "$WORK/backend.error.log" -g 'daemon off;' &
-pids+=($!)
+start_bench_backend "$BENCH" "$WORK/backend.error.log"
 (cd "$BENCH" && BENCH_DIR=$BENCH exec taskset -c 1 haproxy -f "$BENCH/conf/haproxy.cfg" -db >"$WORK/haproxy.log" 2>&1) &
 pids+=($!)
 declare -A PID_OF=([haproxy]=$!)
@@ -39,14 +37,7 @@ PID_OF[relay-floor]=$!
 taskset -c 1 "$GATEWAY" serve --config "$WORK/gateway.json" >"$WORK/gateway.log" 2>&1 &
 pids+=($!)
 PID_OF[gateway]=$!
-for port in 18080 18082 18096 18090; do
-    for _ in $(seq 100); do
-        code=$(curl -s -o /dev/null -w "%{http_code}" -H "Authorization: Bearer $TOKEN" "http://127.0.0.1:$port/" || true)
-        [ "$code" = 200 ] && break
-        sleep 0.1
-    done
-    [ "$code" = 200 ] || { echo "127.0.0.1:$port does not answer 200" >&2; exit 1; }
-done
+wait_for_200 "$TOKEN" 18080 18082 18096 18090
 export BENCH_TOKEN_FILE=$BENCH/keys/tokens/valid-rs256.jwt
 HZ=$(getconf CLK_TCK)
 load() { # NAME PORT -> "req/s user-µs system-µs" (every answer must be a 200)

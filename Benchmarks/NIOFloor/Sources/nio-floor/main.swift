@@ -15,6 +15,7 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
+import FloorSupport
 import NIOCore
 import NIOHPACK
 import NIOHTTP2
@@ -119,9 +120,9 @@ final class HTTP1Responder: ChannelInboundHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         var bytes = Self.unwrapInboundIn(data)
         self.pending.writeBuffer(&bytes)
-        while let headLength = self.pending.withUnsafeReadableBytes({ Self.headLength(in: $0) }) {
+        while let headLength = self.pending.withUnsafeReadableBytes({ HeadBytes.headLength(in: $0) }) {
             let authorized = self.pending.withUnsafeReadableBytes { head in
-                Self.contains(UnsafeRawBufferPointer(rebasing: head[..<headLength]), self.authorizationLine)
+                HeadBytes.contains(UnsafeRawBufferPointer(rebasing: head[..<headLength]), self.authorizationLine)
             }
             self.pending.moveReaderIndex(forwardBy: headLength)
             context.write(Self.wrapOutboundOut(authorized ? self.ok : self.unauthorized), promise: nil)
@@ -138,29 +139,6 @@ final class HTTP1Responder: ChannelInboundHandler {
         context.fireChannelReadComplete()
     }
 
-    /// The length of the first head (through its blank line), if it is complete.
-    private static func headLength(in bytes: UnsafeRawBufferPointer) -> Int? {
-        guard bytes.count >= 4 else { return nil }
-        var index = 3
-        while index < bytes.count {
-            if bytes[index] == 0x0A, bytes[index - 1] == 0x0D, bytes[index - 2] == 0x0A, bytes[index - 3] == 0x0D {
-                return index + 1
-            }
-            index += 1
-        }
-        return nil
-    }
-
-    /// Whether `head` holds `line` (h2load sends the field name in lower case).
-    private static func contains(_ head: UnsafeRawBufferPointer, _ line: [UInt8]) -> Bool {
-        guard head.count >= line.count else { return false }
-        return line.withUnsafeBytes { line in
-            for start in 0...(head.count - line.count) where head[start] == line[0] {
-                if memcmp(head.baseAddress! + start, line.baseAddress!, line.count) == 0 { return true }
-            }
-            return false
-        }
-    }
 }
 
 let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)

@@ -19,6 +19,7 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
+import FloorSupport
 import NIOCore
 import NIOPosix
 
@@ -80,7 +81,7 @@ final class ClientRelay: ChannelInboundHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard let backend = self.backend else { return }
         var bytes = Self.unwrapInboundIn(data)
-        if self.pending.readableBytes == 0, let only = bytes.withUnsafeReadableBytes({ Self.headLength(in: $0) }),
+        if self.pending.readableBytes == 0, let only = bytes.withUnsafeReadableBytes({ HeadBytes.headLength(in: $0) }),
             only == bytes.readableBytes
         {
             // The usual case: exactly one head in the read, relayed without a copy.
@@ -88,14 +89,14 @@ final class ClientRelay: ChannelInboundHandler {
             return
         }
         self.pending.writeBuffer(&bytes)
-        while let headLength = self.pending.withUnsafeReadableBytes({ Self.headLength(in: $0) }) {
+        while let headLength = self.pending.withUnsafeReadableBytes({ HeadBytes.headLength(in: $0) }) {
             self.relay(self.pending.readSlice(length: headLength)!, to: backend, context: context)
         }
         self.pending.discardReadBytes()
     }
 
     private func relay(_ head: ByteBuffer, to backend: Channel, context: ChannelHandlerContext) {
-        if head.withUnsafeReadableBytes({ Self.contains($0, authorizationValue) }) {
+        if head.withUnsafeReadableBytes({ HeadBytes.contains($0, authorizationValue) }) {
             backend.write(head, promise: nil)
             self.backendFlushPending = true
         } else {
@@ -116,29 +117,6 @@ final class ClientRelay: ChannelInboundHandler {
         context.fireChannelReadComplete()
     }
 
-    /// The length of the first head (through its blank line), if it is complete.
-    static func headLength(in bytes: UnsafeRawBufferPointer) -> Int? {
-        guard bytes.count >= 4 else { return nil }
-        var index = 3
-        while index < bytes.count {
-            if bytes[index] == 0x0A, bytes[index - 1] == 0x0D, bytes[index - 2] == 0x0A, bytes[index - 3] == 0x0D {
-                return index + 1
-            }
-            index += 1
-        }
-        return nil
-    }
-
-    /// Whether `head` holds `needle`.
-    static func contains(_ head: UnsafeRawBufferPointer, _ needle: [UInt8]) -> Bool {
-        guard head.count >= needle.count else { return false }
-        return needle.withUnsafeBytes { needle in
-            for start in 0...(head.count - needle.count) where head[start] == needle[0] {
-                if memcmp(head.baseAddress! + start, needle.baseAddress!, needle.count) == 0 { return true }
-            }
-            return false
-        }
-    }
 }
 
 /// The backend side: its bytes go to the client as they come, flushed once per read burst.
