@@ -30,18 +30,34 @@ enum AccessDecision {
     case preflight(LocalResponse, route: String)
 }
 
-/// An allowed request and what goes with it.
-struct AllowedRequest {
+/// An allowed request and what goes with it. A class: it carries the request and the identity,
+/// two large values, through the decision's enum and into the plan, and as a struct each step
+/// copied (retained and released) every field of both (docs/benchmarks.md).
+final class AllowedRequest {
     let request: AuthRequest
     let resolved: ResolvedRoute
     /// nil for an anonymous request.
     let identity: Identity?
     /// For the client's response: new tokens after a refresh or sign-in, `RateLimit`, `DPoP-Nonce`.
+    /// Appended to only while the decision is made, before anything else sees it.
     var responseHeaders: [(name: String, value: String)]
     /// The verified identity headers for the backend.
     let identityHeaders: [(name: String, value: String)]
     /// The access token's fate (and refresh tokens', always removed) on the way to the backend.
     let tokenEdits: [TokenEdit]
+
+    init(
+        request: AuthRequest, resolved: ResolvedRoute, identity: Identity?,
+        responseHeaders: [(name: String, value: String)], identityHeaders: [(name: String, value: String)],
+        tokenEdits: [TokenEdit]
+    ) {
+        self.request = request
+        self.resolved = resolved
+        self.identity = identity
+        self.responseHeaders = responseHeaders
+        self.identityHeaders = identityHeaders
+        self.tokenEdits = tokenEdits
+    }
 
     var route: RouteConfiguration { self.request.route }
 }
@@ -103,7 +119,7 @@ extension RequestPlanner {
         // The gateway's own refusals carry the CORS fields too, so that the page can read them.
         let fields = CORS.responseHeaders(cors, origin: request.headers.first(name: "origin"))
         switch decision {
-        case .allowed(var allowed):
+        case .allowed(let allowed):
             allowed.responseHeaders += fields
             return .allowed(allowed)
         case .denied(var response, let route):
@@ -129,12 +145,12 @@ extension RequestPlanner {
         case .authenticated(let authenticated):
             identity = authenticated
         }
-        let fields = IdentityFields(identity: identity, request: request)
         // Rate limits (docs/rate-limits.md): after authentication, before anything goes upstream.
         var responseHeaders = identity?.responseHeaders ?? []
         if let limiter = self.snapshot.rateLimiter, let tables = limiter.tables(forRoute: route.name) {
             switch limiter.check(
-                tables, route: route.name, fields: fields, now: NIODeadline.now().uptimeNanoseconds,
+                tables, route: route.name, fields: IdentityFields(identity: identity, request: request),
+                now: NIODeadline.now().uptimeNanoseconds,
                 memo: self.environment.rateLimitKeys)
             {
             case .admitted(let header):
@@ -158,7 +174,10 @@ extension RequestPlanner {
             } else if let replacement = identity.replacementAccessToken {
                 edits.append(TokenEdit(location: identity.accessToken.location, replacement: replacement))
             }
-            identityHeaders = Self.identityHeaders(fields, policy: self.snapshot.forwarding)
+            if !self.snapshot.forwarding.identityHeaders.isEmpty {
+                identityHeaders = Self.identityHeaders(
+                    IdentityFields(identity: identity, request: request), policy: self.snapshot.forwarding)
+            }
         }
         return .allowed(
             AllowedRequest(

@@ -15,7 +15,10 @@
 enum RequirementCheck {
     /// The step: the identity goes on when the route's requirement holds, else 403.
     static func check(_ identity: Identity, request: AuthRequest) -> AuthOutcome {
-        switch Self.evaluate(request.route.require, IdentityFields(identity: identity, request: request)) {
+        // Most routes have no `require`: they pay nothing here, not even the view's copies.
+        let requirement = request.route.require
+        if requirement.isEmpty { return .authenticated(identity) }
+        switch Self.evaluate(requirement, IdentityFields(identity: identity, request: request)) {
         case .holds:
             return .authenticated(identity)
         case .fails(let clause):
