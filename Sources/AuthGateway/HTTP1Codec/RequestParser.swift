@@ -26,6 +26,9 @@ struct RequestParser {
     let maxHeaderBytes: Int
     let maxBodyBytes: Int
     private var state = State.head(resumeAt: 0)
+    /// The field ranges of the head being parsed, kept between requests so that each head reuses
+    /// the array's storage instead of allocating its own (as `ResponseParser` does).
+    private var spareFields: [HeaderField] = []
 
     init(maxHeaderBytes: Int, maxBodyBytes: Int) {
         self.maxHeaderBytes = maxHeaderBytes
@@ -73,7 +76,7 @@ struct RequestParser {
             return nil
         }
         if end > self.maxHeaderBytes { return self.fail(.headersTooLarge) }
-        let parsed = buffer.withUnsafeReadableBytes { Self.requestHead($0, end: end) }
+        let parsed = buffer.withUnsafeReadableBytes { Self.requestHead($0, end: end, fields: &self.spareFields) }
         buffer.moveReaderIndex(forwardBy: end)
         let head: HTTPRequestHead
         switch parsed {
@@ -110,9 +113,13 @@ struct RequestParser {
 
     /// `method SP request-target SP HTTP-version` and the fields, as NIO's `HTTPRequestHead`
     /// (what routing, authentication and header rewriting work on).
-    static func requestHead(_ bytes: UnsafeRawBufferPointer, end: Int) -> Result<HTTPRequestHead, HeadError> {
+    /// Its field ranges are collected in `scratch` (`HeadScanner.split`: emptied first, its
+    /// storage kept).
+    static func requestHead(
+        _ bytes: UnsafeRawBufferPointer, end: Int, fields scratch: inout [HeaderField]
+    ) -> Result<HTTPRequestHead, HeadError> {
         let lines: HeadLines
-        switch HeadScanner.split(bytes, end: end) {
+        switch HeadScanner.split(bytes, end: end, fields: &scratch) {
         case .success(let value): lines = value
         case .failure(let error): return .failure(error)
         }
