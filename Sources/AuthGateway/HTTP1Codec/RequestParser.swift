@@ -29,6 +29,7 @@ struct RequestParser {
     /// The field ranges of the head being parsed, kept between requests so that each head reuses
     /// the array's storage instead of allocating its own (as `ResponseParser` does).
     private var spareFields: [HeaderField] = []
+    private static let maxSpareFields = 64
 
     init(maxHeaderBytes: Int, maxBodyBytes: Int) {
         self.maxHeaderBytes = maxHeaderBytes
@@ -77,6 +78,9 @@ struct RequestParser {
         }
         if end > self.maxHeaderBytes { return self.fail(.headersTooLarge) }
         let parsed = buffer.withUnsafeReadableBytes { Self.requestHead($0, end: end, fields: &self.spareFields) }
+        // An idle connection keeps no more than a usual head's worth (a client that once sent
+        // hundreds of fields does not pin their ranges for the connection's life).
+        if self.spareFields.capacity > Self.maxSpareFields { self.spareFields = [] }
         buffer.moveReaderIndex(forwardBy: end)
         let head: HTTPRequestHead
         switch parsed {

@@ -43,6 +43,24 @@ func parseRequests(
 
 @Suite("RequestParser")
 struct RequestParserTests {
+    @Test("heads of different sizes on one connection each get their own fields (the ranges' storage is reused)")
+    func fieldStorageReusedAcrossHeads() {
+        let many = (0..<100).map { "X-F\($0): v\($0)\r\n" }.joined()
+        let result = parseRequests(
+            [
+                "GET /a HTTP/1.1\r\nHost: h\r\nA: 1\r\nB: 2\r\n\r\n"
+                    + "GET /b HTTP/1.1\r\nHost: h\r\n\(many)\r\n"
+                    + "GET /c HTTP/1.1\r\nHost: h\r\n\r\n"
+            ], maxHeaderBytes: 4096)
+        let manyFields = (0..<100).map { "X-F\($0)=v\($0)" }.joined(separator: ";")
+        #expect(
+            result.parts == [
+                .head("GET /a HTTP/1.1 [Host=h;A=1;B=2]"), .framing(.none), .end,
+                .head("GET /b HTTP/1.1 [Host=h;\(manyFields)]"), .framing(.none), .end,
+                .head("GET /c HTTP/1.1 [Host=h]"), .framing(.none), .end,
+            ])
+    }
+
     @Test("a bodiless GET: head, then its end without further bytes")
     func bodilessGet() {
         let result = parseRequests(["GET /a?b=1 HTTP/1.1\r\nHost: h\r\nX-Thing:  spaced value \t\r\n\r\n"])
