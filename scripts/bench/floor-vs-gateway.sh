@@ -14,9 +14,8 @@ BENCH=$ROOT/.bench-work/bench
 GATEWAY=${GATEWAY:-$ROOT/.build-release/release/auth-gateway}
 ROUNDS=${ROUNDS:-3}
 DURATION=${DURATION:-5}
-[ -d "$BENCH/keys" ] || { echo "no bench copy at $BENCH: run scripts/bench/features.sh once" >&2; exit 1; }
-[ -x "$GATEWAY" ] || { echo "no release gateway at $GATEWAY" >&2; exit 1; }
-for tool in h2load nginx taskset; do command -v "$tool" >/dev/null || { echo "missing $tool" >&2; exit 1; }; done
+source "$ROOT/scripts/bench/gateway-config.sh"
+require_bench "$BENCH" h2load nginx taskset
 swift build -c release --package-path "$ROOT/Benchmarks/NIOFloor" >&2
 FLOOR=$ROOT/Benchmarks/NIOFloor/.build/release/nio-floor
 TOKEN=$(cat "$BENCH/keys/tokens/valid-rs256.jwt")
@@ -24,7 +23,6 @@ WORK=$(mktemp -d)
 pids=()
 cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done; rm -rf "$WORK"; }
 trap cleanup EXIT
-source "$ROOT/scripts/bench/gateway-config.sh"
 write_bench_gateway_config "$BENCH" "$WORK/gateway.json"
 start_bench_backend "$BENCH" "$WORK/backend.error.log"
 taskset -c 1 "$FLOOR" 18095 "$BENCH/keys/tokens/valid-rs256.jwt" >"$WORK/floor.log" 2>&1 &

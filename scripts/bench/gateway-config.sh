@@ -39,3 +39,13 @@ wait_for_200() {
         [ "$code" = 200 ] || { echo "127.0.0.1:$port does not answer 200" >&2; exit 1; }
     done
 }
+
+# Exits unless the bench copy, the release gateway ($GATEWAY) and each named tool are present.
+#   require_bench BENCH_COPY TOOL...
+require_bench() {
+    local bench=$1 tool
+    shift
+    [ -d "$bench/keys" ] || { echo "no bench copy at $bench: run scripts/bench/features.sh once" >&2; exit 1; }
+    [ -x "$GATEWAY" ] || { echo "no release gateway at $GATEWAY" >&2; exit 1; }
+    for tool in "$@"; do command -v "$tool" >/dev/null || { echo "missing $tool" >&2; exit 1; }; done
+}

@@ -15,9 +15,8 @@ BENCH=$ROOT/.bench-work/bench
 GATEWAY=${GATEWAY:-$ROOT/.build-release/release/auth-gateway}
 ROUNDS=${ROUNDS:-3}
 DURATION=${DURATION:-6}
-[ -d "$BENCH/keys" ] || { echo "no bench copy at $BENCH: run scripts/bench/features.sh once" >&2; exit 1; }
-[ -x "$GATEWAY" ] || { echo "no release gateway at $GATEWAY" >&2; exit 1; }
-for tool in wrk nginx haproxy taskset curl; do command -v "$tool" >/dev/null || { echo "missing $tool" >&2; exit 1; }; done
+source "$ROOT/scripts/bench/gateway-config.sh"
+require_bench "$BENCH" wrk nginx haproxy taskset curl
 swift build -c release --package-path "$ROOT/Benchmarks/NIOFloor" >&2
 RELAY=$ROOT/Benchmarks/NIOFloor/.build/release/nio-relay-floor
 TOKEN=$(cat "$BENCH/keys/tokens/valid-rs256.jwt")
@@ -25,7 +24,6 @@ WORK=$(mktemp -d)
 pids=()
 cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done; rm -rf "$WORK"; }
 trap cleanup EXIT
-source "$ROOT/scripts/bench/gateway-config.sh"
 write_bench_gateway_config "$BENCH" "$WORK/gateway.json"
 start_bench_backend "$BENCH" "$WORK/backend.error.log"
 (cd "$BENCH" && BENCH_DIR=$BENCH exec taskset -c 1 haproxy -f "$BENCH/conf/haproxy.cfg" -db >"$WORK/haproxy.log" 2>&1) &
