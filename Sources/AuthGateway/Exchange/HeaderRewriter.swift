@@ -1,7 +1,9 @@
 import NIOHTTP1
 
-/// The header rules of one configuration snapshot, prepared once.
-package struct ForwardingPolicy: Sendable {
+/// The header rules of one configuration snapshot, prepared once. A class: every forwarded
+/// request's `HeaderRewrite` holds it until its backend head is written (one reference, not a
+/// copy of each list).
+package final class ForwardingPolicy: Sendable {
     let identityHeaders: [IdentityHeader]
     /// Lower-cased names of `identityHeaders`: removed from every inbound request.
     let strippedNames: [String]
@@ -44,6 +46,7 @@ package enum HeaderRewriter {
         "proxy-authorization", "proxy-authenticate", "expect", "http2-settings",
     ]
 
+    /// The rewritten fields as a header list (an HTTP/2 backend's head, tests).
     package static func upstreamRequestHeaders(
         _ headers: HTTPHeaders,
         framing: BodyFraming,
@@ -55,23 +58,43 @@ package enum HeaderRewriter {
         traceContext: [(name: String, value: String)] = [],
         stripDPoPProof: Bool = false
     ) -> HTTPHeaders {
+        Self.upstreamRequestHeaders(
+            headers,
+            HeaderRewrite(
+                framing: framing, policy: policy, connection: connection, requestID: requestID, identity: identity,
+                tokenEdits: tokenEdits, traceContext: traceContext, stripDPoPProof: stripDPoPProof))
+    }
+
+    static func upstreamRequestHeaders(_ headers: HTTPHeaders, _ rewrite: HeaderRewrite) -> HTTPHeaders {
+        var list = FieldList(capacity: headers.count + rewrite.identity.count + 8)
+        Self.rewrite(headers, rewrite, into: &list)
+        // Wrapped once (`HTTPHeaders.add` re-validates each name: measured). Every name here
+        // was checked where it entered: by the request parser or the configuration loader.
+        return HTTPHeaders(list.fields)
+    }
+
+    /// The one place the rules above are applied: the client's `headers`, changed by `rewrite`,
+    /// handed to `sink` in order — a header list, or an HTTP/1.1 backend's head written in one
+    /// pass (`HTTPWriter.requestHead`).
+    static func rewrite<Sink: HeaderFieldSink>(_ headers: HTTPHeaders, _ rewrite: HeaderRewrite, into sink: inout Sink)
+    {
+        let policy = rewrite.policy
+        let connection = rewrite.connection
+        let tokenEdits = rewrite.tokenEdits
         let connectionTokens = Self.connectionTokens(headers)
         var forwardedFor: String?
         var forwardedProto: String?
         var forwardedHost: String?
         var host: String?
-        // Collected as an array and wrapped once (`HTTPHeaders.add` re-validates each name:
-        // measured). Every name here was checked where it entered: by the request parser or
-        // the configuration loader.
-        var output: [(String, String)] = []
-        output.reserveCapacity(headers.count + identity.count + 5)
         for (name, value) in headers {
             if Self.isHopByHop(name, connectionTokens: connectionTokens) { continue }
             if Self.isStrippedIdentityHeader(name, policy: policy) { continue }
             // The proof is for the gateway (docs/authentication.md), unless the route forwards it.
-            if stripDPoPProof && ASCII.equalsIgnoringCase(name, "dpop") { continue }
+            if rewrite.stripDPoPProof && ASCII.equalsIgnoringCase(name, "dpop") { continue }
             if ASCII.equalsIgnoringCase(name, "host") {
                 host = value
+                // Replaced below by an absolute-form target's authority.
+                if rewrite.host != nil { continue }
             } else if ASCII.equalsIgnoringCase(name, "x-forwarded-for") {
                 if connection.peerIsTrustedProxy { forwardedFor = forwardedFor.map { "\($0), \(value)" } ?? value }
                 continue
@@ -83,7 +106,7 @@ package enum HeaderRewriter {
                 continue
             } else if ASCII.equalsIgnoringCase(name, "x-request-id") {
                 continue
-            } else if !traceContext.isEmpty,
+            } else if !rewrite.traceContext.isEmpty,
                 ASCII.equalsIgnoringCase(name, "traceparent") || ASCII.equalsIgnoringCase(name, "tracestate")
             {
                 // Replaced by the gateway's own span context below.
@@ -97,26 +120,33 @@ package enum HeaderRewriter {
                 value = kept
             }
             if tokenEdits.isEmpty {
-                output.append((name, value))
+                sink.appendField(name, value)
             } else {
-                Self.addApplying(tokenEdits, name: name, value: value, to: &output)
+                Self.addApplying(tokenEdits, name: name, value: value, to: &sink)
             }
         }
         for edit in tokenEdits {
             // A session's access token goes to the backend as a bearer token, never the cookie
             // (the edit holds the whole `Bearer …` value).
             if case .session = edit.location, let authorization = edit.replacement {
-                output.append(("Authorization", authorization))
+                sink.appendField("Authorization", authorization)
             }
         }
-        output.append(("X-Forwarded-For", forwardedFor.map { "\($0), \(connection.peerIP)" } ?? connection.peerIP))
-        output.append(("X-Forwarded-Proto", forwardedProto ?? (connection.isTLS ? "https" : "http")))
-        if let forwardedHost = forwardedHost ?? host { output.append(("X-Forwarded-Host", forwardedHost)) }
-        output.append(("X-Request-Id", requestID))
-        output.append(contentsOf: identity.lazy.map { ($0.name, $0.value) })
-        output.append(contentsOf: traceContext.lazy.map { ($0.name, $0.value) })
-        if framing == .chunked { output.append(("Transfer-Encoding", "chunked")) }
-        return HTTPHeaders(output)
+        sink.appendField("X-Forwarded-For", forwardedFor.map { "\($0), \(connection.peerIP)" } ?? connection.peerIP)
+        sink.appendField("X-Forwarded-Proto", forwardedProto ?? (connection.isTLS ? "https" : "http"))
+        if let forwardedHost = forwardedHost ?? host { sink.appendField("X-Forwarded-Host", forwardedHost) }
+        sink.appendField("X-Request-Id", rewrite.requestID)
+        for field in rewrite.identity { sink.appendField(field.name, field.value) }
+        for field in rewrite.traceContext { sink.appendField(field.name, field.value) }
+        if rewrite.framing == .chunked { sink.appendField("Transfer-Encoding", "chunked") }
+        // RFC 9112 §3.2.2: an absolute-form target's authority replaces Host — the backend
+        // must see the host the request was routed by, not another one from the client.
+        if let authority = rewrite.host { sink.appendField("Host", authority) }
+        if let upgrade = rewrite.upgrade {
+            // Hop-by-hop, so removed above; an upgrade asks the backend for them again.
+            sink.appendField("Connection", "upgrade")
+            sink.appendField("Upgrade", upgrade)
+        }
     }
 
     private static func connectionTokens(_ headers: HTTPHeaders) -> [Substring] {
@@ -145,8 +175,8 @@ package enum HeaderRewriter {
     }
 
     /// Adds one header after applying the token edits that concern it.
-    private static func addApplying(
-        _ edits: [TokenEdit], name: String, value: String, to output: inout [(String, String)]
+    private static func addApplying<Sink: HeaderFieldSink>(
+        _ edits: [TokenEdit], name: String, value: String, to sink: inout Sink
     ) {
         var value = value
         for edit in edits {
@@ -167,6 +197,39 @@ package enum HeaderRewriter {
                 value = rewritten
             }
         }
-        output.append((name, value))
+        sink.appendField(name, value)
     }
+}
+
+/// Where `HeaderRewriter.rewrite` puts the fields it keeps and adds, in order.
+protocol HeaderFieldSink {
+    mutating func appendField(_ name: String, _ value: String)
+}
+
+/// A header list being built, to be wrapped once as `HTTPHeaders`.
+struct FieldList: HeaderFieldSink {
+    private(set) var fields: [(String, String)] = []
+
+    init(capacity: Int) { self.fields.reserveCapacity(capacity) }
+
+    mutating func appendField(_ name: String, _ value: String) { self.fields.append((name, value)) }
+}
+
+/// What the gateway changes in a request's fields on their way to its backend (RequestPlanner
+/// decides it; `HeaderRewriter.rewrite` applies it when the backend's head is written).
+package struct HeaderRewrite {
+    var framing: BodyFraming
+    var policy: ForwardingPolicy
+    var connection: ClientConnectionInfo
+    var requestID: String
+    /// Verified identity headers, added after the client's fields.
+    var identity: [(name: String, value: String)]
+    var tokenEdits: [TokenEdit]
+    /// The upstream span's context (`traceparent`, `tracestate`), replacing the client's.
+    var traceContext: [(name: String, value: String)] = []
+    var stripDPoPProof = false
+    /// An absolute-form target's authority, in place of the client's `Host`.
+    var host: String? = nil
+    /// A WebSocket upgrade's protocol: `Connection: upgrade` and `Upgrade` go to the backend.
+    var upgrade: String? = nil
 }

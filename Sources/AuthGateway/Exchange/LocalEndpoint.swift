@@ -49,7 +49,7 @@ struct LocalEndpoint: Sendable {
     /// stand-in named `-`, as for the gateway's other answers (metrics, access log).
     func plan(for head: HTTPRequestHead, timeout: TimeAmount = .seconds(30)) -> ForwardPlan {
         ForwardPlan(
-            route: Self.route, pool: nil, local: self, head: head, responseTimeout: timeout, responseHeaders: [],
+            route: Self.route, pool: nil, local: self, head: UpstreamRequestHead(head), responseTimeout: timeout, responseHeaders: [],
             subject: nil, upgrade: nil)
     }
 
@@ -81,7 +81,7 @@ final class LocalEndpointLease: UpstreamLease {
 
     var reusable: Bool { false }
 
-    func sendHead(_ head: HTTPRequestHead, chunkedBody: Bool, upgrade: Bool, secrets: RequestSecrets) {}
+    func sendHead(_ head: UpstreamRequestHead, chunkedBody: Bool, upgrade: Bool, secrets: RequestSecrets) {}
 
     func sendBody(_ part: ByteBuffer) {
         guard !self.overflowed else { return }

@@ -19,7 +19,8 @@ final class ForwardPlan {
     let pool: UpstreamPool?
     /// An endpoint of the gateway's own that reads the body (`LocalEndpoint`), instead of a backend.
     let local: LocalEndpoint?
-    let head: HTTPRequestHead
+    /// The backend's head, written when the lease sends it (`UpstreamRequestHead`).
+    let head: UpstreamRequestHead
     let responseTimeout: TimeAmount
     /// Added to the client's response (new tokens after a refresh).
     let responseHeaders: [(name: String, value: String)]
@@ -35,7 +36,7 @@ final class ForwardPlan {
     let secretHeaders: SecretHeaderNames
 
     init(
-        route: RouteConfiguration, pool: UpstreamPool?, local: LocalEndpoint? = nil, head: HTTPRequestHead,
+        route: RouteConfiguration, pool: UpstreamPool?, local: LocalEndpoint? = nil, head: UpstreamRequestHead,
         responseTimeout: TimeAmount,
         responseHeaders: [(name: String, value: String)], subject: String?, apiKey: String? = nil, upgrade: String?,
         upstreamSpan: (any Span)? = nil,
@@ -161,8 +162,8 @@ struct RequestPlanner {
         // A traced request's backend sees the upstream span as its parent.
         let trace = allowed.request.trace
         let upstreamSpan = trace?.child("upstream \(route.backend)", kind: .client)
-        var upstreamHeaders = HeaderRewriter.upstreamRequestHeaders(
-            head.headers,
+        // The header rewrite is applied as the backend's head is written (`UpstreamRequestHead`).
+        let rewrite = HeaderRewrite(
             framing: framing,
             policy: self.snapshot.forwarding,
             connection: self.connection,
@@ -170,23 +171,15 @@ struct RequestPlanner {
             identity: allowed.identityHeaders,
             tokenEdits: allowed.tokenEdits,
             traceContext: upstreamSpan.map { trace!.propagationHeaders(for: $0) } ?? [],
-            stripDPoPProof: !route.forwardDPoPProof
+            stripDPoPProof: !route.forwardDPoPProof,
+            host: target.authority.map(String.init),
+            upgrade: upgrade
         )
-        if let authority = target.authority {
-            // RFC 9112 §3.2.2: an absolute-form target's authority replaces Host — the backend
-            // must see the host the request was routed by, not another one from the client.
-            upstreamHeaders.replaceOrAdd(name: "Host", value: String(authority))
-        }
-        if let upgrade {
-            // Hop-by-hop, so removed above; an upgrade asks the backend for them again.
-            upstreamHeaders.add(name: "Connection", value: "upgrade")
-            upstreamHeaders.add(name: "Upgrade", value: upgrade)
-        }
         let strip: String? =
             if route.stripPathPrefix, case .prefix(let prefix) = route.pathMatch { prefix } else { nil }
-        let upstreamHead = HTTPRequestHead(
-            version: .http1_1, method: head.method, uri: target.upstreamURI(strippingPrefix: strip),
-            headers: upstreamHeaders)
+        let upstreamHead = UpstreamRequestHead(
+            method: head.method, uri: target.upstreamURI(strippingPrefix: strip), clientFields: head.headers,
+            rewrite: rewrite)
         return .forward(
             ForwardPlan(
                 route: route,

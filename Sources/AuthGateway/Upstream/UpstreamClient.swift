@@ -98,7 +98,7 @@ private final class UpstreamCall: UpstreamLeaseRequester, UpstreamConnectionDele
         if let body = self.request.body {
             head.headers.replaceOrAdd(name: "Content-Length", value: String(body.readableBytes))
         }
-        connection.sendHead(head, chunkedBody: false, upgrade: false)
+        connection.sendHead(UpstreamRequestHead(head), chunkedBody: false, upgrade: false)
         if let body = self.request.body { connection.sendBody(body) }
         connection.sendEnd()
         connection.flush()

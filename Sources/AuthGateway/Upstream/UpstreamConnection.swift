@@ -46,13 +46,13 @@ final class UpstreamConnection: UpstreamLease, Equatable {
     /// Writes a request head; its body follows with `sendBody` (chunk-framed when
     /// `chunkedBody`) and ends with `sendEnd`. `upgrade`: the request asks for a protocol
     /// upgrade, so a 101 may answer it (and the connection then becomes a tunnel).
-    func sendHead(_ head: HTTPRequestHead, chunkedBody: Bool, upgrade: Bool, secrets: RequestSecrets) {
+    func sendHead(_ head: UpstreamRequestHead, chunkedBody: Bool, upgrade: Bool, secrets: RequestSecrets) {
         self.chunkedRequestBody = chunkedBody
         self.handler.expectResponse(to: head.method, upgrade: upgrade)
         // Whatever the answer, a connection that was asked to switch protocols is not trusted
         // with another request (a backend may be half-way into the new protocol).
         if upgrade { self.reusable = false }
-        let length = HTTPWriter.requestHeadLength(head)
+        let length = head.estimatedBytes
         var buffer: ByteBuffer
         if var spare = self.spareHead.take() {
             spare.clear(minimumCapacity: length)

@@ -22,7 +22,7 @@ protocol UpstreamLease: AnyObject {
     /// `chunkedBody`) and ends with `sendEnd`. `upgrade`: the request asks for a protocol
     /// upgrade, so a 101 may answer it. `secrets`: the fields an HTTP/2 upstream encodes
     /// never-indexed (HTTP/1.1 has no such encoding).
-    func sendHead(_ head: HTTPRequestHead, chunkedBody: Bool, upgrade: Bool, secrets: RequestSecrets)
+    func sendHead(_ head: UpstreamRequestHead, chunkedBody: Bool, upgrade: Bool, secrets: RequestSecrets)
     func sendBody(_ part: ByteBuffer)
     /// Ends the request body, with the client's `trailers` on an HTTP/2 upstream (an HTTP/1.1
     /// one gets the body without them); true when that wrote bytes (a flush is then needed).
@@ -43,7 +43,7 @@ protocol UpstreamLease: AnyObject {
 }
 
 extension UpstreamLease {
-    func sendHead(_ head: HTTPRequestHead, chunkedBody: Bool, upgrade: Bool) {
+    func sendHead(_ head: UpstreamRequestHead, chunkedBody: Bool, upgrade: Bool) {
         self.sendHead(head, chunkedBody: chunkedBody, upgrade: upgrade, secrets: RequestSecrets())
     }
 

@@ -26,8 +26,8 @@ final class UpstreamStream: UpstreamLease {
     /// the pool stops opening streams on it: `UpstreamHTTP2ConnectionHandler.onGoAway`).
     var reusable: Bool { self.connection.channel.isActive }
 
-    func sendHead(_ head: HTTPRequestHead, chunkedBody: Bool, upgrade: Bool, secrets: RequestSecrets) {
-        self.handler.sendHead(head, secrets: secrets)
+    func sendHead(_ head: UpstreamRequestHead, chunkedBody: Bool, upgrade: Bool, secrets: RequestSecrets) {
+        self.handler.sendHead(head.httpRequestHead, secrets: secrets)
     }
 
     func sendBody(_ part: ByteBuffer) {

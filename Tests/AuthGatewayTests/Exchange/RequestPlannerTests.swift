@@ -93,7 +93,7 @@ struct RequestPlannerTests {
         guard case .forward(let forward) = plan else {
             throw PlannerTestFailure("not forwarded: \(Self.status(plan).map(String.init) ?? "?")")
         }
-        return forward.head
+        return forward.head.httpRequestHead
     }
 
     // MARK: Order
@@ -195,8 +195,8 @@ struct RequestPlannerTests {
             Issue.record("not forwarded: \(Self.status(plan).map(String.init) ?? "?") \(Self.problem(plan) ?? "")")
             return
         }
-        #expect(forward.head.headers["Authorization"] == ["Bearer \(fresh)"])
-        #expect(forward.head.headers["X-Refresh-Token"].isEmpty)
+        #expect(forward.head.httpRequestHead.headers["Authorization"] == ["Bearer \(fresh)"])
+        #expect(forward.head.httpRequestHead.headers["X-Refresh-Token"].isEmpty)
         #expect(forward.responseHeaders.contains { $0.name == "X-Access-Token" && $0.value == fresh })
     }
 
@@ -231,9 +231,9 @@ struct RequestPlannerTests {
             Issue.record("not forwarded: \(Self.status(plan).map(String.init) ?? "?") \(Self.problem(plan) ?? "")")
             return
         }
-        #expect(forward.head.headers["Authorization"] == ["Bearer \(token)"])
-        #expect(forward.head.headers["Cookie"].joined().contains("gateway-session") == false)
-        #expect(forward.head.headers["Cookie"].joined().contains("theme=dark"))
+        #expect(forward.head.httpRequestHead.headers["Authorization"] == ["Bearer \(token)"])
+        #expect(forward.head.httpRequestHead.headers["Cookie"].joined().contains("gateway-session") == false)
+        #expect(forward.head.httpRequestHead.headers["Cookie"].joined().contains("theme=dark"))
         // The same decision answered to another proxy (authorizer mode) names the same field.
         let input = DecisionInput(
             method: .GET, uri: "/app", path: "/app", host: "gw",
