@@ -2,7 +2,8 @@ import NIOCore
 import NIOHTTP1
 
 /// Writes HTTP/1.1 messages as bytes: request heads for backends, the gateway's own response
-/// heads, chunk framing (a backend's response head for a client: `HTTPWriter+ClientResponse`).
+/// heads, chunk framing (a backend's response head for a client: `HTTPWriter+ClientResponse`;
+/// a backend's request head: `UpstreamRequestHead`).
 ///
 /// No validation happens here: every name and value written was either checked by the parser
 /// (`HeadScanner`) or where it entered the gateway (identity values, refreshed tokens,
@@ -10,27 +11,6 @@ import NIOHTTP1
 enum HTTPWriter {
     static let continueResponse: StaticString = "HTTP/1.1 100 Continue\r\n\r\n"
     static let lastChunk: StaticString = "0\r\n\r\n"
-
-    /// A request head for a backend, in one pass: the request line, then each field as the
-    /// gateway's rewrite keeps, changes or adds it (`UpstreamRequestHead.writeFields`), each
-    /// line copied in one step (~35 separate `ByteBuffer` writes, each checking capacity and
-    /// uniqueness, cost ~2 % of a proxied request's CPU: perf).
-    static func requestHead(_ head: UpstreamRequestHead, into buffer: inout ByteBuffer) {
-        let method = head.method.rawValue
-        let version: StaticString = head.version == .http1_0 ? " HTTP/1.0\r\n" : " HTTP/1.1\r\n"
-        buffer.writeWithUnsafeMutableBytes(
-            minimumWritableBytes: method.utf8.count + 1 + head.uri.utf8.count + version.utf8CodeUnitCount
-        ) { memory in
-            var output = RawOutput(memory)
-            output.append(method)
-            output.append(" ")
-            output.append(head.uri)
-            output.append(version)
-            return output.count
-        }
-        head.writeFields(into: &buffer)
-        buffer.writeStaticString("\r\n")
-    }
 
     /// A response head of the gateway's own (errors, health answers).
     static func responseHead(
@@ -70,15 +50,14 @@ enum HTTPWriter {
         output.append(" ")
     }
 
-    private static func fields(_ headers: HTTPHeaders, into buffer: inout ByteBuffer) {
-        for (name, value) in headers { buffer.appendField(name, value) }
+    /// Each `name: value` line copied in one step.
+    static func fields(_ headers: HTTPHeaders, into buffer: inout ByteBuffer) {
+        for (name, value) in headers { Self.field(name, value, into: &buffer) }
     }
-}
 
-extension ByteBuffer: HeaderFieldSink {
     /// `name: value` CRLF, copied in one step.
-    mutating func appendField(_ name: String, _ value: String) {
-        self.writeWithUnsafeMutableBytes(minimumWritableBytes: name.utf8.count + value.utf8.count + 4) { memory in
+    static func field(_ name: String, _ value: String, into buffer: inout ByteBuffer) {
+        buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: name.utf8.count + value.utf8.count + 4) { memory in
             var output = RawOutput(memory)
             output.field(name, value)
             return output.count

@@ -68,3 +68,32 @@ struct UpstreamRequestHead {
         return bytes
     }
 }
+
+extension HTTPWriter {
+    /// A request head for a backend, in one pass: the request line, then each field as the
+    /// gateway's rewrite keeps, changes or adds it (`UpstreamRequestHead.writeFields`), each
+    /// line copied in one step (~35 separate `ByteBuffer` writes, each checking capacity and
+    /// uniqueness, cost ~2 % of a proxied request's CPU: perf).
+    static func requestHead(_ head: UpstreamRequestHead, into buffer: inout ByteBuffer) {
+        let method = head.method.rawValue
+        let version: StaticString = head.version == .http1_0 ? " HTTP/1.0\r\n" : " HTTP/1.1\r\n"
+        buffer.writeWithUnsafeMutableBytes(
+            minimumWritableBytes: method.utf8.count + 1 + head.uri.utf8.count + version.utf8CodeUnitCount
+        ) { memory in
+            var output = RawOutput(memory)
+            output.append(method)
+            output.append(" ")
+            output.append(head.uri)
+            output.append(version)
+            return output.count
+        }
+        head.writeFields(into: &buffer)
+        buffer.writeStaticString("\r\n")
+    }
+}
+
+extension ByteBuffer: HeaderFieldSink {
+    mutating func appendField(_ name: String, _ value: String) {
+        HTTPWriter.field(name, value, into: &self)
+    }
+}
