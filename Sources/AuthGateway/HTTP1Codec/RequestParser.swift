@@ -30,6 +30,8 @@ struct RequestParser {
     /// the array's storage instead of allocating its own (as `ResponseParser` does).
     private var spareFields: [HeaderField] = []
     private static let maxSpareFields = 64
+    /// The last head's long names and values, reused when the next head repeats them.
+    private var repeatedTexts = RepeatedFieldTexts()
 
     init(maxHeaderBytes: Int, maxBodyBytes: Int) {
         self.maxHeaderBytes = maxHeaderBytes
@@ -77,7 +79,9 @@ struct RequestParser {
             return nil
         }
         if end > self.maxHeaderBytes { return self.fail(.headersTooLarge) }
-        let parsed = buffer.withUnsafeReadableBytes { Self.requestHead($0, end: end, fields: &self.spareFields) }
+        let parsed = buffer.withUnsafeReadableBytes {
+            Self.requestHead($0, end: end, fields: &self.spareFields, texts: &self.repeatedTexts)
+        }
         // An idle connection keeps no more than a usual head's worth (a client that once sent
         // hundreds of fields does not pin their ranges for the connection's life).
         if self.spareFields.capacity > Self.maxSpareFields { self.spareFields = [] }
@@ -118,9 +122,11 @@ struct RequestParser {
     /// `method SP request-target SP HTTP-version` and the fields, as NIO's `HTTPRequestHead`
     /// (what routing, authentication and header rewriting work on).
     /// Its field ranges are collected in `scratch` (`HeadScanner.split`: emptied first, its
-    /// storage kept).
+    /// storage kept); long names and values the connection's last head had at the same place
+    /// come from `texts`.
     static func requestHead(
-        _ bytes: UnsafeRawBufferPointer, end: Int, fields scratch: inout [HeaderField]
+        _ bytes: UnsafeRawBufferPointer, end: Int, fields scratch: inout [HeaderField],
+        texts: inout RepeatedFieldTexts
     ) -> Result<HTTPRequestHead, HeadError> {
         let lines: HeadLines
         switch HeadScanner.split(bytes, end: end, fields: &scratch) {
@@ -152,11 +158,12 @@ struct RequestParser {
         // the scanner has already admitted only token characters in names.
         var fields: [(String, String)] = []
         fields.reserveCapacity(lines.fields.count)
-        for field in lines.fields {
+        for (index, field) in lines.fields.enumerated() {
             fields.append(
                 (
-                    Self.string(bytes, field.nameStart, field.nameEnd),
-                    Self.string(bytes, field.valueStart, field.valueEnd)
+                    texts.text(at: 2 * index, UnsafeRawBufferPointer(rebasing: bytes[field.nameStart..<field.nameEnd])),
+                    texts.text(
+                        at: 2 * index + 1, UnsafeRawBufferPointer(rebasing: bytes[field.valueStart..<field.valueEnd]))
                 ))
         }
         return .success(HTTPRequestHead(version: version, method: method, uri: target, headers: HTTPHeaders(fields)))

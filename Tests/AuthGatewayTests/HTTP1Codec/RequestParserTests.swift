@@ -61,6 +61,31 @@ struct RequestParserTests {
             ])
     }
 
+    @Test("heads on one connection each get their own field texts, also when only a byte of a long one differs")
+    func repeatedTextsNeverLeakBetweenHeads() {
+        let alice = String(repeating: "a", count: 600) + "1"
+        let bob = String(repeating: "a", count: 600) + "2"
+        let agent = "Mozilla/5.0 (X11; Linux x86_64) Chrome/120"
+        let result = parseRequests(
+            [
+                "GET /a HTTP/1.1\r\nHost: h\r\nUser-Agent: \(agent)\r\nAuthorization: Bearer \(alice)\r\n\r\n"
+                    + "GET /b HTTP/1.1\r\nHost: h\r\nUser-Agent: \(agent)\r\nAuthorization: Bearer \(bob)\r\n\r\n"
+                    + "GET /c HTTP/1.1\r\nHost: h\r\nAuthorization: Bearer \(bob)\r\nUser-Agent: \(agent)\r\n\r\n"
+                    + "GET /d HTTP/1.1\r\nHost: h\r\nAuthorization: Bearer \(bob)\r\nUser-Agent: \(agent)\r\n\r\n"
+            ], maxHeaderBytes: 4096)
+        #expect(
+            result.parts == [
+                .head("GET /a HTTP/1.1 [Host=h;User-Agent=\(agent);Authorization=Bearer \(alice)]"), .framing(.none),
+                .end,
+                .head("GET /b HTTP/1.1 [Host=h;User-Agent=\(agent);Authorization=Bearer \(bob)]"), .framing(.none),
+                .end,
+                .head("GET /c HTTP/1.1 [Host=h;Authorization=Bearer \(bob);User-Agent=\(agent)]"), .framing(.none),
+                .end,
+                .head("GET /d HTTP/1.1 [Host=h;Authorization=Bearer \(bob);User-Agent=\(agent)]"), .framing(.none),
+                .end,
+            ])
+    }
+
     @Test("a bodiless GET: head, then its end without further bytes")
     func bodilessGet() {
         let result = parseRequests(["GET /a?b=1 HTTP/1.1\r\nHost: h\r\nX-Thing:  spaced value \t\r\n\r\n"])
