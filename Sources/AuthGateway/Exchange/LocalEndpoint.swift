@@ -49,7 +49,8 @@ struct LocalEndpoint: Sendable {
     /// stand-in named `-`, as for the gateway's other answers (metrics, access log).
     func plan(for head: HTTPRequestHead, timeout: TimeAmount = .seconds(30)) -> ForwardPlan {
         ForwardPlan(
-            route: Self.route, pool: nil, local: self, head: UpstreamRequestHead(head), responseTimeout: timeout, responseHeaders: [],
+            route: Self.route, pool: nil, local: self, head: UpstreamRequestHead(head), responseTimeout: timeout,
+            responseHeaders: [],
             subject: nil, upgrade: nil)
     }
 
