@@ -6,8 +6,8 @@ import Testing
 @Suite("HeaderRewriter")
 struct HeaderRewriterTests {
     /// The forwarding policy of a configuration with identity headers, the default strip
-    /// prefixes and a trusted proxy network.
-    private static let policy: ForwardingPolicy = {
+    /// prefixes and a trusted proxy network (also `UpstreamRequestHeadTests`').
+    static let policy: ForwardingPolicy = {
         let text = #"""
             {
               "listener": { "port": 8080 },

@@ -6,20 +6,6 @@ import Testing
 
 @Suite("UpstreamRequestHead")
 struct UpstreamRequestHeadTests {
-    private static let policy: ForwardingPolicy = {
-        let text = #"""
-            {
-              "listener": { "port": 8080 },
-              "tokens": { "issuers": [ { "issuer": "https://issuer.test", "jwksURL": "http://127.0.0.1:9000/jwks" } ] },
-              "backends": { "api": { "urls": ["http://127.0.0.1:9100"] } },
-              "routes": [ { "name": "all", "pathPrefix": "/", "backend": "api" } ],
-              "identityHeaders": { "X-User-Subject": "claims.sub" }
-            }
-            """#
-        return ForwardingPolicy(
-            configuration: try! ConfigurationLoader(environment: [:]).load(text: text, baseDirectory: "/"))
-    }()
-
     /// A forwarded request's head as the planner leaves it: the client's fields and a rewrite.
     private static func forwarded(
         _ fields: [(String, String)], connection: ClientConnectionInfo? = nil, framing: BodyFraming = .none,
@@ -29,7 +15,7 @@ struct UpstreamRequestHeadTests {
         UpstreamRequestHead(
             method: .GET, uri: "/api/x?y=1", clientFields: HTTPHeaders(fields),
             rewrite: HeaderRewrite(
-                framing: framing, policy: Self.policy,
+                framing: framing, policy: HeaderRewriterTests.policy,
                 connection: connection
                     ?? ClientConnectionInfo(peerIP: "203.0.113.7", peerIsTrustedProxy: false, isTLS: false),
                 requestID: "req-1", identity: [("X-User-Subject", "user-42")], tokenEdits: tokenEdits,
