@@ -43,19 +43,22 @@ final class RequestAuthenticator {
         self.apiKeys = apiKeys
     }
 
+    /// Every hand-over between steps copies a phase, so a phase is kept small: the cases of
+    /// the slow paths (a refresh, a session, an answer from the auth service: each already waits
+    /// on I/O) are `indirect`, boxed, and the fast path's carry a token or an identity inline.
     enum Phase {
         case extract
         case session(SessionHandle)
-        case adoptSession(SessionRecord?, TokenDigest)
+        indirect case adoptSession(SessionRecord?, TokenDigest)
         /// `refetched`: the issuer's keys were refetched for this token already (once only).
         case verify(ExtractedToken, keys: KeySnapshot, refetched: Bool)
-        case refresh(VerifiedToken, access: ExtractedToken, refresh: ExtractedToken, keys: KeySnapshot)
-        case adoptRefresh(RefreshOutcome, TokenRefresh.Presented, keys: KeySnapshot, refetched: Bool)
-        case refreshSession(TokenDigest, VerifiedToken, keys: KeySnapshot)
-        case adoptSessionRefresh(RefreshOutcome, TokenDigest, keys: KeySnapshot, refetched: Bool)
+        indirect case refresh(VerifiedToken, access: ExtractedToken, refresh: ExtractedToken, keys: KeySnapshot)
+        indirect case adoptRefresh(RefreshOutcome, TokenRefresh.Presented, keys: KeySnapshot, refetched: Bool)
+        indirect case refreshSession(TokenDigest, VerifiedToken, keys: KeySnapshot)
+        indirect case adoptSessionRefresh(RefreshOutcome, TokenDigest, keys: KeySnapshot, refetched: Bool)
         /// `verified`: the JWT's own identity, when a verified JWT is introspected (`forJWTs`).
         case introspect(ExtractedToken, verified: Identity?)
-        case adoptIntrospection(IntrospectionOutcome, ExtractedToken, verified: Identity?)
+        indirect case adoptIntrospection(IntrospectionOutcome, ExtractedToken, verified: Identity?)
         case proofOfPossession(Identity)
         case profile(Identity)
         case requirements(Identity)
