@@ -54,9 +54,11 @@ struct LocalEndpoint: Sendable {
             subject: nil, upgrade: nil)
     }
 
-    private static let route = RouteConfiguration(
-        name: "-", host: nil, pathMatch: .prefix("/"), methods: nil, backend: "-", auth: .none,
-        stripPathPrefix: false, forwardAccessToken: false)
+    private static let route = ResolvedRoute(
+        configuration: RouteConfiguration(
+            name: "-", host: nil, pathMatch: .prefix("/"), methods: nil, backend: "-", auth: .none,
+            stripPathPrefix: false, forwardAccessToken: false),
+        backendIndex: 0)
 
     func lease(on eventLoop: EventLoop, method: HTTPMethod) -> UpstreamLease {
         LocalEndpointLease(endpoint: self, eventLoop: eventLoop, method: method)

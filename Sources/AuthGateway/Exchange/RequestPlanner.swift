@@ -14,7 +14,10 @@ enum RequestPlan {
 /// step of the request, and as a struct each read copied (retained and released) all its
 /// fields (measured: ~1 % of a proxied request's CPU).
 final class ForwardPlan {
-    let route: RouteConfiguration
+    /// The matched route, by reference: a copy of its `RouteConfiguration` here cost a retain
+    /// of each of its fields per request, and as many releases when the plan went.
+    let resolved: ResolvedRoute
+    var route: RouteConfiguration { self.resolved.configuration }
     /// The backend's pool on this loop; nil when the request goes to a `LocalEndpoint`.
     let pool: UpstreamPool?
     /// An endpoint of the gateway's own that reads the body (`LocalEndpoint`), instead of a backend.
@@ -36,14 +39,14 @@ final class ForwardPlan {
     let secretHeaders: SecretHeaderNames
 
     init(
-        route: RouteConfiguration, pool: UpstreamPool?, local: LocalEndpoint? = nil, head: UpstreamRequestHead,
+        route: ResolvedRoute, pool: UpstreamPool?, local: LocalEndpoint? = nil, head: UpstreamRequestHead,
         responseTimeout: TimeAmount,
         responseHeaders: [(name: String, value: String)], subject: String?, apiKey: String? = nil, upgrade: String?,
         upstreamSpan: (any Span)? = nil,
         secretHeaders: SecretHeaderNames = SecretHeaderNames()
     ) {
         self.secretHeaders = secretHeaders
-        self.route = route
+        self.resolved = route
         self.pool = pool
         self.local = local
         self.head = head
@@ -59,7 +62,7 @@ final class ForwardPlan {
 extension ForwardPlan {
     /// The gateway answers CORS for the route: the backend's `Access-Control-*` fields are
     /// dropped, the gateway's go in their place (docs/policies.md, "CORS").
-    var answersCORS: Bool { self.route.cors != nil }
+    var answersCORS: Bool { self.resolved.configuration.cors != nil }
 
     /// Whether the other end carries HTTP/2 end to end (trailers: gRPC needs them).
     var speaksHTTP2: Bool { self.local?.needsTrailers ?? self.pool?.wireProtocol.isHTTP2 ?? false }
@@ -153,7 +156,7 @@ struct RequestPlanner {
         case .preflight(let response, let route): return .respond(response, close: false, route: route)
         case .allowed(let request): allowed = request
         }
-        let route = allowed.route
+        let route = allowed.resolved.configuration
         let backend = self.snapshot.backend(of: allowed.resolved)
         // nil only when a reload removed the backend while the decision waited (`UpstreamRegistry`).
         guard let pool = self.environment.pool(for: backend) else {
@@ -182,7 +185,7 @@ struct RequestPlanner {
             rewrite: rewrite)
         return .forward(
             ForwardPlan(
-                route: route,
+                route: allowed.resolved,
                 pool: pool,
                 head: upstreamHead,
                 responseTimeout: backend.responseTimeout,
