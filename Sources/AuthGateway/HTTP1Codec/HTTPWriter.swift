@@ -76,8 +76,15 @@ struct RawOutput {
 
     @inline(__always)
     mutating func append(_ text: String) {
-        var text = text
-        text.withUTF8 { bytes in self.append(UnsafeRawBufferPointer(bytes)) }
+        // Native and small strings (all of the gateway's) lend their bytes as they are;
+        // `withUTF8` would need a mutable copy, a retain and a release per field.
+        let copied: Void? = text.utf8.withContiguousStorageIfAvailable { bytes in
+            self.append(UnsafeRawBufferPointer(bytes))
+        }
+        if copied == nil {
+            var text = text
+            text.withUTF8 { bytes in self.append(UnsafeRawBufferPointer(bytes)) }
+        }
     }
 
     @inline(__always)
