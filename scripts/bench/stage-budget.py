@@ -22,12 +22,12 @@ import sys
 
 # (stage, pattern over the demangled "Type.method" of a frame). First match wins, per frame.
 RULES = [
-    ("parse", r"^(RequestParser|HeadScanner|RequestFraming|HeaderNames|RequestTarget)\b|HTTP1ServerConnection\.parseRequests|HTTP2ServerStream\.(receivedHeaders|requestHead)|HTTP2Messages"),
+    ("parse", r"^(RequestParser|RepeatedFieldTexts|HeadScanner|RequestFraming|HeaderNames|RequestTarget)\b|HTTP1ServerConnection\.parseRequests|HTTP2ServerStream\.(receivedHeaders|requestHead)|HTTP2Messages"),
     ("auth (token cache hit)", r"^(RequestAuthenticator|CredentialExtraction|TokenExtractor|RecentTokens|JWTVerification|VerifiedTokenCache|ProofOfPossession|ProfileLookup|RequirementCheck|IdentityFields|IdentityLookup|TokenDigest|AuthRequest|SessionAuthentication|APIKeyAuthentication|CookieHeader|SignInCookies)\b"),
-    ("rewrite", r"^(HeaderRewriter|ForwardingPolicy)\b|HTTP2ServerStream\.upstreamHead"),
+    ("rewrite", r"^(HeaderRewriter|ForwardingPolicy|UpstreamRequestHead|FittingFields)\b|HTTP2ServerStream\.upstreamHead"),
     ("plan (route, decision)", r"^(RequestPlanner|RouteTable|AccessDecision|CORS|DecisionInput|RequestID|ExchangeHandler\.decide|RateLimit)"),
     ("lease", r"^(UpstreamPool|UpstreamRegistry|PoolStateMachine|TargetSelector|TargetAvailability|ExchangeHandler\.lease|UpstreamConnection\.release)"),
-    ("write request", r"^(HTTPWriter\.requestHead|UpstreamConnection\.sendHead|UpstreamLease\.flush|FlushCoalescer|UpstreamHTTP2Connection\.send)|HTTP1ServerConnection\.sendRequest|HTTPWriter\.requestHeadLength"),
+    ("write request", r"^(HTTPWriter\.(requestHead|field\b)|UpstreamConnection\.sendHead|UpstreamLease\.flush|FlushCoalescer|UpstreamHTTP2Connection\.send)|HTTP1ServerConnection\.sendRequest|HTTPWriter\.requestHeadLength"),
     ("read response", r"^(ResponseParser|UpstreamResponseHead|UpstreamHandler|HTTP2ResponseHead|UpstreamStream)\b"),
     ("respond", r"^(HTTPWriter\.(clientResponseHead|fields)|HTTP1ResponseHead|ResponseFraming)|HTTP1ServerConnection\.(flushResponse|writeResponse|writeResponseHead|upstreamResponse|finishResponse)|HTTP2ServerStream\.(respond|write|upstreamResponse|send)|HTTP2ServerConnection\.(flush|write)"),
     ("HTTP/2 frames + HPACK (NIOHTTP2)", r"^(NIOHTTP2|NIOHPACK)\."),

@@ -74,6 +74,9 @@ struct RawOutput {
 
     init(_ memory: UnsafeMutableRawBufferPointer) { self.memory = memory }
 
+    /// Bytes left in the memory.
+    var remaining: Int { self.memory.count - self.count }
+
     @inline(__always)
     mutating func append(_ text: String) {
         // Native and small strings (all of the gateway's) lend their bytes as they are;

@@ -60,7 +60,7 @@ final class UpstreamConnection: UpstreamLease, Equatable {
         } else {
             buffer = self.channel.allocator.buffer(capacity: length)
         }
-        HTTPWriter.requestHead(head, into: &buffer)
+        HTTPWriter.requestHead(head, estimatedBytes: length, into: &buffer)
         self.handler.write(buffer)
         if buffer.capacity <= Self.keptHeadBytes { self.spareHead = buffer }
     }

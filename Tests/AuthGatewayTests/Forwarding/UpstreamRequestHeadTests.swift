@@ -67,4 +67,25 @@ struct UpstreamRequestHeadTests {
                 + "traceparent: 00-gateway\r\nTransfer-Encoding: chunked\r\nHost: routed.example\r\n"
                 + "Connection: upgrade\r\nUpgrade: websocket\r\n\r\n")
     }
+
+    @Test("a head longer than its estimate is written whole, the same bytes, after what the buffer held")
+    func headBeyondItsEstimate() {
+        // The rewrite repeats a long `Host` as `X-Forwarded-Host`: more than the estimate foresees,
+        // and more than the memory reserved from it (rounded up to a power of two).
+        let host = String(repeating: "h", count: 3000)
+        let head = Self.forwarded([("Host", host), ("Accept", "*/*")])
+        var expected = ByteBuffer()
+        for (name, value) in head.httpRequestHead.headers { expected.writeString("\(name): \(value)\r\n") }
+        var beyond = ByteBuffer()
+        beyond.writeString("previous|")
+        HTTPWriter.requestHead(head, into: &beyond)
+        let written = String(buffer: beyond)
+        #expect(head.estimatedBytes < beyond.readableBytes - 9)
+        #expect(written == "previous|GET /api/x?y=1 HTTP/1.1\r\n" + String(buffer: expected) + "\r\n")
+        #expect(written.contains("X-Forwarded-Host: \(host)\r\n"))
+        // A caller's estimate far too small: the same bytes again.
+        var tiny = ByteBuffer()
+        HTTPWriter.requestHead(head, estimatedBytes: 1, into: &tiny)
+        #expect(String(buffer: tiny) == String(buffer: beyond).dropFirst(9))
+    }
 }
