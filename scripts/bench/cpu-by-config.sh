@@ -5,6 +5,7 @@
 # effects to measure. For each configuration, in turn,
 # REPS times (alternating): the release gateway on CPU 1, the bench's nginx backend and wrk
 # (-c64, GET /, the bench's RS256 token) on CPU 0; 2 s warm-up, then DURATION s counted.
+# -2: h2c instead, h2load with 16 connections x 16 streams (no wrk script then).
 #   scripts/bench/cpu-by-config.sh [-r REPS] [-d DURATION] NAME=CONFIG.json[@WRK_SCRIPT.lua][^BINARY] ...
 # A configuration may name its own gateway binary after `^` (NAME=CONFIG.json^/path/auth-gateway:
 # an old build against a new one, alternated) and its own wrk script after `@` (e.g.
@@ -20,11 +21,12 @@ BENCH=$ROOT/.bench-work/bench
 GATEWAY=${GATEWAY:-$ROOT/.build-release/release/auth-gateway}
 REPS=3
 DURATION=6
-while getopts "r:d:" option; do
-  case $option in r) REPS=$OPTARG ;; d) DURATION=$OPTARG ;; *) exit 2 ;; esac
+H2=""
+while getopts "r:d:2" option; do
+  case $option in r) REPS=$OPTARG ;; d) DURATION=$OPTARG ;; 2) H2=1 ;; *) exit 2 ;; esac
 done
 shift $((OPTIND - 1))
-[ $# -ge 1 ] || { echo "usage: $0 [-r REPS] [-d DURATION] NAME=CONFIG.json ..." >&2; exit 2; }
+[ $# -ge 1 ] || { echo "usage: $0 [-r REPS] [-d DURATION] [-2] NAME=CONFIG.json ..." >&2; exit 2; }
 [ -d "$BENCH/keys" ] || { echo "no bench copy at $BENCH: run scripts/bench/features.sh once" >&2; exit 1; }
 OUT=$(mktemp -d)
 PIDS=()
@@ -50,12 +52,23 @@ for rep in $(seq "$REPS"); do
     taskset -c 1 "$binary" serve --config "$config" >"$OUT/$name.log" 2>&1 &
     gateway=$!
     for _ in $(seq 100); do curl -sf -o /dev/null -H "Authorization: Bearer $(cat "$BENCH_TOKEN_FILE")" http://127.0.0.1:18090/ && break; sleep 0.1; done
-    BENCH_PHASE=warmup timeout 20 taskset -c 0 wrk -t1 -c64 -d2s -s "$script" http://127.0.0.1:18090/ >/dev/null
-    perf stat -x, -e task-clock -p "$gateway" -o "$OUT/stat" -- sleep "$DURATION" &
-    stat=$!
-    BENCH_PHASE=measure timeout $((DURATION + 20)) taskset -c 0 wrk -t1 -c64 -d"${DURATION}s" -s "$script" http://127.0.0.1:18090/ >"$OUT/wrk.txt"
-    requests=$(sed -n 's/^ *\([0-9]*\) requests in.*/\1/p' "$OUT/wrk.txt")
-    non2xx=$(sed -n 's/^ *Non-2xx or 3xx responses: *\([0-9]*\).*/\1/p' "$OUT/wrk.txt")
+    if [ -n "$H2" ]; then
+      # h2c: 16 connections x 16 streams, the bench's token (no wrk script: h2load has none).
+      h2=(h2load -t1 -c16 -m16 -H "authorization: Bearer $(cat "$BENCH_TOKEN_FILE")")
+      timeout 20 taskset -c 0 "${h2[@]}" -D 2 http://127.0.0.1:18090/ >/dev/null 2>&1
+      perf stat -x, -e task-clock -p "$gateway" -o "$OUT/stat" -- sleep "$DURATION" &
+      stat=$!
+      timeout $((DURATION + 20)) taskset -c 0 "${h2[@]}" -D "$DURATION" http://127.0.0.1:18090/ >"$OUT/h2load.txt" 2>&1 || true
+      requests=$(sed -n 's/^requests: \([0-9]*\) total.*/\1/p' "$OUT/h2load.txt")
+      non2xx=$(awk '/^status codes:/ {print $5 + $7 + $9}' "$OUT/h2load.txt")
+    else
+      BENCH_PHASE=warmup timeout 20 taskset -c 0 wrk -t1 -c64 -d2s -s "$script" http://127.0.0.1:18090/ >/dev/null
+      perf stat -x, -e task-clock -p "$gateway" -o "$OUT/stat" -- sleep "$DURATION" &
+      stat=$!
+      BENCH_PHASE=measure timeout $((DURATION + 20)) taskset -c 0 wrk -t1 -c64 -d"${DURATION}s" -s "$script" http://127.0.0.1:18090/ >"$OUT/wrk.txt"
+      requests=$(sed -n 's/^ *\([0-9]*\) requests in.*/\1/p' "$OUT/wrk.txt")
+      non2xx=$(sed -n 's/^ *Non-2xx or 3xx responses: *\([0-9]*\).*/\1/p' "$OUT/wrk.txt")
+    fi
     wait "$stat" || true
     kill "$gateway"; wait "$gateway" 2>/dev/null || true
     milliseconds=$(awk -F, '$3 ~ /^task-clock/ {print $1}' "$OUT/stat")
