@@ -6,7 +6,7 @@
 # REPS times (alternating): the release gateway on CPU 1, the bench's nginx backend and wrk
 # (-c64, GET /, the bench's RS256 token) on CPU 0; 2 s warm-up, then DURATION s counted.
 # -2: h2c instead, h2load with 16 connections x 16 streams (no wrk script then).
-#   scripts/bench/cpu-by-config.sh [-r REPS] [-d DURATION] NAME=CONFIG.json[@WRK_SCRIPT.lua][^BINARY] ...
+#   scripts/bench/cpu-by-config.sh [-r REPS] [-d DURATION] [-2] NAME=CONFIG.json[@WRK_SCRIPT.lua][^BINARY] ...
 # A configuration may name its own gateway binary after `^` (NAME=CONFIG.json^/path/auth-gateway:
 # an old build against a new one, alternated) and its own wrk script after `@` (e.g.
 # scripts/bench/dpop.lua); the warm-up runs
@@ -59,7 +59,7 @@ for rep in $(seq "$REPS"); do
       perf stat -x, -e task-clock -p "$gateway" -o "$OUT/stat" -- sleep "$DURATION" &
       stat=$!
       timeout $((DURATION + 20)) taskset -c 0 "${h2[@]}" -D "$DURATION" http://127.0.0.1:18090/ >"$OUT/h2load.txt" 2>&1 || true
-      requests=$(sed -n 's/^requests: \([0-9]*\) total.*/\1/p' "$OUT/h2load.txt")
+      requests=$(sed -n 's/^requests: .* \([0-9]*\) succeeded.*/\1/p' "$OUT/h2load.txt")
       non2xx=$(awk '/^status codes:/ {print $5 + $7 + $9}' "$OUT/h2load.txt")
     else
       BENCH_PHASE=warmup timeout 20 taskset -c 0 wrk -t1 -c64 -d2s -s "$script" http://127.0.0.1:18090/ >/dev/null
