@@ -70,12 +70,20 @@ struct GatewayListenersTests {
         let main = try #require(listeners.mainAddress?.port)
         let admin = try #require(listeners.adminAddress?.port)
 
+        #expect(listeningPorts().isSuperset(of: [main, admin]))
+
         await listeners.closeMain()
 
-        #expect(await !acceptsConnections(port: main))
+        // Whether this process still listens, not whether the port answers: a connection to
+        // the freed port reaches whoever holds it next — a server of a test running in parallel
+        // that bound it, or a test's child process still holding an inherited copy of the
+        // socket until its spawn closes it. Once in seven runs of the whole suite, one did.
+        let afterCloseMain = listeningPorts()
+        #expect(!afterCloseMain.contains(main))
+        #expect(afterCloseMain.contains(admin))
         #expect(await acceptsConnections(port: admin))
         await listeners.closeAll()
-        #expect(await !acceptsConnections(port: admin))
+        #expect(!listeningPorts().contains(admin))
     }
 
     @Test func withoutAnAdminSectionOnlyTheMainListenerBinds() async throws {
