@@ -13,11 +13,19 @@ extension RealBrowserTests {
         let setup = try await GlewlwydSignInTests.start(host: "localhost", servingLoginPage: true)
         atTestEnd { await setup.stop() }
         let page = "/some/page?x=1"
-        let report = try await HeadlessBrowser.run(
-            flow: "glewlwyd", gateway: setup.publicBaseURL,
-            arguments: [
-                "--page", page, "--user", GlewlwydServer.username, "--password", setup.glewlwyd.userPassword,
-            ])
+        let report: JSONValue
+        do {
+            report = try await HeadlessBrowser.run(
+                flow: "glewlwyd", gateway: setup.publicBaseURL,
+                arguments: [
+                    "--page", page, "--user", GlewlwydServer.username, "--password", setup.glewlwyd.userPassword,
+                ])
+        } catch {
+            // Glewlwyd's side of a failed flow: an `error=server_error` on the callback says
+            // only that something failed inside it.
+            let log = setup.glewlwyd.log.suffix(4000)
+            throw HeadlessBrowser.FlowFailed(description: "\(error); Glewlwyd's log: \(log)")
+        }
 
         let login = try #require(report["login"])
         #expect(login["url"]?.stringValue?.hasPrefix("http://127.0.0.1:\(setup.glewlwyd.port)/login.html?") == true)
