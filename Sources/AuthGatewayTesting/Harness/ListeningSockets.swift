@@ -7,16 +7,17 @@ package struct ListeningSocket: Hashable, Sendable {
     package let inode: Int
 }
 
-/// The TCP sockets this process listens on (IPv4; Linux): the socket inodes among its
-/// descriptors (`/proc/self/fd`) matched against the `LISTEN` rows of `/proc/net/tcp`. Asks about
-/// this process's own sockets, where a connection attempt asks about a port: once a listener
-/// closes, whoever holds its port next answers there. Empty when `/proc` cannot be read: pair a
-/// "not listening" check with a positive one.
-package func listeningSockets() -> Set<ListeningSocket> {
+/// The TCP sockets a process listens on — this one, or the child `process` (IPv4; Linux): the
+/// socket inodes among its descriptors (`/proc/<pid>/fd`) matched against the `LISTEN` rows of
+/// `/proc/net/tcp`. Asks about the process's own sockets, where a connection attempt asks about
+/// a port: once a listener closes, whoever holds its port next answers there. Empty when `/proc`
+/// cannot be read (or the process is gone): pair a "not listening" check with a positive one.
+package func listeningSockets(process: Int32? = nil) -> Set<ListeningSocket> {
     let files = FileManager.default
+    let descriptors = "/proc/\(process.map(String.init) ?? "self")/fd"
     var inodes = Set<Int>()
-    for descriptor in (try? files.contentsOfDirectory(atPath: "/proc/self/fd")) ?? [] {
-        guard let target = try? files.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(descriptor)"),
+    for descriptor in (try? files.contentsOfDirectory(atPath: descriptors)) ?? [] {
+        guard let target = try? files.destinationOfSymbolicLink(atPath: "\(descriptors)/\(descriptor)"),
             target.hasPrefix("socket:["), let inode = Int(target.dropFirst("socket:[".count).dropLast())
         else { continue }
         inodes.insert(inode)

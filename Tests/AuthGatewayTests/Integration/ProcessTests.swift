@@ -225,6 +225,8 @@ struct ProcessTests {
             try await TestConnection.connect(port: adminPort).send(.get("/readyz"), timeout: .seconds(30)).status == 200
         )
         #expect(await acceptsConnections(port: port))
+        let mainSockets = listeningSockets(process: gateway.process.processIdentifier).filter { $0.port == port }
+        #expect(!mainSockets.isEmpty)
 
         // A request the backend holds far longer than drainSeconds.
         let client = try await TestConnection.connect(port: port)
@@ -248,8 +250,12 @@ struct ProcessTests {
             }
         }
         #expect(await eventually { await readiness() == 503 }, "readiness never turned 503")
+        // The process's listening socket, not the port: a connection to a freed port reaches
+        // whoever holds it next (another test's server may bind it).
         #expect(
-            await eventually { !(await acceptsConnections(port: port)) },
+            await eventually {
+                listeningSockets(process: gateway.process.processIdentifier).isDisjoint(with: mainSockets)
+            },
             "the main listener still accepts connections while draining")
         #expect(gateway.process.isRunning, "the held request must keep the process draining")
 
