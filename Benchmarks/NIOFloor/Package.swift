@@ -5,6 +5,7 @@
 //   swift build -c release --package-path Benchmarks/NIOFloor
 //   Benchmarks/NIOFloor/.build/release/nio-floor PORT TOKEN_FILE
 //   Benchmarks/NIOFloor/.build/release/nio-relay-floor PORT BACKEND_PORT TOKEN_FILE
+//   Benchmarks/NIOFloor/.build/release/nio-lean-proxy-floor PORT BACKEND_PORT TOKEN_FILE
 import PackageDescription
 
 let package = Package(
@@ -28,6 +29,14 @@ let package = Package(
         ),
         .executableTarget(
             name: "nio-relay-floor",
+            dependencies: [
+                "FloorSupport",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]
+        ),
+        .executableTarget(
+            name: "nio-lean-proxy-floor",
             dependencies: [
                 "FloorSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
