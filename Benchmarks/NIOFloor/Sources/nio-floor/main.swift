@@ -11,24 +11,14 @@
 // whatever it does per stream, and the HTTP/1.1 rate the most a SwiftNIO server can reach.
 //
 //   nio-floor PORT TOKEN_FILE
-import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 import FloorSupport
 import NIOCore
 import NIOHPACK
 import NIOHTTP2
 import NIOPosix
 
-let arguments = CommandLine.arguments
-guard arguments.count == 3, let port = Int(arguments[1]),
-    let token = try? String(contentsOfFile: arguments[2], encoding: .utf8).trimmingCharacters(
-        in: .whitespacesAndNewlines)
-else {
-    FileHandle.standardError.write(Data("usage: nio-floor PORT TOKEN_FILE\n".utf8))
-    exit(2)
-}
+let commandLine = FloorCommandLine.parse(program: "nio-floor", withBackend: false)
+let token = commandLine.token
 let expectedAuthorization = "Bearer " + token
 
 /// Picks HTTP/1.1 or h2c from the first bytes, as the gateway's `CleartextProtocolDetector`
@@ -141,15 +131,4 @@ final class HTTP1Responder: ChannelInboundHandler {
 
 }
 
-let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-let channel = try ServerBootstrap(group: group)
-    .serverChannelOption(.backlog, value: 1024)
-    .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-    .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
-    .childChannelInitializer { channel in
-        channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(ProtocolDetector()) }
-    }
-    .bind(host: "127.0.0.1", port: port)
-    .wait()
-print("nio-floor listening on 127.0.0.1:\(port)")
-try channel.closeFuture.wait()
+try FloorServer.serve(program: "nio-floor", port: commandLine.port) { ProtocolDetector() }

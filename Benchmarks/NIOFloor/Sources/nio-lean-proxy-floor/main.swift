@@ -37,14 +37,8 @@ import FloorSupport
 import NIOCore
 import NIOPosix
 
-let arguments = CommandLine.arguments
-guard arguments.count == 4, let port = Int(arguments[1]), let backendPort = Int(arguments[2]),
-    let token = try? String(contentsOfFile: arguments[3], encoding: .utf8).trimmingCharacters(
-        in: .whitespacesAndNewlines)
-else {
-    FileHandle.standardError.write(Data("usage: nio-lean-proxy-floor PORT BACKEND_PORT TOKEN_FILE\n".utf8))
-    exit(2)
-}
+let commandLine = FloorCommandLine.parse(program: "nio-lean-proxy-floor", withBackend: true)
+let token = commandLine.token
 
 /// A verified token's memo entry: what a cache hit needs (the bench configures no identity
 /// headers, so no claims beyond the expiry).
@@ -148,28 +142,11 @@ final class ClientSide: ChannelInboundHandler {
     func handlerAdded(context: ChannelHandlerContext) { self.context = context }
 
     func channelActive(context: ChannelHandlerContext) {
-        let client = context.channel
-        self.clientAddress = Array((client.remoteAddress?.ipAddress ?? "").utf8)
+        self.clientAddress = Array((context.channel.remoteAddress?.ipAddress ?? "").utf8)
         let side = NIOLoopBound(self, eventLoop: context.eventLoop)
-        client.setOption(.autoRead, value: false).whenSuccess {}
-        ClientBootstrap(group: context.eventLoop)
-            .channelOption(.socketOption(.tcp_nodelay), value: 1)
-            .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(BackendSide(client: side))
-                }
-            }
-            .connect(host: "127.0.0.1", port: self.backendPort)
-            .hop(to: context.eventLoop)
-            .whenComplete { result in
-                switch result {
-                case .success(let backend):
-                    side.value.backend = backend
-                    client.setOption(.autoRead, value: true).whenSuccess {}
-                case .failure:
-                    client.close(promise: nil)
-                }
-            }
+        FloorServer.openBackend(for: context, port: self.backendPort, makeHandler: { BackendSide(client: side) }) {
+            side.value.backend = $0
+        }
         context.fireChannelActive()
     }
 
@@ -181,11 +158,7 @@ final class ClientSide: ChannelInboundHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         var bytes = Self.unwrapInboundIn(data)
-        if self.pending.readableBytes == 0 {
-            self.pending = bytes
-        } else {
-            self.pending.writeBuffer(&bytes)
-        }
+        self.pending.appendRead(&bytes)
         self.forwardHeads(context: context)
     }
 
@@ -360,11 +333,7 @@ final class BackendSide: ChannelInboundHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         var bytes = Self.unwrapInboundIn(data)
-        if self.pending.readableBytes == 0 {
-            self.pending = bytes
-        } else {
-            self.pending.writeBuffer(&bytes)
-        }
+        self.pending.appendRead(&bytes)
         let client = self.client.value
         while self.pending.readableBytes > 0 {
             if let left = self.bodyLeft {
@@ -441,17 +410,6 @@ final class BackendSide: ChannelInboundHandler {
     }
 }
 
-let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-let channel = try ServerBootstrap(group: group)
-    .serverChannelOption(.backlog, value: 1024)
-    .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-    .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
-    .childChannelInitializer { channel in
-        channel.eventLoop.makeCompletedFuture {
-            try channel.pipeline.syncOperations.addHandler(ClientSide(backendPort: backendPort))
-        }
-    }
-    .bind(host: "127.0.0.1", port: port)
-    .wait()
-print("nio-lean-proxy-floor listening on 127.0.0.1:\(port), backend 127.0.0.1:\(backendPort)")
-try channel.closeFuture.wait()
+try FloorServer.serve(
+    program: "nio-lean-proxy-floor", port: commandLine.port, detail: ", backend 127.0.0.1:\(commandLine.backendPort)"
+) { ClientSide(backendPort: commandLine.backendPort) }

@@ -15,22 +15,12 @@
 // reach on SwiftNIO (scripts/bench/proxy-floor.sh).
 //
 //   nio-relay-floor PORT BACKEND_PORT TOKEN_FILE
-import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 import FloorSupport
 import NIOCore
 import NIOPosix
 
-let arguments = CommandLine.arguments
-guard arguments.count == 4, let port = Int(arguments[1]), let backendPort = Int(arguments[2]),
-    let token = try? String(contentsOfFile: arguments[3], encoding: .utf8).trimmingCharacters(
-        in: .whitespacesAndNewlines)
-else {
-    FileHandle.standardError.write(Data("usage: nio-relay-floor PORT BACKEND_PORT TOKEN_FILE\n".utf8))
-    exit(2)
-}
+let commandLine = FloorCommandLine.parse(program: "nio-relay-floor", withBackend: true)
+let token = commandLine.token
 let authorizationValue = Array((" Bearer " + token + "\r\n").utf8)
 let unauthorized = ByteBuffer(string: "HTTP/1.1 401 Unauthorized\r\nContent-Length: 0\r\n\r\n")
 
@@ -50,26 +40,9 @@ final class ClientRelay: ChannelInboundHandler {
     func channelActive(context: ChannelHandlerContext) {
         let client = context.channel
         let relay = NIOLoopBound(self, eventLoop: context.eventLoop)
-        // Reads wait until the backend connection is up.
-        client.setOption(.autoRead, value: false).whenSuccess {}
-        ClientBootstrap(group: context.eventLoop)
-            .channelOption(.socketOption(.tcp_nodelay), value: 1)
-            .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(BackendRelay(client: client))
-                }
-            }
-            .connect(host: "127.0.0.1", port: self.backendPort)
-            .hop(to: context.eventLoop)
-            .whenComplete { result in
-                switch result {
-                case .success(let backend):
-                    relay.value.backend = backend
-                    client.setOption(.autoRead, value: true).whenSuccess {}
-                case .failure:
-                    client.close(promise: nil)
-                }
-            }
+        FloorServer.openBackend(for: context, port: self.backendPort, makeHandler: { BackendRelay(client: client) }) {
+            relay.value.backend = $0
+        }
         context.fireChannelActive()
     }
 
@@ -146,17 +119,6 @@ final class BackendRelay: ChannelInboundHandler {
     }
 }
 
-let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-let channel = try ServerBootstrap(group: group)
-    .serverChannelOption(.backlog, value: 1024)
-    .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-    .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
-    .childChannelInitializer { channel in
-        channel.eventLoop.makeCompletedFuture {
-            try channel.pipeline.syncOperations.addHandler(ClientRelay(backendPort: backendPort))
-        }
-    }
-    .bind(host: "127.0.0.1", port: port)
-    .wait()
-print("nio-relay-floor listening on 127.0.0.1:\(port), backend 127.0.0.1:\(backendPort)")
-try channel.closeFuture.wait()
+try FloorServer.serve(
+    program: "nio-relay-floor", port: commandLine.port, detail: ", backend 127.0.0.1:\(commandLine.backendPort)"
+) { ClientRelay(backendPort: commandLine.backendPort) }
