@@ -60,14 +60,16 @@ struct IdentityFieldsTests {
             routes: #"[{"name":"d","pathPrefix":"/","backend":"api","require":{"client.ip":"192.0.2.1"}}]"#)
     }
 
-    @Test("request.method and request.header.<name> parse as paths; nothing else under request")
+    @Test("request.method, .host, .path and .header.<name> parse as paths; nothing else under request")
     func requestPaths() {
         #expect(IdentityValuePath(parsing: "request.method") == .requestMethod)
         let header = IdentityValuePath(parsing: "request.header.X-Tenant")
         #expect(header?.requestHeaderName == "X-Tenant")
         #expect(header?.description == "request.header.X-Tenant")
         #expect(IdentityValuePath(parsing: "request.header.x.y")?.requestHeaderName == "x.y")
-        for text in ["request.path", "request.header.", "request.header.a b", "request.method.x", "request.Method"] {
+        #expect(IdentityValuePath(parsing: "request.host")?.name == "host")
+        #expect(IdentityValuePath(parsing: "request.path")?.requestHeaderName == nil)
+        for text in ["request.query", "request.header.", "request.header.a b", "request.method.x", "request.Method"] {
             #expect(IdentityValuePath(parsing: text) == nil, "\(text)")
         }
         #expect(IdentityValuePath.requestMethod.requestHeaderName == nil)

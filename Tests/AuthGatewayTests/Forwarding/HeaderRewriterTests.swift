@@ -105,7 +105,8 @@ struct HeaderRewriterTests {
         ])
         #expect(output["X-Forwarded-For"] == ["203.0.113.7"])
         #expect(output["X-Forwarded-Proto"] == ["http"])
-        #expect(output["X-Forwarded-Host"] == ["api.example.com:8443"])
+        // The canonical host, without its port (docs/forwarding.md, "The canonical host").
+        #expect(output["X-Forwarded-Host"] == ["api.example.com"])
     }
 
     @Test("from a trusted proxy, X-Forwarded-For is appended to and Proto/Host are kept")

@@ -19,7 +19,10 @@ struct UpstreamRequestHeadTests {
                 connection: connection
                     ?? ClientConnectionInfo(peerIP: "203.0.113.7", peerIsTrustedProxy: false, isTLS: false),
                 requestID: "req-1", identity: [("X-User-Subject", "user-42")], tokenEdits: tokenEdits,
-                traceContext: trace, stripDPoPProof: true, host: host, upgrade: upgrade))
+                traceContext: trace, stripDPoPProof: true, host: host,
+                // As the planner gives it: the canonical host of the client's `Host`.
+                forwardedHost: fields.first { $0.0 == "Host" }.flatMap { try? CanonicalHost.make($0.1[...]).name },
+                upgrade: upgrade))
     }
 
     @Test("a forwarded head is written in one pass, field for field what its header list says")

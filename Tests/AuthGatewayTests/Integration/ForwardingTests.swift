@@ -42,7 +42,8 @@ struct ForwardingTests {
     }
 
     /// RFC 9112 §3.2.2: an absolute-form target is routed by its authority, and the backend
-    /// gets that authority as Host — never the client's other Host, which routes elsewhere.
+    /// gets that authority as Host. A client's `Host` naming another host is refused, not
+    /// guessed (docs/forwarding.md, "The canonical host").
     @Test func anAbsoluteFormTargetsAuthorityReplacesHost() async throws {
         let open = try await EchoBackend.start(group: TestGroup.shared)
         atTestEnd { await open.close() }
@@ -57,9 +58,14 @@ struct ForwardingTests {
         }
         atTestEnd { await gateway.stop() }
         let response = try await gateway.send(
-            TestRequest(.GET, "http://public.example/x", headers: [("Host", "api.example")]))
+            TestRequest(.GET, "http://Public.Example./x", headers: [("Host", "public.example:80")]))
         #expect(response.status == 200)
         #expect(response.echoedHeader("host") == ["public.example"])
+        #expect(open.requestCount == 1 && gateway.backend.requestCount == 0)
+        let two = try await gateway.send(
+            TestRequest(.GET, "http://public.example/x", headers: [("Host", "api.example")]))
+        #expect(two.status == 400)
+        #expect(two.json?["type"]?.stringValue == "urn:auth-gateway:problem:request.ambiguous_host")
         #expect(open.requestCount == 1 && gateway.backend.requestCount == 0)
     }
 

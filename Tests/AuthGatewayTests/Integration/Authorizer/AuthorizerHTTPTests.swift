@@ -123,9 +123,16 @@ struct AuthorizerHTTPTests {
         let gateway = try await Self.start()
         atTestEnd { await gateway.stop() }
         let response = try await gateway.send(
-            TestRequest(.GET, Self.prefix + "auth-request", headers: [("X-Original-Method", "GET")]))
+            TestRequest(.GET, Self.prefix + "forward-auth", headers: [("X-Forwarded-Method", "GET")]))
         #expect(response.status == 400)
-        #expect(response.json?["detail"]?.stringValue?.contains("X-Original-URI") == true)
+        #expect(response.json?["detail"]?.stringValue?.contains("X-Forwarded-Uri") == true)
+        // nginx passes on 401 and 403 only (any other status is its own 500): the same refusal
+        // on `auth-request` is a 403 carrying the real status (docs/authorizer.md).
+        let nginx = try await gateway.send(
+            TestRequest(.GET, Self.prefix + "auth-request", headers: [("X-Original-Method", "GET")]))
+        #expect(nginx.status == 403)
+        #expect(nginx.header("X-Auth-Gateway-Status") == "400")
+        #expect(nginx.json?["detail"]?.stringValue?.contains("X-Original-URI") == true)
         let unknown = try await gateway.send(TestRequest(.GET, Self.prefix + "nope"))
         #expect(unknown.status == 404)
     }
