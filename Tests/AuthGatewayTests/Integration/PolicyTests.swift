@@ -109,4 +109,40 @@ struct PolicyTests {
             #expect(try whole.status() == status)
         }
     }
+    /// `request.host` and `request.path` read the canonical target (docs/forwarding.md): a
+    /// policy on the host cannot be passed by another spelling of it, and `request.header.host`
+    /// is the canonical host too.
+    @Test("request.host and request.path are canonical")
+    func canonicalRequestFields() async throws {
+        let gateway = try await GatewayFixture.start { config in
+            config["routes"] = [
+                [
+                    "name": "tenant", "pathPrefix": "/", "backend": "api",
+                    "require": [
+                        "not": [
+                            "anyOf": [
+                                ["request.host": "Admin.Example.com."], ["request.header.host": "admin.example.com"],
+                            ]
+                        ],
+                        "request.path": ["prefix": "/api/"],
+                    ],
+                ]
+            ]
+        }
+        atTestEnd { await gateway.stop() }
+        let token = "Bearer " + TestKeys.token()
+        for host in ["admin.example.com", "ADMIN.example.com.", "admin.example.com.:80"] {
+            let refused = try await gateway.send(
+                TestRequest(.GET, "/api/x", headers: [("Host", host), ("Authorization", token)]))
+            #expect(refused.status == 403, "\(host)")
+        }
+        let other = try await gateway.send(
+            TestRequest(.GET, "/x/../api//y", headers: [("Host", "shop.example.com"), ("Authorization", token)]))
+        #expect(other.status == 200)
+        #expect(other.json?["uri"]?.stringValue == "/api/y")
+        let outside = try await gateway.send(
+            TestRequest(.GET, "/api/../x", headers: [("Host", "shop.example.com"), ("Authorization", token)]))
+        #expect(outside.status == 403)
+        #expect(gateway.backend.requestCount == 1)
+    }
 }

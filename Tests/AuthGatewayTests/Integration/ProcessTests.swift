@@ -109,6 +109,33 @@ struct ProcessTests {
 
     /// The `check` errors of docs/authentication.md: `discovery` beside `jwksURL`, a
     /// `discoveryIssuer` without discovery, and a refresh/profile path with no `authService.url` to put it on.
+    /// `paths.escapedSlashes: "keep"` is valid but weakens the canonical target's promise:
+    /// `check` accepts it and says so (docs/forwarding.md, "The canonical path").
+    @Test func checkWarnsAboutKeptEscapedSlashes() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("check-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("keep.json").path
+        try """
+        {
+          "listener": { "port": 8080 },
+          "paths": { "escapedSlashes": "keep" },
+          "backends": { "api": { "urls": ["http://127.0.0.1:9100"] } },
+          "routes": [ { "name": "a", "pathPrefix": "/", "backend": "api", "auth": "none" } ]
+        }
+        """.write(toFile: path, atomically: true, encoding: .utf8)
+        let kept = try await Self.run(["check", "--config", path])
+        #expect(kept.status == 0, "\(kept.output)")
+        #expect(kept.output.contains("warning: paths.escapedSlashes: \"keep\" passes %2F and %5C to backends"))
+        let request = try await Self.run(["check", "--config", path, "--request", "GET /a%2fb/../c"])
+        #expect(request.output.contains("warning: paths.escapedSlashes"))
+        #expect(request.output.contains("/c"), "\(request.output)")
+        let rejecting = try await Self.run([
+            "check", "--config", Self.packageRoot.appendingPathComponent("config/gateway.json").path,
+        ])
+        #expect(!rejecting.output.contains("warning"), "\(rejecting.output)")
+    }
+
     @Test func checkReportsDiscoveryMisconfigurations() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("check-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
