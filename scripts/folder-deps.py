@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Which folders of Sources/AuthGateway use which, and the pairs that use each other.
+"""Which folders of Sources/AuthGateway use which, and every cycle among them.
 
 For every folder `Sources/AuthGateway/<folder>` it collects the names the folder declares:
 its top-level (non-private) `struct`, `class`, `enum`, `protocol`, `actor`, `typealias`,
@@ -10,8 +10,11 @@ Then it looks for those names, as whole words (extension members as `.name`), in
 folders' files, comments and string literals removed. A folder uses another when one of its
 files names one of the other's declarations.
 
-Prints every pair of folders that use each other (a cycle of length 2) with, for each
-direction, the names that make the use. Exit status 1 when there is such a pair, else 0.
+A cycle is any set of folders that reach each other through uses, however long the path
+(a strongly connected component of the use graph, Tarjan's algorithm): `Auth -> Upstream ->
+Forwarding -> Auth` is one, not only pairs that use each other. Prints every such component
+with one cycle through it, each step naming the declarations behind the use. Exit status 1
+when there is one, else 0.
 
     scripts/folder-deps.py            # the cycles
     scripts/folder-deps.py --graph    # and every folder's uses
@@ -162,19 +165,70 @@ def main():
             print(f"{user} uses: " + (", ".join(sorted(uses[user])) or "nothing"))
         print()
 
-    cycles = []
-    names = sorted(sources)
-    for i, a in enumerate(names):
-        for b in names[i + 1:]:
-            if uses[a].get(b) and uses[b].get(a):
-                cycles.append((a, b))
-    for a, b in cycles:
-        print(f"{a} <-> {b}")
-        print(f"  {a} -> {b}: {', '.join(sorted(uses[a][b]))}")
-        print(f"  {b} -> {a}: {', '.join(sorted(uses[b][a]))}")
-    print(f"{len(cycles)} pair(s) of folders use each other" if cycles else "no pair of folders uses each other")
-    return 1 if cycles else 0
+    components = strongly_connected(sorted(sources), uses)
+    for component in components:
+        cycle = one_cycle(component, uses)
+        print(" -> ".join(cycle + [cycle[0]]) + f"   (folders in the cycle: {', '.join(component)})")
+        for a, b in zip(cycle, cycle[1:] + cycle[:1]):
+            print(f"  {a} -> {b}: {', '.join(sorted(uses[a][b]))}")
+    if components:
+        print(f"{len(components)} cycle(s) among folders")
+    else:
+        print("no cycle among folders")
+    return 1 if components else 0
 
+
+def strongly_connected(nodes, uses):
+    """The components of more than one folder (Tarjan), each sorted, in a stable order."""
+    index, low, on_stack, stack, result = {}, {}, set(), [], []
+    counter = [0]
+
+    def visit(node):
+        index[node] = low[node] = counter[0]
+        counter[0] += 1
+        stack.append(node)
+        on_stack.add(node)
+        for other in sorted(n for n, names in uses[node].items() if names):
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in on_stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                result.append(sorted(component))
+
+    for node in nodes:
+        if node not in index:
+            visit(node)
+    return sorted(result)
+
+
+def one_cycle(component, uses):
+    """A shortest cycle through the component's first folder (breadth first)."""
+    members = set(component)
+    start = component[0]
+    previous = {start: None}
+    queue = [start]
+    while queue:
+        node = queue.pop(0)
+        for other in sorted(n for n, names in uses[node].items() if names and n in members):
+            if other == start:
+                path = [node]
+                while previous[path[-1]] is not None:
+                    path.append(previous[path[-1]])
+                return list(reversed(path))
+            if other not in previous:
+                previous[other] = node
+                queue.append(other)
+    return component
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,15 +1,5 @@
 import NIOHTTP1
 
-/// Where a token was found, so a replacement can be put back in the same place.
-public enum TokenLocation: Sendable, Equatable {
-    /// A header; `bearer` tells whether the value had the `Bearer ` scheme.
-    case header(name: String, bearer: Bool)
-    case cookie(name: String)
-    /// The access token of the browser session under this handle digest
-    /// (docs/browser-sign-in.md): forwarded as `Authorization: Bearer`, never as the cookie.
-    case session(TokenDigest)
-}
-
 public struct ExtractedToken: Sendable, Equatable {
     public var value: Substring
     public var location: TokenLocation

@@ -23,6 +23,16 @@ package final class ForwardingPolicy: Sendable {
     }
 }
 
+/// Where a token was found, so a replacement can be put back in the same place.
+public enum TokenLocation: Sendable, Equatable {
+    /// A header; `bearer` tells whether the value had the `Bearer ` scheme.
+    case header(name: String, bearer: Bool)
+    case cookie(name: String)
+    /// The access token of the browser session under this handle digest
+    /// (docs/browser-sign-in.md): forwarded as `Authorization: Bearer`, never as the cookie.
+    case session(TokenDigest)
+}
+
 /// A change to a token on its way to the backend: removed (`forwardAccessToken: false`, and
 /// refresh tokens always), or replaced by the refreshed access token in the place the old one
 /// came from (docs/authentication.md).
