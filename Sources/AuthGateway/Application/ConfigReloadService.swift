@@ -21,3 +21,10 @@ public struct ConfigReloadService: Service {
         }
     }
 }
+
+/// Its file, never its loader's environment nor the application: swift-service-lifecycle
+/// describes every service at `debug` level (docs/operations.md, "What is never logged").
+extension ConfigReloadService: CustomStringConvertible, CustomReflectable {
+    public var description: String { "ConfigReloadService(path: \"\(self.path)\")" }
+    public var customMirror: Mirror { Mirror(self, children: ["path": self.path], displayStyle: .struct) }
+}

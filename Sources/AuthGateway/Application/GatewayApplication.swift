@@ -221,3 +221,10 @@ public final class GatewayApplication: Sendable {
         self.reloader.reloadFailed(error)
     }
 }
+
+/// Named, never reflected: it holds every key and secret the gateway uses
+/// (docs/operations.md, "What is never logged").
+extension GatewayApplication: CustomStringConvertible, CustomReflectable {
+    public var description: String { "GatewayApplication" }
+    public var customMirror: Mirror { Mirror(self, children: [], displayStyle: nil) }
+}

@@ -17,3 +17,10 @@ public struct GatewayService: Service {
         await self.application.shutdown()
     }
 }
+
+/// Named, never reflected: swift-service-lifecycle describes every service at `debug` level,
+/// and this one holds the whole application (docs/operations.md, "What is never logged").
+extension GatewayService: CustomStringConvertible, CustomReflectable {
+    public var description: String { "GatewayService" }
+    public var customMirror: Mirror { Mirror(self, children: [], displayStyle: nil) }
+}

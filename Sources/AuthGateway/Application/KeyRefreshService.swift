@@ -41,3 +41,9 @@ public struct KeyRefreshService: Service {
         }
     }
 }
+
+/// Named, never reflected: see `GatewayService`'s description.
+extension KeyRefreshService: CustomStringConvertible, CustomReflectable {
+    public var description: String { "KeyRefreshService" }
+    public var customMirror: Mirror { Mirror(self, children: [], displayStyle: nil) }
+}

@@ -129,18 +129,19 @@ enum FormEncoding {
     /// introspection endpoint: HTTP Basic with both parts form-encoded before base64, or the
     /// credentials in the form. Nothing without a client id.
     static func authenticateClient(
-        _ clientID: String?, secret: String?, as authentication: RefreshConfiguration.ClientAuthentication,
+        _ clientID: String?, secret: Secret?, as authentication: RefreshConfiguration.ClientAuthentication,
         headers: inout HTTPHeaders,
         form: inout [(String, String)]
     ) {
         guard let clientID else { return }
         switch authentication {
         case .basic:
-            let credentials = "\(Self.encode(clientID)):\(Self.encode(secret ?? ""))"
+            // Where the secret leaves its `Secret` (docs/operations.md, "What is never logged").
+            let credentials = "\(Self.encode(clientID)):\(Self.encode(secret?.value ?? ""))"
             headers.add(name: "Authorization", value: "Basic \(Data(credentials.utf8).base64EncodedString())")
         case .form:
             form.append(("client_id", clientID))
-            if let secret { form.append(("client_secret", secret)) }
+            if let secret { form.append(("client_secret", secret.value)) }
         }
     }
 

@@ -35,3 +35,15 @@ public struct APIKeyEntry: Sendable, Equatable {
         self.expiresAt = expiresAt
     }
 }
+
+/// The digest stays out of descriptions and dumps: it names the key as well as the key does
+/// wherever digests are compared (docs/operations.md, "What is never logged").
+extension APIKeyEntry: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    public var description: String {
+        "APIKeyEntry(id: \"\(self.id)\", sha256: <redacted>, expiresAt: \(self.expiresAt.map { "\($0)" } ?? "nil"))"
+    }
+    public var debugDescription: String { self.description }
+    public var customMirror: Mirror {
+        Mirror(self, children: ["id": self.id, "claims": self.claims, "expiresAt": self.expiresAt as Any])
+    }
+}

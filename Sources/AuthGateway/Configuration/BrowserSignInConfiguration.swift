@@ -6,7 +6,8 @@ public struct BrowserSignInConfiguration: Sendable, Equatable {
     /// `token_endpoint`, `end_session_endpoint` and keys are used.
     public var issuer: String
     public var clientID: String
-    public var clientSecret: String?
+    /// Printed as `<redacted>` (`Secret`).
+    public var clientSecret: Secret?
     public var clientAuthentication: RefreshConfiguration.ClientAuthentication = .basic
     public var scopes: [String] = Self.defaultScopes
     /// `scheme://authority` as browsers reach the gateway (no path); `http` only on loopback.

@@ -75,7 +75,7 @@ extension ConfigurationLoader {
     /// `clientAuthentication` (`basic` by default, or `form`) of a section with `clientId` and
     /// `clientSecret`: an oauth2 refresh, an introspection endpoint.
     static func clientAuthentication(
-        _ section: ConfigReader, clientID: String?, clientSecret: String?
+        _ section: ConfigReader, clientID: String?, clientSecret: Secret?
     ) -> RefreshConfiguration.ClientAuthentication {
         if clientSecret != nil && clientID == nil { section.error("clientSecret", "needs clientId") }
         guard let name = section.string("clientAuthentication") else { return .basic }
@@ -104,7 +104,7 @@ extension ConfigurationLoader {
         let refreshProtocol: RefreshConfiguration.RefreshProtocol
         if isOAuth2 {
             let clientID = section.nonEmptyString("clientId")
-            let clientSecret = section.string("clientSecret")
+            let clientSecret = section.string("clientSecret").map { Secret($0) }
             let authentication = Self.clientAuthentication(section, clientID: clientID, clientSecret: clientSecret)
             if section.has("jsonBody") {
                 _ = section.value("jsonBody"); section.error("jsonBody", "applies only to protocol \"json\"")

@@ -5,7 +5,7 @@ extension ConfigurationLoader {
         defer { section.finish() }
         let issuer = section.requiredString("issuer")
         let clientID = section.requiredString("clientId")
-        let clientSecret = section.string("clientSecret")
+        let clientSecret = section.string("clientSecret").map { Secret($0) }
         let authentication = Self.clientAuthentication(section, clientID: clientID, clientSecret: clientSecret)
         let scopes = section.stringArray("scopes") ?? BrowserSignInConfiguration.defaultScopes
         if !scopes.contains("openid") { section.error("scopes", "must contain \"openid\"") }

@@ -18,7 +18,7 @@ extension ConfigurationLoader {
             section.error("discoveryIssuer", "set url or discoveryIssuer, not both")
         }
         let clientID = section.nonEmptyString("clientId")
-        let clientSecret = section.string("clientSecret")
+        let clientSecret = section.string("clientSecret").map { Secret($0) }
         let authentication = Self.clientAuthentication(section, clientID: clientID, clientSecret: clientSecret)
         let cacheSeconds = section.duration("cacheSeconds") ?? 60
         let negativeCacheSeconds = section.duration("negativeCacheSeconds") ?? 5

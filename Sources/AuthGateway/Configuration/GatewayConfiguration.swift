@@ -111,7 +111,8 @@ public struct IntrospectionConfiguration: Sendable, Equatable {
     /// `authService.discoveryIssuer` (set by the loader).
     public var discoveryIssuer: String?
     public var clientID: String?
-    public var clientSecret: String?
+    /// Printed as `<redacted>` (`Secret`), as every secret of the configuration.
+    public var clientSecret: Secret?
     public var clientAuthentication: RefreshConfiguration.ClientAuthentication = .basic
     public var cacheSeconds = 60
     public var negativeCacheSeconds = 5
@@ -250,7 +251,7 @@ public struct AuthServiceConfiguration: Sendable {
 public struct RefreshConfiguration: Sendable {
     public enum RefreshProtocol: Sendable {
         /// RFC 6749 §6 form post.
-        case oauth2(clientID: String?, clientSecret: String?, clientAuthentication: ClientAuthentication)
+        case oauth2(clientID: String?, clientSecret: Secret?, clientAuthentication: ClientAuthentication)
         /// A JSON body built from a template with `{refreshToken}` and `{claims.<name>}`.
         case json(bodyTemplate: JSONValue)
     }
@@ -269,6 +270,23 @@ public struct RefreshConfiguration: Sendable {
     public var refreshTokenResponseHeader: String?
     public var maxExpiredSeconds: Int
     public var graceSeconds: Int
+}
+
+/// Never the client secret nor the JSON template, which may hold a `${NAME}` secret
+/// (docs/operations.md, "What is never logged").
+extension RefreshConfiguration.RefreshProtocol: CustomStringConvertible, CustomDebugStringConvertible,
+    CustomReflectable
+{
+    public var description: String {
+        switch self {
+        case .oauth2(let clientID, let clientSecret, let authentication):
+            let id = clientID.map { "\"\($0)\"" } ?? "nil"
+            return "oauth2(clientID: \(id), clientSecret: \(clientSecret.map { "\($0)" } ?? "nil"), \(authentication))"
+        case .json: return "json(bodyTemplate: <redacted>)"
+        }
+    }
+    public var debugDescription: String { self.description }
+    public var customMirror: Mirror { Mirror(self, children: [], displayStyle: nil) }
 }
 
 public struct ProfileConfiguration: Sendable, Equatable {

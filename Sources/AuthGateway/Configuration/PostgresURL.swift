@@ -108,14 +108,3 @@ public struct PostgresURL: Sendable, Equatable, CustomStringConvertible {
         }
     }
 }
-
-/// A value that must never reach a log line, an error message or `/healthz`: it prints as
-/// `<redacted>` wherever it is interpolated.
-public struct Secret: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible {
-    public let value: String
-
-    public init(_ value: String) { self.value = value }
-
-    public var description: String { "<redacted>" }
-    public var debugDescription: String { "<redacted>" }
-}

@@ -14,8 +14,10 @@ public struct SharedStateConfiguration: Sendable, Equatable, CustomStringConvert
         "postgres \(self.postgres.url) (tls \(self.postgres.tls.rawValue), timeout \(self.postgres.timeoutMilliseconds) ms)"
     }
 
-    /// 32 key bytes; printed as `<redacted>`.
-    public struct EncryptionKey: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible {
+    /// 32 key bytes; printed, described and dumped as `<redacted>` (as `Secret`).
+    public struct EncryptionKey: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible,
+        CustomReflectable
+    {
         public static let byteCount = 32
         public let bytes: [UInt8]
 
@@ -26,6 +28,7 @@ public struct SharedStateConfiguration: Sendable, Equatable, CustomStringConvert
 
         public var description: String { "<redacted>" }
         public var debugDescription: String { "<redacted>" }
+        public var customMirror: Mirror { Mirror(self, children: [], displayStyle: nil) }
     }
 }
 

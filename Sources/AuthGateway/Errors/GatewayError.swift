@@ -258,10 +258,13 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
         }
     }
 
-    /// The value of `WWW-Authenticate` for 401 and 403 answers (RFC 6750 §3).
+    /// The value of `WWW-Authenticate` for 401 and 403 answers (RFC 6750 §3); every 401 has
+    /// one (RFC 9110 §15.5.2, docs/errors.md).
     public var wwwAuthenticate: String? {
         switch self.kind {
-        case .tokenMissing:
+        case .tokenMissing, .apiKeyInvalid:
+            // No bearer token was presented (an API key is a credential of its own): the bare
+            // challenge, without an error attribute (RFC 6750 §3.1).
             return "Bearer realm=\"auth-gateway\""
         case .dpopRequired(let algs):
             return "DPoP algs=\"\(algs)\""
@@ -329,5 +332,50 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
             "requestId": .string(requestID),
         ]
         return document.jsonText
+    }
+
+    /// Which kind this is, by name (`GatewayError.KindName`, GatewayError+Kinds.swift): the
+    /// list of every kind that tests walk to hold each one to docs/errors.md (e.g. every 401
+    /// carries `WWW-Authenticate`). Exhaustive, so a new kind does not compile without a name,
+    /// and the name does not compile without an example.
+    var kindName: KindName {
+        switch self.kind {
+        case .malformedRequest: .malformedRequest
+        case .invalidPath: .invalidPath
+        case .ambiguousToken: .ambiguousToken
+        case .headersTooLarge: .headersTooLarge
+        case .bodyTooLarge: .bodyTooLarge
+        case .requestTimeout: .requestTimeout
+        case .upgradeUnsupported: .upgradeUnsupported
+        case .routeNotFound: .routeNotFound
+        case .tokenMissing: .tokenMissing
+        case .tokenRejected: .tokenRejected
+        case .refreshRejected: .refreshRejected
+        case .profileRejected: .profileRejected
+        case .forbidden: .forbidden
+        case .upstreamUnreachable: .upstreamUnreachable
+        case .upstreamTimeout: .upstreamTimeout
+        case .upstreamBusy: .upstreamBusy
+        case .upstreamProtocolError: .upstreamProtocolError
+        case .authServiceUnavailable: .authServiceUnavailable
+        case .keysUnavailable: .keysUnavailable
+        case .overloaded: .overloaded
+        case .tokenInactive: .tokenInactive
+        case .introspectionUnavailable: .introspectionUnavailable
+        case .dpopRequired: .dpopRequired
+        case .dpopInvalidProof: .dpopInvalidProof
+        case .dpopUseNonce: .dpopUseNonce
+        case .rateLimited: .rateLimited
+        case .signInInvalidState: .signInInvalidState
+        case .signInDenied: .signInDenied
+        case .signInCodeRejected: .signInCodeRejected
+        case .signInIDTokenRejected: .signInIDTokenRejected
+        case .signInCSRF: .signInCSRF
+        case .signInUnavailable: .signInUnavailable
+        case .corsRefused: .corsRefused
+        case .apiKeyInvalid: .apiKeyInvalid
+        case .apiKeyAmbiguous: .apiKeyAmbiguous
+        case .authorizerUntrustedPeer: .authorizerUntrustedPeer
+        }
     }
 }

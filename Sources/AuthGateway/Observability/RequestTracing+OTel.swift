@@ -33,7 +33,19 @@ extension GatewayTracing {
         return (
             GatewayTracing(
                 tracer: tracer, sampleRatio: configuration.sampleRatio, recordSubject: configuration.recordSubject),
-            service
+            TraceExportService(group: service)
         )
     }
+}
+
+/// swift-otel's exporter, named and never reflected: its configuration takes the `OTEL_*`
+/// environment, credentials in `OTEL_EXPORTER_OTLP_HEADERS` included, and swift-service-lifecycle
+/// describes every service at `debug` level (docs/operations.md, "What is never logged").
+struct TraceExportService: Service, CustomStringConvertible, CustomReflectable {
+    let group: any Service
+
+    func run() async throws { try await self.group.run() }
+
+    var description: String { "TraceExportService" }
+    var customMirror: Mirror { Mirror(self, children: [], displayStyle: nil) }
 }

@@ -111,3 +111,9 @@ final class HealthProber: Service, Sendable {
         return (try? await future.get()) ?? false
     }
 }
+
+/// Named, never reflected: see `GatewayService`'s description.
+extension HealthProber: CustomStringConvertible, CustomReflectable {
+    var description: String { "HealthProber" }
+    var customMirror: Mirror { Mirror(self, children: [], displayStyle: nil) }
+}

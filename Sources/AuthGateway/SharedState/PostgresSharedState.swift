@@ -174,3 +174,11 @@ final class PostgresSharedState: Service, Sendable {
         return (degraded, detail)
     }
 }
+
+/// The database without its password (`PostgresURL`), never the state key nor the sealers
+/// derived from it: swift-service-lifecycle describes every service at `debug` level
+/// (docs/operations.md, "What is never logged").
+extension PostgresSharedState: CustomStringConvertible, CustomReflectable {
+    var description: String { "PostgresSharedState(\(self.configuration))" }
+    var customMirror: Mirror { Mirror(self, children: [], displayStyle: nil) }
+}

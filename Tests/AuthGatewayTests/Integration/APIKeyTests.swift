@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import NIOCore
 import NIOHTTP1
 import Testing
 
@@ -89,6 +90,9 @@ struct APIKeyTests {
             let response = try await gateway.send(TestRequest(.GET, "/deploy/run", headers: [("X-API-Key", bad)]))
             #expect(response.status == 401, "\(bad.prefix(12))")
             #expect(response.json?["type"]?.stringValue == "urn:auth-gateway:problem:apikey.invalid")
+            // RFC 9110 §15.5.2: every 401 is challenged (docs/errors.md); a key is no bearer
+            // token, so no error attribute (RFC 6750 §3.1).
+            #expect(response.headers["WWW-Authenticate"] == [#"Bearer realm="auth-gateway""#], "\(bad.prefix(12))")
         }
         let both = try await gateway.send(
             TestRequest(
@@ -97,6 +101,43 @@ struct APIKeyTests {
         #expect(both.status == 400)
         #expect(both.json?["type"]?.stringValue == "urn:auth-gateway:problem:apikey.ambiguous")
         // A key without the scope a route requires is 403 like a token would be.
+        #expect(gateway.backend.requestCount == 0)
+    }
+
+    /// The same refusal over HTTP/2 and to a gRPC call (a Trailers-Only answer, docs/http2.md):
+    /// the challenge travels with it.
+    @Test("a refused key is challenged over HTTP/2 and gRPC too")
+    func refusalOverHTTP2AndGRPC() async throws {
+        let gateway = try await Self.gatewayWithKeysFile().gateway
+        let client = try await H2TestClient.connect(port: gateway.port)
+        atTestEnd { await client.close() }
+
+        let plain = try await client.exchange([
+            .headers(
+                .init(
+                    headers: H2TestClient.request(path: "/deploy/run", fields: [("x-api-key", "agk_unknown")]),
+                    endStream: true))
+        ])
+        #expect(plain.status == 401)
+        #expect(plain.headers?["www-authenticate"] == [#"Bearer realm="auth-gateway""#])
+
+        var message = ByteBuffer(bytes: [0, 0, 0, 0, 2])
+        message.writeString("hi")
+        let call = try await client.exchange([
+            .headers(
+                .init(
+                    headers: H2TestClient.request(
+                        "POST", path: "/deploy/test.Echo/Unary",
+                        fields: [
+                            ("content-type", "application/grpc"), ("te", "trailers"), ("x-api-key", "agk_unknown"),
+                        ]
+                    ))),
+            .data(.init(data: .byteBuffer(message), endStream: true)),
+        ])
+        let trailers = try #require(call.finalHeaders)
+        #expect(trailers.first(name: ":status") == "200")
+        #expect(trailers.first(name: "grpc-status") == "16")
+        #expect(trailers["www-authenticate"] == [#"Bearer realm="auth-gateway""#])
         #expect(gateway.backend.requestCount == 0)
     }
 

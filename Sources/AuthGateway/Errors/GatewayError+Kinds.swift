@@ -1,0 +1,63 @@
+extension GatewayError {
+    /// Every kind of `GatewayError` by name, without its details. `kindName` maps each error to
+    /// one exhaustively, and `example` maps each name back to an error, so the compiler keeps
+    /// `everyKind` complete: the tests walk it to hold every answer to docs/errors.md.
+    enum KindName: CaseIterable {
+        case malformedRequest, invalidPath, ambiguousToken, headersTooLarge, bodyTooLarge, requestTimeout
+        case upgradeUnsupported, routeNotFound, tokenMissing, tokenRejected, refreshRejected, profileRejected
+        case forbidden, upstreamUnreachable, upstreamTimeout, upstreamBusy, upstreamProtocolError
+        case authServiceUnavailable, keysUnavailable, overloaded, tokenInactive, introspectionUnavailable
+        case dpopRequired, dpopInvalidProof, dpopUseNonce, rateLimited
+        case signInInvalidState, signInDenied, signInCodeRejected, signInIDTokenRejected, signInCSRF
+        case signInUnavailable, corsRefused, apiKeyInvalid, apiKeyAmbiguous, authorizerUntrustedPeer
+
+        /// One error of this kind (details as the gateway would fill them in).
+        var example: GatewayError {
+            switch self {
+            case .malformedRequest: .malformedRequest("Conflicting Content-Length headers")
+            case .invalidPath: .invalidPath
+            case .ambiguousToken: .ambiguousToken
+            case .headersTooLarge: .headersTooLarge
+            case .bodyTooLarge: .bodyTooLarge
+            case .requestTimeout: .requestTimeout
+            case .upgradeUnsupported: .upgradeUnsupported
+            case .routeNotFound: .routeNotFound
+            case .tokenMissing: .tokenMissing
+            case .tokenRejected: .tokenRejected(.expired)
+            case .refreshRejected: .refreshRejected
+            case .profileRejected: .profileRejected
+            case .forbidden: .forbidden("routes[0].require[\"claims.scope\"]")
+            case .upstreamUnreachable: .upstreamUnreachable
+            case .upstreamTimeout: .upstreamTimeout
+            case .upstreamBusy: .upstreamBusy
+            case .upstreamProtocolError: .upstreamProtocolError
+            case .authServiceUnavailable: .authServiceUnavailable
+            case .keysUnavailable: .keysUnavailable
+            case .overloaded: .overloaded
+            case .tokenInactive: .tokenInactive
+            case .introspectionUnavailable: .introspectionUnavailable
+            case .dpopRequired: .dpopRequired(algs: "ES256 RS256 PS256 EdDSA")
+            case .dpopInvalidProof: .dpopInvalidProof("htu", algs: "ES256 RS256 PS256 EdDSA")
+            case .dpopUseNonce: .dpopUseNonce(algs: "ES256 RS256 PS256 EdDSA")
+            case .rateLimited: .rateLimited("per-user", retryAfterSeconds: 3)
+            case .signInInvalidState: .signInInvalidState
+            case .signInDenied: .signInDenied("access_denied")
+            case .signInCodeRejected: .signInCodeRejected
+            case .signInIDTokenRejected: .signInIDTokenRejected("nonce")
+            case .signInCSRF: .signInCSRF
+            case .signInUnavailable: .signInUnavailable
+            case .corsRefused: .corsRefused("the origin is not allowed")
+            case .apiKeyInvalid: .apiKeyInvalid
+            case .apiKeyAmbiguous: .apiKeyAmbiguous
+            case .authorizerUntrustedPeer: .authorizerUntrustedPeer
+            }
+        }
+    }
+
+    /// One error of every kind, and a token refusal for every `TokenFailure`.
+    static var everyKind: [GatewayError] {
+        KindName.allCases.flatMap { name in
+            name == .tokenRejected ? TokenFailure.allCases.map(GatewayError.tokenRejected) : [name.example]
+        }
+    }
+}
