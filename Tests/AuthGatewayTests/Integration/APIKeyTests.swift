@@ -14,6 +14,7 @@ import AuthGatewayDemo
 struct APIKeyTests {
     static let key = APIKeyEntry.new(id: "ci-bot")
     static let other = APIKeyEntry.new(id: "next-bot")
+    static let reader = APIKeyEntry.new(id: "reader-bot")
 
     /// A keys file (absolute path, in a folder of its own) holding `keys`, each with the
     /// claims `{"sub": id, "scope": "deploy"}`.
@@ -77,7 +78,9 @@ struct APIKeyTests {
         var expired = Self.other.entry
         expired.claims = ["sub": "old"]
         expired.expiresAt = 1_000_000_000
-        try JSONValue.array([Self.key.entry.json, expired.json]).jsonText.write(
+        var reader = Self.reader.entry
+        reader.claims = ["sub": "reader-bot", "scope": "read"]
+        try JSONValue.array([Self.key.entry.json, expired.json, reader.json]).jsonText.write(
             toFile: keysFile, atomically: true, encoding: .utf8)
         let gateway = try await GatewayFixture.start { Self.configure(&$0, keysFile: keysFile) }
         atTestEnd { await gateway.stop() }
@@ -97,7 +100,19 @@ struct APIKeyTests {
         #expect(both.status == 400)
         #expect(both.json?["type"]?.stringValue == "urn:auth-gateway:problem:apikey.ambiguous")
         // A key without the scope a route requires is 403 like a token would be.
-        #expect(gateway.backend.requestCount == 0)
+        let forbidden = try await gateway.send(
+            TestRequest(.GET, "/deploy/run", headers: [("X-API-Key", Self.reader.key)]))
+        #expect(forbidden.status == 403, "\(forbidden.text)")
+        #expect(forbidden.json?["type"]?.stringValue == "urn:auth-gateway:problem:access.forbidden")
+        #expect(
+            forbidden.json?["detail"]?.stringValue
+                == "The request does not satisfy the route requirement routes[0].require[\"claims.scope\"]")
+        #expect(!forbidden.text.contains(Self.reader.key))
+        // The same key where its claims suffice: accepted, so the 403 was the requirement's.
+        let allowed = try await gateway.send(TestRequest(.GET, "/other", headers: [("X-API-Key", Self.reader.key)]))
+        #expect(allowed.status == 200)
+        #expect(allowed.echoedHeader("x-user-subject") == ["reader-bot"])
+        #expect(gateway.backend.requestCount == 1)
     }
 
     @Test("a reload reads the keys file again: a new key works, a removed one is refused")
