@@ -28,7 +28,8 @@ extension ConfigurationLoader {
         let maximum = section.duration("sessionMaxSeconds") ?? 604_800
         if idle > maximum {
             section.error(
-                "sessionIdleSeconds", "must not exceed sessionMaxSeconds (\(maximum)): the idle limit would never apply")
+                "sessionIdleSeconds", "must not exceed sessionMaxSeconds (\(maximum)): the idle limit would never apply"
+            )
         }
         let postSignOutPath = section.string("postSignOutPath") ?? "/"
         if !Self.isPlainPath(postSignOutPath) {
@@ -97,7 +98,8 @@ extension ConfigurationLoader {
         let octets = host.split(separator: ".", omittingEmptySubsequences: false)
         guard octets.count == 4, octets[0] == "127" else { return false }
         return octets.allSatisfy { octet in
-            !octet.isEmpty && octet.count <= 3 && octet.allSatisfy { ("0"..."9").contains($0) } && Int(octet).map { $0 <= 255 } == true
+            !octet.isEmpty && octet.count <= 3 && octet.allSatisfy { ("0"..."9").contains($0) }
+                && Int(octet).map { $0 <= 255 } == true
         }
     }
 

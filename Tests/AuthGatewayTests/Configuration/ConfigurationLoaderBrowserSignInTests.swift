@@ -16,7 +16,9 @@ struct ConfigurationLoaderBrowserSignInTests {
         var document: JSONObject = [
             "listener": ["port": 8080],
             "backends": ["web": ["urls": ["http://127.0.0.1:9100"]]],
-            "tokens": ["issuers": [["issuer": .string(Self.issuer), "discovery": true, "audiences": ["internal-api"]]]],
+            "tokens": [
+                "issuers": [["issuer": .string(Self.issuer), "discovery": true, "audiences": ["internal-api"]]]
+            ],
             "browserSignIn": [
                 "issuer": .string(Self.issuer), "clientId": "gateway", "clientSecret": "s3cret",
                 "clientAuthentication": "basic", "scopes": ["openid", "profile", "email", "offline_access"],
@@ -50,7 +52,8 @@ struct ConfigurationLoaderBrowserSignInTests {
     @Test func theDocumentedExampleLoads() {
         #expect(Self.issues(Self.document()) == [])
         for base in ["http://localhost:8080", "http://127.0.0.1", "http://127.255.0.9:80", "http://[::1]:8080"] {
-            #expect(Self.issues(Self.document { $0.set("browserSignIn.publicBaseURL", .string(base)) }) == [], "\(base)")
+            #expect(
+                Self.issues(Self.document { $0.set("browserSignIn.publicBaseURL", .string(base)) }) == [], "\(base)")
         }
     }
 
@@ -92,7 +95,8 @@ struct ConfigurationLoaderBrowserSignInTests {
                 "browserSignIn.publicBaseURL: \"http://127.evil.example\" \(httpProblem)"
             ),
             (
-                "http on 127.0.0.1 as a name", { $0.set("browserSignIn.publicBaseURL", "http://127.0.0.1.evil.example") },
+                "http on 127.0.0.1 as a name",
+                { $0.set("browserSignIn.publicBaseURL", "http://127.0.0.1.evil.example") },
                 "browserSignIn.publicBaseURL: \"http://127.0.0.1.evil.example\" \(httpProblem)"
             ),
             (
@@ -141,7 +145,8 @@ struct ConfigurationLoaderBrowserSignInTests {
                 "browserSignIn.sessionIdleSeconds: must not exceed sessionMaxSeconds (3600): the idle limit would never apply"
             ),
             (
-                "a postSignOutPath on another site", { $0.set("browserSignIn.postSignOutPath", "https://evil.example/") },
+                "a postSignOutPath on another site",
+                { $0.set("browserSignIn.postSignOutPath", "https://evil.example/") },
                 "browserSignIn.postSignOutPath: must be a path on publicBaseURL starting with \"/\""
             ),
             (
@@ -155,11 +160,16 @@ struct ConfigurationLoaderBrowserSignInTests {
                 "an unknown clientAuthentication", { $0.set("browserSignIn.clientAuthentication", "jwt") },
                 "browserSignIn.clientAuthentication:"
             ),
-            ("an unknown member", { $0.set("browserSignIn.cookieDomain", "example.com") }, "browserSignIn.cookieDomain:"),
+            (
+                "an unknown member", { $0.set("browserSignIn.cookieDomain", "example.com") },
+                "browserSignIn.cookieDomain:"
+            ),
         ]
         for (name, change, expected) in cases {
             let issues = Self.issues(Self.document(change))
-            #expect(issues.contains { $0 == expected || (expected.hasSuffix(":") && $0.hasPrefix(expected)) }, "\(name): \(issues)")
+            #expect(
+                issues.contains { $0 == expected || (expected.hasSuffix(":") && $0.hasPrefix(expected)) },
+                "\(name): \(issues)")
         }
     }
 }

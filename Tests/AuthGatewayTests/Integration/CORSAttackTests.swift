@@ -71,7 +71,8 @@ struct CORSAttackTests {
         #expect(actual.header("access-control-allow-origin") == nil)
         #expect(Self.vary(actual).contains("Origin"))
         let withToken = try await gateway.send(
-            TestRequest(.GET, "/orders/x", headers: [("Origin", "null"), ("Authorization", "Bearer \(TestKeys.token())")]))
+            TestRequest(
+                .GET, "/orders/x", headers: [("Origin", "null"), ("Authorization", "Bearer \(TestKeys.token())")]))
         #expect(withToken.status == 200)
         #expect(withToken.header("access-control-allow-origin") == nil)
         #expect(withToken.header("access-control-allow-credentials") == nil)
@@ -138,16 +139,24 @@ struct CORSAttackTests {
             (
                 "allowed origin",
                 try await gateway.send(
-                    TestRequest(.GET, "/orders/1", headers: [("Origin", Self.app), ("Authorization", "Bearer \(token)")]))
+                    TestRequest(
+                        .GET, "/orders/1", headers: [("Origin", Self.app), ("Authorization", "Bearer \(token)")]))
             ),
-            ("401 to an allowed origin", try await gateway.send(TestRequest(.GET, "/orders/1", headers: [("Origin", Self.app)]))),
+            (
+                "401 to an allowed origin",
+                try await gateway.send(TestRequest(.GET, "/orders/1", headers: [("Origin", Self.app)]))
+            ),
             (
                 "another origin",
                 try await gateway.send(
                     TestRequest(
-                        .GET, "/orders/1", headers: [("Origin", "https://evil.example"), ("Authorization", "Bearer \(token)")]))
+                        .GET, "/orders/1",
+                        headers: [("Origin", "https://evil.example"), ("Authorization", "Bearer \(token)")]))
             ),
-            ("no origin", try await gateway.send(TestRequest(.GET, "/orders/1", headers: [("Authorization", "Bearer \(token)")]))),
+            (
+                "no origin",
+                try await gateway.send(TestRequest(.GET, "/orders/1", headers: [("Authorization", "Bearer \(token)")]))
+            ),
         ]
         for (name, response) in actuals {
             #expect(Self.vary(response).filter { $0 == "Origin" }.count == 1, "\(name): \(Self.vary(response))")

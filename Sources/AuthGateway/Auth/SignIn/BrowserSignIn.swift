@@ -141,7 +141,9 @@ final class BrowserSignIn: Sendable {
         let exchanged: EventLoopFuture<CodeExchange.Outcome?>
         let keepSeconds = flow.expiresAt - self.clock()
         if let shared = self.sharedSeen?.firstUse(Self.flowDigest(flow.id), keepSeconds: keepSeconds, on: eventLoop) {
-            exchanged = shared.flatMap { first in first ? exchange().map(Optional.some) : eventLoop.makeSucceededFuture(nil) }
+            exchanged = shared.flatMap { first in
+                first ? exchange().map(Optional.some) : eventLoop.makeSucceededFuture(nil)
+            }
         } else {
             exchanged = exchange().map(Optional.some)
         }

@@ -172,16 +172,26 @@ struct SessionAttackTests {
             ("truncated JSON", .body(#"{"id_token": "secret-marker"#), 400, "signin.code_rejected"),
             ("empty body", .body(""), 400, "signin.code_rejected"),
             ("an array", .body(#"["secret-marker"]"#), 400, "signin.code_rejected"),
-            ("no id_token", .body(#"{"access_token": "secret-marker", "token_type": "Bearer"}"#), 400,
-             "signin.code_rejected"),
-            ("no access_token", .body(#"{"id_token": "secret-marker", "token_type": "Bearer"}"#), 400,
-             "signin.code_rejected"),
-            ("id_token a number", .body(#"{"id_token": 7, "access_token": "secret-marker"}"#), 400,
-             "signin.code_rejected"),
-            ("access_token an object", .body(#"{"id_token": "a.b.c", "access_token": {"v": "secret-marker"}}"#), 400,
-             "signin.code_rejected"),
-            ("id_token not a JWT", .body(#"{"id_token": "secret-marker", "access_token": "secret-marker"}"#), 400,
-             "signin.invalid_id_token"),
+            (
+                "no id_token", .body(#"{"access_token": "secret-marker", "token_type": "Bearer"}"#), 400,
+                "signin.code_rejected"
+            ),
+            (
+                "no access_token", .body(#"{"id_token": "secret-marker", "token_type": "Bearer"}"#), 400,
+                "signin.code_rejected"
+            ),
+            (
+                "id_token a number", .body(#"{"id_token": 7, "access_token": "secret-marker"}"#), 400,
+                "signin.code_rejected"
+            ),
+            (
+                "access_token an object", .body(#"{"id_token": "a.b.c", "access_token": {"v": "secret-marker"}}"#), 400,
+                "signin.code_rejected"
+            ),
+            (
+                "id_token not a JWT", .body(#"{"id_token": "secret-marker", "access_token": "secret-marker"}"#), 400,
+                "signin.invalid_id_token"
+            ),
         ]
         for (name, failure, status, type) in cases {
             var (browser, callback) = try await Self.atCallback(fixture)
