@@ -50,7 +50,10 @@ extension DemoAuthService {
         let forced = self.records.withLockedValue { records in
             records.tokenCalls.total += 1
             switch form["grant_type"] {
-            case "authorization_code"?: records.tokenCalls.authorizationCode += 1
+            case "authorization_code"?:
+                records.tokenCalls.authorizationCode += 1
+                // Recorded before any forced failure too: a test looks for it in the gateway's logs.
+                records.lastCodeVerifier = form["code_verifier"]
             case "refresh_token"?: records.tokenCalls.refreshToken += 1
             default: break
             }

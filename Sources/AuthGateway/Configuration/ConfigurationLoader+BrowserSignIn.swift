@@ -82,8 +82,8 @@ extension ConfigurationLoader {
     /// or fragment, `http` only for a loopback host.
     static func publicBaseProblem(_ text: String) -> String? {
         guard case .success(let url) = UpstreamURL.parse(text) else { return "is not an http(s) URL" }
-        guard url.pathAndQuery.isEmpty, !text.hasSuffix("/"), !text.contains("#"), !text.contains("@") else {
-            return "must be scheme and authority only (no user, path, query or trailing \"/\")"
+        guard url.pathAndQuery.isEmpty, !text.hasSuffix("/"), !text.contains("#") else {
+            return "must be scheme and authority only (no path, query or trailing \"/\")"
         }
         if !url.isTLS && !Self.isLoopbackHost(url.host) {
             return "is http on a host that is not loopback: browsers must reach sign-in over https"

@@ -59,7 +59,7 @@ struct ConfigurationLoaderBrowserSignInTests {
 
     @Test func eachMistakeIsRefusedWithItsPathAndMessage() {
         let httpProblem = "is http on a host that is not loopback: browsers must reach sign-in over https"
-        let onlyAuthority = "must be scheme and authority only (no user, path, query or trailing \"/\")"
+        let onlyAuthority = "must be scheme and authority only (no path, query or trailing \"/\")"
         let prefixProblem = "browserSignIn.pathPrefix: must be a path that starts and ends with \"/\""
         let cases: [(String, (inout JSONObject) -> Void, String)] = [
             (
@@ -109,7 +109,7 @@ struct ConfigurationLoaderBrowserSignInTests {
             ),
             (
                 "a user", { $0.set("browserSignIn.publicBaseURL", "https://user@app.example.com") },
-                "browserSignIn.publicBaseURL: \"https://user@app.example.com\" \(onlyAuthority)"
+                "browserSignIn.publicBaseURL: \"https://user@app.example.com\" is not an http(s) URL"
             ),
             (
                 "not http(s)", { $0.set("browserSignIn.publicBaseURL", "ftp://app.example.com") },

@@ -132,20 +132,22 @@ final class BrowserSignIn: Sendable {
         guard let endpoint else { return nil }
         let eventLoop = endpoint.client.eventLoop
         let configuration = self.configuration
-        let exchange = { @Sendable () -> EventLoopFuture<CodeExchange.Outcome> in
-            CodeExchange.exchange(code: code, verifier: flow.verifier, configuration: configuration, endpoint: endpoint)
-        }
         // The flow is used once fleet-wide (with `sharedState`): its cookie opens on every
         // instance, so the local mark of `finishFlow` alone would let another instance take
-        // the same callback again.
+        // the same callback again. Called on the endpoint's loop, where the answer arrives.
         let exchanged: EventLoopFuture<CodeExchange.Outcome?>
         let keepSeconds = flow.expiresAt - self.clock()
         if let shared = self.sharedSeen?.firstUse(Self.flowDigest(flow.id), keepSeconds: keepSeconds, on: eventLoop) {
-            exchanged = shared.flatMap { first in
-                first ? exchange().map(Optional.some) : eventLoop.makeSucceededFuture(nil)
-            }
+            exchanged = shared.assumeIsolated().flatMap { first -> EventLoopFuture<CodeExchange.Outcome?> in
+                guard first else { return eventLoop.makeSucceededFuture(nil) }
+                return CodeExchange.exchange(
+                    code: code, verifier: flow.verifier, configuration: configuration, endpoint: endpoint
+                ).map(Optional.some)
+            }.nonisolated()
         } else {
-            exchanged = exchange().map(Optional.some)
+            exchanged = CodeExchange.exchange(
+                code: code, verifier: flow.verifier, configuration: configuration, endpoint: endpoint
+            ).map(Optional.some)
         }
         return exchanged.flatMap { exchangedOutcome in
             guard let outcome = exchangedOutcome else {

@@ -25,9 +25,17 @@ struct SessionAttackTests {
         let before = browser
         #expect(try await browser.get(fixture.gateway, "/api/x", headers: Self.json).status == 200)
 
-        // The same browser signs in again (its session cookie goes along to the callback).
-        fixture.provider.skipsLoginFormWhenSignedIn = false
-        _ = try await fixture.signIn(&browser, to: "/reports")
+        // The same browser signs in again with the "Sign in" link (its session cookie goes along
+        // to the callback).
+        let start = try await browser.get(fixture.gateway, "/.gateway/sign-in?rd=/reports")
+        #expect(start.status == 302)
+        let authorize = try #require(start.header("location"))
+        let callback = try #require(fixture.provider.signIn(authorizationURL: authorize, userName: "alice@example.com"))
+        let path = try #require(callback.range(of: "/.gateway/callback").map { String(callback[$0.lowerBound...]) })
+        #expect(browser.cookies["gateway-session"] == first, "the callback carries the old session cookie")
+        let landed = try await browser.get(fixture.gateway, path)
+        #expect(landed.status == 302)
+        #expect(landed.header("location") == "/reports")
         let second = try #require(browser.cookies["gateway-session"])
         #expect(second != first, "a sign-in must issue a new handle")
         #expect(try await browser.get(fixture.gateway, "/api/x", headers: Self.json).status == 200)
@@ -127,6 +135,47 @@ struct SessionAttackTests {
         let responses = try await Self.everyCookiePath(fixture)
         let count = Self.expectAttributes(responses, secure: false)
         #expect(count >= 12, "\(count) cookies set")
+    }
+
+    /// Transparent refresh's cookies (docs/authentication.md, "Transparent refresh"): their names
+    /// are the configured token cookies (so no `__Host-` prefix of the gateway's choosing), each
+    /// set or cleared `HttpOnly`, `SameSite=Lax`, `Path=/`, without `Domain`, and `Secure` only
+    /// over TLS (this listener is plain HTTP).
+    @Test("transparent refresh's cookies, set and cleared: HttpOnly, SameSite=Lax, Path=/, no Domain")
+    func refreshCookieAttributes() async throws {
+        let rainmaker = try await RotatingRainMaker.start()
+        atTestEnd { await rainmaker.service.stop() }
+        let gateway = try await RefreshTests.gateway(authService: rainmaker.service.baseURL)
+        atTestEnd { await gateway.stop() }
+        let expired = TestKeys.token(subject: "alice", expiresIn: -60)
+        func send() async throws -> TestResponse {
+            try await gateway.send(
+                TestRequest(
+                    .GET, "/refresh",
+                    headers: [("Cookie", "access_token=\(expired); refresh_token=\(rainmaker.issueRefreshToken())")]))
+        }
+        let refreshed = try await send()
+        #expect(refreshed.status == 200)
+        rainmaker.set(.status(401))
+        let refused = try await send()
+        #expect(refused.status == 401)
+        var count = 0
+        for (step, response) in [("refreshed", refreshed), ("refused", refused)] {
+            for value in response.headers["set-cookie"] {
+                count += 1
+                let parts = value.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces) }
+                let attributes = parts.dropFirst().map { $0.lowercased() }
+                #expect(parts[0].hasPrefix("access_token=") || parts[0].hasPrefix("refresh_token="), "\(step)")
+                #expect(attributes.contains("httponly"), "\(step): \(parts[0].prefix(14))")
+                #expect(attributes.contains("samesite=lax"), "\(step)")
+                #expect(attributes.filter { $0.hasPrefix("path=") } == ["path=/"], "\(step)")
+                #expect(!attributes.contains { $0.hasPrefix("domain") }, "\(step)")
+                #expect(!attributes.contains("secure"), "\(step): Secure over plain HTTP")
+            }
+        }
+        #expect(refreshed.headers["set-cookie"].count == 2)
+        #expect(refused.headers["set-cookie"].allSatisfy { $0.contains("Max-Age=0") })
+        #expect(count >= 3, "\(count) cookies")
     }
 
     // MARK: The code exchange
