@@ -12,12 +12,25 @@ extension PostgreSQLTests {
     /// logout token's `jti` replayed on the other, are both refused.
     @Suite("Sign-in replays across instances (PostgreSQL)", .serialized, .timeLimit(.minutes(2)), .awaitsCleanups)
     struct SharedSessionAttackTests {
-        @Test func aCallbackUsedOnOneInstanceIsRefusedOnTheOtherWithoutAnExchange() async throws {
-            let cluster = try await PostgresCluster.shared()
+        /// Two instances whose one-time marks (flows, logout `jti`s) are shared: before the token
+        /// tables are ready an instance checks them locally only (docs/shared-state.md).
+        static func instances(_ cluster: PostgresCluster) async throws -> (a: SignInFixture, b: SignInFixture) {
             let (a, b) = try await SharedSessionsTests.instances(cluster)
             atTestEnd {
                 await b.stop(); await a.stop()
             }
+            for fixture in [a, b] {
+                let shared = try #require(fixture.gateway.application.shared.sharedState)
+                try await SharedStateTesting.eventually("the instance shares one-time marks") {
+                    shared.dpopReplay.isInUse
+                }
+            }
+            return (a, b)
+        }
+
+        @Test func aCallbackUsedOnOneInstanceIsRefusedOnTheOtherWithoutAnExchange() async throws {
+            let cluster = try await PostgresCluster.shared()
+            let (a, b) = try await Self.instances(cluster)
             var browser = ScriptedBrowser()
             let navigation = try await browser.navigate(a.gateway, "/reports")
             let authorize = try #require(navigation.header("location"))
@@ -46,10 +59,7 @@ extension PostgreSQLTests {
 
         @Test func aLogoutTokensJTIUsedOnOneInstanceIsRefusedOnTheOther() async throws {
             let cluster = try await PostgresCluster.shared()
-            let (a, b) = try await SharedSessionsTests.instances(cluster)
-            atTestEnd {
-                await b.stop(); await a.stop()
-            }
+            let (a, b) = try await Self.instances(cluster)
             var first = ScriptedBrowser()
             _ = try await a.signIn(&first, to: "/")
             let token = try a.provider.makeLogoutToken(clientID: "gateway", sid: nil, sub: "u-1001", jti: "jti-once")
