@@ -42,7 +42,7 @@ extension DemoAuthService {
         case (.GET, "/authorize"), (.POST, "/authorize"):
             return eventLoop.makeSucceededFuture(self.authorize(request))
         case (.POST, "/token"):
-            return eventLoop.makeSucceededFuture(self.token(request))
+            return self.token(request, on: eventLoop)
         case (.GET, "/userinfo"), (.POST, "/userinfo"):
             return eventLoop.makeSucceededFuture(self.userinfo(request))
         case (.GET, "/end-session"), (.POST, "/end-session"):

@@ -1,3 +1,4 @@
+import NIOCore
 import NIOSSL
 
 /// Knobs and records of the demo's OpenID Provider for tests (the gateway's, the real
@@ -11,6 +12,12 @@ extension DemoAuthService {
         case status(Int)
         /// An OAuth error answer `{"error": code}` with this status.
         case error(String, status: Int = 400)
+        /// This body as it is, with this status and content type (answers that are not tokens).
+        case body(String, status: Int = 200, contentType: String = "application/json")
+        /// No answer until `releaseHeldTokenCalls()` (a provider too slow for the gateway).
+        case hold
+        /// The connection closed without an answer (a provider that went down mid-call).
+        case hangUp
     }
 
     /// How the next ID token is spoiled (each makes a correct relying party refuse it).
@@ -85,6 +92,8 @@ extension DemoAuthService {
         var deliveries: [BackChannelDelivery] = []
         var skipsLoginFormWhenSignedIn = true
         var backChannelTLS: NIOSSLContext?
+        /// Token calls held by `TokenEndpointFailure.hold`, answered by `releaseHeldTokenCalls()`.
+        var heldTokenCalls: [EventLoopPromise<SimpleResponse>] = []
 
         /// The failure for this token call, counting it down.
         mutating func takeTokenFailure() -> TokenEndpointFailure? {
@@ -105,6 +114,22 @@ extension DemoAuthService {
             $0.tokenFailuresLeft = times
         }
     }
+
+    /// Answers every token call held by `.hold` (503), and how many there were.
+    @discardableResult
+    public func releaseHeldTokenCalls() -> Int {
+        let held = self.records.withLockedValue { records in
+            defer { records.heldTokenCalls = [] }
+            return records.heldTokenCalls
+        }
+        for promise in held {
+            promise.succeed(.json(.serviceUnavailable, ["error": "temporarily_unavailable"]))
+        }
+        return held.count
+    }
+
+    /// How many token calls `.hold` holds now.
+    public var heldTokenCallCount: Int { self.records.withLockedValue { $0.heldTokenCalls.count } }
 
     /// Spoils the next ID token the token endpoint issues (code or refresh).
     /// Issues and checks tokens on `clock` (Unix seconds) instead of the real time: a test that

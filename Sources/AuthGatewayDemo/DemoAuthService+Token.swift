@@ -25,12 +25,35 @@ extension DemoAuthService {
         }
     }
 
+    /// The token endpoint, or a call held by the `.hold` test hook.
+    func token(_ request: SimpleRequest, on eventLoop: EventLoop) -> EventLoopFuture<SimpleResponse> {
+        let held: EventLoopPromise<SimpleResponse>? = self.records.withLockedValue { records in
+            guard records.tokenFailure == .hold, records.takeTokenFailure() == .hold else { return nil }
+            let promise = eventLoop.makePromise(of: SimpleResponse.self)
+            records.heldTokenCalls.append(promise)
+            return promise
+        }
+        if let held {
+            let grant = DemoForm(encoded: request.bodyText)["grant_type"]
+            self.records.withLockedValue { records in
+                records.tokenCalls.total += 1
+                if grant == "authorization_code" { records.tokenCalls.authorizationCode += 1 }
+                if grant == "refresh_token" { records.tokenCalls.refreshToken += 1 }
+            }
+            return held.futureResult
+        }
+        return eventLoop.makeSucceededFuture(self.token(request))
+    }
+
     func token(_ request: SimpleRequest) -> SimpleResponse {
         let form = DemoForm(encoded: request.bodyText)
         let forced = self.records.withLockedValue { records in
             records.tokenCalls.total += 1
             switch form["grant_type"] {
-            case "authorization_code"?: records.tokenCalls.authorizationCode += 1
+            case "authorization_code"?:
+                records.tokenCalls.authorizationCode += 1
+                // Recorded before any forced failure too: a test looks for it in the gateway's logs.
+                records.lastCodeVerifier = form["code_verifier"]
             case "refresh_token"?: records.tokenCalls.refreshToken += 1
             default: break
             }
@@ -47,7 +70,15 @@ extension DemoAuthService {
                 status: HTTPResponseStatus(statusCode: status), code: code,
                 description: "refused on purpose (test hook)"
             ).response
-        case nil:
+        case .body(let text, let status, let contentType)?:
+            return SimpleResponse(
+                status: HTTPResponseStatus(statusCode: status), headers: ["Content-Type": contentType],
+                body: ByteBuffer(string: text))
+        case .hangUp?:
+            var response = SimpleResponse(status: .internalServerError)
+            response.hangsUp = true
+            return response
+        case .hold?, nil:
             break
         }
         do {

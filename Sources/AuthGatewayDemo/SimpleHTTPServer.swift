@@ -20,6 +20,8 @@ public struct SimpleResponse: Sendable {
     public var status: HTTPResponseStatus
     public var headers: HTTPHeaders
     public var body: ByteBuffer
+    /// Close the connection instead of answering (a peer that went away mid-call; tests).
+    public var hangsUp = false
 
     public init(status: HTTPResponseStatus, headers: HTTPHeaders = [:], body: ByteBuffer = ByteBuffer()) {
         self.status = status
@@ -114,6 +116,10 @@ private final class SimpleRequestHandler: ChannelInboundHandler {
             self.handler(request, context.eventLoop).hop(to: context.eventLoop).assumeIsolated().whenComplete {
                 result in
                 let response = (try? result.get()) ?? SimpleResponse(status: .internalServerError)
+                if response.hangsUp {
+                    context.close(promise: nil)
+                    return
+                }
                 var headers = response.headers
                 headers.replaceOrAdd(name: "Content-Length", value: String(response.body.readableBytes))
                 if !keepAlive { headers.replaceOrAdd(name: "Connection", value: "close") }

@@ -101,4 +101,42 @@ extension RequestCheck {
         }
         return .identity(Identity(token: verified, accessToken: token, issuer: issuer), how)
     }
+
+    /// Proof of possession as `ProofOfPossession` decides it before looking at a proof: on a
+    /// `dpop: required` route a token not bound to a key is refused, and anywhere but `off` a
+    /// bound token must come with the `DPoP` scheme (and an unbound one without it). A proof
+    /// itself is not checked offline (its time, nonce and replay belong to the live request).
+    /// API keys skip the step, as they do live.
+    func proofOfPossession(_ identity: Identity, route: RouteConfiguration) -> (GatewayError?, String?) {
+        guard route.dpop != .off, identity.apiKeyID == nil else { return (nil, nil) }
+        let algorithms = self.configuration.tokens.dpop.algorithms.map(\.rawValue).joined(separator: " ")
+        let presented = identity.accessToken
+        guard case .object(let confirmation)? = identity.token.claims["cnf"], case .string = confirmation["jkt"] else {
+            if route.dpop == .required { return (.dpopRequired(algs: algorithms), "the route requires DPoP") }
+            if presented.dpopScheme {
+                return (.dpopInvalidProof("the access token is not DPoP-bound", algs: algorithms), "DPoP refused")
+            }
+            return (nil, nil)
+        }
+        guard presented.dpopScheme, self.options.headers.contains(where: { Self.isDPoPHeader($0) }) else {
+            return (.dpopRequired(algs: algorithms), "a DPoP-bound token without its proof")
+        }
+        return (nil, "DPoP proof present (not checked offline: its time, nonce and replay)")
+    }
+
+    private static func isDPoPHeader(_ header: String) -> Bool {
+        guard let colon = header.firstIndex(of: ":") else { return false }
+        return ASCII.equalsIgnoringCase(header[..<colon].trimmingCharacters(in: .whitespaces), "dpop")
+    }
+
+    /// What the live gateway does instead of a refusal for want of credentials: a browser
+    /// navigation on a `signIn` route is sent to sign in (`SignInRedirect`).
+    func signInRedirect(_ error: GatewayError, route: RouteConfiguration, request: AuthRequest) -> String? {
+        guard self.configuration.browserSignIn != nil, route.signIn,
+            error == .tokenMissing || error == .refreshRejected,
+            BrowserRequest.isNavigation(method: request.method, headers: request.headers)
+        else { return nil }
+        return "redirected: 302 to sign in (browserSignIn; the provider's authorization_endpoint comes from"
+            + " discovery, not fetched offline)"
+    }
 }

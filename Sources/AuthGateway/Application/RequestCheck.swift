@@ -141,8 +141,20 @@ public struct RequestCheck {
             identity = nil
         case .refused(let error, let why):
             report.line("authentication", why)
-            report.refusal(error)
+            if let redirect = self.signInRedirect(error, route: route, request: request) {
+                report.line("decision", redirect)
+            } else {
+                report.refusal(error)
+            }
             return .refused
+        }
+        if let identity {
+            let (refusal, note) = self.proofOfPossession(identity, route: route)
+            if let note { report.line("dpop", note) }
+            if let refusal {
+                report.refusal(refusal)
+                return .refused
+            }
         }
         let fields = IdentityFields(identity: identity, request: request)
         if identity != nil {

@@ -20,9 +20,17 @@ extension ConfigurationLoader {
         let pathPrefix = section.string("pathPrefix") ?? "/.gateway/"
         if !Self.isPlainPath(pathPrefix) || !pathPrefix.hasSuffix("/") {
             section.error("pathPrefix", "must be a path that starts and ends with \"/\"")
+        } else if pathPrefix == "/" {
+            // The endpoints are answered before routes: "/" would hide every route.
+            section.error("pathPrefix", "must not be \"/\": the sign-in endpoints would hide every route")
         }
         let idle = section.duration("sessionIdleSeconds") ?? 28_800
         let maximum = section.duration("sessionMaxSeconds") ?? 604_800
+        if idle > maximum {
+            section.error(
+                "sessionIdleSeconds", "must not exceed sessionMaxSeconds (\(maximum)): the idle limit would never apply"
+            )
+        }
         let postSignOutPath = section.string("postSignOutPath") ?? "/"
         if !Self.isPlainPath(postSignOutPath) {
             section.error("postSignOutPath", "must be a path on publicBaseURL starting with \"/\"")
@@ -83,9 +91,16 @@ extension ConfigurationLoader {
         return nil
     }
 
+    /// `localhost` (and its subdomains), `::1`, or an IPv4 literal in 127.0.0.0/8 — not a name
+    /// that merely starts with "127." (`127.evil.example` resolves wherever its owner likes).
     static func isLoopbackHost(_ host: String) -> Bool {
-        host == "localhost" || host.hasSuffix(".localhost") || host == "::1" || host == "[::1]"
-            || host.hasPrefix("127.")
+        if host == "localhost" || host.hasSuffix(".localhost") || host == "::1" || host == "[::1]" { return true }
+        let octets = host.split(separator: ".", omittingEmptySubsequences: false)
+        guard octets.count == 4, octets[0] == "127" else { return false }
+        return octets.allSatisfy { octet in
+            !octet.isEmpty && octet.count <= 3 && octet.allSatisfy { ("0"..."9").contains($0) }
+                && Int(octet).map { $0 <= 255 } == true
+        }
     }
 
     /// A path with only unreserved and sub-delimiter characters, starting with `/`.

@@ -90,7 +90,7 @@ extension RequestPlanner {
             // The route takes `OPTIONS` and answers CORS, but not for the method asked about.
             return .ready(
                 .preflight(
-                    .problem(.corsRefused(CORS.methodRefusal(preflight.method)), requestID: requestID),
+                    CORS.refusal(CORS.methodRefusal(preflight.method), requestID: requestID),
                     route: resolved.configuration.name))
         }
         let request = AuthRequest(

@@ -30,17 +30,17 @@ enum CORS {
     /// fields when the origin, the method and every requested header are allowed, else a 403
     /// problem without CORS fields (a refused preflight tells the page nothing).
     static func answer(_ preflight: Preflight, cors: CORSConfiguration, requestID: String) -> LocalResponse {
-        guard cors.allows(origin: preflight.origin) else {
-            return .problem(.corsRefused("the origin is not allowed"), requestID: requestID)
+        guard Self.allows(cors, origin: preflight.origin) else {
+            return Self.refusal("the origin is not allowed", requestID: requestID)
         }
         guard cors.allowMethods.contains(preflight.method) else {
-            return .problem(.corsRefused(Self.methodRefusal(preflight.method)), requestID: requestID)
+            return Self.refusal(Self.methodRefusal(preflight.method), requestID: requestID)
         }
         if !cors.allowHeaders.contains("*"),
             let refused = preflight.headers.first(where: { !cors.allowHeaders.contains(String($0)) })
         {
             let header = HTTPToken.isValid(String(refused)) ? "the header \(refused)" : "a requested header"
-            return .problem(.corsRefused("\(header) is not allowed"), requestID: requestID)
+            return Self.refusal("\(header) is not allowed", requestID: requestID)
         }
         var headers = HTTPHeaders()
         headers.add(name: "Access-Control-Allow-Origin", value: preflight.origin)
@@ -51,8 +51,27 @@ enum CORS {
         }
         if cors.allowCredentials { headers.add(name: "Access-Control-Allow-Credentials", value: "true") }
         if let maxAge = cors.maxAgeSeconds { headers.add(name: "Access-Control-Max-Age", value: String(maxAge)) }
-        headers.add(name: "Vary", value: "Origin, Access-Control-Request-Method, Access-Control-Request-Headers")
+        headers.add(name: "Vary", value: Self.preflightVary)
         return LocalResponse(status: .noContent, headers: headers, body: "", error: nil)
+    }
+
+    /// What a preflight's answer depends on, granted or refused: a cache must not serve one
+    /// origin's (or method's, or headers') answer to another.
+    static let preflightVary = "Origin, Access-Control-Request-Method, Access-Control-Request-Headers"
+
+    /// A refused preflight: 403 `cors.refused` saying what was refused, with `Vary` and no
+    /// `Access-Control-*` field.
+    static func refusal(_ detail: String, requestID: String) -> LocalResponse {
+        var response = LocalResponse.problem(.corsRefused(detail), requestID: requestID)
+        response.headers.add(name: "Vary", value: Self.preflightVary)
+        return response
+    }
+
+    /// Whether `origin` is one of the route's: never the opaque origin `null` (sandboxed frames,
+    /// `file:` pages, redirects across origins all send it, so it names no one), not even with
+    /// `*`.
+    static func allows(_ cors: CORSConfiguration, origin: String) -> Bool {
+        origin != "null" && cors.allows(origin: origin)
     }
 
     /// What a refusal for `method` says: the method when it is a token, else nothing of it.
@@ -64,7 +83,7 @@ enum CORS {
     /// depends on it, for caches), and for an allowed `origin` the origin itself (never `*`),
     /// credentials and exposed headers. A disallowed or absent origin gets no CORS fields.
     static func responseHeaders(_ cors: CORSConfiguration, origin: String?) -> [(name: String, value: String)] {
-        guard let origin, cors.allows(origin: origin) else { return [("Vary", "Origin")] }
+        guard let origin, Self.allows(cors, origin: origin) else { return [("Vary", "Origin")] }
         var headers: [(name: String, value: String)] = [("Access-Control-Allow-Origin", origin), ("Vary", "Origin")]
         if cors.allowCredentials { headers.append(("Access-Control-Allow-Credentials", "true")) }
         if !cors.exposeHeaders.isEmpty {

@@ -59,6 +59,12 @@ struct ConfigurationLoaderCORSTests {
             (#"{"allowOrigins": ["https://a.example/path"]}"#, "routes[0].cors.allowOrigins[0]:"),
             (#"{"allowOrigins": ["a.example"]}"#, "routes[0].cors.allowOrigins[0]:"),
             (#"{"allowOrigins": ["*"], "allowCredentials": true}"#, "routes[0].cors.allowOrigins: \"*\" cannot"),
+            (
+                #"{"allowOrigins": ["https://a.example", "*"], "allowCredentials": true}"#,
+                "routes[0].cors.allowOrigins: \"*\" cannot"
+            ),
+            // The opaque origin names no one (docs/policies.md, "CORS").
+            (#"{"allowOrigins": ["null"]}"#, "routes[0].cors.allowOrigins[0]: \"null\" is not an origin"),
             (#"{"allowOrigins": ["*"], "allowMethods": ["G T"]}"#, "routes[0].cors.allowMethods[0]:"),
             (#"{"allowOrigins": ["*"], "allowHeaders": ["a b"]}"#, "routes[0].cors.allowHeaders[0]:"),
             (#"{"allowOrigins": ["*"], "exposeHeaders": ["x y"]}"#, "routes[0].cors.exposeHeaders[0]:"),

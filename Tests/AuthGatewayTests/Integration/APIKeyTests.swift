@@ -15,6 +15,7 @@ import AuthGatewayDemo
 struct APIKeyTests {
     static let key = APIKeyEntry.new(id: "ci-bot")
     static let other = APIKeyEntry.new(id: "next-bot")
+    static let reader = APIKeyEntry.new(id: "reader-bot")
 
     /// A keys file (absolute path, in a folder of its own) holding `keys`, each with the
     /// claims `{"sub": id, "scope": "deploy"}`.
@@ -78,7 +79,9 @@ struct APIKeyTests {
         var expired = Self.other.entry
         expired.claims = ["sub": "old"]
         expired.expiresAt = 1_000_000_000
-        try JSONValue.array([Self.key.entry.json, expired.json]).jsonText.write(
+        var reader = Self.reader.entry
+        reader.claims = ["sub": "reader-bot", "scope": "read"]
+        try JSONValue.array([Self.key.entry.json, expired.json, reader.json]).jsonText.write(
             toFile: keysFile, atomically: true, encoding: .utf8)
         let gateway = try await GatewayFixture.start { Self.configure(&$0, keysFile: keysFile) }
         atTestEnd { await gateway.stop() }
@@ -101,7 +104,19 @@ struct APIKeyTests {
         #expect(both.status == 400)
         #expect(both.json?["type"]?.stringValue == "urn:auth-gateway:problem:apikey.ambiguous")
         // A key without the scope a route requires is 403 like a token would be.
-        #expect(gateway.backend.requestCount == 0)
+        let forbidden = try await gateway.send(
+            TestRequest(.GET, "/deploy/run", headers: [("X-API-Key", Self.reader.key)]))
+        #expect(forbidden.status == 403, "\(forbidden.text)")
+        #expect(forbidden.json?["type"]?.stringValue == "urn:auth-gateway:problem:access.forbidden")
+        #expect(
+            forbidden.json?["detail"]?.stringValue
+                == "The request does not satisfy the route requirement routes[0].require[\"claims.scope\"]")
+        #expect(!forbidden.text.contains(Self.reader.key))
+        // The same key where its claims suffice: accepted, so the 403 was the requirement's.
+        let allowed = try await gateway.send(TestRequest(.GET, "/other", headers: [("X-API-Key", Self.reader.key)]))
+        #expect(allowed.status == 200)
+        #expect(allowed.echoedHeader("x-user-subject") == ["reader-bot"])
+        #expect(gateway.backend.requestCount == 1)
     }
 
     /// The same refusal over HTTP/2 and to a gRPC call (a Trailers-Only answer, docs/http2.md):

@@ -130,10 +130,31 @@ final class BrowserSignIn: Sendable {
         _ flow: SignInFlow, code: String, headers: HTTPHeaders, endpoint: UpstreamEndpoint?
     ) -> EventLoopFuture<SignInAnswer>? {
         guard let endpoint else { return nil }
-        let exchanged = CodeExchange.exchange(
-            code: code, verifier: flow.verifier, configuration: self.configuration, endpoint: endpoint)
-        let eventLoop = exchanged.eventLoop
-        return exchanged.flatMap { outcome in
+        let eventLoop = endpoint.client.eventLoop
+        let configuration = self.configuration
+        // The flow is used once fleet-wide (with `sharedState`): its cookie opens on every
+        // instance, so the local mark of `finishFlow` alone would let another instance take
+        // the same callback again. Called on the endpoint's loop, where the answer arrives.
+        let exchanged: EventLoopFuture<CodeExchange.Outcome?>
+        let keepSeconds = flow.expiresAt - self.clock()
+        if let shared = self.sharedSeen?.firstUse(Self.flowDigest(flow.id), keepSeconds: keepSeconds, on: eventLoop) {
+            exchanged = shared.assumeIsolated().flatMap { first -> EventLoopFuture<CodeExchange.Outcome?> in
+                guard first else { return eventLoop.makeSucceededFuture(nil) }
+                return CodeExchange.exchange(
+                    code: code, verifier: flow.verifier, configuration: configuration, endpoint: endpoint
+                ).map(Optional.some)
+            }.nonisolated()
+        } else {
+            exchanged = CodeExchange.exchange(
+                code: code, verifier: flow.verifier, configuration: configuration, endpoint: endpoint
+            ).map(Optional.some)
+        }
+        return exchanged.flatMap { exchangedOutcome in
+            guard let outcome = exchangedOutcome else {
+                self.metrics.increment(.signIn(outcome: "replayed"))
+                let clearFlow = self.cookies.clearingFlow(named: self.cookies.flowName(flow.id))
+                return eventLoop.makeSucceededFuture(.refused(.signInInvalidState, cookies: [clearFlow]))
+            }
             let (answer, created) = self.adopt(outcome, flow: flow, headers: headers, now: self.clock())
             guard let created else { return eventLoop.makeSucceededFuture(answer) }
             return self.sessions.written(created, on: eventLoop).map { answer }

@@ -76,7 +76,8 @@ enum OpenIDTokenChecks {
             guard case .number(let value) = exp else { return .failure(.malformed) }
             guard now < value.double + leeway else { return .failure(.expired) }
         }
-        guard case .object(let events)? = claims["events"], events[Self.backchannelLogoutEvent] != nil else {
+        // §2.4: the member's value is a JSON object (usually `{}`); another value is not this event.
+        guard case .object(let events)? = claims["events"], case .object? = events[Self.backchannelLogoutEvent] else {
             return .failure(.events)
         }
         // A nonce would make it an ID token (§2.4: prohibited).

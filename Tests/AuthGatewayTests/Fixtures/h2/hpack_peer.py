@@ -6,7 +6,8 @@ an implementation independent of the gateway's NIOHTTP2).
       serves h2c (prior knowledge) on 127.0.0.1:<free port>, prints "READY <port>", and answers
       every request 200 with a JSON body {"fields": [[name, value, neverIndexed], ...]} listing
       the request fields as received; its response carries `x-backend-secret` never-indexed,
-      `x-backend-plain` indexable and a `set-cookie`.
+      `x-backend-plain` indexable and a `set-cookie` — and, when the request carries
+      `x-respond-with: NAME=VALUE`, that field too, indexable.
   hpack_peer.py client HOST:PORT PATH [--header NAME=VALUE]... [--secret NAME=VALUE]...
       sends one h2c GET (`--secret` fields never-indexed, `--header` fields indexable), prints
       one JSON line {"status", "fields": [[name, value, neverIndexed], ...], "body"}.
@@ -63,6 +64,11 @@ def serve_connection(sock):
 
 def respond(conn, stream_id, fields):
     body = json.dumps({"fields": fields}).encode()
+    extra = []
+    for name, value, _ in fields:
+        if name == "x-respond-with":
+            extra_name, _, extra_value = value.partition("=")
+            extra.append(HeaderTuple(extra_name, extra_value))
     conn.send_headers(stream_id, [
         HeaderTuple(":status", "200"),
         HeaderTuple("content-type", "application/json"),
@@ -70,7 +76,7 @@ def respond(conn, stream_id, fields):
         NeverIndexedHeaderTuple("x-backend-secret", "backend-s3cret"),
         HeaderTuple("x-backend-plain", "plain"),
         HeaderTuple("set-cookie", "backend_session=abc; HttpOnly"),
-    ])
+    ] + extra)
     conn.send_data(stream_id, body, end_stream=True)
 
 

@@ -16,17 +16,21 @@ struct SignInFixture {
     /// Whether `stop()` stops the provider too (the first of several instances owns it).
     var ownsProvider = true
 
+    /// `scheme`: of the public base URL (`https` on localhost: the `__Host-` cookies with
+    /// `Secure`; the scripted browser still talks plain HTTP to the gateway's listener).
     static func start(
-        tokenLifetimeSeconds: Int = 300, configure: @escaping (inout JSONObject) -> Void = { _ in }
+        tokenLifetimeSeconds: Int = 300, scheme: String = "http",
+        configure: @escaping (inout JSONObject) -> Void = { _ in }
     ) async throws -> SignInFixture {
-        try await Self.start(instances: 1, tokenLifetimeSeconds: tokenLifetimeSeconds, configure: configure)[0]
+        try await Self.start(
+            instances: 1, tokenLifetimeSeconds: tokenLifetimeSeconds, scheme: scheme, configure: configure)[0]
     }
 
     /// `instances` gateways in front of one provider, sharing one clock and one public base URL
     /// (the first one's: as behind a load balancer, every instance answers for the same
     /// origin), with `sharedState` (its `${…}` from `environment`) when given.
     static func start(
-        instances: Int, tokenLifetimeSeconds: Int = 300, sharedState: JSONValue? = nil,
+        instances: Int, tokenLifetimeSeconds: Int = 300, scheme: String = "http", sharedState: JSONValue? = nil,
         environment: [String: String] = [:], configure: @escaping (inout JSONObject) -> Void = { _ in }
     ) async throws -> [SignInFixture] {
         let provider = try DemoAuthService(tokenLifetimeSeconds: tokenLifetimeSeconds)
@@ -72,7 +76,7 @@ struct SignInFixture {
                         clock: clock, environment: environment, configure: configuration("http://localhost:1")))
             }
             provider.useClock(clock.function)
-            let base = "http://localhost:\(gateways[0].port)"
+            let base = "\(scheme)://localhost:\(gateways[0].port)"
             provider.register(.gateway(publicBaseURL: base))
             for gateway in gateways { try gateway.reload(configuration(base)) }
             var fixtures: [SignInFixture] = []
