@@ -3,7 +3,8 @@ extension GatewayError {
     /// one exhaustively, and `example` maps each name back to an error, so the compiler keeps
     /// `everyKind` complete: the tests walk it to hold every answer to docs/errors.md.
     enum KindName: CaseIterable {
-        case malformedRequest, invalidPath, ambiguousToken, headersTooLarge, bodyTooLarge, requestTimeout
+        case malformedRequest, invalidPath, ambiguousPath, ambiguousHost, ambiguousToken, headersTooLarge, bodyTooLarge,
+            requestTimeout
         case upgradeUnsupported, routeNotFound, tokenMissing, tokenRejected, refreshRejected, profileRejected
         case forbidden, upstreamUnreachable, upstreamTimeout, upstreamBusy, upstreamProtocolError
         case authServiceUnavailable, keysUnavailable, overloaded, tokenInactive, introspectionUnavailable
@@ -16,6 +17,8 @@ extension GatewayError {
             switch self {
             case .malformedRequest: .malformedRequest("Conflicting Content-Length headers")
             case .invalidPath: .invalidPath
+            case .ambiguousPath: .ambiguousPath("The path holds an escaped slash (%2F)")
+            case .ambiguousHost: .ambiguousHost("The Host carries userinfo (\"@\")")
             case .ambiguousToken: .ambiguousToken
             case .headersTooLarge: .headersTooLarge
             case .bodyTooLarge: .bodyTooLarge

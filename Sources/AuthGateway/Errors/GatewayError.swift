@@ -342,6 +342,8 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
         switch self.kind {
         case .malformedRequest: .malformedRequest
         case .invalidPath: .invalidPath
+        case .ambiguousPath: .ambiguousPath
+        case .ambiguousHost: .ambiguousHost
         case .ambiguousToken: .ambiguousToken
         case .headersTooLarge: .headersTooLarge
         case .bodyTooLarge: .bodyTooLarge

@@ -71,7 +71,9 @@ extension AuthorizerEndpoints {
         case 200..<300, 401, 403:
             break
         case 301, 302, 303, 307, 308:
+            // A 401 like any other carries its challenge (RFC 9110 §15.5.2), beside `Location`.
             response.status = .unauthorized
+            response.headers.replaceOrAdd(name: "WWW-Authenticate", value: "Bearer realm=\"auth-gateway\"")
         default:
             response.headers.add(name: "X-Auth-Gateway-Status", value: String(response.status.code))
             response.status = .forbidden

@@ -176,15 +176,14 @@ struct ChallengeTests {
     }
 
     /// auth-request turns a sign-in redirect into a 401 with its `Location` (nginx passes on
-    /// only 401 and 403; docs/authorizer.md): a 401 like any other, whose challenge is missing.
+    /// only 401 and 403; docs/authorizer.md): a 401 like any other, with its challenge.
     @Test("authorizer mode: the sign-in redirect nginx gets as a 401 carries a challenge")
     func nginxSignInRedirectIsChallenged() {
         let nginx = AuthorizerEndpoints.forNginx(.redirect(to: "https://idp.test/authorize?x=1"))
         #expect(nginx.status == .unauthorized)
-        withKnownIssue("AuthorizerEndpoints.forNginx adds no WWW-Authenticate to the redirect it turns into a 401") {
-            let challenge = try #require(nginx.headers.first(name: "WWW-Authenticate").flatMap(Challenge.init))
-            #expect(challenge.scheme == "Bearer")
-            #expect(challenge.parameters["realm"] == "auth-gateway")
-        }
+        let challenge = nginx.headers.first(name: "WWW-Authenticate").flatMap(Challenge.init)
+        #expect(challenge?.scheme == "Bearer")
+        #expect(challenge?.parameters["realm"] == "auth-gateway")
+        #expect(nginx.headers.first(name: "Location") == "https://idp.test/authorize?x=1")
     }
 }
