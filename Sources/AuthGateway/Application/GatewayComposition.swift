@@ -37,21 +37,24 @@ enum GatewayComposition {
                     sessionCapacity: sessionCapacity, clock: clock)
             }
         }
-        return GatewayShared(
-            verifiedTokens: VerifiedTokenCache(capacity: configuration.tokens.verifiedCacheEntries),
+        let authentication = AuthenticationState(
             keyStore: keyStore,
+            verifiedTokens: VerifiedTokenCache(capacity: configuration.tokens.verifiedCacheEntries),
+            dpopNonceKey: DPoPNonce.key(sharedSecret: configuration.sharedState?.encryptionKey),
+            sharedDPoPReplay: sharedState?.dpopReplay,
+            sessions: sharedState?.sessions ?? LocalSessionStore(capacity: sessionCapacity),
+            signInFlowKey: SignInFlowSealer.key(sharedStateKey: configuration.sharedState?.encryptionKey.bytes),
+            refreshStore: sharedState?.store ?? LocalRefreshStore(clock: clock))
+        return GatewayShared(
+            authentication: authentication,
             health: HealthState(),
             processMetrics: processMetrics,
-            refreshStore: sharedState?.store ?? LocalRefreshStore(clock: clock),
             clock: clock,
             clientTLS: clientTLS,
             connector: connector,
             tracing: tracing,
             sharedState: sharedState,
-            logger: logger,
-            sessions: sharedState?.sessions ?? LocalSessionStore(capacity: sessionCapacity),
-            dpopNonceKey: DPoPNonce.key(sharedSecret: configuration.sharedState?.encryptionKey),
-            signInFlowKey: SignInFlowSealer.key(sharedStateKey: configuration.sharedState?.encryptionKey.bytes)
+            logger: logger
         )
     }
 
@@ -95,15 +98,21 @@ enum GatewayComposition {
             authService.refresh.map {
                 SessionRefresher(
                     configuration: $0, callTimeoutMilliseconds: authService.timeoutMilliseconds,
-                    store: shared.refreshStore,
+                    store: shared.authentication.refreshStore,
                     metrics: shared.processMetrics, clock: shared.clock
                 )
             }
         }
+        let signIn = parts.browserSignIn.flatMap { browserSignIn in
+            Self.sessionRefresher(for: configuration, shared: shared).map {
+                SignInFeature(browserSignIn: browserSignIn, refresher: $0)
+            }
+        }
+        let authentication = AuthenticationFeatures(
+            refresh: refresher, signIn: signIn, introspector: parts.introspector, profiles: parts.profiles,
+            apiKeys: configuration.tokens.apiKeys.map(APIKeyTable.init))
         return RuntimeSnapshot(
-            configuration: configuration, generation: generation, refresher: refresher, profiles: parts.profiles,
-            introspector: parts.introspector, browserSignIn: parts.browserSignIn,
-            sessionRefresher: Self.sessionRefresher(for: configuration, shared: shared),
+            configuration: configuration, generation: generation, authentication: authentication,
             rateLimiter: parts.rateLimiter, backendTLS: backendTLS,
             backendAvailability: shared.backendAvailabilities.update(for: configuration)
         )
@@ -123,7 +132,7 @@ enum GatewayComposition {
             graceSeconds: configuration.authService?.refresh?.graceSeconds ?? 30)
         return SessionRefresher(
             configuration: refresh, callTimeoutMilliseconds: configuration.authService?.timeoutMilliseconds ?? 3000,
-            store: shared.refreshStore, metrics: shared.processMetrics, clock: shared.clock)
+            store: shared.authentication.refreshStore, metrics: shared.processMetrics, clock: shared.clock)
     }
 
     /// Browser sign-in for `configuration`: the existing one while `browserSignIn` is unchanged
@@ -135,9 +144,10 @@ enum GatewayComposition {
         guard let signIn = configuration.browserSignIn else { return nil }
         if let existing, existing.configuration == signIn { return existing }
         return BrowserSignIn(
-            configuration: signIn, sessions: shared.sessions,
-            flowKey: shared.signInFlowKey,
-            keyStore: shared.keyStore, seen: shared.dpopReplay, sharedSeen: shared.sharedState?.dpopReplay,
+            configuration: signIn, sessions: shared.authentication.sessions,
+            flowKey: shared.authentication.signInFlowKey,
+            keyStore: shared.keyStore, seen: shared.authentication.dpopReplay,
+            sharedSeen: shared.authentication.sharedDPoPReplay,
             metrics: shared.processMetrics, clock: shared.clock)
     }
 

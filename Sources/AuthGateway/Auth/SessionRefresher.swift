@@ -9,7 +9,7 @@ import NIOHTTP1
 final class SessionRefresher: Sendable {
     typealias Outcome = RefreshOutcome
 
-    private let configuration: RefreshConfiguration
+    let configuration: RefreshConfiguration
     /// `authService.timeoutMilliseconds`: bounds each call (and a shared store's lease).
     private let callTimeoutMilliseconds: Int
     private let store: RefreshStore

@@ -31,6 +31,11 @@ public enum TokenLocation: Sendable, Equatable {
     /// The access token of the browser session under this handle digest
     /// (docs/browser-sign-in.md): forwarded as `Authorization: Bearer`, never as the cookie.
     case session(TokenDigest)
+
+    var isSession: Bool {
+        if case .session = self { return true }
+        return false
+    }
 }
 
 /// A change to a token on its way to the backend: removed (`forwardAccessToken: false`, and

@@ -8,26 +8,42 @@
 /// identity (a profile, a DPoP thumbprint) writes into the box in place when it holds the only
 /// reference, as it does in the pipeline, and copies it first otherwise.
 struct Identity {
+    /// How the caller proved who it is: what a signed assertion names in its `auth` claim
+    /// (docs/assertions.md), and which steps apply (an API key has no proof of possession and
+    /// no profile).
+    enum Kind: String, Sendable {
+        /// A JWT verified with the issuers' keys.
+        case jwt
+        /// An opaque token the introspection endpoint said is active.
+        case introspection
+        /// A key of `tokens.apiKeys`.
+        case apiKey = "apikey"
+        /// A browser session's access token (docs/browser-sign-in.md).
+        case session
+    }
+
     private final class Fields: @unchecked Sendable {
         // `@unchecked`: written only through `Identity`'s setters, which copy the box unless the
         // writer holds its only reference (`isKnownUniquelyReferenced`); every other holder reads.
         let token: VerifiedToken
         let accessToken: ExtractedToken
         let issuer: String
+        let kind: Kind
         var profile: JSONObject?
         var replacementAccessToken: String?
         var responseHeaders: [(name: String, value: String)] = []
         var dpopThumbprint: String?
         var apiKeyID: String?
 
-        init(token: VerifiedToken, accessToken: ExtractedToken, issuer: String) {
+        init(token: VerifiedToken, accessToken: ExtractedToken, issuer: String, kind: Kind) {
             self.token = token
             self.accessToken = accessToken
             self.issuer = issuer
+            self.kind = kind
         }
 
         func copy() -> Fields {
-            let copy = Fields(token: self.token, accessToken: self.accessToken, issuer: self.issuer)
+            let copy = Fields(token: self.token, accessToken: self.accessToken, issuer: self.issuer, kind: self.kind)
             copy.profile = self.profile
             copy.replacementAccessToken = self.replacementAccessToken
             copy.responseHeaders = self.responseHeaders
@@ -39,8 +55,10 @@ struct Identity {
 
     private var fields: Fields
 
-    init(token: VerifiedToken, accessToken: ExtractedToken, issuer: String) {
-        self.fields = Fields(token: token, accessToken: accessToken, issuer: issuer)
+    /// `kind`: by default a JWT's, or a session's when the token is a session's.
+    init(token: VerifiedToken, accessToken: ExtractedToken, issuer: String, kind: Kind? = nil) {
+        let kind = kind ?? (accessToken.location.isSession ? .session : .jwt)
+        self.fields = Fields(token: token, accessToken: accessToken, issuer: issuer, kind: kind)
     }
 
     /// The box, to write into: copied first unless this identity holds its only reference.
@@ -56,6 +74,7 @@ struct Identity {
     var accessToken: ExtractedToken { self.fields.accessToken }
     /// The issuer that verified it (profiles are cached per issuer and subject).
     var issuer: String { self.fields.issuer }
+    var kind: Kind { self.fields.kind }
     var profile: JSONObject? {
         get { self.fields.profile }
         set { self.writable.profile = newValue }
