@@ -96,6 +96,9 @@ struct Check: ParsableCommand {
                 Data("\(self.options.path): \(error.issues.count) error(s)\n\(error)\n".utf8))
             throw ExitCode(1)
         }
+        for warning in configuration.warnings {
+            FileHandle.standardError.write(Data("\(self.options.path): warning: \(warning)\n".utf8))
+        }
         guard let request else {
             if self.token != nil || self.noVerify || self.claims != nil || self.profile != nil || !self.header.isEmpty
                 || self.clientIP != nil

@@ -165,7 +165,8 @@ enum GatewayComposition {
         return ProfileCache(configuration: profile, metrics: shared.processMetrics, clock: shared.clock)
     }
 
-    /// `tls.insecureSkipVerify` is loud: a warning per backend at every start and reload.
+    /// `tls.insecureSkipVerify` is loud: a warning per backend at every start and reload; so
+    /// are the configuration's other `warnings` (`check` prints them too).
     static func warnAboutInsecureBackends(_ configuration: GatewayConfiguration, logger: Logger) {
         for backend in configuration.backends where backend.tls?.insecureSkipVerify == true {
             logger.warning(
@@ -175,6 +176,9 @@ enum GatewayComposition {
                     "reason": "tls.insecureSkipVerify is true: the backend's certificate is not verified",
                 ]
             )
+        }
+        for warning in configuration.warnings {
+            logger.warning("config.warning", metadata: ["reason": "\(warning)"])
         }
     }
 }

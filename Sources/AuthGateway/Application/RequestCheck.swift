@@ -73,12 +73,6 @@ public struct RequestCheck {
             throw UsageError("--request must be \"METHOD URL\", e.g. \"GET https://api.example.com/x\"")
         }
         let uri = parts[1].trimmingCharacters(in: .whitespaces)
-        let target: RequestTarget
-        do {
-            target = try RequestTarget(parsing: uri)
-        } catch {
-            throw UsageError("\(uri): not a request target (an http(s) URL or a path starting with \"/\")")
-        }
         var headers = HTTPHeaders()
         for header in self.options.headers {
             guard let colon = header.firstIndex(of: ":"), HTTPToken.isValid(String(header[..<colon])) else {
@@ -96,14 +90,22 @@ public struct RequestCheck {
                 text.trimmingCharacters(in: .whitespacesAndNewlines), sources: self.configuration.tokens.sources)
             headers.add(name: token.name, value: token.value)
         }
-        let host =
-            target.authority.map(RouteTable.hostWithoutPort)
-            ?? headers.first(name: "host").map {
-                RouteTable.hostWithoutPort($0[...])
-            }
         report.line("request", "\(method.rawValue) \(uri)")
+        // The same canonical target the live gateway decides on (docs/forwarding.md).
+        let target: RequestTarget
+        do {
+            target = try RequestTarget(
+                uri: uri, hostField: headers.first(name: "host")?[...], settings: self.configuration.paths)
+        } catch .malformed {
+            throw UsageError("\(uri): not a request target (an http(s) URL or a path starting with \"/\")")
+        } catch {
+            report.refusal(error.error)
+            return .refused
+        }
+        report.line(
+            "target", "\(target.upstreamURI(strippingPrefix: nil))" + (target.host.map { " (host \($0.name))" } ?? ""))
         let routes = RouteTable(self.configuration.routes, backendNames: self.configuration.backends.map(\.name))
-        guard let resolved = routes.match(host: host, path: target.path, method: method.rawValue) else {
+        guard let resolved = routes.match(host: target.host?.name, path: target.path, method: method.rawValue) else {
             report.line("route", "none matches")
             report.refusal(.routeNotFound)
             return .refused
@@ -124,7 +126,7 @@ public struct RequestCheck {
             connection: ClientConnectionInfo(
                 peerIP: peer, peerIsTrustedProxy: trustedProxies.contains { $0.contains(peerAddress) },
                 isTLS: uri.lowercased().hasPrefix("https://")),
-            trustedProxies: trustedProxies, method: method, uri: uri)
+            trustedProxies: trustedProxies, method: method, target: target)
 
         let identity: Identity?
         switch try self.authenticate(request) {

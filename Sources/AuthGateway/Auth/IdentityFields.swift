@@ -39,15 +39,23 @@ struct IdentityFields {
         case .client:
             return .string(self.request.clientIP)
         case .request:
-            guard let header = path.requestHeaderName else { return .string(self.request.method.rawValue) }
-            return self.request.headers.first(name: header).map(JSONValue.string)
+            if let header = path.requestHeaderName {
+                // The host rules read is the canonical one (docs/forwarding.md, "Request targets").
+                if ASCII.equalsIgnoringCase(header, "host") { return self.request.target.host.map { .string(String($0.name)) } }
+                return self.request.headers.first(name: header).map(JSONValue.string)
+            }
+            switch path.name {
+            case "host": return self.request.target.host.map { .string(String($0.name)) }
+            case "path": return .string(self.request.target.path)
+            default: return .string(self.request.method.rawValue)
+            }
         }
     }
 
     /// What a requirement's field holds: as `value`, except that a request header is every
     /// line of its name (a header sent twice is a list of two), read in place.
     func reading(_ path: IdentityValuePath) -> FieldReading {
-        if let header = path.requestHeaderName {
+        if let header = path.requestHeaderName, !ASCII.equalsIgnoringCase(header, "host") {
             return .headerLines(HeaderLines(headers: self.request.headers, name: header))
         }
         guard let value = self.value(path) else { return .absent }

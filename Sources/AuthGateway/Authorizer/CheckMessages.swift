@@ -44,10 +44,8 @@ enum CheckMessages {
         let scheme = http.scheme.isEmpty ? (http.headers[":scheme"] ?? "http") : http.scheme.lowercased()
         guard scheme == "http" || scheme == "https" else { return .failure(.invalid("attributes.request.http.scheme")) }
         let hostText = http.host.isEmpty ? http.headers[":authority"] ?? http.headers["host"] : http.host
+        // Made canonical, or refused as ambiguous, with the path (`RequestTarget`).
         let host = hostText.flatMap { $0.isEmpty ? nil : $0 }
-        guard host.map(OriginalRequest.isAuthority) ?? true else {
-            return .failure(.invalid("attributes.request.http.host"))
-        }
         var fields: [(String, String)] = []
         // Envoy's map has one entry per name (repeated fields joined with ","), or with
         // `encode_raw_headers` the list in `header_map`; pseudo-headers describe the request

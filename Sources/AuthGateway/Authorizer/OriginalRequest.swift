@@ -119,7 +119,7 @@ extension OriginalRequest {
             host = Self.first("host", headers)
         }
         guard scheme == "http" || scheme == "https" else { return .failure(.invalid("X-Forwarded-Proto")) }
-        guard host.map(Self.isAuthority) ?? true else { return .failure(.invalid("Host")) }
+        // The host is made canonical, or refused as ambiguous, with the path (`RequestTarget`).
         if let address = try? SocketAddress(ipAddress: clientIP, port: 0), let normalized = address.ipAddress {
             clientIP = normalized
         }

@@ -142,6 +142,8 @@ public struct ConfigurationLoader: Sendable {
         }
 
         let tracing = Self.tracing(root)
+        let paths = Self.paths(root)
+        if let routes { Self.checkCanonicalRoutePaths(routes, settings: paths, root: root) }
 
         // Cross-section checks.
         let usesProfile =
@@ -198,6 +200,7 @@ public struct ConfigurationLoader: Sendable {
         configuration.rateLimits = rateLimits
         configuration.browserSignIn = browserSignIn
         configuration.authorizer = authorizer
+        configuration.paths = paths
         return configuration
     }
 

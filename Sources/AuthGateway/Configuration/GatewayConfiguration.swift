@@ -31,6 +31,19 @@ public struct GatewayConfiguration: Sendable {
     public var browserSignIn: BrowserSignInConfiguration? = nil
     /// `authorizer` (docs/authorizer.md); nil: no other proxy's questions are answered.
     public var authorizer: AuthorizerConfiguration? = nil
+    /// `paths` (docs/forwarding.md, "Request targets"): how request paths are made canonical.
+    public var paths = PathSettings()
+
+    /// What `check` prints as warnings: settings that work but weaken a guarantee.
+    public var warnings: [String] {
+        var warnings: [String] = []
+        if self.paths.escapedSlashes == .keep {
+            warnings.append(
+                "paths.escapedSlashes: \"keep\" passes %2F and %5C to backends inside a segment; a backend that decodes them may resolve the path to another route (docs/forwarding.md)"
+            )
+        }
+        return warnings
+    }
 
     public func backend(named name: String) -> BackendConfiguration? {
         self.backends.first { $0.name == name }

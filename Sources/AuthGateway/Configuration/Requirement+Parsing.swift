@@ -41,7 +41,7 @@ struct RequirementParser {
 
     static let fieldKeys =
         "keys must be \"anyOf\", \"allOf\", \"not\" or a field: \"claims.<name>\", \"profile.<name>\", \"dpop.jkt\", "
-        + "\"request.method\", \"request.header.<name>\" or \"client.ip\""
+        + "\"request.method\", \"request.host\", \"request.path\", \"request.header.<name>\" or \"client.ip\""
     static let operators = "in, prefix, suffix, exists, cidr or equals"
 
     /// An object of clauses; `nested`: inside a combinator, where an empty object is a mistake
@@ -203,6 +203,12 @@ struct RequirementParser {
                     return nil
                 }
                 return .equals(.string(text.uppercased()))
+            }
+            if field.name == "host" || field.requestHeaderName.map({ ASCII.equalsIgnoringCase($0, "host") }) == true {
+                // The host rules read is canonical: lower-cased, without a trailing dot.
+                var host = text.lowercased()
+                if host.hasSuffix(".") { host.removeLast() }
+                return .equals(.string(host))
             }
             return .equals(value)
         }

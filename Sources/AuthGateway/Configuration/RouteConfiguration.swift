@@ -68,8 +68,8 @@ public struct IdentityValuePath: Sendable, Hashable, CustomStringConvertible {
         case dpop
         /// `client.ip`: the client's address (docs/rate-limits.md).
         case client
-        /// `request.method` and `request.header.<name>`: the request as the client sent it
-        /// (docs/policies.md).
+        /// `request.method`, `request.header.<name>`, and the canonical `request.host` and
+        /// `request.path` (docs/policies.md, docs/forwarding.md "Request targets").
         case request
     }
 
@@ -118,7 +118,9 @@ public struct IdentityValuePath: Sendable, Hashable, CustomStringConvertible {
         case .dpop: guard name == "jkt" else { return nil }
         case .client: guard name == "ip" else { return nil }
         case .request:
-            guard name == "method" || (name.hasPrefix("header.") && HTTPToken.isValid(name.dropFirst("header.".count)))
+            guard
+                name == "method" || name == "host" || name == "path"
+                    || (name.hasPrefix("header.") && HTTPToken.isValid(name.dropFirst("header.".count)))
             else { return nil }
         }
         self.init(source: source, name: name)

@@ -10,6 +10,8 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
     private enum Kind: Equatable {
         case malformedRequest(String)
         case invalidPath
+        case ambiguousPath(String)
+        case ambiguousHost(String)
         case ambiguousToken
         case headersTooLarge
         case bodyTooLarge
@@ -50,6 +52,11 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
 
     public static func malformedRequest(_ detail: String) -> GatewayError { .init(kind: .malformedRequest(detail)) }
     public static let invalidPath = GatewayError(kind: .invalidPath)
+    /// A path spelling that servers read differently (docs/forwarding.md, "Request targets");
+    /// `reason` says which kind, never the path.
+    public static func ambiguousPath(_ reason: String) -> GatewayError { .init(kind: .ambiguousPath(reason)) }
+    /// A host spelling that servers read differently, or two hosts for one request.
+    public static func ambiguousHost(_ reason: String) -> GatewayError { .init(kind: .ambiguousHost(reason)) }
     public static let ambiguousToken = GatewayError(kind: .ambiguousToken)
     public static let headersTooLarge = GatewayError(kind: .headersTooLarge)
     public static let bodyTooLarge = GatewayError(kind: .bodyTooLarge)
@@ -121,6 +128,8 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
         switch self.kind {
         case .malformedRequest: return "request.malformed"
         case .invalidPath: return "request.invalid_path"
+        case .ambiguousPath: return "request.ambiguous_path"
+        case .ambiguousHost: return "request.ambiguous_host"
         case .ambiguousToken: return "request.ambiguous_token"
         case .headersTooLarge: return "request.headers_too_large"
         case .bodyTooLarge: return "request.body_too_large"
@@ -160,7 +169,7 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
 
     public var status: HTTPResponseStatus {
         switch self.kind {
-        case .malformedRequest, .invalidPath, .ambiguousToken, .signInInvalidState, .signInCodeRejected,
+        case .malformedRequest, .invalidPath, .ambiguousPath, .ambiguousHost, .ambiguousToken, .signInInvalidState, .signInCodeRejected,
             .signInIDTokenRejected, .apiKeyAmbiguous:
             return .badRequest
         case .headersTooLarge: return .requestHeaderFieldsTooLarge
@@ -184,7 +193,8 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
     /// The RFC 6750 §3.1 error code, where one applies.
     public var oauthError: String? {
         switch self.kind {
-        case .malformedRequest, .invalidPath, .ambiguousToken, .apiKeyAmbiguous: return "invalid_request"
+        case .malformedRequest, .invalidPath, .ambiguousPath, .ambiguousHost, .ambiguousToken, .apiKeyAmbiguous:
+            return "invalid_request"
         case .tokenRejected, .refreshRejected, .profileRejected, .tokenInactive: return "invalid_token"
         case .forbidden: return "insufficient_scope"
         case .dpopInvalidProof: return "invalid_dpop_proof"
@@ -207,7 +217,9 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
     public var detail: String {
         switch self.kind {
         case .malformedRequest(let detail): return detail
-        case .invalidPath: return "The request path is invalid or climbs above the root"
+        case .invalidPath: return "The request target is not a valid origin-form or http(s) URL"
+        case .ambiguousPath(let reason): return reason
+        case .ambiguousHost(let reason): return reason
         case .ambiguousToken: return "The request carries more than one different access token"
         case .headersTooLarge: return "The request headers are larger than the gateway accepts"
         case .bodyTooLarge: return "The request body is larger than the gateway accepts"
@@ -284,6 +296,15 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
         case .apiKeyInvalid: return "apikey_invalid"
         case .apiKeyAmbiguous: return "apikey_ambiguous"
         default: return nil
+        }
+    }
+
+    /// Whether the request target itself was refused (not a target, or an ambiguous spelling):
+    /// the access log names no path for it (docs/forwarding.md, "Request targets").
+    public var refusesTarget: Bool {
+        switch self.kind {
+        case .invalidPath, .ambiguousPath, .ambiguousHost: return true
+        default: return false
         }
     }
 

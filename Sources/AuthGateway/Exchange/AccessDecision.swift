@@ -6,12 +6,9 @@ import NIOHTTP1
 /// authentication pipeline and the rate limits read.
 struct DecisionInput {
     let method: HTTPMethod
-    /// The target as the client sent it (DPoP `htu`, sign-in return paths).
-    let uri: String
-    /// The normalized path routes match.
-    let path: String
-    /// The host routes match, without port (absolute-form authority, else `Host`).
-    let host: Substring?
+    /// The canonical target (docs/forwarding.md, "Request targets"): the path and host routes
+    /// match, DPoP's `htu` and the sign-in return path.
+    let target: RequestTarget
     let headers: HTTPHeaders
     /// The client's connection: in authorizer mode, rebuilt from the caller's description.
     let connection: ClientConnectionInfo
@@ -75,7 +72,8 @@ extension RequestPlanner {
         // A route's `methods` apply to what a preflight asks for, not to `OPTIONS` itself.
         let preflight = CORS.Preflight(method: input.method, headers: input.headers)
         if let preflight,
-            let resolved = self.snapshot.routes.match(host: input.host, path: input.path, method: preflight.method),
+            let resolved = self.snapshot.routes.match(
+                host: input.target.host?.name, path: input.target.path, method: preflight.method),
             let cors = resolved.configuration.cors
         {
             return .ready(
@@ -83,7 +81,8 @@ extension RequestPlanner {
                     CORS.answer(preflight, cors: cors, requestID: requestID), route: resolved.configuration.name))
         }
         guard
-            let resolved = self.snapshot.routes.match(host: input.host, path: input.path, method: input.method.rawValue)
+            let resolved = self.snapshot.routes.match(
+                host: input.target.host?.name, path: input.target.path, method: input.method.rawValue)
         else {
             return .ready(.denied(.problem(.routeNotFound, requestID: requestID), route: nil))
         }
@@ -97,7 +96,7 @@ extension RequestPlanner {
         let request = AuthRequest(
             headers: input.headers, resolved: resolved, keys: self.environment.keys, now: input.now,
             connection: input.connection, trustedProxies: self.snapshot.forwarding.trustedProxies,
-            method: input.method, uri: input.uri, trace: input.trace
+            method: input.method, target: input.target, trace: input.trace
         )
         switch self.environment.authenticator.authenticate(request) {
         case .done(let outcome):

@@ -18,7 +18,7 @@ extension AuthorizerEndpoints {
         }
     }
 
-    private func deny(_ response: LocalResponse, route: String?, contract: AuthorizerContract) -> RequestPlan {
+    func deny(_ response: LocalResponse, route: String?, contract: AuthorizerContract) -> RequestPlan {
         switch contract {
         case .authRequest: return self.respond(Self.forNginx(response), route: route)
         case .forwardAuth, .extAuthz: return self.respond(response, route: route)

@@ -38,7 +38,9 @@ struct AuthorizerEndpoints {
             extAuthzPrefix: prefix + AuthorizerContract.extAuthzName, peerIP: self.planner.connection.peerIP)
         {
         case .failure(let error):
-            return .ready(self.respond(.problem(.malformedRequest(error.description), requestID: self.requestID)))
+            // Every refusal follows the contract, also one made before a route is found.
+            let response = LocalResponse.problem(.malformedRequest(error.description), requestID: self.requestID)
+            return .ready(self.deny(response, route: nil, contract: contract))
         case .success(let original):
             switch self.decide(original, now: now, trace: trace) {
             case .ready(let decision):
@@ -52,6 +54,17 @@ struct AuthorizerEndpoints {
         }
     }
 
+    /// The answer to a call to the `auth-request` endpoint whose own target could not be made
+    /// canonical (its `Host`, say): `response` as nginx passes it on; nil for any other request.
+    static func refusedCall(_ response: LocalResponse, uri: String, configuration: AuthorizerConfiguration)
+        -> RequestPlan?
+    {
+        guard ASCII.hasBytePrefix(uri, configuration.pathPrefix + "auth-request") else { return nil }
+        var answer = Self.forNginx(response)
+        answer.authorizer = true
+        return .respond(answer, close: false)
+    }
+
     /// Whether the caller (the TCP peer) is one of `trustedPeers`.
     private var trustsPeer: Bool {
         guard let address = try? SocketAddress(ipAddress: self.planner.connection.peerIP, port: 0) else {
@@ -63,15 +76,17 @@ struct AuthorizerEndpoints {
     /// Decides `original` with the planner's one decision path; an auth service that fails
     /// the future is a refusal (503), never an allow.
     func decide(_ original: OriginalRequest, now: Double, trace: RequestTrace?) -> DecisionStep {
+        // The same canonical target as a proxied request's (docs/forwarding.md, "Request
+        // targets"): an ambiguous original is a denial, never an allow.
         let target: RequestTarget
         do {
-            target = try RequestTarget(parsing: original.uri)
+            target = try RequestTarget(
+                uri: original.uri, hostField: original.host?[...], settings: self.planner.snapshot.paths)
         } catch {
-            return .ready(.denied(.problem(.invalidPath, requestID: self.requestID), route: nil))
+            return .ready(.denied(.problem(error.error, requestID: self.requestID), route: nil))
         }
         let input = DecisionInput(
-            method: original.method, uri: original.uri, path: target.path,
-            host: original.host.map { RouteTable.hostWithoutPort($0[...]) }, headers: original.headers,
+            method: original.method, target: target, headers: original.headers,
             connection: ClientConnectionInfo(
                 peerIP: original.clientIP, peerIsTrustedProxy: false, isTLS: original.isTLS),
             now: now, trace: trace)

@@ -74,7 +74,10 @@ final class Exchange {
         let accessLog = environment.accessLog
         guard accessLog.isEnabled else { return }
         let duration = Double((NIODeadline.now() - self.start).nanoseconds) / 1e9
-        let path = self.uri.split(separator: "?", maxSplits: 1).first.map(String.init) ?? self.uri
+        // A refused target is logged by its request id only (docs/forwarding.md).
+        let path =
+            error?.refusesTarget == true
+            ? "-" : self.uri.split(separator: "?", maxSplits: 1).first.map(String.init) ?? self.uri
         accessLog.record(
             AccessLog.Entry(
                 requestID: self.requestID,

@@ -88,9 +88,18 @@ struct RequestPlanner {
     ) -> PlanDecision {
         let target: RequestTarget
         do {
-            target = try RequestTarget(parsing: head.uri)
+            target = try RequestTarget(
+                uri: head.uri, hostField: head.headers.first(name: "host")?[...], settings: self.snapshot.paths)
         } catch {
-            return .ready(.respond(.problem(.invalidPath, requestID: requestID), close: false))
+            let response = LocalResponse.problem(error.error, requestID: requestID)
+            // An nginx `auth_request` call whose own target or Host is refused still gets an
+            // answer nginx passes on (docs/authorizer.md).
+            if let authorizer = self.snapshot.authorizer,
+                let answer = AuthorizerEndpoints.refusedCall(response, uri: head.uri, configuration: authorizer)
+            {
+                return .ready(answer)
+            }
+            return .ready(.respond(response, close: false))
         }
         if let health = self.environment.healthResponse(path: target.path, method: head.method) {
             return .ready(.respond(health, close: false))
@@ -122,12 +131,9 @@ struct RequestPlanner {
             }
             upgrade = protocolName
         }
-        let host =
-            target.authority.map(RouteTable.hostWithoutPort)
-            ?? head.headers.first(name: "host").map { RouteTable.hostWithoutPort($0[...]) }
         let input = DecisionInput(
-            method: head.method, uri: head.uri, path: target.path, host: host, headers: head.headers,
-            connection: self.connection, now: now, trace: trace)
+            method: head.method, target: target, headers: head.headers, connection: self.connection, now: now,
+            trace: trace)
         switch self.decide(input, requestID: requestID) {
         case .ready(let decision):
             return .ready(
@@ -175,7 +181,8 @@ struct RequestPlanner {
             tokenEdits: allowed.tokenEdits,
             traceContext: upstreamSpan.map { trace!.propagationHeaders(for: $0) } ?? [],
             stripDPoPProof: !route.forwardDPoPProof,
-            host: target.authority.map(String.init),
+            host: target.backendHost,
+            forwardedHost: target.host?.name,
             upgrade: upgrade
         )
         let strip: String? =

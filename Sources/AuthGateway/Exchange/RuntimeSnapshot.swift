@@ -36,6 +36,8 @@ final class RuntimeSnapshot: Sendable {
     let rateLimiter: RateLimiter?
     /// `authorizer` (docs/authorizer.md); nil without it, so requests pay nothing.
     let authorizer: AuthorizerConfiguration?
+    /// `paths`: how every request target is made canonical (docs/forwarding.md).
+    let paths: PathSettings
 
     /// `backendTLS` and `backendAvailability`: each backend's, in the order of
     /// `configuration.backends` (`UpstreamTLS.backends`, `BackendAvailabilities.update`).
@@ -51,6 +53,7 @@ final class RuntimeSnapshot: Sendable {
         self.configuration = configuration
         self.rateLimiter = rateLimiter
         self.authorizer = configuration.authorizer
+        self.paths = configuration.paths
         self.generation = generation
         self.routes = RouteTable(configuration.routes, backendNames: backends.map(\.name))
         self.forwarding = ForwardingPolicy(configuration: configuration)

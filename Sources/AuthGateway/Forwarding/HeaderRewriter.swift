@@ -62,7 +62,8 @@ package enum HeaderRewriter {
             headers,
             HeaderRewrite(
                 framing: framing, policy: policy, connection: connection, requestID: requestID, identity: identity,
-                tokenEdits: tokenEdits, traceContext: traceContext, stripDPoPProof: stripDPoPProof))
+                tokenEdits: tokenEdits, traceContext: traceContext, stripDPoPProof: stripDPoPProof,
+                forwardedHost: headers.first(name: "host").flatMap { try? CanonicalHost.make($0[...]).name }))
     }
 
     static func upstreamRequestHeaders(_ headers: HTTPHeaders, _ rewrite: HeaderRewrite) -> HTTPHeaders {
@@ -85,15 +86,14 @@ package enum HeaderRewriter {
         var forwardedFor: String?
         var forwardedProto: String?
         var forwardedHost: String?
-        var host: String?
         for (name, value) in headers {
             if Self.isHopByHop(name, connectionTokens: connectionTokens) { continue }
             if Self.isStrippedIdentityHeader(name, policy: policy) { continue }
             // The proof is for the gateway (docs/authentication.md), unless the route forwards it.
             if rewrite.stripDPoPProof && ASCII.equalsIgnoringCase(name, "dpop") { continue }
             if ASCII.equalsIgnoringCase(name, "host") {
-                host = value
-                // Replaced below by an absolute-form target's authority.
+                // Replaced below when it was not spelled canonically (or by an absolute-form
+                // target's authority).
                 if rewrite.host != nil { continue }
             } else if ASCII.equalsIgnoringCase(name, "x-forwarded-for") {
                 if connection.peerIsTrustedProxy { forwardedFor = forwardedFor.map { "\($0), \(value)" } ?? value }
@@ -134,13 +134,17 @@ package enum HeaderRewriter {
         }
         sink.appendField("X-Forwarded-For", forwardedFor.map { "\($0), \(connection.peerIP)" } ?? connection.peerIP)
         sink.appendField("X-Forwarded-Proto", forwardedProto ?? (connection.isTLS ? "https" : "http"))
-        if let forwardedHost = forwardedHost ?? host { sink.appendField("X-Forwarded-Host", forwardedHost) }
+        // A trusted proxy's own, else the canonical host without its port (docs/forwarding.md).
+        if let forwardedHost = forwardedHost ?? rewrite.forwardedHost.map(String.init) {
+            sink.appendField("X-Forwarded-Host", forwardedHost)
+        }
         sink.appendField("X-Request-Id", rewrite.requestID)
         for field in rewrite.identity { sink.appendField(field.name, field.value) }
         for field in rewrite.traceContext { sink.appendField(field.name, field.value) }
         if rewrite.framing == .chunked { sink.appendField("Transfer-Encoding", "chunked") }
-        // RFC 9112 §3.2.2: an absolute-form target's authority replaces Host — the backend
-        // must see the host the request was routed by, not another one from the client.
+        // The backend sees the host the request was routed by: an absolute-form target's
+        // authority replaces Host (RFC 9112 §3.2.2), and so does the canonical spelling of a
+        // Host that was not canonical (`Admin.Example.com.` → `admin.example.com`).
         if let authority = rewrite.host { sink.appendField("Host", authority) }
         if let upgrade = rewrite.upgrade {
             // Hop-by-hop, so removed above; an upgrade asks the backend for them again.
@@ -228,8 +232,10 @@ package struct HeaderRewrite {
     /// The upstream span's context (`traceparent`, `tracestate`), replacing the client's.
     var traceContext: [(name: String, value: String)] = []
     var stripDPoPProof = false
-    /// An absolute-form target's authority, in place of the client's `Host`.
+    /// The canonical `Host` in place of the client's (`RequestTarget.backendHost`); nil keeps it.
     var host: String? = nil
+    /// The canonical host without its port: `X-Forwarded-Host` unless a trusted proxy sent one.
+    var forwardedHost: Substring? = nil
     /// A WebSocket upgrade's protocol: `Connection: upgrade` and `Upgrade` go to the backend.
     var upgrade: String? = nil
 }

@@ -43,8 +43,8 @@ enum RequestFraming {
                     return .failure(.malformedRequest("Unsupported Transfer-Encoding"))
                 }
             } else if ASCII.equalsIgnoringCase(name, "host") {
+                // Its spelling is judged with the target (`RequestTarget`, docs/forwarding.md).
                 hosts += 1
-                guard Self.isValidHost(value) else { return .failure(.malformedRequest("Invalid Host header")) }
             }
         }
         if transferEncodings > 0 && contentLength != nil {
@@ -53,9 +53,8 @@ enum RequestFraming {
         if transferEncodings > 0 && head.version == .http1_0 {
             return .failure(.malformedRequest("Transfer-Encoding in an HTTP/1.0 request"))
         }
-        if hosts > 1 || (hosts == 0 && head.version == .http1_1) {
-            return .failure(.malformedRequest(hosts > 1 ? "More than one Host header" : "Missing Host header"))
-        }
+        if hosts > 1 { return .failure(.ambiguousHost(AmbiguousHost.several.description)) }
+        if hosts == 0 && head.version == .http1_1 { return .failure(.malformedRequest("Missing Host header")) }
         if chunked { return .success(.chunked) }
         if let contentLength {
             if contentLength > maxBodyBytes { return .failure(.bodyTooLarge) }
@@ -68,15 +67,6 @@ enum RequestFraming {
     static func parseLength(_ text: Substring) -> Int? {
         guard !text.isEmpty, text.utf8.count <= 18, text.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }) else { return nil }
         return Int(text)
-    }
-
-    /// `uri-host [ ":" port ]` made of characters a host can hold.
-    private static func isValidHost(_ value: String) -> Bool {
-        !value.isEmpty
-            && value.utf8.allSatisfy { byte in
-                HTTPToken.isTokenByte(byte) || byte == UInt8(ascii: ":") || byte == UInt8(ascii: "[")
-                    || byte == UInt8(ascii: "]")
-            }
     }
 
     /// Whether the request asks for a protocol upgrade (WebSocket and the like).

@@ -72,6 +72,8 @@ enum HTTP2Messages {
                 // RFC 9113 §8.2.2: only "trailers" (then dropped as hop-by-hop).
                 guard value == "trailers" else { return .failure(.malformedRequest("te other than trailers")) }
             case "host":
+                // One host per request (docs/forwarding.md, "Request targets").
+                guard host == nil else { return .failure(.ambiguousHost(AmbiguousHost.several.description)) }
                 host = value
             case "cookie":
                 // RFC 9113 §8.2.3: cookie crumbs are joined with "; " for HTTP/1.1.
@@ -94,8 +96,13 @@ enum HTTP2Messages {
         guard path.utf8.first == UInt8(ascii: "/") || (path == "*" && method == "OPTIONS") else {
             return .failure(.malformedRequest(":path is not origin-form"))
         }
-        if let authority, let host, !ASCII.equalsIgnoringCase(authority, host) {
-            return .failure(.malformedRequest("Host differs from :authority"))
+        if let authority, let host {
+            // Compared canonically: `Example.com.` and `example.com` name one host; two
+            // different hosts would let routing and the backend each pick one.
+            let same = (try? CanonicalHost.make(authority[...]).name) == (try? CanonicalHost.make(host[...]).name)
+            guard same, (try? CanonicalHost.make(host[...])) != nil else {
+                return .failure(.ambiguousHost(AmbiguousHost.differsFromAuthority.description))
+            }
         }
         if host == nil, let authority { headers.insert(("host", authority), at: 0) }
         if !cookies.isEmpty { headers.append(("cookie", cookies.joined(separator: "; "))) }

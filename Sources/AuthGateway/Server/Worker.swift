@@ -108,7 +108,7 @@ package final class Worker {
             proofOfPossession: ProofOfPossession(
                 configuration: configuration.tokens.dpop, replay: self.shared.dpopReplay,
                 sharedReplay: self.shared.sharedState?.dpopReplay, nonceKey: self.shared.dpopNonceKey,
-                eventLoop: self.eventLoop),
+                eventLoop: self.eventLoop, paths: configuration.paths),
             profile: ProfileLookup(
                 profiles: self.snapshot.profiles, configuration: configuration,
                 endpoint: { endpoints.profileEndpoint() }, eventLoop: self.eventLoop, metrics: self.metrics),

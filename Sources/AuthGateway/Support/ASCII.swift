@@ -1,6 +1,11 @@
 /// ASCII case-insensitive comparisons on UTF-8 views, without building lower-cased copies.
 /// Header names are compared this way on every request.
 enum ASCII {
+    /// `text` with A–Z lower-cased; every other byte as it is.
+    static func lowercased(_ text: some StringProtocol) -> String {
+        String(decoding: text.utf8.map(Self.lower), as: UTF8.self)
+    }
+
     @inline(__always)
     static func lower(_ byte: UInt8) -> UInt8 {
         byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte | 0x20 : byte

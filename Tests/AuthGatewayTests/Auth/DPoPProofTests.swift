@@ -16,7 +16,7 @@ struct DPoPProofTests {
         let now = try #require(document["now"]?.numberValue?.double)
         let htu = try #require(document["htu"]?.stringValue)
         let token = try #require(document["accessToken"]?.stringValue)
-        let expected = try #require(DPoPTarget.normalized(htu: htu))
+        let expected = try #require(DPoPTarget.normalized(htu: htu, paths: PathSettings()))
         let request = DPoPProof.Request(method: "GET", url: expected, accessToken: token[...], now: now)
         let vectors = try #require(document["vectors"]?.arrayValue)
         #expect(vectors.count == 16)
@@ -34,22 +34,29 @@ struct DPoPProofTests {
         }
     }
 
+    /// `htu` is compared in the canonical form every decision uses (docs/forwarding.md).
     @Test func htuNormalization() {
+        let paths = PathSettings()
         #expect(
-            DPoPTarget.normalized(htu: "HTTPS://Example.COM:443/a%2fb/%7Euser/%41")
-                == "https://example.com/a%2Fb/~user/A")
-        #expect(DPoPTarget.normalized(htu: "http://example.com:80") == "http://example.com/")
-        #expect(DPoPTarget.normalized(htu: "http://example.com:8080/x") == "http://example.com:8080/x")
-        #expect(DPoPTarget.normalized(htu: "http://example.com/x?y=1") == nil)
-        #expect(DPoPTarget.normalized(htu: "http://example.com/x#f") == nil)
-        #expect(DPoPTarget.normalized(htu: "ftp://example.com/x") == nil)
-        #expect(DPoPTarget.normalized(htu: "http://user@example.com/x") == nil)
-        #expect(DPoPTarget.normalized(htu: "http:///x") == nil)
+            DPoPTarget.normalized(htu: "HTTPS://Example.COM.:443/a/b/../%7Euser/%41", paths: paths)
+                == "https://example.com/a/~user/A")
         #expect(
-            DPoPTarget.expected(
-                base: DPoPTarget.normalizedBase(scheme: "HTTPS", authority: "Api.Example.com:443"), uri: "/o/%7e?q=1#x")
-                == "https://api.example.com/o/~")
-        #expect(DPoPTarget.expected(base: "http://h", uri: "") == "http://h/")
+            DPoPTarget.normalized(htu: "http://h/a%2fb", paths: PathSettings(escapedSlashes: .keep)) == "http://h/a%2Fb")
+        #expect(DPoPTarget.normalized(htu: "http://h/a%2fb", paths: PathSettings(escapedSlashes: .decode)) == "http://h/a/b")
+        // An ambiguous path never equals a decided request's.
+        #expect(DPoPTarget.normalized(htu: "http://h/a%2fb", paths: paths) == nil)
+        #expect(DPoPTarget.normalized(htu: "http://h/a/..;/b", paths: paths) == nil)
+        #expect(DPoPTarget.normalized(htu: "http://example.com:80", paths: paths) == "http://example.com/")
+        #expect(DPoPTarget.normalized(htu: "http://example.com:8080/x", paths: paths) == "http://example.com:8080/x")
+        #expect(DPoPTarget.normalized(htu: "http://example.com/x?y=1", paths: paths) == nil)
+        #expect(DPoPTarget.normalized(htu: "http://example.com/x#f", paths: paths) == nil)
+        #expect(DPoPTarget.normalized(htu: "ftp://example.com/x", paths: paths) == nil)
+        #expect(DPoPTarget.normalized(htu: "http://user@example.com/x", paths: paths) == nil)
+        #expect(DPoPTarget.normalized(htu: "http:///x", paths: paths) == nil)
+        #expect(
+            DPoPTarget.normalizedBase(scheme: "HTTPS", authority: "Api.Example.com.:443").map {
+                DPoPTarget.expected(base: $0, canonicalPath: "/o/~")
+            } == "https://api.example.com/o/~")
     }
 
     /// RFC 7638 §3.1's example key and thumbprint.

@@ -236,7 +236,7 @@ struct RequestPlannerTests {
         #expect(forward.head.httpRequestHead.headers["Cookie"].joined().contains("theme=dark"))
         // The same decision answered to another proxy (authorizer mode) names the same field.
         let input = DecisionInput(
-            method: .GET, uri: "/app", path: "/app", host: "gw",
+            method: .GET, target: RequestTarget(path: "/app", query: nil, host: CanonicalHost(name: "gw", port: nil)),
             headers: HTTPHeaders([("Host", "gw"), ("Cookie", "gateway-session=\(handle.value)")]),
             connection: ClientConnectionInfo(peerIP: "127.0.0.1", peerIsTrustedProxy: false, isTLS: false), now: now)
         guard case .ready(.allowed(let allowed)) = planner.decide(input, requestID: "req-2") else {

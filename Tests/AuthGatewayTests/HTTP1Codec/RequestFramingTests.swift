@@ -87,21 +87,20 @@ struct RequestFramingTests {
     func host() {
         #expect(isMalformed(validate([], method: .GET)))
         #expect(validate([], version: .http1_0, method: .GET) == .success(.none))
-        #expect(isMalformed(validate([("Host", "a"), ("Host", "a")], method: .GET)))
-        #expect(isMalformed(validate([("Host", "a"), ("host", "b")], method: .GET)))
-        #expect(isMalformed(validate([("Host", "a"), ("Host", "b")], version: .http1_0, method: .GET)))
+        // Two hosts: which one a server routes by is not guessed (docs/forwarding.md).
+        let two = GatewayError.ambiguousHost(AmbiguousHost.several.description)
+        #expect(validate([("Host", "a"), ("Host", "a")], method: .GET) == .failure(two))
+        #expect(validate([("Host", "a"), ("host", "b")], method: .GET) == .failure(two))
+        #expect(validate([("Host", "a"), ("Host", "b")], version: .http1_0, method: .GET) == .failure(two))
     }
 
-    @Test(
-        "Host values",
-        arguments: [
-            ("api.example.com", true), ("api.example.com:8080", true), ("[::1]:8080", true), ("127.0.0.1", true),
-            ("", false), ("a b", false), ("a/b", false), ("a@b", false), ("a,b", false), ("a\"b", false),
-        ])
-    func hostValues(_ value: String, _ valid: Bool) {
-        let result = validate([("Host", value)], method: .GET)
-        #expect((result == .success(.none)) == valid)
-        if !valid { #expect(isMalformed(result)) }
+    /// One Host's spelling is the target's business (`RequestTarget`, `CanonicalHostTests`),
+    /// answered 400 `request.ambiguous_host` on a connection that stays open.
+    @Test("Host values are judged with the target, not by the framing")
+    func hostValues() {
+        for value in ["api.example.com", "[::1]:8080", "", "a b", "a@b", "a,b"] {
+            #expect(validate([("Host", value)], method: .GET) == .success(.none), "\(value)")
+        }
     }
 
     @Test("a Content-Length over the limit is refused as too large (413) before any body is read")

@@ -32,6 +32,8 @@ enum DPoPProof {
         /// The access token the proof is for (`ath`).
         let accessToken: Substring
         let now: Double
+        /// How `htu`'s path is made canonical: as every request path is.
+        var paths = PathSettings()
     }
 
     static func verify(
@@ -87,7 +89,7 @@ enum DPoPProof {
         }
         let claims = jws.payload
         guard case .string(let htm)? = claims["htm"], htm == request.method else { return .failure(DPoPFailure("htm")) }
-        guard case .string(let htu)? = claims["htu"], DPoPTarget.normalized(htu: htu) == request.url else {
+        guard case .string(let htu)? = claims["htu"], DPoPTarget.normalized(htu: htu, paths: request.paths) == request.url else {
             return .failure(DPoPFailure("htu"))
         }
         guard let iat = claims["iat"]?.numberValue?.double else { return .failure(DPoPFailure("iat")) }

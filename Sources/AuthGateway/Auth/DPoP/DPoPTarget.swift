@@ -1,31 +1,28 @@
 /// The `htu` a proof must carry: the request's URL as the client saw it, without query and
-/// fragment, compared after RFC 3986 §6.2.2–6.2.3 normalization (RFC 9449 §4.3): scheme and
-/// host lower-cased, the default port dropped, an empty path as "/", percent-encoded
-/// unreserved characters decoded and the remaining escapes upper-cased.
+/// fragment (RFC 9449 §4.3). Both sides are compared in the canonical form every other decision
+/// uses (docs/forwarding.md, "Request targets"): scheme lower-cased, the host canonical
+/// (`CanonicalHost`: lower-cased, no trailing dot), the default port dropped, the path canonical
+/// (`CanonicalPath`: a superset of RFC 3986 §6.2.2's syntax-based normalization). A proof for
+/// `/a/../admin` is a proof for `/admin`, the path the request was decided on.
 enum DPoPTarget {
-    /// `scheme://authority`, normalized (`URLAuthority.normalizedOrigin`).
-    static func normalizedBase(scheme: String, authority: String) -> String {
-        URLAuthority.normalizedOrigin(scheme: scheme, authority: authority)
+    /// `scheme://authority`, normalized; nil when the authority is no canonical-able host.
+    static func normalizedBase(scheme: String, authority: String) -> String? {
+        guard let host = try? CanonicalHost.make(authority[...]) else { return nil }
+        return URLAuthority.normalizedOrigin(scheme: scheme, authority: host.authority)
     }
 
-    /// The normalized URL of a request: `base` (already normalized) and the path of `uri`
-    /// (origin-form; its query and fragment dropped).
-    static func expected(base: String, uri: String) -> String {
-        var path = Substring(uri)
-        if let end = path.firstIndex(where: { $0 == "?" || $0 == "#" }) { path = path[..<end] }
-        // The request's own target was checked when it was parsed (a bad escape is a 400).
-        return base + (Self.normalizedPath(path) ?? String(path))
-    }
+    /// The normalized URL of a request: `base` (already normalized) and its canonical path.
+    static func expected(base: String, canonicalPath: String) -> String { base + canonicalPath }
 
-    /// A proof's `htu`, normalized; nil when it is no absolute http(s) URL or carries a query or
-    /// fragment (RFC 9449 §4.2: "without query and fragment parts").
-    static func normalized(htu: String) -> String? {
+    /// A proof's `htu`, normalized; nil when it is no absolute http(s) URL, carries a query or
+    /// fragment (RFC 9449 §4.2: "without query and fragment parts"), or a path the gateway
+    /// refuses (an ambiguous spelling is never equal to a decided request).
+    static func normalized(htu: String, paths: PathSettings) -> String? {
         guard !htu.contains("?"), !htu.contains("#") else { return nil }
-        let lower = htu.lowercased()
         let scheme: String
-        if lower.hasPrefix("https://") {
+        if ASCII.hasPrefixIgnoringCase(htu, "https://") {
             scheme = "https"
-        } else if lower.hasPrefix("http://") {
+        } else if ASCII.hasPrefixIgnoringCase(htu, "http://") {
             scheme = "http"
         } else {
             return nil
@@ -33,16 +30,13 @@ enum DPoPTarget {
         let rest = htu.dropFirst(scheme.count + 3)
         let slash = rest.firstIndex(of: "/") ?? rest.endIndex
         let authority = rest[..<slash]
-        guard !authority.isEmpty, !authority.contains("@") else { return nil }
-        guard let path = Self.normalizedPath(rest[slash...]) else { return nil }
-        return Self.normalizedBase(scheme: scheme, authority: String(authority)) + path
-    }
-
-    /// Percent-escapes of unreserved characters decoded, the others upper-cased (the request
-    /// path's own normalization, `RequestTarget`); "" → "/"; nil for a malformed escape.
-    static func normalizedPath(_ path: Substring) -> String? {
-        guard !path.isEmpty else { return "/" }
-        guard path.contains("%") else { return String(path) }
-        return try? RequestTarget.decodeUnreserved(path)
+        guard !authority.isEmpty, let base = Self.normalizedBase(scheme: scheme, authority: String(authority)) else {
+            return nil
+        }
+        let path = rest[slash...]
+        guard path.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }),
+            let canonical = try? CanonicalPath.make(path.isEmpty ? "/" : path, settings: paths)
+        else { return nil }
+        return base + canonical
     }
 }

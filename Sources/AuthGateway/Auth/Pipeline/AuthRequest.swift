@@ -16,16 +16,17 @@ struct AuthRequest {
     let connection: ClientConnectionInfo
     /// `trustedProxies`: whose `X-Forwarded-For` hops `client.ip` believes.
     let trustedProxies: [CIDR]
-    /// For DPoP proofs (`htm`, `htu`) and `request.method`: the method and the target as sent.
+    /// For DPoP proofs (`htm`, `htu`) and `request.*`: the method as sent and the canonical
+    /// target (docs/forwarding.md, "Request targets").
     var method: HTTPMethod = .GET
-    var uri: String = "/"
+    var target = RequestTarget(path: "/", query: nil)
     /// The request's trace, when it is traced: the slow steps open child spans in it.
     var trace: RequestTrace? = nil
 
     init(
         headers: HTTPHeaders, resolved: ResolvedRoute, keys: KeySnapshot, now: Double,
-        connection: ClientConnectionInfo, trustedProxies: [CIDR] = [], method: HTTPMethod = .GET, uri: String = "/",
-        trace: RequestTrace? = nil
+        connection: ClientConnectionInfo, trustedProxies: [CIDR] = [], method: HTTPMethod = .GET,
+        target: RequestTarget = RequestTarget(path: "/", query: nil), trace: RequestTrace? = nil
     ) {
         self.headers = headers
         self.resolved = resolved
@@ -34,19 +35,19 @@ struct AuthRequest {
         self.connection = connection
         self.trustedProxies = trustedProxies
         self.method = method
-        self.uri = uri
+        self.target = target
         self.trace = trace
     }
 
     /// For callers that hold only a configuration (tests): the route resolved to backend 0.
     init(
         headers: HTTPHeaders, route: RouteConfiguration, keys: KeySnapshot, now: Double,
-        connection: ClientConnectionInfo, trustedProxies: [CIDR] = [], method: HTTPMethod = .GET, uri: String = "/",
-        trace: RequestTrace? = nil
+        connection: ClientConnectionInfo, trustedProxies: [CIDR] = [], method: HTTPMethod = .GET,
+        target: RequestTarget = RequestTarget(path: "/", query: nil), trace: RequestTrace? = nil
     ) {
         self.init(
             headers: headers, resolved: ResolvedRoute(configuration: route, backendIndex: 0), keys: keys, now: now,
-            connection: connection, trustedProxies: trustedProxies, method: method, uri: uri, trace: trace)
+            connection: connection, trustedProxies: trustedProxies, method: method, target: target, trace: trace)
     }
 
     var isTLS: Bool { self.connection.isTLS }

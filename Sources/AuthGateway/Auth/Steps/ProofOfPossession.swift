@@ -22,11 +22,14 @@ struct ProofOfPossession {
     /// The process's `DPoP-Nonce` key (used when `tokens.dpop.nonce` is on).
     let nonceKey: SymmetricKey
     let eventLoop: EventLoop
+    /// How a proof's `htu` path is made canonical (`paths`): as the request's was.
+    let paths: PathSettings
 
     init(
         configuration: DPoPConfiguration, replay: ReplayCache, sharedReplay: SharedDPoPReplay?,
-        nonceKey: SymmetricKey, eventLoop: EventLoop
+        nonceKey: SymmetricKey, eventLoop: EventLoop, paths: PathSettings = PathSettings()
     ) {
+        self.paths = paths
         self.configuration = configuration
         self.algorithms = configuration.algorithms.map(\.rawValue).joined(separator: " ")
         self.replay = replay
@@ -58,8 +61,9 @@ struct ProofOfPossession {
         guard proofs > 0, let proof else { return self.refuse(.dpopRequired(algs: self.algorithms)) }
         guard proofs == 1 else { return self.refuse(self.invalid("more than one DPoP header")) }
         let target = DPoPProof.Request(
-            method: request.method.rawValue, url: DPoPTarget.expected(base: self.base(request), uri: request.uri),
-            accessToken: presented.value, now: request.now
+            method: request.method.rawValue,
+            url: DPoPTarget.expected(base: self.base(request), canonicalPath: request.target.path),
+            accessToken: presented.value, now: request.now, paths: self.paths
         )
         switch DPoPProof.verify(ASCII.trimmingOWS(proof), for: target, configuration: self.configuration) {
         case .failure(let failure):
@@ -120,7 +124,7 @@ struct ProofOfPossession {
     private func base(_ request: AuthRequest) -> String {
         if let base = self.configuration.publicBaseURL { return base }
         var scheme = request.isTLS ? "https" : "http"
-        var authority = request.headers.first(name: "host") ?? ""
+        var authority = request.target.host?.authority ?? ""
         if request.connection.peerIsTrustedProxy {
             if let proto = request.headers.first(name: "x-forwarded-proto")?.split(separator: ",").first {
                 scheme = String(ASCII.trimmingOWS(proto))
@@ -129,6 +133,7 @@ struct ProofOfPossession {
                 authority = String(ASCII.trimmingOWS(host))
             }
         }
-        return DPoPTarget.normalizedBase(scheme: scheme, authority: authority)
+        // A base no proof can name (a forwarded host that is no host): every `htu` differs.
+        return DPoPTarget.normalizedBase(scheme: scheme, authority: authority) ?? "invalid:"
     }
 }

@@ -10,7 +10,8 @@ struct SignInRedirect {
             error == .tokenMissing || error == .refreshRejected,
             BrowserRequest.isNavigation(method: request.method, headers: request.headers)
         else { return outcome }
-        let returnPath = ReturnPath.sanitize(request.uri[...])
+        // The canonical target: the path the route was matched on, with its query.
+        let returnPath = ReturnPath.sanitize(request.target.upstreamURI(strippingPrefix: nil)[...])
         switch self.signIn.start(returnPath: returnPath, headers: request.headers, now: request.now) {
         case .redirect(let location, let cookies):
             return .redirect(location: location, headers: headers + cookies.map { ("Set-Cookie", $0) })

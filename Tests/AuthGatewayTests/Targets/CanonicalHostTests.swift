@@ -1,0 +1,78 @@
+import Testing
+
+@testable import AuthGateway
+
+/// The canonical host (docs/forwarding.md, "Request targets"): what routes, policies and
+/// `X-Forwarded-Host` read, whatever way the client spelled it.
+@Suite("CanonicalHost")
+struct CanonicalHostTests {
+    static func make(_ value: String) -> Result<CanonicalHost, TargetRefusal> {
+        do throws(TargetRefusal) {
+            return .success(try CanonicalHost.make(value[...]))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    @Test(
+        "spellings of one host",
+        arguments: [
+            ("admin.example.com", "admin.example.com", nil),
+            ("ADMIN.Example.COM", "admin.example.com", nil),
+            ("admin.example.com.", "admin.example.com", nil),
+            ("admin.example.com.:80", "admin.example.com", "80"),
+            ("Admin.Example.Com.:8443", "admin.example.com", "8443"),
+            ("admin.example.com:", "admin.example.com", nil),
+            ("127.0.0.1:8080", "127.0.0.1", "8080"),
+            ("[::1]:8080", "[::1]", "8080"),
+            ("[2001:DB8::1]", "[2001:db8::1]", nil),
+            ("localhost", "localhost", nil),
+            ("under_score.internal", "under_score.internal", nil),
+        ] as [(String, String, String?)])
+    func canonical(_ value: String, _ name: String, _ port: String?) throws {
+        let host = try Self.make(value).get()
+        #expect(host.name == name[...])
+        #expect(host.port == port?[...])
+    }
+
+    @Test(
+        "spellings servers read differently are refused",
+        arguments: [
+            ("", AmbiguousHost.empty),
+            ("user@admin.example.com", .userinfo),
+            ("admin.example.com@evil", .userinfo),
+            (":80", .emptyLabel),
+            (".", .emptyLabel),
+            ("admin.example.com..", .emptyLabel),
+            ("admin..example.com", .emptyLabel),
+            (".admin.example.com", .emptyLabel),
+            ("admin.example.com:80:80", .invalidPort),
+            ("admin.example.com:8o", .invalidPort),
+            ("admin.example.com:65536", .invalidPort),
+            ("admin.example.com:123456", .invalidPort),
+            ("admin.example.com%2e", .invalidCharacter),
+            ("admin.example.com,evil", .invalidCharacter),
+            ("admin.example.com/x", .invalidCharacter),
+            ("admin.example.com\\x", .invalidCharacter),
+            ("admin example.com", .invalidCharacter),
+            ("admin.exämple.com", .invalidCharacter),
+            ("admin.example.com\u{0}", .invalidCharacter),
+            ("[::1", .invalidCharacter),
+            ("[]", .invalidCharacter),
+            ("[fe80::1%25eth0]", .invalidCharacter),
+            ("[::1]x", .invalidCharacter),
+        ])
+    func refused(_ value: String, _ reason: AmbiguousHost) {
+        #expect(Self.make(value) == .failure(.ambiguousHost(reason)))
+    }
+
+    @Test("a canonical value is used as it is, without a copy")
+    func spelledAsSent() throws {
+        for value in ["api.example.com", "api.example.com:443", "[::1]:80"] {
+            #expect(try Self.make(value).get().isSpelled(as: value[...]))
+        }
+        for value in ["Api.example.com", "api.example.com.", "api.example.com:", "api.example.com.:443"] {
+            #expect(try !Self.make(value).get().isSpelled(as: value[...]))
+        }
+    }
+}
