@@ -104,7 +104,14 @@ public struct RequestCheck {
         }
         report.line(
             "target", "\(target.upstreamURI(strippingPrefix: nil))" + (target.host.map { " (host \($0.name))" } ?? ""))
-        let routes = RouteTable(self.configuration.routes, backendNames: self.configuration.backends.map(\.name))
+        let backendNames = self.configuration.backends.map(\.name)
+        let routes = RouteTable(self.configuration.routes, backendNames: backendNames)
+        if LenientRoutes(self.configuration.routes, backendNames: backendNames).namesAnotherRoute(
+            target, method: method.rawValue, in: routes)
+        {
+            report.refusal(TargetRefusal.ambiguousPath(.lenientVariant).error)
+            return .refused
+        }
         guard let resolved = routes.match(host: target.host?.name, path: target.path, method: method.rawValue) else {
             report.line("route", "none matches")
             report.refusal(.routeNotFound)

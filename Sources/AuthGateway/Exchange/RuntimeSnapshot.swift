@@ -7,6 +7,9 @@ final class RuntimeSnapshot: Sendable {
     let configuration: GatewayConfiguration
     let generation: UInt64
     let routes: RouteTable
+    /// The routes as a lenient matcher reads them (without case, trailing dots and spaces): a
+    /// path that names another route that way is refused (docs/forwarding.md).
+    let lenientRoutes: LenientRoutes
     let forwarding: ForwardingPolicy
     /// What authentication keeps per configuration, process-wide; each loop's
     /// `RequestAuthenticator` is built around them (`Worker`).
@@ -56,6 +59,7 @@ final class RuntimeSnapshot: Sendable {
         self.paths = configuration.paths
         self.generation = generation
         self.routes = RouteTable(configuration.routes, backendNames: backends.map(\.name))
+        self.lenientRoutes = LenientRoutes(configuration.routes, backendNames: backends.map(\.name))
         self.forwarding = ForwardingPolicy(configuration: configuration)
         self.refresher = refresher
         self.profiles = profiles

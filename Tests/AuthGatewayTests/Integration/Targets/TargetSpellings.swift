@@ -31,6 +31,9 @@ enum PathSpellings {
         "/public/..%C0%AFadmin/x", "/public/..%EF%BC%8Fadmin/x", "/public/%ED%A0%80/x", "/public/%FF/x",
         "/admin%00/x", "/public/x%00/../../admin/x", "/public/..%00/admin/x", "/public/%0a/x", "/public/%09/x",
         "/public/%7F/x", "/../admin/x", "/public/../../admin/x", "/%2e%2e/admin/x",
+        // A last `..`: Caddy 2.6 trims trailing dots before matching (`/admin/..` is `/admin/`).
+        "/admin/..", "/admin/%2e%2e", "/admin/x/../..", "/public/x/..", "/admin/.", "/admin/x.", "/admin.",
+        "/admin/..%20",
         // Case: nginx and Python read paths case-sensitively, Caddy's path matchers do not.
         "/ADMIN/x", "/Admin/x", "/aDmIn/x", "/%41DMIN/x", "/%61dmin/x", "/adm%69n/x", "/PUBLIC/x",
         "/adm%C4%B0n/x", "/ADM%C4%B1N/x", "/publ%C4%B1c/x",
@@ -43,11 +46,13 @@ enum PathSpellings {
         "adm%49n", "adm%C4%B0n", "p%75blic", "", ".", "..", "%2e", "public;x", "public%3B",
     ]
     static let separators = [
-        "/", "/", "/", "/", "//", "/./", "\\", "%2F", "%2f", "%5C", "%5c", ";/", "/;/", "%252F", "%3B/", "/%2e/",
+        "/", "/", "/", "/", "/", "/", "/", "/", "//", "/./", "\\", "%2F", "%2f", "%5C", "%5c", ";/", "/;/", "%252F",
+        "%3B/", "/%2e/",
         "/%2E/", "%00/", "/%09/", "%C0%AF",
     ]
     static let steps = [
-        "..", "..", "..", ".", "%2e%2e", "%2E%2E", "%2e.", ".%2E", "%2e", "..;", "..;x", ".;", "%2e%2e%3b",
+        "..", "..", "..", ".", "x", "users", "public", "admin", "%2e%2e", "%2E%2E", "%2e.", ".%2E", "%2e", "..;",
+        "..;x", ".;", "%2e%2e%3b",
         "..%3B", "..%00", "%c0%ae%c0%ae", "%C0%AE", "...", "..%20", "%252e%252e", "%25%32%65%25%32%65", "x", "a%2Fb",
     ]
     static let leaves = [
