@@ -75,7 +75,9 @@ struct AuthorizerHTTPTests {
 
         let open = try await gateway.send(Self.nginx("GET", "/public/x"))
         #expect(open.status == 200)
-        #expect(open.header("X-User-Subject") == nil)
+        // No identity: every identity header answered empty, so that no proxy keeps a client's.
+        #expect(open.headers["X-User-Subject"] == [""])
+        #expect(open.headers["X-User-Email"] == [""])
         #expect(gateway.backend.requestCount == 0)
     }
 
@@ -119,13 +121,20 @@ struct AuthorizerHTTPTests {
         #expect(gateway.backend.requestCount == 0)
     }
 
+    /// 400 naming the header; for nginx (which turns any status but 401 and 403 into its own
+    /// 500) a 403 with the 400 in `X-Auth-Gateway-Status`, as every refusal.
     @Test func missingContractHeadersAnd400NamingThem() async throws {
         let gateway = try await Self.start()
         atTestEnd { await gateway.stop() }
         let response = try await gateway.send(
             TestRequest(.GET, Self.prefix + "auth-request", headers: [("X-Original-Method", "GET")]))
-        #expect(response.status == 400)
+        #expect(response.status == 403)
+        #expect(response.header("X-Auth-Gateway-Status") == "400")
         #expect(response.json?["detail"]?.stringValue?.contains("X-Original-URI") == true)
+        let forward = try await gateway.send(
+            TestRequest(.GET, Self.prefix + "forward-auth", headers: [("X-Forwarded-Method", "GET")]))
+        #expect(forward.status == 400)
+        #expect(forward.json?["detail"]?.stringValue?.contains("X-Forwarded-Uri") == true)
         let unknown = try await gateway.send(TestRequest(.GET, Self.prefix + "nope"))
         #expect(unknown.status == 404)
     }
