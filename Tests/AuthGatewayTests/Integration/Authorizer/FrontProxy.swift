@@ -10,8 +10,9 @@ import AuthGatewayTesting
 /// A real nginx (`auth_request`) or Caddy (`forward_auth`) in front of the gateway, configured
 /// with the snippet docs/authorizer.md shows: the test reads it from the doc (the fenced block
 /// after `<!-- tested: nginx -->` or `<!-- tested: caddy -->`) and only puts its own ports in
-/// place of the doc's (gateway 127.0.0.1:8080, application 127.0.0.1:9000, proxy 8000), so the
-/// documented configuration is the one that works here.
+/// place of the doc's (gateway 127.0.0.1:8080, application 127.0.0.1:9000, proxy 8000; Caddy's
+/// site, for any host as in the doc, bound to 127.0.0.1), so the documented configuration is
+/// the one that works here.
 ///
 /// Everything lives in a temporary folder; the proxy listens on 127.0.0.1 on a port below the
 /// ephemeral range (another one when it cannot bind), runs in the foreground (`daemon off`,
