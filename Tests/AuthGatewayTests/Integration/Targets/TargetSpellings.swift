@@ -33,7 +33,9 @@ enum PathSpellings {
         "/public/%7F/x", "/../admin/x", "/public/../../admin/x", "/%2e%2e/admin/x",
         // A last `..`: Caddy 2.6 trims trailing dots before matching (`/admin/..` is `/admin/`).
         "/admin/..", "/admin/%2e%2e", "/admin/x/../..", "/public/x/..", "/admin/.", "/admin/x.", "/admin.",
-        "/admin/..%20",
+        "/admin/..%20", "/admin./x", "/admin%20/x",
+        // IIS's %u escapes, not escapes at all elsewhere.
+        "/public/%u002e%u002e/admin/x", "/public/..%u2215admin/x",
         // Case: nginx and Python read paths case-sensitively, Caddy's path matchers do not.
         "/ADMIN/x", "/Admin/x", "/aDmIn/x", "/%41DMIN/x", "/%61dmin/x", "/adm%69n/x", "/PUBLIC/x",
         "/adm%C4%B0n/x", "/ADM%C4%B1N/x", "/publ%C4%B1c/x",
