@@ -71,6 +71,15 @@ extension RequestPlanner {
     func decide(_ input: DecisionInput, requestID: String) -> DecisionStep {
         // A route's `methods` apply to what a preflight asks for, not to `OPTIONS` itself.
         let preflight = CORS.Preflight(method: input.method, headers: input.headers)
+        // A path that names another route without case or trailing dots is read differently by
+        // servers that ignore them and servers that do not: refused, never routed
+        // (docs/forwarding.md, "Spellings that are refused").
+        if self.snapshot.lenientRoutes.namesAnotherRoute(
+            input.target, method: preflight?.method ?? input.method.rawValue, in: self.snapshot.routes)
+        {
+            let error = TargetRefusal.ambiguousPath(.lenientVariant).error
+            return .ready(.denied(.problem(error, requestID: requestID), route: nil))
+        }
         if let preflight,
             let resolved = self.snapshot.routes.match(
                 host: input.target.host?.name, path: input.target.path, method: preflight.method),

@@ -7,6 +7,9 @@ final class RuntimeSnapshot: Sendable {
     let configuration: GatewayConfiguration
     let generation: UInt64
     let routes: RouteTable
+    /// The routes as a lenient matcher reads them (without case, trailing dots and spaces): a
+    /// path that names another route that way is refused (docs/forwarding.md).
+    let lenientRoutes: LenientRoutes
     let forwarding: ForwardingPolicy
     /// Each authentication feature's services for this configuration, process-wide; each
     /// loop's steps are built around them (`StepContext`).
@@ -48,6 +51,7 @@ final class RuntimeSnapshot: Sendable {
         self.paths = configuration.paths
         self.generation = generation
         self.routes = RouteTable(configuration.routes, backendNames: backends.map(\.name))
+        self.lenientRoutes = LenientRoutes(configuration.routes, backendNames: backends.map(\.name))
         self.forwarding = ForwardingPolicy(configuration: configuration)
         self.authentication = authentication
         self.idleTimeout = .seconds(Int64(configuration.timeouts.idleSeconds))
