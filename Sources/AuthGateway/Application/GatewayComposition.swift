@@ -26,6 +26,7 @@ enum GatewayComposition {
         let usesTLSUpstream =
             configuration.authService?.url?.isTLS == true || configuration.tokens.introspection?.url?.isTLS == true
             || configuration.tokens.issuers.contains { $0.jwks?.url?.isTLS == true || $0.jwks?.discovery != nil }
+            || configuration.routes.contains { $0.exchange?.tokenEndpoint.isTLS == true }
         let clientTLS =
             usesTLSUpstream
             ? try GatewayShared.makeClientTLS(caFile: configuration.authService?.caCertificatePEMFile) : nil

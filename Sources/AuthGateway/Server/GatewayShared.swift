@@ -23,6 +23,9 @@ final class GatewayShared: Sendable {
     let processMetrics: ProcessMetrics
     /// The refresh single flight and grace table: outlives configurations (docs/operations.md).
     let refreshStore: RefreshStore
+    /// The token-exchange single flight and cache (docs/token-exchange.md): outlives
+    /// configurations; with `sharedState.postgres`, shared by every instance.
+    let exchangeStore: ExchangeStore
     /// With `sharedState.postgres`: the database behind `refreshStore`, its background work
     /// and health (docs/shared-state.md). Kept across reloads.
     let sharedState: PostgresSharedState?
@@ -52,8 +55,10 @@ final class GatewayShared: Sendable {
         sharedState: PostgresSharedState? = nil,
         logger: Logger, sessions: SessionStore = LocalSessionStore(capacity: 100_000),
         dpopNonceKey: SymmetricKey = DPoPNonce.key(sharedSecret: nil),
-        signInFlowKey: SymmetricKey = SignInFlowSealer.key(sharedStateKey: nil)
+        signInFlowKey: SymmetricKey = SignInFlowSealer.key(sharedStateKey: nil),
+        exchangeStore: ExchangeStore? = nil
     ) {
+        self.exchangeStore = exchangeStore ?? sharedState?.exchanges ?? LocalExchangeStore(clock: clock)
         self.signInFlowKey = signInFlowKey
         self.logger = logger
         self.sessions = sessions
