@@ -23,9 +23,10 @@ extension TokenDigest {
     /// subject token, so that it never meets a refresh token's digest in a shared table and
     /// one subject token exchanged for two routes makes two entries.
     static func exchange(subjectToken: Substring, route: String) -> TokenDigest {
+        // The route's length first, so no (route, token) pair reads as another.
         var bytes: [UInt8] = Array("auth-gateway token exchange\0".utf8)
+        withUnsafeBytes(of: UInt32(route.utf8.count).bigEndian) { bytes.append(contentsOf: $0) }
         bytes.append(contentsOf: route.utf8)
-        bytes.append(0)
         bytes.append(contentsOf: subjectToken.utf8)
         return bytes.withUnsafeBytes { TokenDigest(of: $0) }
     }

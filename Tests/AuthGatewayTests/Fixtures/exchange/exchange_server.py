@@ -14,7 +14,7 @@ Audience "refused-api" is refused by the exchange policy with invalid_grant (idp
 TokenErrorResponse), so a test can see a refusal.
 
 --blackhole accepts connections and never answers (a token endpoint that hangs).
-Ends on SIGTERM or when stdin closes. Never prints a token except in /mint's answer.
+Ends on SIGTERM. Never prints a token except in /mint's answer.
 """
 import json
 import os
@@ -30,13 +30,6 @@ from urllib.parse import parse_qs, urlparse
 CLIENT_ID = "gateway"
 CLIENT_SECRET = "gateway-secret"
 USER = "alice"
-
-
-def exit_when_stdin_closes():
-    try:
-        sys.stdin.read()
-    finally:
-        os._exit(0)
 
 
 def blackhole():
@@ -250,7 +243,6 @@ def serve():
 
 if __name__ == "__main__":
     signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
-    threading.Thread(target=exit_when_stdin_closes, daemon=True).start()
     if "--blackhole" in sys.argv:
         blackhole()
     else:
