@@ -27,7 +27,7 @@ package final class AssertionSigner {
 
     static let reusedFraction = 0.8
 
-    package init(configuration: IdentityAssertionConfiguration, slotCount: Int = 256) {
+    package convenience init(configuration: IdentityAssertionConfiguration, slotCount: Int = 256) {
         self.init(configuration: configuration, metrics: nil, slotCount: slotCount)
     }
 

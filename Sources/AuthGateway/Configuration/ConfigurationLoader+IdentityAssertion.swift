@@ -78,7 +78,9 @@ extension ConfigurationLoader {
             var status: AssertionKeySet.Status?
             if let text = entry.requiredString("status") {
                 status = AssertionKeySet.Status(rawValue: text)
-                if status == nil { entry.error("status", "must be \"next\", \"current\" or \"retired\", not \"\(text)\"") }
+                if status == nil {
+                    entry.error("status", "must be \"next\", \"current\" or \"retired\", not \"\(text)\"")
+                }
             }
             let key = Self.signingKey(entry, files: keyFiles)
             guard let kid, let status, let key else {

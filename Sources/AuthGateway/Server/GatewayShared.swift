@@ -58,7 +58,13 @@ final class GatewayShared: Sendable {
         signInFlowKey: SymmetricKey = SignInFlowSealer.key(sharedStateKey: nil),
         exchangeStore: ExchangeStore? = nil
     ) {
-        self.exchangeStore = exchangeStore ?? sharedState?.exchanges ?? LocalExchangeStore(clock: clock)
+        if let exchangeStore {
+            self.exchangeStore = exchangeStore
+        } else if let shared = sharedState?.exchanges {
+            self.exchangeStore = shared
+        } else {
+            self.exchangeStore = LocalExchangeStore(clock: clock)
+        }
         self.signInFlowKey = signInFlowKey
         self.logger = logger
         self.sessions = sessions

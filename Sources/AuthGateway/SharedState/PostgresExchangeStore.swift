@@ -85,7 +85,8 @@ final class PostgresExchangeStore: ExchangeStore {
         let me = UUID()
         let subscription = self.wakeups.subscribe(job.digest)
         defer { self.wakeups.unsubscribe(subscription) }
-        let poll = self.wakeups.isListening ? self.pollMillisecondsWhileListening : PostgresRefreshStore.pollMilliseconds
+        let poll =
+            self.wakeups.isListening ? self.pollMillisecondsWhileListening : PostgresRefreshStore.pollMilliseconds
         var decision = SharedFlightDecision(
             me: me, leaseMilliseconds: job.leaseMilliseconds, pollMilliseconds: poll,
             now: PostgresRefreshStore.nowMilliseconds())
@@ -106,7 +107,8 @@ final class PostgresExchangeStore: ExchangeStore {
                     }
                 case .wait(let milliseconds):
                     let wait =
-                        self.wakeups.isListening ? milliseconds : min(milliseconds, PostgresRefreshStore.pollMilliseconds)
+                        self.wakeups.isListening
+                        ? milliseconds : min(milliseconds, PostgresRefreshStore.pollMilliseconds)
                     await subscription.wait(milliseconds: wait, on: job.eventLoop)
                     if Task.isCancelled { return (.unavailable, .joined) }
                     step = decision.read(

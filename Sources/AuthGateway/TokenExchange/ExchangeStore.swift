@@ -47,7 +47,8 @@ final class LocalExchangeStore: ExchangeStore {
         for key: TokenDigest, callTimeoutMilliseconds: Int, now: Double, eventLoop: EventLoop,
         call: @escaping () -> EventLoopFuture<ExchangeOutcome>
     ) -> EventLoopFuture<(ExchangeOutcome, SingleFlightRole)> {
-        self.table.lookup(key, now: now, policy: Self.policy, eventLoop: eventLoop, isCurrent: { $0.isUsable(at: now) }) {
+        self.table.lookup(key, now: now, policy: Self.policy, eventLoop: eventLoop, isCurrent: { $0.isUsable(at: now) })
+        {
             flight in
             let clock = self.clock
             self.table.settle(flight, when: call(), failure: .unavailable, clock: clock) { $0.isUsable(at: clock()) }
@@ -56,7 +57,7 @@ final class LocalExchangeStore: ExchangeStore {
     }
 
     /// Kept as long as `isUsable` says: the token's own expiry decides, not an age.
-    static let policy = LocalSingleFlight<TokenDigest, ExchangeOutcome>.Policy(freshSeconds: .infinity)
+    static var policy: LocalSingleFlight<TokenDigest, ExchangeOutcome>.Policy { .init(freshSeconds: .infinity) }
 
     var count: Int { self.table.count }
 }

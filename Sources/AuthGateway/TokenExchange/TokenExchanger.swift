@@ -60,7 +60,8 @@ package final class TokenExchanger {
         let answer = self.store.outcome(
             for: key, callTimeoutMilliseconds: configuration.timeoutMilliseconds, now: now, eventLoop: eventLoop
         ) {
-            self.call(configuration, subjectToken: subject, subjectExpiresAt: subjectExpiresAt, route: route,
+            self.call(
+                configuration, subjectToken: subject, subjectExpiresAt: subjectExpiresAt, route: route,
                 on: eventLoop)
         }
         return .pending(
@@ -107,7 +108,8 @@ package final class TokenExchanger {
                 timeout.cancel()
                 switch result {
                 case .success(let response):
-                    finish(ExchangeResponseReader.outcome(of: response, subjectExpiresAt: subjectExpiresAt, now: clock()))
+                    finish(
+                        ExchangeResponseReader.outcome(of: response, subjectExpiresAt: subjectExpiresAt, now: clock()))
                 case .failure:
                     finish(.unavailable)
                 }

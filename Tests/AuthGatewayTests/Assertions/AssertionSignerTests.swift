@@ -69,10 +69,11 @@ struct AssertionSignerTests {
         #expect(signer.assertion(for: input, now: 2_000_079) == first)
         #expect(signer.signatures == 1, "a reused assertion costs no signature")
         // Another input of any kind: another assertion.
-        for change in [
-            { (i: inout AssertionInput) in i.subject = "bob" }, { $0.audience = "billing" },
-            { $0.authKind = .session }, { $0.thumbprint = "jkt-2" }, { $0.claims["email"] = "other@example.com" },
-        ] {
+        let changes: [(inout AssertionInput) -> Void] = [
+            { $0.subject = "bob" }, { $0.audience = "billing" }, { $0.authKind = .session },
+            { $0.thumbprint = "jkt-2" }, { $0.claims["email"] = "other@example.com" },
+        ]
+        for change in changes {
             var other = input
             change(&other)
             #expect(signer.assertion(for: other, now: 2_000_001) != first)

@@ -1,5 +1,6 @@
 import AuthGatewayTesting
 import Foundation
+import NIOHTTP1
 import Testing
 
 @testable import AuthGateway
@@ -14,7 +15,9 @@ struct AssertionVerificationTests {
     typealias Folder = ConfigurationLoaderAssertionTests.Folder
 
     /// The configuration `serve` would load with `keys` as the keys file.
-    static func load(_ folder: Folder, keys: [JSONValue], format: String = "jwt") throws -> IdentityAssertionConfiguration {
+    static func load(
+        _ folder: Folder, keys: [JSONValue], format: String = "jwt"
+    ) throws -> IdentityAssertionConfiguration {
         try folder.writeKeys(keys)
         let text = """
             {"listener": {}, "backends": {"orders": {"urls": ["http://127.0.0.1:9100"]}},
@@ -28,12 +31,12 @@ struct AssertionVerificationTests {
 
     /// joserfc's verdict on each check.
     static func verify(
-        jwks: String, now: Double, _ checks: [(token: String, audience: String, typ: String)]
+        jwks: String, now: Double, _ checks: [(String, String, String)]
     ) async throws -> [JSONValue] {
         let python = try ExternalTool.require("python3", package: "python3")
         let document: JSONValue = [
             "jwks": try JSONValue(parsing: jwks), "issuer": "https://gw.example", "now": .number(JSONNumber(Int(now))),
-            "checks": .array(checks.map { ["token": .string($0.token), "audience": .string($0.audience), "typ": .string($0.typ)] }),
+            "checks": .array(checks.map { ["token": .string($0.0), "audience": .string($0.1), "typ": .string($0.2)] }),
         ]
         let result = try await ExternalTool.run(python, [Self.script], input: Data(document.jsonText.utf8))
         #expect(result.status == 0, "\(result.stderr)")
@@ -50,7 +53,9 @@ struct AssertionVerificationTests {
         let signer = AssertionSigner(configuration: configuration)
         let now = Date().timeIntervalSince1970
         let inputs = [
-            AssertionInput(subject: "alice", audience: "orders", authKind: .jwt, thumbprint: "0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I", claims: ["email": "alice@example.com"]),
+            AssertionInput(
+                subject: "alice", audience: "orders", authKind: .jwt,
+                thumbprint: "0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I", claims: ["email": "alice@example.com"]),
             AssertionInput(subject: "svc-7", audience: "orders", authKind: .introspection, claims: ["scope": "read"]),
             AssertionInput(subject: "ci", audience: "billing", authKind: .apikey),
             AssertionInput(subject: "bob", audience: "orders", authKind: .session, credentialExpiresAt: now + 30),
@@ -58,7 +63,9 @@ struct AssertionVerificationTests {
         let tokens = inputs.map { signer.assertion(for: $0, now: now) }
         let verdicts = try await Self.verify(
             jwks: configuration.keys.jwks, now: now,
-            zip(tokens, inputs).map { ($0, $1.audience, "JWT") } + [(tokens[2], "orders", "JWT"), (tokens[3], "orders", "JWT")]
+            zip(tokens, inputs).map { ($0, $1.audience, "JWT") } + [
+                (tokens[2], "orders", "JWT"), (tokens[3], "orders", "JWT"),
+            ]
         )
         for (index, input) in inputs.enumerated() {
             let verdict = verdicts[index]

@@ -26,7 +26,8 @@ struct ConfigurationLoaderAssertionTests {
     }
 
     static func entry(_ kid: String, _ status: String, _ algorithm: SigningKey.Algorithm = .ES256) throws -> JSONValue {
-        var entry = try #require(SigningKey.newEntry(kid: kid, algorithm: algorithm).objectValue)
+        let made = try SigningKey.newEntry(kid: kid, algorithm: algorithm)
+        var entry = try #require(made.objectValue)
         entry["status"] = .string(status)
         return .object(entry)
     }
@@ -42,23 +43,33 @@ struct ConfigurationLoaderAssertionTests {
              "routes": [{"name": "orders", "pathPrefix": "/", "backend": "orders", \(route)}]}
             """
         do throws(ConfigurationError) {
-            return .success(try ConfigurationLoader(environment: ["SECRET": "s3cret"]).load(text: text, baseDirectory: folder.url.path))
+            return .success(
+                try ConfigurationLoader(environment: ["SECRET": "s3cret"]).load(
+                    text: text, baseDirectory: folder.url.path))
         } catch {
             return .failure(error)
         }
     }
 
-    func issues(_ folder: Folder, assertion: String? = #"{"issuer": "https://gw.example", "keysFile": "keys.json"}"#, route: String = #""assertion": true"#) -> [String] {
+    func issues(
+        _ folder: Folder, assertion: String? = #"{"issuer": "https://gw.example", "keysFile": "keys.json"}"#,
+        route: String = #""assertion": true"#
+    ) -> [String] {
         guard case .failure(let error) = self.load(folder, assertion: assertion, route: route) else { return [] }
         return error.issues.map { "\($0.path): \($0.message)" }
     }
 
-    static let publicPEM = P256.Signing.PrivateKey().publicKey.pemRepresentation.replacingOccurrences(of: "\n", with: "\\n")
+    static let publicPEM = P256.Signing.PrivateKey().publicKey.pemRepresentation.replacingOccurrences(
+        of: "\n", with: "\\n")
 
-    @Test("defaults: header X-Gateway-Assertion, 60 s, jwt; the audience is the backend's name; txn-token's header is Txn-Token")
+    @Test(
+        "defaults: header X-Gateway-Assertion, 60 s, jwt; the audience is the backend's name; txn-token's header is Txn-Token"
+    )
     func defaults() throws {
         let folder = try Folder()
-        try folder.writeKeys([Self.entry("old", "retired", .RS256), Self.entry("k1", "current"), Self.entry("k2", "next", .EdDSA)])
+        try folder.writeKeys([
+            Self.entry("old", "retired", .RS256), Self.entry("k1", "current"), Self.entry("k2", "next", .EdDSA),
+        ])
         let configuration = try self.load(folder).get()
         let assertion = try #require(configuration.identityAssertion)
         #expect(assertion.issuer == "https://gw.example")
@@ -88,7 +99,8 @@ struct ConfigurationLoaderAssertionTests {
         try folder.writeKeys([Self.entry("k1", "current")])
         let route = try self.load(
             folder,
-            route: #""assertion": {"audience": "orders-api", "claims": {"email": "claims.email", "jkt": "dpop.jkt", "tenant": "claims.org.tenant"}}"#
+            route:
+                #""assertion": {"audience": "orders-api", "claims": {"email": "claims.email", "jkt": "dpop.jkt", "tenant": "claims.org.tenant"}}"#
         ).get().routes[0]
         #expect(route.assertion?.audience == "orders-api")
         #expect(route.assertion?.claims.map(\.name) == ["email", "jkt", "tenant"])
@@ -107,10 +119,17 @@ struct ConfigurationLoaderAssertionTests {
             try folder.writeKeys(entries)
             return self.issues(folder)
         }
-        #expect(try issues([Self.entry("a", "next")]).contains { $0.contains("exactly one key must have \"status\": \"current\" (found 0)") })
-        #expect(try issues([Self.entry("a", "current"), Self.entry("b", "current")]).contains { $0.contains("(found 2)") })
-        #expect(try issues([Self.entry("a", "current"), Self.entry("a", "retired")]) == ["identityAssertion.keysFile[1].kid: duplicate kid \"a\""])
-        let short = try _RSA.Signing.PrivateKey(unsafeKeySize: .bits1024).pemRepresentation
+        #expect(
+            try issues([Self.entry("a", "next")]).contains {
+                $0.contains("exactly one key must have \"status\": \"current\" (found 0)")
+            })
+        #expect(
+            try issues([Self.entry("a", "current"), Self.entry("b", "current")]).contains { $0.contains("(found 2)") })
+        #expect(
+            try issues([Self.entry("a", "current"), Self.entry("a", "retired")]) == [
+                "identityAssertion.keysFile[1].kid: duplicate kid \"a\""
+            ])
+        let short = try _RSA.Signing.PrivateKey(unsafeKeySize: .init(bitCount: 1024)).pemRepresentation
         #expect(
             try issues([.object(["kid": "r", "status": "current", "privateKeyPEM": .string(short)])]) == [
                 "identityAssertion.keysFile[0].privateKeyPEM: cannot be used: RSA key of 1024 bits is too short (minimum 2048)"
@@ -120,61 +139,115 @@ struct ConfigurationLoaderAssertionTests {
             try issues([.object(["kid": "e", "status": "current", "privateKeyPEM": .string(p384)])]).first?.hasPrefix(
                 "identityAssertion.keysFile[0].privateKeyPEM: cannot be used: unsupported elliptic curve") == true)
         #expect(
-            try issues([.object(["kid": "e", "status": "current", "privateKeyPEM": "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n"])]).first?.hasPrefix(
+            try issues([
+                .object([
+                    "kid": "e", "status": "current",
+                    "privateKeyPEM": "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n",
+                ])
+            ]).first?.hasPrefix(
                 "identityAssertion.keysFile[0].privateKeyPEM: cannot be used:") == true)
         #expect(
-            try issues([.object(["kid": "p", "status": "current", "privateKeyPEM": .string(P256.Signing.PrivateKey().publicKey.pemRepresentation)])]) == [
+            try issues([
+                .object([
+                    "kid": "p", "status": "current",
+                    "privateKeyPEM": .string(P256.Signing.PrivateKey().publicKey.pemRepresentation),
+                ])
+            ]) == [
                 "identityAssertion.keysFile[0].privateKeyPEM: cannot be used: PEM holds \"PUBLIC KEY\", not a private key"
             ])
-        var mismatched = try #require(SigningKey.generate(.ES256).privateJWK(kid: "m"))
-        mismatched["x"] = try #require(SigningKey.generate(.ES256).publicJWK(kid: "m")["x"])
+        let one = try SigningKey.generate(.ES256), other = try SigningKey.generate(.ES256)
+        var mismatched = try #require(one.privateJWK(kid: "m"))
+        mismatched["x"] = try #require(other.publicJWK(kid: "m")["x"])
         #expect(
             try issues([.object(["kid": "m", "status": "current", "jwk": .object(mismatched)])]) == [
                 "identityAssertion.keysFile[0].jwk: cannot be used: \"x\" does not belong to the private key"
             ])
         #expect(
-            try issues([.object(["kid": "h", "status": "current", "jwk": ["kty": "oct", "k": "c2VjcmV0"]])]).first?.contains("oct keys are never used") == true)
-        #expect(try issues([.object(["kid": "s", "status": "active", "jwk": ["kty": "OKP"]])]).contains("identityAssertion.keysFile[0].status: must be \"next\", \"current\" or \"retired\", not \"active\""))
-        #expect(try issues([.object(["kid": "n", "status": "current"])]).contains("identityAssertion.keysFile[0]: a key needs exactly one of \"privateKeyPEM\", \"privateKeyPEMFile\" or \"jwk\""))
+            try issues([.object(["kid": "h", "status": "current", "jwk": ["kty": "oct", "k": "c2VjcmV0"]])]).first?
+                .contains("oct keys are never used") == true)
+        #expect(
+            try issues([.object(["kid": "s", "status": "active", "jwk": ["kty": "OKP"]])]).contains(
+                "identityAssertion.keysFile[0].status: must be \"next\", \"current\" or \"retired\", not \"active\""))
+        #expect(
+            try issues([.object(["kid": "n", "status": "current"])]).contains(
+                "identityAssertion.keysFile[0]: a key needs exactly one of \"privateKeyPEM\", \"privateKeyPEMFile\" or \"jwk\""
+            ))
         // A PEM file beside the keys file.
         try folder.write("ec.pem", P256.Signing.PrivateKey().pemRepresentation)
         #expect(try issues([.object(["kid": "f", "status": "current", "privateKeyPEMFile": "ec.pem"])]).isEmpty)
-        #expect(try issues([.object(["kid": "f", "status": "current", "privateKeyPEMFile": "missing.pem"])]).first?.contains("no such file") == true)
+        #expect(
+            try issues([.object(["kid": "f", "status": "current", "privateKeyPEMFile": "missing.pem"])]).first?
+                .contains("no such file") == true)
     }
 
     @Test("section and route errors")
     func errors() throws {
         let folder = try Folder()
         try folder.writeKeys([Self.entry("k1", "current")])
-        #expect(self.issues(folder, assertion: nil) == ["routes[0].assertion: needs an identityAssertion section (docs/assertions.md)"])
-        #expect(self.issues(folder, assertion: #"{"keysFile": "keys.json"}"#) == ["identityAssertion.issuer: is required"])
+        #expect(
+            self.issues(folder, assertion: nil) == [
+                "routes[0].assertion: needs an identityAssertion section (docs/assertions.md)"
+            ])
+        #expect(
+            self.issues(folder, assertion: #"{"keysFile": "keys.json"}"#) == ["identityAssertion.issuer: is required"])
         #expect(self.issues(folder, assertion: #"{"issuer": "i"}"#) == ["identityAssertion.keysFile: is required"])
-        #expect(self.issues(folder, assertion: #"{"issuer": "i", "keysFile": "none.json"}"#).first?.contains("no such file") == true)
-        #expect(self.issues(folder, assertion: #"{"issuer": "i", "keysFile": "keys.json", "format": "paseto"}"#) == ["identityAssertion.format: must be \"jwt\" or \"txn-token\", not \"paseto\""])
-        #expect(self.issues(folder, assertion: #"{"issuer": "i", "keysFile": "keys.json", "lifetimeSeconds": 0}"#).first?.hasPrefix("identityAssertion.lifetimeSeconds: must be") == true)
-        #expect(self.issues(folder, assertion: #"{"issuer": "i", "keysFile": "keys.json", "header": "Authorization"}"#).first?.hasPrefix("identityAssertion.header: ") == true)
-        #expect(self.issues(folder, assertion: #"{"issuer": "i", "keysFile": "keys.json", "extra": 1}"#) == ["identityAssertion.extra: unknown key"])
-        #expect(self.issues(folder, route: #""assertion": {"claims": {"sub": "claims.email"}}"#) == ["routes[0].assertion.claims.sub: \"sub\" is set by the gateway itself; choose another name"])
-        #expect(self.issues(folder, route: #""assertion": {"claims": {"ip": "client.ip"}}"#) == ["routes[0].assertion.claims.ip: expected \"claims.<name>\", \"profile.<name>\" or \"dpop.jkt\""])
-        #expect(self.issues(folder, route: #""assertion": {"audiences": "x"}"#) == ["routes[0].assertion.audiences: unknown key"])
-        #expect(self.issues(folder, route: #""assertion": "yes""#) == ["routes[0].assertion: expected true or an object, found string"])
-        #expect(self.issues(folder, route: #""auth": "none", "assertion": true"#) == ["routes[0].assertion: needs a route with auth"])
+        #expect(
+            self.issues(folder, assertion: #"{"issuer": "i", "keysFile": "none.json"}"#).first?.contains("no such file")
+                == true)
+        #expect(
+            self.issues(folder, assertion: #"{"issuer": "i", "keysFile": "keys.json", "format": "paseto"}"#) == [
+                "identityAssertion.format: must be \"jwt\" or \"txn-token\", not \"paseto\""
+            ])
+        #expect(
+            self.issues(folder, assertion: #"{"issuer": "i", "keysFile": "keys.json", "lifetimeSeconds": 0}"#).first?
+                .hasPrefix("identityAssertion.lifetimeSeconds: must be") == true)
+        #expect(
+            self.issues(folder, assertion: #"{"issuer": "i", "keysFile": "keys.json", "header": "Authorization"}"#)
+                .first?.hasPrefix("identityAssertion.header: ") == true)
+        #expect(
+            self.issues(folder, assertion: #"{"issuer": "i", "keysFile": "keys.json", "extra": 1}"#) == [
+                "identityAssertion.extra: unknown key"
+            ])
+        #expect(
+            self.issues(folder, route: #""assertion": {"claims": {"sub": "claims.email"}}"#) == [
+                "routes[0].assertion.claims.sub: \"sub\" is set by the gateway itself; choose another name"
+            ])
+        #expect(
+            self.issues(folder, route: #""assertion": {"claims": {"ip": "client.ip"}}"#) == [
+                "routes[0].assertion.claims.ip: expected \"claims.<name>\", \"profile.<name>\" or \"dpop.jkt\""
+            ])
+        #expect(
+            self.issues(folder, route: #""assertion": {"audiences": "x"}"#) == [
+                "routes[0].assertion.audiences: unknown key"
+            ])
+        #expect(
+            self.issues(folder, route: #""assertion": "yes""#) == [
+                "routes[0].assertion: expected true or an object, found string"
+            ])
+        #expect(
+            self.issues(folder, route: #""auth": "none", "assertion": true"#) == [
+                "routes[0].assertion: needs a route with auth"
+            ])
     }
 
     @Test("a route's exchange: defaults, every field, and errors")
     func exchange() throws {
         let folder = try Folder()
         let minimal = try #require(
-            self.load(folder, assertion: nil, route: #""exchange": {"tokenEndpoint": "https://idp.example/token"}"#).get().routes[0].exchange)
+            self.load(folder, assertion: nil, route: #""exchange": {"tokenEndpoint": "https://idp.example/token"}"#)
+                .get().routes[0].exchange)
         #expect(minimal.tokenEndpoint.description == "https://idp.example/token")
         #expect(minimal.grant == .tokenExchange)
         #expect(minimal.clientAuthentication == .basic)
         #expect(minimal.timeoutMilliseconds == 3000)
-        #expect(minimal.audience.isEmpty && minimal.resource.isEmpty && minimal.scope == nil && minimal.extraParameters.isEmpty)
+        #expect(
+            minimal.audience.isEmpty && minimal.resource.isEmpty && minimal.scope == nil
+                && minimal.extraParameters.isEmpty)
         let full = try #require(
             self.load(
                 folder, assertion: nil,
-                route: #""exchange": {"tokenEndpoint": "http://127.0.0.1:9/oauth/token", "clientId": "gw", "clientSecret": "${SECRET}", "clientAuthentication": "form", "grant": "jwt-bearer", "audience": ["a", "b"], "scope": "orders.read", "extraParameters": {"requested_token_use": "on_behalf_of"}, "timeoutMilliseconds": 500}"#
+                route:
+                    #""exchange": {"tokenEndpoint": "http://127.0.0.1:9/oauth/token", "clientId": "gw", "clientSecret": "${SECRET}", "clientAuthentication": "form", "grant": "jwt-bearer", "audience": ["a", "b"], "scope": "orders.read", "extraParameters": {"requested_token_use": "on_behalf_of"}, "timeoutMilliseconds": 500}"#
             ).get().routes[0].exchange)
         #expect(full.clientID == "gw" && full.clientSecret?.value == "s3cret" && full.clientAuthentication == .form)
         #expect("\(full)".contains("s3cret") == false)
@@ -183,22 +256,46 @@ struct ConfigurationLoaderAssertionTests {
         #expect(full.timeoutMilliseconds == 500)
         let cases: [(String, String)] = [
             (#"{}"#, "routes[0].exchange.tokenEndpoint: is required"),
-            (#"{"tokenEndpoint": "ftp://x"}"#, "routes[0].exchange.tokenEndpoint: \"ftp://x\" must start with http:// or https://"),
-            (#"{"tokenEndpoint": "http://x", "grant": "password"}"#, "routes[0].exchange.grant: must be \"token-exchange\" or \"jwt-bearer\", not \"password\""),
+            (
+                #"{"tokenEndpoint": "ftp://x"}"#,
+                "routes[0].exchange.tokenEndpoint: \"ftp://x\" must start with http:// or https://"
+            ),
+            (
+                #"{"tokenEndpoint": "http://x", "grant": "password"}"#,
+                "routes[0].exchange.grant: must be \"token-exchange\" or \"jwt-bearer\", not \"password\""
+            ),
             (#"{"tokenEndpoint": "http://x", "clientSecret": "s"}"#, "routes[0].exchange.clientSecret: needs clientId"),
-            (#"{"tokenEndpoint": "http://x", "clientAuthentication": "jwt"}"#, "routes[0].exchange.clientAuthentication: must be \"basic\" or \"form\""),
-            (#"{"tokenEndpoint": "http://x", "grant": "jwt-bearer", "resource": ["r"]}"#, "routes[0].exchange.resource: applies only to grant \"token-exchange\""),
-            (#"{"tokenEndpoint": "http://x", "extraParameters": {"subject_token": "x"}}"#, "routes[0].exchange.extraParameters.subject_token: \"subject_token\" is a field the gateway sets itself"),
-            (#"{"tokenEndpoint": "http://x", "extraParameters": {"n": 1}}"#, "routes[0].exchange.extraParameters.n: expected a string, found number"),
-            (#"{"tokenEndpoint": "http://x", "timeoutMilliseconds": 0}"#, "routes[0].exchange.timeoutMilliseconds: must be between 1 and 3600000, found 0"),
+            (
+                #"{"tokenEndpoint": "http://x", "clientAuthentication": "jwt"}"#,
+                "routes[0].exchange.clientAuthentication: must be \"basic\" or \"form\""
+            ),
+            (
+                #"{"tokenEndpoint": "http://x", "grant": "jwt-bearer", "resource": ["r"]}"#,
+                "routes[0].exchange.resource: applies only to grant \"token-exchange\""
+            ),
+            (
+                #"{"tokenEndpoint": "http://x", "extraParameters": {"subject_token": "x"}}"#,
+                "routes[0].exchange.extraParameters.subject_token: \"subject_token\" is a field the gateway sets itself"
+            ),
+            (
+                #"{"tokenEndpoint": "http://x", "extraParameters": {"n": 1}}"#,
+                "routes[0].exchange.extraParameters.n: expected a string, found number"
+            ),
+            (
+                #"{"tokenEndpoint": "http://x", "timeoutMilliseconds": 0}"#,
+                "routes[0].exchange.timeoutMilliseconds: must be between 1 and 3600000, found 0"
+            ),
             (#"{"tokenEndpoint": "http://x", "audiences": []}"#, "routes[0].exchange.audiences: unknown key"),
         ]
         for (exchange, expected) in cases {
-            #expect(self.issues(folder, assertion: nil, route: #""exchange": \#(exchange)"#) == [expected], "\(exchange)")
+            #expect(
+                self.issues(folder, assertion: nil, route: #""exchange": \#(exchange)"#) == [expected], "\(exchange)")
         }
         #expect(
-            self.issues(folder, assertion: nil, route: #""forwardAccessToken": false, "exchange": {"tokenEndpoint": "http://x"}"#) == [
-                "routes[0].exchange: forwards the exchanged token: it cannot go with forwardAccessToken false"
-            ])
+            self.issues(
+                folder, assertion: nil,
+                route: #""forwardAccessToken": false, "exchange": {"tokenEndpoint": "http://x"}"#) == [
+                    "routes[0].exchange: forwards the exchanged token: it cannot go with forwardAccessToken false"
+                ])
     }
 }

@@ -15,12 +15,16 @@ struct ExchangeRequestTests {
         String(buffer: request.body ?? ByteBuffer()).split(separator: "&").map(String.init)
     }
 
-    @Test("RFC 8693: grant, subject token and type, each audience and resource, scope, extra parameters; Basic client authentication")
+    @Test(
+        "RFC 8693: grant, subject token and type, each audience and resource, scope, extra parameters; Basic client authentication"
+    )
     func tokenExchange() {
         let configuration = ExchangeConfiguration(
             tokenEndpoint: Self.endpoint, clientID: "gate way", clientSecret: "s:cret", grant: .tokenExchange,
             audience: ["orders-api", "billing"], resource: ["https://orders.example/"], scope: "orders.read write",
-            extraParameters: [.init(name: "requested_token_type", value: "urn:ietf:params:oauth:token-type:access_token")])
+            extraParameters: [
+                .init(name: "requested_token_type", value: "urn:ietf:params:oauth:token-type:access_token")
+            ])
         let request = ExchangeRequestBuilder.build(configuration, subjectToken: "eyJ.subject")
         #expect(request.method == .POST && request.path == "/oauth/token")
         #expect(request.headers["Content-Type"] == ["application/x-www-form-urlencoded"])
@@ -57,9 +61,13 @@ struct ExchangeRequestTests {
             subjectExpiresAt: subjectExpiresAt, now: 1000)
     }
 
-    @Test("answers: usable until expires_in − 30 s (or exp − 30 s), never past the subject token; refusals name the code; the rest is unavailable")
+    @Test(
+        "answers: usable until expires_in − 30 s (or exp − 30 s), never past the subject token; refusals name the code; the rest is unavailable"
+    )
     func answers() {
-        #expect(self.answer(.ok, #"{"access_token":"new","expires_in":300}"#) == .exchanged(token: "new", usableUntil: 1270))
+        #expect(
+            self.answer(.ok, #"{"access_token":"new","expires_in":300}"#) == .exchanged(token: "new", usableUntil: 1270)
+        )
         #expect(
             self.answer(.ok, #"{"access_token":"new","expires_in":300}"#, subjectExpiresAt: 1100)
                 == .exchanged(token: "new", usableUntil: 1100))
@@ -68,7 +76,9 @@ struct ExchangeRequestTests {
         // Neither says: used by the requests that waited, not kept.
         #expect(self.answer(.ok, #"{"access_token":"opaque"}"#) == .exchanged(token: "opaque", usableUntil: 970))
         for code in ["invalid_grant", "invalid_target", "invalid_scope", "unauthorized_client", "invalid_request"] {
-            #expect(self.answer(.badRequest, #"{"error":"\#(code)","error_description":"secret detail"}"#) == .refused(code: code))
+            #expect(
+                self.answer(.badRequest, #"{"error":"\#(code)","error_description":"secret detail"}"#)
+                    == .refused(code: code))
         }
         #expect(self.answer(.unauthorized, #"{"error":"invalid_client"}"#) == .refused(code: "invalid_client"))
         #expect(self.answer(.unauthorized, "") == .unavailable)
@@ -80,7 +90,9 @@ struct ExchangeRequestTests {
         #expect(self.answer(.ok, #"{"access_token":"a\r\nX-Injected: 1"}"#) == .unavailable)
     }
 
-    @Test("a refusal names only the provider's well-formed code: 403 exchange.refused; unavailable is 503 with Retry-After")
+    @Test(
+        "a refusal names only the provider's well-formed code: 403 exchange.refused; unavailable is 503 with Retry-After"
+    )
     func errors() {
         let refused = GatewayError.exchangeRefused("invalid_grant")
         #expect(refused.status == .forbidden && refused.errorType == "exchange.refused")
@@ -99,6 +111,8 @@ struct ExchangeRequestTests {
         #expect(a != TokenDigest.exchange(subjectToken: "t2", route: "orders"))
         #expect(a != TokenDigest(of: "t1"[...]))
         // No ambiguity between route and token bytes.
-        #expect(TokenDigest.exchange(subjectToken: "b\u{0}c", route: "a") != TokenDigest.exchange(subjectToken: "c", route: "a\u{0}b"))
+        #expect(
+            TokenDigest.exchange(subjectToken: "b\u{0}c", route: "a")
+                != TokenDigest.exchange(subjectToken: "c", route: "a\u{0}b"))
     }
 }

@@ -65,7 +65,8 @@ struct ExchangeServer: Sendable {
 
     func get(_ path: String) async throws -> JSONValue {
         let curl = try ExternalTool.require("curl", package: "curl")
-        let result = try await ExternalTool.run(curl, ["-sS", "--max-time", "60", "http://127.0.0.1:\(self.port)\(path)"])
+        let result = try await ExternalTool.run(
+            curl, ["-sS", "--max-time", "60", "http://127.0.0.1:\(self.port)\(path)"])
         try #require(result.status == 0, "\(result.stderr)")
         return try JSONValue(parsing: result.stdout)
     }
@@ -73,20 +74,19 @@ struct ExchangeServer: Sendable {
     /// A fresh subject token idpyoidc issued, living `lifetime` seconds, and its expiry.
     func mint(lifetime: Int = 3600) async throws -> (token: String, expiresAt: Double) {
         let answer = try await self.get("/mint?lifetime=\(lifetime)")
-        return (try #require(answer["access_token"]?.stringValue), try #require(answer["expires_at"]?.numberValue?.double))
+        return (
+            try #require(answer["access_token"]?.stringValue), try #require(answer["expires_at"]?.numberValue?.double)
+        )
     }
 
     func calls() async throws -> Int { try #require(try await self.get("/count")["calls"]?.numberValue?.exactInt) }
 
-    func configuration(audience: [String] = ["orders-api"], timeoutMilliseconds: Int = 60_000) -> ExchangeConfiguration {
+    func configuration(audience: [String] = ["orders-api"], timeoutMilliseconds: Int = 60_000) -> ExchangeConfiguration
+    {
         ExchangeConfiguration(
             tokenEndpoint: self.tokenEndpoint, clientID: "gateway", clientSecret: "gateway-secret",
             grant: .tokenExchange, audience: audience, scope: "orders.read", timeoutMilliseconds: timeoutMilliseconds)
     }
-}
-
-extension JSONValue {
-    var numberValue: JSONNumber? { if case .number(let number) = self { number } else { nil } }
 }
 
 extension PostgreSQLTests {
@@ -123,7 +123,9 @@ extension PostgreSQLTests {
             let results = try await withThrowingTaskGroup(of: Result<String, GatewayError>.self) { group in
                 for index in 0..<200 {
                     let instance = instances[index % 3]
-                    group.addTask { try await instance.exchange(subject.token, expiresAt: subject.expiresAt, configuration) }
+                    group.addTask {
+                        try await instance.exchange(subject.token, expiresAt: subject.expiresAt, configuration)
+                    }
                 }
                 return try await group.reduce(into: []) { $0.append($1) }
             }
@@ -137,11 +139,14 @@ extension PostgreSQLTests {
             #expect(claims["aud"] == ["orders-api"])
             // Later requests on any instance: no call.
             for instance in instances {
-                #expect(try await instance.exchange(subject.token, expiresAt: subject.expiresAt, configuration).get() == exchanged)
+                #expect(
+                    try await instance.exchange(subject.token, expiresAt: subject.expiresAt, configuration).get()
+                        == exchanged)
             }
             #expect(try await server.calls() == 1)
             // Another route is another exchange.
-            _ = try await instances[0].exchange(subject.token, expiresAt: subject.expiresAt, route: "billing", configuration)
+            _ = try await instances[0].exchange(
+                subject.token, expiresAt: subject.expiresAt, route: "billing", configuration)
             #expect(try await server.calls() == 2)
             // Stored sealed: the database holds the exchange's row, and neither token in clear.
             let dump = try await cluster.dump(database: database)
@@ -163,13 +168,17 @@ extension PostgreSQLTests {
             // idpyoidc gives the exchanged token the subject's expiry: 45 s, used for 15 s.
             let subject = try await server.mint(lifetime: 45)
             let configuration = server.configuration()
-            let first = try await instances[0].exchange(subject.token, expiresAt: subject.expiresAt, configuration).get()
-            #expect(try await instances[1].exchange(subject.token, expiresAt: subject.expiresAt, configuration).get() == first)
+            let first = try await instances[0].exchange(subject.token, expiresAt: subject.expiresAt, configuration)
+                .get()
+            #expect(
+                try await instances[1].exchange(subject.token, expiresAt: subject.expiresAt, configuration).get()
+                    == first)
             #expect(try await server.calls() == 1)
             var again: String?
             let deadline = ContinuousClock.now + .seconds(60)
             while ContinuousClock.now < deadline {
-                let token = try await instances[2].exchange(subject.token, expiresAt: subject.expiresAt, configuration).get()
+                let token = try await instances[2].exchange(subject.token, expiresAt: subject.expiresAt, configuration)
+                    .get()
                 if token != first {
                     again = token
                     break
