@@ -26,6 +26,7 @@ enum GatewayComposition {
         let usesTLSUpstream =
             configuration.authService?.url?.isTLS == true || configuration.tokens.introspection?.url?.isTLS == true
             || configuration.tokens.issuers.contains { $0.jwks?.url?.isTLS == true || $0.jwks?.discovery != nil }
+            || configuration.routes.contains { $0.exchange?.tokenEndpoint.isTLS == true }
         let clientTLS =
             usesTLSUpstream
             ? try GatewayShared.makeClientTLS(caFile: configuration.authService?.caCertificatePEMFile) : nil
@@ -44,7 +45,8 @@ enum GatewayComposition {
             sharedDPoPReplay: sharedState?.dpopReplay,
             sessions: sharedState?.sessions ?? LocalSessionStore(capacity: sessionCapacity),
             signInFlowKey: SignInFlowSealer.key(sharedStateKey: configuration.sharedState?.encryptionKey.bytes),
-            refreshStore: sharedState?.store ?? LocalRefreshStore(clock: clock))
+            refreshStore: sharedState?.store ?? LocalRefreshStore(clock: clock),
+            exchangeStore: sharedState?.exchanges ?? LocalExchangeStore(clock: clock))
         return GatewayShared(
             authentication: authentication,
             health: HealthState(),

@@ -120,6 +120,14 @@ extension ConfigurationLoader {
             let signIn = entry.bool("signIn") ?? false
             let cors = Self.cors(entry)
             if signIn && auth == .none { entry.error("signIn", "needs a route with auth") }
+            // docs/assertions.md, docs/token-exchange.md.
+            let assertion = Self.routeAssertion(entry, backend: backend)
+            let exchange = Self.routeExchange(entry)
+            if auth == .none && assertion != nil { entry.error("assertion", "needs a route with auth") }
+            if auth == .none && exchange != nil { entry.error("exchange", "needs a route with auth") }
+            if exchange != nil && !forwardAccessToken {
+                entry.error("exchange", "forwards the exchanged token: it cannot go with forwardAccessToken false")
+            }
             guard let name, let pathMatch, let backend else { continue }
             var route = RouteConfiguration(
                 name: name,
@@ -136,6 +144,8 @@ extension ConfigurationLoader {
             route.forwardDPoPProof = forwardDPoPProof
             route.signIn = signIn
             route.cors = cors
+            route.assertion = assertion
+            route.exchange = exchange
             routes.append(route)
         }
         return routes

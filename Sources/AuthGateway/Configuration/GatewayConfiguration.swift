@@ -33,6 +33,8 @@ public struct GatewayConfiguration: Sendable {
     public var authorizer: AuthorizerConfiguration? = nil
     /// `paths` (docs/forwarding.md, "Request targets"): how request paths are made canonical.
     public var paths = PathSettings()
+    /// `identityAssertion` (docs/assertions.md); nil: no route may ask for an assertion.
+    public var identityAssertion: IdentityAssertionConfiguration? = nil
 
     /// What `check` prints as warnings: settings that work but weaken a guarantee.
     public var warnings: [String] {
@@ -53,6 +55,7 @@ public struct GatewayConfiguration: Sendable {
     public var usesProfiles: Bool {
         self.identityHeaders.contains { $0.path.source == .profile }
             || self.routes.contains { $0.require.readsProfile }
+            || self.routes.contains { $0.assertion?.claims.contains { $0.path.source == .profile } == true }
     }
 }
 

@@ -30,6 +30,10 @@ public struct RouteConfiguration: Sendable {
     public var signIn = false
     /// Cross-origin browser calls (docs/policies.md, "CORS"); nil: the gateway adds no CORS.
     public var cors: CORSConfiguration? = nil
+    /// `assertion` (docs/assertions.md): the backend gets an assertion the gateway signed; nil: none.
+    public var assertion: RouteAssertion? = nil
+    /// `exchange` (docs/token-exchange.md): the backend gets an exchanged token; nil: none.
+    public var exchange: ExchangeConfiguration? = nil
 
     public enum DPoPMode: String, Sendable {
         case off, allowed, required

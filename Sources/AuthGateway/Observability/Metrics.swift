@@ -141,6 +141,8 @@ enum MetricName {
     static let signIns = "auth_gateway_sign_ins_total"
     static let signOuts = "auth_gateway_sign_outs_total"
     static let sessions = "auth_gateway_sessions"
+    static let exchanges = "auth_gateway_exchanges_total"
+    static let assertionsSigned = "auth_gateway_assertions_signed_total"
 
     /// HELP text and type of every family, in the order they are rendered.
     static let families: [(name: String, type: String, help: String)] = [
@@ -186,6 +188,11 @@ enum MetricName {
         (backendUp, "gauge", "1 while a backend URL is healthy and not ejected (whatever panic routing does), else 0"),
         (backendEjections, "counter", "Times a backend URL was ejected by outlier detection"),
         (rateLimited, "counter", "Requests refused by a rate limit, by limit and route"),
+        (
+            exchanges, "counter",
+            "Token exchanges for routes with exchange, by route and outcome: calls (exchanged, refused, unavailable) and answers without a call (cached, joined)"
+        ),
+        (assertionsSigned, "counter", "Identity assertions signed for backends (a reused assertion is not counted)"),
     ]
 }
 

@@ -22,12 +22,16 @@ final class AuthenticationState: Sendable {
     let signInFlowKey: SymmetricKey
     /// The refresh single flight and grace table (process- or fleet-wide).
     let refreshStore: RefreshStore
+    /// The token-exchange single flight and cache (docs/token-exchange.md): with `sharedState`,
+    /// shared by every instance.
+    let exchangeStore: ExchangeStore
 
     init(
         keyStore: KeyStore, verifiedTokens: VerifiedTokenCache, dpopNonceKey: SymmetricKey,
         sharedDPoPReplay: SharedDPoPReplay?, sessions: SessionStore, signInFlowKey: SymmetricKey,
-        refreshStore: RefreshStore
+        refreshStore: RefreshStore, exchangeStore: ExchangeStore
     ) {
+        self.exchangeStore = exchangeStore
         self.keyStore = keyStore
         self.verifiedTokens = verifiedTokens
         self.dpopNonceKey = dpopNonceKey
