@@ -112,7 +112,9 @@ enum GatewayComposition {
         }
         let authentication = AuthenticationFeatures(
             refresh: refresher, signIn: signIn, introspector: parts.introspector, profiles: parts.profiles,
-            apiKeys: configuration.tokens.apiKeys.map(APIKeyTable.init))
+            apiKeys: configuration.tokens.apiKeys.map(APIKeyTable.init),
+            assertionJWKSPath: configuration.identityAssertion.map { _ in AssertionJWKSEndpoint.mainPath(configuration)
+            })
         return RuntimeSnapshot(
             configuration: configuration, generation: generation, authentication: authentication,
             rateLimiter: parts.rateLimiter, backendTLS: backendTLS,

@@ -198,6 +198,21 @@ public struct RequestCheck {
             report.rateLimits(
                 self.configuration.rateLimits.filter { $0.applies(to: allowed.route.name) }, fields: fields)
             report.identityHeaders(allowed.identityHeaders)
+            if let exchange = gateway.notes.exchange {
+                report.line(
+                    "exchange",
+                    "the caller's token would be exchanged at \(exchange.tokenEndpoint) (\(exchange.grant.rawValue)"
+                        + (exchange.audience.isEmpty ? "" : ", audience \(exchange.audience.joined(separator: " "))")
+                        + "); the backend gets the exchanged token, never the caller's (not contacted offline)")
+            }
+            if let assertion = gateway.notes.assertion, let signing = self.configuration.identityAssertion {
+                let claims = JSONValue.object(assertion.claims).jsonText
+                report.line(
+                    "assertion",
+                    "\(signing.header): sub \(assertion.subject), aud \(assertion.audience), auth \(assertion.authKind.rawValue)"
+                        + (assertion.thumbprint.map { ", cnf.jkt \($0)" } ?? "") + ", claims \(claims)"
+                        + " (signed with kid \(signing.keys.current.kid) at request time)")
+            }
             report.line("decision", "allowed")
             return .allowed
         case .preflight(let response, _):

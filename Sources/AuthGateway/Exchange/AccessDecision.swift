@@ -43,6 +43,8 @@ final class AllowedRequest {
     let identityHeaders: [(name: String, value: String)]
     /// The access token's fate (and refresh tokens', always removed) on the way to the backend.
     let tokenEdits: [TokenEdit]
+    /// The `Authorization` the backend gets instead of the caller's token (an exchanged token).
+    var backendAuthorization: String? { self.identity?.backendAuthorization }
 
     init(
         request: AuthRequest, resolved: ResolvedRoute, identity: Identity?,
@@ -174,7 +176,13 @@ extension RequestPlanner {
         var edits = self.snapshot.refreshTokenRemovals
         var identityHeaders: [(name: String, value: String)] = []
         if let identity {
-            if !route.forwardAccessToken {
+            if identity.backendAuthorization != nil {
+                // An exchanged token replaces the caller's, which reaches the backend nowhere
+                // (docs/token-exchange.md): removed from where it came (a session's never goes).
+                if !identity.accessToken.location.isSession {
+                    edits.append(TokenEdit(location: identity.accessToken.location, replacement: nil))
+                }
+            } else if !route.forwardAccessToken {
                 edits.append(TokenEdit(location: identity.accessToken.location, replacement: nil))
             } else if case .session = identity.accessToken.location {
                 // A session's token reaches the backend as `Authorization: Bearer`.
@@ -187,6 +195,8 @@ extension RequestPlanner {
                 identityHeaders = Self.identityHeaders(
                     IdentityFields(identity: identity, request: request), policy: self.snapshot.forwarding)
             }
+            // What steps made for the backend (a signed assertion) goes with the identity headers.
+            identityHeaders += identity.backendHeaders
         }
         return .allowed(
             AllowedRequest(

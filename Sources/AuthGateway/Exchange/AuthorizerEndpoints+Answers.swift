@@ -55,6 +55,9 @@ extension AuthorizerEndpoints {
             headers.add(name: header.name, value: "")
         }
         for (name, value) in Self.upstreamTokenHeaders(allowed.tokenEdits) { headers.add(name: name, value: value) }
+        if let authorization = allowed.backendAuthorization {
+            headers.replaceOrAdd(name: "Authorization", value: authorization)
+        }
         for (name, value) in allowed.responseHeaders { headers.add(name: name, value: value) }
         return LocalResponse(status: .ok, headers: headers, body: "", error: nil)
     }

@@ -110,6 +110,12 @@ struct RequestPlanner {
             return AuthorizerEndpoints(configuration: authorizer, planner: self, requestID: requestID).plan(
                 target, head: head, now: now, trace: trace)
         }
+        // The assertion keys' JWKS beside the sign-in endpoints (docs/assertions.md).
+        if let jwksPath = self.snapshot.authentication.assertionJWKSPath, target.path == jwksPath,
+            let jwks = AssertionJWKSEndpoint.response(self.snapshot.configuration, method: head.method)
+        {
+            return .ready(.respond(jwks, close: false))
+        }
         if let signIn = self.snapshot.browserSignIn,
             let decision = SignInEndpoints(signIn: signIn, environment: self.environment, requestID: requestID).plan(
                 target, head: head, now: now)
@@ -181,6 +187,7 @@ struct RequestPlanner {
             tokenEdits: allowed.tokenEdits,
             traceContext: upstreamSpan.map { trace!.propagationHeaders(for: $0) } ?? [],
             stripDPoPProof: !route.forwardDPoPProof,
+            authorization: allowed.backendAuthorization,
             host: target.backendHost,
             forwardedHost: target.host?.name,
             upgrade: upgrade

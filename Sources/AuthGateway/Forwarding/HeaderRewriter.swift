@@ -16,7 +16,10 @@ package final class ForwardingPolicy: Sendable {
 
     package init(configuration: GatewayConfiguration) {
         self.identityHeaders = configuration.identityHeaders
-        self.strippedNames = configuration.identityHeaders.map { $0.name.lowercased() }
+        // A client's own assertion is never one the gateway signed (docs/assertions.md).
+        self.strippedNames =
+            configuration.identityHeaders.map { $0.name.lowercased() }
+            + (configuration.identityAssertion.map { [$0.header.lowercased()] } ?? [])
         self.strippedPrefixes = configuration.stripInboundHeaderPrefixes.map { $0.lowercased() }
         self.trustedProxies = configuration.trustedProxies
         self.signInCookies = configuration.browserSignIn.map { ($0.sessionCookieName, $0.flowCookiePrefix) }
@@ -121,6 +124,9 @@ package enum HeaderRewriter {
                 continue
             } else if ASCII.equalsIgnoringCase(name, "x-request-id") {
                 continue
+            } else if rewrite.authorization != nil, ASCII.equalsIgnoringCase(name, "authorization") {
+                // Replaced below.
+                continue
             } else if !rewrite.traceContext.isEmpty,
                 ASCII.equalsIgnoringCase(name, "traceparent") || ASCII.equalsIgnoringCase(name, "tracestate")
             {
@@ -154,6 +160,7 @@ package enum HeaderRewriter {
             sink.appendField("X-Forwarded-Host", forwardedHost)
         }
         sink.appendField("X-Request-Id", rewrite.requestID)
+        if let authorization = rewrite.authorization { sink.appendField("Authorization", authorization) }
         for field in rewrite.identity { sink.appendField(field.name, field.value) }
         for field in rewrite.traceContext { sink.appendField(field.name, field.value) }
         if rewrite.framing == .chunked { sink.appendField("Transfer-Encoding", "chunked") }
@@ -247,6 +254,9 @@ package struct HeaderRewrite {
     /// The upstream span's context (`traceparent`, `tracestate`), replacing the client's.
     var traceContext: [(name: String, value: String)] = []
     var stripDPoPProof = false
+    /// The `Authorization` in place of whatever the client sent (an exchanged token); nil keeps
+    /// the client's, as the token edits leave it.
+    var authorization: String? = nil
     /// The canonical `Host` in place of the client's (`RequestTarget.backendHost`); nil keeps it.
     var host: String? = nil
     /// The canonical host without its port: `X-Forwarded-Host` unless a trusted proxy sent one.

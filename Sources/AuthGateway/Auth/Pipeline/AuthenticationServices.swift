@@ -57,11 +57,14 @@ final class AuthenticationFeatures: Sendable {
     let profiles: ProfileCache?
     /// `tokens.apiKeys`, read (with its `keysFile`) at this (re)load.
     let apiKeys: APIKeyTable?
+    /// With `identityAssertion`: where the main listener serves its keys' JWKS.
+    let assertionJWKSPath: String?
 
     init(
         refresh: SessionRefresher? = nil, signIn: SignInFeature? = nil, introspector: TokenIntrospector? = nil,
-        profiles: ProfileCache? = nil, apiKeys: APIKeyTable? = nil
+        profiles: ProfileCache? = nil, apiKeys: APIKeyTable? = nil, assertionJWKSPath: String? = nil
     ) {
+        self.assertionJWKSPath = assertionJWKSPath
         self.refresh = refresh
         self.signIn = signIn
         self.introspector = introspector

@@ -34,6 +34,8 @@ struct Identity {
         var responseHeaders: [(name: String, value: String)] = []
         var dpopThumbprint: String?
         var apiKeyID: String?
+        var backendHeaders: [(name: String, value: String)] = []
+        var backendAuthorization: String?
 
         init(token: VerifiedToken, accessToken: ExtractedToken, issuer: String, kind: Kind) {
             self.token = token
@@ -49,6 +51,8 @@ struct Identity {
             copy.responseHeaders = self.responseHeaders
             copy.dpopThumbprint = self.dpopThumbprint
             copy.apiKeyID = self.apiKeyID
+            copy.backendHeaders = self.backendHeaders
+            copy.backendAuthorization = self.backendAuthorization
             return copy
         }
     }
@@ -98,6 +102,19 @@ struct Identity {
     var apiKeyID: String? {
         get { self.fields.apiKeyID }
         set { self.writable.apiKeyID = newValue }
+    }
+
+    /// Headers a step made for the backend (a signed assertion, docs/assertions.md): added after
+    /// the identity headers, and handed to a proxy in authorizer mode.
+    var backendHeaders: [(name: String, value: String)] {
+        get { self.fields.backendHeaders }
+        set { self.writable.backendHeaders = newValue }
+    }
+    /// The `Authorization` the backend gets instead of the caller's token, which then reaches it
+    /// nowhere (an exchanged token, docs/token-exchange.md).
+    var backendAuthorization: String? {
+        get { self.fields.backendAuthorization }
+        set { self.writable.backendAuthorization = newValue }
     }
 
     /// The access token a call made on the caller's behalf (a profile fetch) presents.

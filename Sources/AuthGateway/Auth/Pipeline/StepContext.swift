@@ -34,6 +34,10 @@ struct StepContext {
 final class StepNotes {
     /// The route's requirement, clause by clause, as `RequirementCheck` decided it.
     var requirements: RequirementExplanation?
+    /// The exchange that would be made (`TokenExchange`).
+    var exchange: ExchangeConfiguration?
+    /// What the backend's assertion would say (`SignedAssertion`).
+    var assertion: AssertionInput?
 }
 
 /// How each worker builds its authentication pipeline from its `StepContext`: the registered

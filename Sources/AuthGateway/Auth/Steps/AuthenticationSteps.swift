@@ -14,5 +14,7 @@ enum AuthenticationSteps {
             .then(ProofOfPossession(context))
             .then(ProfileLookup(context))
             .then(RequirementCheck(context))
+            .then(TokenExchange(context))
+            .then(SignedAssertion(context))
     }
 }
