@@ -7,8 +7,8 @@ extension RouteIndex {
         var methods: [Int32] = []
         methods.reserveCapacity(routes.count)
         var anyHost = TreePaths()
-        var hosts: [String: TreePaths] = [:]
-        var hostOrder: [String] = []
+        var hosts: [[UInt8]: TreePaths] = [:]
+        var hostOrder: [[UInt8]] = []
         for (position, route) in routes.enumerated() {
             let index = Int32(position)
             if let set = route.methods {
@@ -22,15 +22,13 @@ extension RouteIndex {
                 continue
             }
             self.firstHostRoute = min(self.firstHostRoute, index)
-            let key = String(decoding: host.utf8.map(ASCII.lower), as: UTF8.self)
+            let key = host.utf8.map(ASCII.lower)
             if hosts[key] == nil { hostOrder.append(key) }
             hosts[key, default: TreePaths()].add(route.pathMatch, route: index)
         }
         if !anyHost.paths.isEmpty { self.anyHostRoot = self.addTree(anyHost, methods: methods) }
-        self.hostRoots.reserveCapacity(hostOrder.count)
-        for host in hostOrder {
-            self.hostRoots[RouteHostKey(host[...])] = self.addTree(hosts[host]!, methods: methods)
-        }
+        self.hosts = RouteHostTable(capacity: hostOrder.count)
+        for host in hostOrder { self.hosts.add(host, root: self.addTree(hosts[host]!, methods: methods)) }
     }
 
     /// Adds the radix tree of `tree`'s paths; returns its root.

@@ -1,8 +1,8 @@
 /// Where route matching looks: hosts by hash, paths by a radix tree of their bytes, so that a
 /// request's cost does not grow with the number of routes (docs/configuration.md).
 ///
-/// One tree holds the routes without `host`, one more each configured host (filed under the
-/// host lower-cased); all trees live in the same flat arrays. A node holds the routes whose
+/// One tree holds the routes without `host`, one more each configured host (`RouteHostTable`,
+/// lower-cased); all trees live in the same flat arrays. A node holds the routes whose
 /// `pathPrefix` or `path` ends at it. A request walks the host-less tree and its host's tree
 /// along its path's bytes — at most the path's length deep — and the smallest route index among
 /// the matches is the route a first-to-last scan finds. A prefix is a plain byte prefix, as
@@ -49,7 +49,7 @@ struct RouteIndex: Sendable {
     var entries: [Entry] = []
     var methodSets: [Set<String>] = []
     /// The root of each configured host's tree.
-    var hostRoots: [RouteHostKey: Int32] = [:]
+    var hosts = RouteHostTable(capacity: 0)
     /// The smallest index of a route with a host: a match before it needs no host lookup.
     var firstHostRoute: Int32 = .max
     /// The root of the tree of routes without a host; -1 when every route has one.
@@ -70,7 +70,7 @@ struct RouteIndex: Sendable {
             best = self.first(from: self.anyHostRoot, path: path, method: method, before: best)
         }
         // Hashed only when a host route could still come first.
-        if self.firstHostRoute < best, let host, let root = self.hostRoots[RouteHostKey(host)] {
+        if self.firstHostRoute < best, let host, let root = self.hosts.root(of: host) {
             best = self.first(from: root, path: path, method: method, before: best)
         }
         return best
@@ -130,39 +130,5 @@ struct RouteIndex: Sendable {
             if found < byte { low = middle + 1 } else { high = middle }
         }
         return nil
-    }
-}
-
-/// A host as the route index files it: hashed and compared ignoring ASCII case, so a request's
-/// host is looked up without a lower-cased copy (docs/configuration.md: hosts match in any case).
-///
-/// The index's own keys are lower-cased. A request's host (canonical, so lower-case, from the
-/// request path) is hashed as it is; one with an upper-case byte through a lower-cased copy on
-/// the stack. Both hash the same bytes for hosts that are equal ignoring case.
-struct RouteHostKey: Hashable, Sendable {
-    let text: Substring
-
-    init(_ text: Substring) { self.text = text }
-
-    static func == (lhs: Self, rhs: Self) -> Bool { ASCII.equalsIgnoringCase(lhs.text, rhs.text) }
-
-    func hash(into hasher: inout Hasher) {
-        let hashed: Void? = self.text.utf8.withContiguousStorageIfAvailable { bytes in
-            Self.hashLowerCased(bytes, into: &hasher)
-        }
-        if hashed == nil {
-            Array(self.text.utf8).withUnsafeBufferPointer { Self.hashLowerCased($0, into: &hasher) }
-        }
-    }
-
-    private static func hashLowerCased(_ bytes: UnsafeBufferPointer<UInt8>, into hasher: inout Hasher) {
-        guard bytes.contains(where: { $0 &- UInt8(ascii: "A") < 26 }) else {
-            hasher.combine(bytes: UnsafeRawBufferPointer(bytes))
-            return
-        }
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: bytes.count) { lower in
-            for index in bytes.indices { lower[index] = ASCII.lower(bytes[index]) }
-            hasher.combine(bytes: UnsafeRawBufferPointer(lower))
-        }
     }
 }
