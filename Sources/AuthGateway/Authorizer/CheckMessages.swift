@@ -104,16 +104,8 @@ enum CheckMessages {
         return response
     }
 
-    static func rpcCode(status: Int) -> Int32 {
-        switch status {
-        case 401: return 16
-        case 403: return 7
-        case 429: return 8
-        case 400: return 3
-        case 302, 303, 307: return 16
-        default: return 14
-        }
-    }
+    /// The `google.rpc.Status` code of a denial: as any gRPC answer of the gateway's.
+    static func rpcCode(status: Int) -> Int32 { Int32(GRPCStatusCode.forHTTPStatus(status)) }
 
     private static func option(
         _ name: String, _ value: String, _ action: Envoy_Config_Core_V3_HeaderValueOption.HeaderAppendAction

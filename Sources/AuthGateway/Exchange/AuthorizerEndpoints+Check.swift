@@ -19,7 +19,10 @@ extension AuthorizerEndpoints {
         let endpoint = LocalEndpoint(
             maximumBodyBytes: Self.maximumCheckBytes, needsTrailers: true, authorizer: true,
             answer: { body, eventLoop in decider.answer(body, on: eventLoop) },
-            tooLarge: { CheckDecider.failure(code: 8, "The CheckRequest is larger than the gateway accepts") })
+            tooLarge: {
+                CheckDecider.failure(
+                    code: GRPCStatusCode.resourceExhausted, "The CheckRequest is larger than the gateway accepts")
+            })
         return .ready(.forward(endpoint.plan(for: head)))
     }
 }
@@ -38,12 +41,14 @@ final class CheckDecider: @unchecked Sendable {
         guard let message = CheckMessages.message(in: body),
             let request = try? Envoy_Service_Auth_V3_CheckRequest(serializedBytes: Array(message.readableBytesView))
         else {
-            return eventLoop.makeSucceededFuture(Self.failure(code: 3, "The message is not a CheckRequest"))
+            return eventLoop.makeSucceededFuture(
+                Self.failure(code: GRPCStatusCode.invalidArgument, "The message is not a CheckRequest"))
         }
         let planner = self.endpoints.planner
         let original: OriginalRequest
         switch CheckMessages.original(request, peerIP: planner.connection.peerIP) {
-        case .failure(let error): return eventLoop.makeSucceededFuture(Self.failure(code: 3, error.description))
+        case .failure(let error):
+            return eventLoop.makeSucceededFuture(Self.failure(code: GRPCStatusCode.invalidArgument, error.description))
         case .success(let rebuilt): original = rebuilt
         }
         switch self.endpoints.decide(original, now: planner.environment.wallClock(), trace: nil) {
@@ -75,7 +80,7 @@ final class CheckDecider: @unchecked Sendable {
         }
         var answer = LocalEndpoint.Answer(
             status: .ok, headers: [("content-type", "application/grpc")], body: CheckMessages.frame(response),
-            trailers: [("grpc-status", "0")])
+            trailers: [("grpc-status", String(GRPCStatusCode.ok))])
         answer.route = decision.routeName
         return answer
     }
@@ -110,23 +115,6 @@ final class CheckDecider: @unchecked Sendable {
     static func failure(code: Int, _ message: String) -> LocalEndpoint.Answer {
         LocalEndpoint.Answer(
             status: .ok, headers: [("content-type", "application/grpc")], body: ByteBuffer(),
-            trailers: [("grpc-status", String(code)), ("grpc-message", Self.percentEncoded(message))])
+            trailers: [("grpc-status", String(code)), ("grpc-message", GRPCStatusCode.percentEncoded(message))])
     }
-
-    /// `grpc-message` is percent-encoded (gRPC over HTTP/2): bytes outside printable ASCII and `%`.
-    static func percentEncoded(_ text: String) -> String {
-        var output = ""
-        for byte in text.utf8 {
-            if byte >= 0x20 && byte < 0x7F && byte != UInt8(ascii: "%") {
-                output.unicodeScalars.append(Unicode.Scalar(byte))
-            } else {
-                output += "%" + String(byte, radix: 16, uppercase: true).leftPadded
-            }
-        }
-        return output
-    }
-}
-
-extension String {
-    fileprivate var leftPadded: String { self.count == 1 ? "0" + self : self }
 }

@@ -6,19 +6,8 @@ import NIOHTTP1
 /// `content-type: application/grpc`, `grpc-status` and a percent-encoded `grpc-message` in one
 /// HEADERS frame that ends the stream (gRPC over HTTP/2, "Responses").
 enum GRPCStatus {
-    /// The gRPC status code for an HTTP status the gateway answers with.
-    static func code(forHTTPStatus status: Int) -> Int {
-        switch status {
-        case 401: return 16  // UNAUTHENTICATED
-        case 403: return 7  // PERMISSION_DENIED
-        case 404: return 12  // UNIMPLEMENTED
-        case 400, 405, 408: return 3  // INVALID_ARGUMENT
-        case 413, 429, 431: return 8  // RESOURCE_EXHAUSTED
-        case 502, 503: return 14  // UNAVAILABLE
-        case 504: return 4  // DEADLINE_EXCEEDED
-        default: return 2  // UNKNOWN
-        }
-    }
+    /// The gRPC status code for an HTTP status the gateway answers with (`GRPCStatusCode`).
+    static func code(forHTTPStatus status: Int) -> Int { GRPCStatusCode.forHTTPStatus(status) }
 
     /// The Trailers-Only HEADERS block for a local answer.
     static func trailersOnly(_ response: LocalResponse, requestID: String, secrets: SecretHeaderNames) -> HPACKHeaders {
@@ -42,18 +31,7 @@ enum GRPCStatus {
         return headers
     }
 
-    /// `grpc-message` is percent-encoded: bytes outside 0x20…0x7E, and '%', become %XX.
-    static func percentEncoded(_ message: String) -> String {
-        var output = ""
-        for byte in message.utf8 {
-            if byte >= 0x20 && byte <= 0x7E && byte != UInt8(ascii: "%") {
-                output.unicodeScalars.append(Unicode.Scalar(byte))
-            } else {
-                output += "%" + String(byte, radix: 16, uppercase: true).leftPadded(to: 2)
-            }
-        }
-        return output
-    }
+    static func percentEncoded(_ message: String) -> String { GRPCStatusCode.percentEncoded(message) }
 
     /// `grpc-timeout` (e.g. `250m`, `3S`): at most 8 digits and a unit (H M S m u n). At
     /// least one millisecond: a zero or nanosecond deadline has passed before anything could
@@ -73,12 +51,6 @@ enum GRPCStatus {
         default: return nil
         }
         return max(timeout, .milliseconds(1))
-    }
-}
-
-extension String {
-    fileprivate func leftPadded(to width: Int) -> String {
-        self.count >= width ? self : String(repeating: "0", count: width - self.count) + self
     }
 }
 

@@ -86,6 +86,6 @@ struct CheckMessagesTests {
         #expect(denied.status.code == 16)
         #expect(denied.deniedResponse.status.code == .unauthorized)
         #expect(denied.deniedResponse.body == "{}")
-        #expect([403, 429, 503, 502, 400].map(CheckMessages.rpcCode(status:)) == [7, 8, 14, 14, 3])
+        #expect([403, 429, 503, 502, 400, 401, 302].map(CheckMessages.rpcCode(status:)) == [7, 8, 14, 14, 3, 16, 16])
     }
 }
