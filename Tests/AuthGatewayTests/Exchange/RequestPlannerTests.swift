@@ -63,7 +63,7 @@ struct RequestPlannerTests {
         case .pending(let future, _):
             self.loop.run()
             var result: Result<RequestPlan, any Error>?
-            future.whenComplete { result = $0 }
+            future.assumeIsolated().whenComplete { result = $0 }
             self.loop.run()
             guard let result else { throw PlannerTestFailure("the plan for \(path) never completed") }
             return try result.get()

@@ -117,7 +117,7 @@ struct RequestAuthenticatorTests {
     /// The outcome of `decision`, once the embedded loop ran what it waits on.
     static func outcome(_ decision: AuthDecision, _ loop: EmbeddedEventLoop) -> AuthOutcome? {
         var outcome: AuthOutcome?
-        decision.future(on: loop).whenSuccess { outcome = $0 }
+        decision.future(on: loop).assumeIsolated().whenSuccess { outcome = $0 }
         loop.run()
         return outcome
     }
@@ -140,7 +140,7 @@ struct RequestAuthenticatorTests {
         }
         #expect(calls.names == ["first", "waiting"])
         var outcome: AuthOutcome?
-        future.whenSuccess { outcome = $0 }
+        future.assumeIsolated().whenSuccess { outcome = $0 }
         loop.run()
         #expect(calls.names == ["first", "waiting"])
         answer.succeed()

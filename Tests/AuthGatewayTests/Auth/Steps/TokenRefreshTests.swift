@@ -67,7 +67,7 @@ struct TokenRefreshTests {
         // A key refetch (nothing to fetch from here) is waited for on the embedded loop.
         while case .wait(let future) = answer {
             var settled: StepResult<AuthState>?
-            future.whenSuccess { settled = $0 }
+            future.assumeIsolated().whenSuccess { settled = $0 }
             self.fixture.eventLoop.run()
             guard let settled else { break }
             answer = settled
