@@ -1,12 +1,15 @@
 /// A canonical path as a lenient matcher reads it (docs/forwarding.md, "Spellings that are
-/// refused"): without case, and without trailing dots and spaces. Caddy's path matchers
+/// refused"): without case, without path parameters, and without trailing dots and spaces.
+/// Servlet containers (Tomcat, Jetty, Spring) drop every segment's `;` parameters before they
+/// map a path (`/admin;x/users` is `/admin/users` there, a plain segment to nginx). Caddy's path matchers
 /// lower-case the decoded path with Go's `strings.ToLower` (`/ADMIN/x`, and `/adm%C4%B0n/x` with
 /// a dotted capital I, are `/admin/x` there) and, before 2.7, trimmed trailing dots and spaces
 /// on every system, as Windows and IIS do with file names (`/admin.` is `/admin`); Java's
 /// `equalsIgnoreCase` also compares upper-case forms (`ı` matches `i`). Only a key for finding
 /// a path that names another route read that way (`LenientRoutes`); never forwarded.
 ///
-/// ASCII letters are lower-cased; a percent-encoded non-ASCII character (a canonical path holds
+/// A raw `;` and what follows it up to the next `/` go (an escaped `%3B` stays); ASCII letters
+/// are lower-cased; a percent-encoded non-ASCII character (a canonical path holds
 /// UTF-8 as escapes) becomes the lower case of its upper case, decoded (`ſ` → `s`, `ı` → `i`,
 /// the Kelvin sign → `k`, `ß` → `ss`), and `İ` becomes `i` (Go's simple mapping); escapes of
 /// ASCII characters (`%20`, `%2F` when kept) stay as they are; then trailing `.` and `%20` go.
@@ -14,8 +17,8 @@
 /// differ, never a wrong route.
 enum LenientPath {
     /// The lenient key of `path`; nil when it is `path` itself (no upper-case ASCII letter
-    /// outside an escape, no escaped non-ASCII byte, no trailing dot or space): one scan in the
-    /// common case.
+    /// outside an escape, no escaped non-ASCII byte, no `;`, no trailing dot or space): one scan
+    /// in the common case.
     static func key(_ path: Substring) -> String? {
         guard Self.mayChange(path.utf8) else { return nil }
         let bytes = path.utf8
@@ -38,6 +41,10 @@ enum LenientPath {
                 continue
             }
             Self.flush(&encoded, into: &output)
+            if byte == .semicolon {
+                index = bytes[index...].firstIndex(of: .slash) ?? bytes.endIndex
+                continue
+            }
             output.append(byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte + 32 : byte)
             index = bytes.index(after: index)
         }
@@ -52,7 +59,7 @@ enum LenientPath {
         var index = bytes.startIndex
         while index != bytes.endIndex {
             let byte = bytes[index]
-            if byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") { return true }
+            if (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z")) || byte == .semicolon { return true }
             if byte == .percent, let value = Self.escape(bytes, at: index) {
                 if value >= 0x80 { return true }
                 index = bytes.index(index, offsetBy: 3)
@@ -113,4 +120,6 @@ enum LenientPath {
 extension UInt8 {
     fileprivate static let percent = UInt8(ascii: "%")
     fileprivate static let dot = UInt8(ascii: ".")
+    fileprivate static let semicolon = UInt8(ascii: ";")
+    fileprivate static let slash = UInt8(ascii: "/")
 }

@@ -32,8 +32,8 @@ enum AmbiguousPath: Sendable, Equatable, CustomStringConvertible {
     /// (Python's `normpath`: `/admin/.` is `/admin`), or trim trailing dots first (Caddy before
     /// 2.7, Windows: `/admin/..` is `/admin/`).
     case endsInDotSegment
-    /// Names another route read leniently, without case or trailing dots and spaces
-    /// (`LenientRoutes`): decided with the routes.
+    /// Names another route read leniently, without case, path parameters (`;`) or trailing
+    /// dots and spaces (`LenientRoutes`): decided with the routes.
     case lenientVariant
 
     var description: String {
@@ -47,7 +47,7 @@ enum AmbiguousPath: Sendable, Equatable, CustomStringConvertible {
         case .climbsAboveRoot: return "The path climbs above \"/\""
         case .endsInDotSegment: return "The path ends in a \".\" or \"..\" segment"
         case .lenientVariant:
-            return "The path names another route when case, or trailing dots and spaces, are ignored"
+            return "The path names another route when case, \";\" parameters, or trailing dots and spaces, are ignored"
         }
     }
 }

@@ -3,8 +3,8 @@ import Testing
 @testable import AuthGateway
 
 /// `LenientPath` and `LenientRoutes` (docs/forwarding.md, "Spellings that are refused"): a path
-/// that names another route read without case or trailing dots and spaces — as Caddy's path
-/// matchers, IIS or Java's `equalsIgnoreCase` read it — is found, and one that names the same
+/// that names another route read without case, `;` parameters or trailing dots and spaces — as
+/// Caddy's path matchers, IIS, servlet containers or Java's `equalsIgnoreCase` read it — is found, and one that names the same
 /// route is left alone.
 @Suite("LenientPath")
 struct LenientPathTests {
@@ -28,6 +28,11 @@ struct LenientPathTests {
             ("/admin.", "/admin"),
             ("/admin.%20.", "/admin"),
             ("/x/file.txt.", "/x/file.txt"),
+            // Path parameters go, as a servlet container drops them; an escaped ; stays.
+            ("/admin;x/users", "/admin/users"),
+            ("/admin;/users", "/admin/users"),
+            ("/a;b=1;c=2/x;y", "/a/x"),
+            ("/Admin;jsessionid=ABC/x", "/admin/x"),
         ])
     func key(_ path: String, _ expected: String) {
         #expect(LenientPath.key(path[...]) == expected)
@@ -35,7 +40,7 @@ struct LenientPathTests {
 
     @Test(
         "a path that is its own key",
-        arguments: ["/", "/admin/x", "/a%20b%3F/%7E", "/public/%2F", "/x/123-._~", "/a.b/", "/%20x"])
+        arguments: ["/", "/admin/x", "/a%3Bb/x", "/a%20b%3F/%7E", "/public/%2F", "/x/123-._~", "/a.b/", "/%20x"])
     func ownKey(_ path: String) {
         #expect(LenientPath.key(path[...]) == nil)
     }
@@ -63,6 +68,11 @@ struct LenientPathTests {
             ("/healthz.", true),
             ("/healthz%20", true),
             ("/api/x", true),
+            // A servlet container drops the parameters and serves the admin (or health) route.
+            ("/admin;x/users", true),
+            ("/admin;/users", true),
+            ("/healthz;x", true),
+            ("/public;v=1/x", true),
             // The same route either way: upper-case IDs, a route spelled in capitals, a dot
             // inside a route.
             ("/admin/Users/ABC", false),
@@ -71,6 +81,9 @@ struct LenientPathTests {
             ("/Other/Thing", false),
             ("/admin/x.", false),
             ("/admin/x", false),
+            ("/admin/x;v=2", false),
+            ("/other;v=1/x", false),
+            ("/admin/a%3Bb", false),
         ])
     func namesAnotherRoute(_ path: String, _ refused: Bool) {
         let table = RouteTable(Self.routes, backendNames: ["api"])
