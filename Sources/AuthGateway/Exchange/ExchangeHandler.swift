@@ -77,7 +77,10 @@ extension ExchangeHandler {
         guard let plan = self.exchange?.plan else { return }
         if let local = plan.local {
             // The gateway's own endpoint: "leased" at once, never pooled.
-            self.leaseSucceeded(local.lease(on: context.eventLoop, method: plan.head.method), reused: false)
+            let lease = local.lease(on: context.eventLoop, method: plan.head.method) { [weak self] route in
+                self?.exchange?.routeName = route
+            }
+            self.leaseSucceeded(lease, reused: false)
             return
         }
         guard let pool = plan.pool else { return }

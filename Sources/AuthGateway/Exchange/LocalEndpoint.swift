@@ -60,8 +60,10 @@ struct LocalEndpoint: Sendable {
             stripPathPrefix: false, forwardAccessToken: false),
         backendIndex: 0)
 
-    func lease(on eventLoop: EventLoop, method: HTTPMethod) -> UpstreamLease {
-        LocalEndpointLease(endpoint: self, eventLoop: eventLoop, method: method)
+    /// One lease for one request; `decided` learns the route the endpoint decided for (the
+    /// `Check`'s original request), before the answer's head.
+    func lease(on eventLoop: EventLoop, method: HTTPMethod, decided: @escaping (String) -> Void) -> UpstreamLease {
+        LocalEndpointLease(endpoint: self, eventLoop: eventLoop, method: method, decided: decided)
     }
 }
 
@@ -72,14 +74,16 @@ final class LocalEndpointLease: UpstreamLease {
     private let endpoint: LocalEndpoint
     private let eventLoop: EventLoop
     private let method: HTTPMethod
+    private let decided: (String) -> Void
     private var body = ByteBuffer()
     private var overflowed = false
     private var abandoned = false
 
-    init(endpoint: LocalEndpoint, eventLoop: EventLoop, method: HTTPMethod) {
+    init(endpoint: LocalEndpoint, eventLoop: EventLoop, method: HTTPMethod, decided: @escaping (String) -> Void) {
         self.endpoint = endpoint
         self.eventLoop = eventLoop
         self.method = method
+        self.decided = decided
     }
 
     var reusable: Bool { false }
@@ -115,9 +119,7 @@ final class LocalEndpointLease: UpstreamLease {
 
     private func deliver(_ answer: LocalEndpoint.Answer) {
         guard !self.abandoned, let delegate = self.delegate else { return }
-        if let route = answer.route, let handler = delegate as? any ExchangeHandler {
-            handler.exchange?.routeName = route
-        }
+        if let route = answer.route { self.decided(route) }
         var block = HPACKHeaders()
         block.add(name: ":status", value: String(answer.status.code))
         for (name, value) in answer.headers { block.add(name: name.lowercased(), value: value) }
