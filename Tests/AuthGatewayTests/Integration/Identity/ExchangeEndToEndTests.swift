@@ -118,6 +118,8 @@ struct ExchangeEndToEndTests {
     @Test("a killed token endpoint, and one that never answers: 503 exchange.unavailable with Retry-After")
     func unavailable() async throws {
         let server = try await ExchangeServer.start()
+        // Stopped below on purpose; this stops it if the test fails first (a second stop is a no-op).
+        atTestEnd { await server.tool.stop() }
         let blackhole = try await ExchangeServer.start(blackhole: true)
         atTestEnd { await blackhole.tool.stop() }
         let gateway = try await GatewayFixture.start {
