@@ -34,7 +34,8 @@ public struct DemoRunner: Sendable {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let authService = try DemoAuthService(tokenLifetimeSeconds: self.tokenLifetimeSeconds)
         try await authService.start(group: group, port: self.authServicePort)
-        let backend = try await EchoBackend.start(group: group, port: self.backendPort)
+        let backend = try await EchoBackend.start(
+            group: group, port: self.backendPort, assertions: DemoAssertionKeys.shared.check)
         if self.servicesOnly {
             // A gateway started separately on `gatewayPort` signs browsers in here too
             // (scripts/bench/session.sh).
@@ -150,13 +151,18 @@ public struct DemoRunner: Sendable {
             "scopes": ["openid", "profile", "email"],
             "postSignOutPath": "\(Self.browserPath)"
           },
+          "identityAssertion": {
+            "issuer": "\(DemoAssertionKeys.issuer)",
+            "keysFile": "\(DemoAssertionKeys.shared.keysFile)"
+          },
           "backends": { "echo": { "urls": ["\(backend.baseURL)"] } },
           "routes": [
             { "name": "public", "pathPrefix": "/public/", "backend": "echo", "auth": "none" },
             { "name": "admin", "pathPrefix": "/admin/", "backend": "echo", "require": { "profile.super_admin": true } },
             { "name": "app", "pathPrefix": "\(Self.browserPath)", "backend": "echo", "signIn": true },
             { "name": "deploy", "pathPrefix": "/deploy/", "backend": "echo", "require": \(Self.deployPolicy) },
-            { "name": "api", "pathPrefix": "/", "backend": "echo" }
+            { "name": "api", "pathPrefix": "/", "backend": "echo",
+              "assertion": { "audience": "echo", "claims": { "email": "claims.email" } } }
           ],
           "identityHeaders": {
             "X-User-Id": "profile.user_id",
@@ -196,8 +202,11 @@ public struct DemoRunner: Sendable {
            ACCESS=$(printf '%s' "$LOGIN" | sed -E 's/.*"accesstoken":"([^"]+)".*/\\1/')
            REFRESH=$(printf '%s' "$LOGIN" | sed -E 's/.*"refreshtoken":"([^"]+)".*/\\1/')
 
-        2. An authorized call: forwarded, with X-User-* identity headers added by the gateway:
+        2. An authorized call: forwarded, with X-User-* identity headers added by the gateway, and
+           X-Gateway-Assertion, a JWT the gateway signed for the backend: the echo backend shows its
+           claims ("assertion"), verified with the key the gateway publishes (docs/assertions.md):
            curl -i \(gateway)/api/orders -H "Authorization: Bearer $ACCESS"
+           curl -s \(gateway)/.gateway/jwks.json
 
         3. The RainMaker header form works too, and client-sent identity headers are stripped:
            curl -i \(gateway)/api/orders -H "Authorization: $ACCESS" -H 'X-User-Id: forged'

@@ -20,7 +20,9 @@ import Synchronization
 /// - `POST /early`: answers at once, then reads and discards the body (as nginx's `return`);
 /// - a query with `backend-cors=1`: the answer carries the backend's own CORS fields
 ///   (`Access-Control-Allow-Origin: *`), which a route with `cors` must replace;
-/// - over TLS, `tlsPeerCertificate` names the client certificate presented (mutual TLS).
+/// - over TLS, `tlsPeerCertificate` names the client certificate presented (mutual TLS);
+/// - given an `AssertionCheck` (the demo's), a request carrying its header gets `"assertion"`:
+///   the identity assertion's header and claims once verified, or why it was not.
 ///
 /// With `http2: true` it speaks HTTP/2 instead: h2c by prior knowledge, or h2 by ALPN when
 /// given `tls` (each stream answered by the same echo logic).
@@ -42,7 +44,9 @@ public final class EchoBackend: Sendable {
     public var baseURL: String { "http://127.0.0.1:\(self.port)" }
 
     public static func start(
-        group: EventLoopGroup, host: String = "127.0.0.1", port: Int = 0, http2: Bool = false, tls: NIOSSLContext? = nil
+        group: EventLoopGroup, host: String = "127.0.0.1", port: Int = 0, http2: Bool = false,
+        tls: NIOSSLContext? = nil,
+        assertions: AssertionCheck? = nil
     ) async throws -> EchoBackend {
         let counters = EchoCounters()
         let channel = try await ServerBootstrap(group: group)
@@ -59,13 +63,13 @@ public final class EchoBackend: Sendable {
                                 stream.eventLoop.makeCompletedFuture {
                                     try stream.pipeline.syncOperations.addHandler(HTTP2FramePayloadToHTTP1ServerCodec())
                                     try stream.pipeline.syncOperations.addHandler(
-                                        EchoHandler(counters: counters, onStream: true))
+                                        EchoHandler(counters: counters, onStream: true, assertions: assertions))
                                 }
                             }
                         )
                     } else {
                         try sync.configureHTTPServerPipeline(withErrorHandling: true)
-                        try sync.addHandler(EchoHandler(counters: counters))
+                        try sync.addHandler(EchoHandler(counters: counters, assertions: assertions))
                     }
                     return channel.eventLoop.makeSucceededVoidFuture()
                 } catch {
@@ -101,10 +105,12 @@ private final class EchoHandler: ChannelDuplexHandler {
 
     /// On an HTTP/2 stream (its TLS is on the parent connection).
     private let onStream: Bool
+    private let assertions: EchoBackend.AssertionCheck?
 
-    init(counters: EchoCounters, onStream: Bool = false) {
+    init(counters: EchoCounters, onStream: Bool = false, assertions: EchoBackend.AssertionCheck? = nil) {
         self.counters = counters
         self.onStream = onStream
+        self.assertions = assertions
     }
 
     private var head: HTTPRequestHead?
@@ -192,6 +198,9 @@ private final class EchoHandler: ChannelDuplexHandler {
         let connection = self.onStream ? (context.channel.parent ?? context.channel) : context.channel
         if let certificate = try? connection.pipeline.syncOperations.nioSSL_peerCertificate() {
             document["tlsPeerCertificate"] = .string(certificate.description)
+        }
+        if let check = self.assertions, let assertion = head.headers.first(name: check.header) {
+            document["assertion"] = check.verdict(assertion, now: Date().timeIntervalSince1970)
         }
         if let trailers = self.trailers, !trailers.isEmpty {
             var trailerObject = JSONObject()

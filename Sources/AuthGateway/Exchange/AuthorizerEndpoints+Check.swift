@@ -64,10 +64,12 @@ final class CheckDecider: @unchecked Sendable {
         let response: Envoy_Service_Auth_V3_CheckResponse
         switch decision {
         case .allowed(let allowed):
+            let headers =
+                allowed.identityHeaders + AuthorizerEndpoints.upstreamTokenHeaders(allowed.tokenEdits)
+                + (allowed.backendAuthorization.map { [("authorization", $0)] } ?? [])
             response = CheckMessages.allowed(
-                headers: allowed.identityHeaders + AuthorizerEndpoints.upstreamTokenHeaders(allowed.tokenEdits)
-                    + (allowed.backendAuthorization.map { [("authorization", $0)] } ?? []),
-                remove: self.removals(allowed, original: original), responseHeaders: allowed.responseHeaders)
+                headers: headers, remove: self.removals(allowed, original: original, setting: headers),
+                responseHeaders: allowed.responseHeaders)
         case .denied(let local, _):
             response = Self.denied(local)
         case .preflight(let local, _) where local.status == .noContent:
@@ -92,20 +94,26 @@ final class CheckDecider: @unchecked Sendable {
     }
 
     /// The inbound headers the gateway would strip before the backend: identity headers the
-    /// client sent, and the tokens the backend must not get (refresh tokens; the access token
-    /// when the route does not forward it, or when a new one replaces it).
-    private func removals(_ allowed: AllowedRequest, original: OriginalRequest) -> [String] {
+    /// client sent (an assertion header among them), and the tokens the backend must not get
+    /// (refresh tokens; the access token when the route does not forward it, or when a new one
+    /// replaces it) — but none that `setting` sets. Envoy applies `headers` first (overwriting
+    /// the client's value) and `headers_to_remove` after (ext_authz.cc): a name in both would
+    /// reach the backend with no value at all — the exchanged `Authorization` always, the
+    /// assertion and an identity header whenever the client sent its own (docs/authorizer.md).
+    private func removals(
+        _ allowed: AllowedRequest, original: OriginalRequest, setting: [(name: String, value: String)]
+    ) -> [String] {
         let policy = self.endpoints.planner.snapshot.forwarding
+        let set = Set(setting.map { $0.name.lowercased() })
         var names: [String] = []
         for (name, _) in original.headers where HeaderRewriter.isStrippedIdentityHeader(name, policy: policy) {
             let lower = name.lowercased()
-            if !names.contains(lower) { names.append(lower) }
+            if !set.contains(lower) && !names.contains(lower) { names.append(lower) }
         }
         for edit in allowed.tokenEdits {
             guard case .header(let name, _) = edit.location else { continue }
             let lower = name.lowercased()
-            // A replacement is set by `headers` (overwriting): removing it too would drop it.
-            if edit.replacement == nil && !names.contains(lower) { names.append(lower) }
+            if edit.replacement == nil && !set.contains(lower) && !names.contains(lower) { names.append(lower) }
         }
         return names
     }

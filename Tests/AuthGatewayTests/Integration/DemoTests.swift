@@ -13,7 +13,8 @@ struct DemoTests {
     @Test func theWalkthroughsBearerAndDPoPStepsWork() async throws {
         let authService = try DemoAuthService(tokenLifetimeSeconds: 60)
         try await authService.start(group: TestGroup.shared)
-        let backend = try await EchoBackend.start(group: TestGroup.shared)
+        // As the demo starts it: checking the gateway's assertions with the demo key.
+        let backend = try await EchoBackend.start(group: TestGroup.shared, assertions: DemoAssertionKeys.shared.check)
         atTestEnd {
             await authService.stop(); await backend.close()
         }
@@ -32,6 +33,32 @@ struct DemoTests {
         let served = try await DPoPTests.send(gateway, "/api/orders", [("Authorization", "Bearer \(plain)")])
         #expect(served.status == 200, "\(served.text)")
         #expect(served.echoedHeader("x-user-name") == ["alice@example.com"])
+        // The echo backend shows the assertion the gateway signed, verified with the demo key …
+        let shown = try #require(served.json?["assertion"], "\(served.text)")
+        #expect(shown["verified"] == true, "\(shown)")
+        #expect(shown["claims"]?["iss"]?.stringValue == DemoAssertionKeys.issuer)
+        #expect(shown["claims"]?["aud"] == "echo")
+        #expect(shown["claims"]?["auth"] == "jwt")
+        #expect(shown["claims"]?["email"] == "alice@example.com")
+        #expect(shown["header"]?["kid"]?.stringValue == DemoAssertionKeys.kid)
+        // … and joserfc verifies it against the JWKS the demo gateway serves.
+        let assertion = try IdentityPeers.assertion(served)
+        let jwks = try await IdentityPeers.jwks(port: gateway.port)
+        let document = try #require(try JSONValue(parsing: jwks)["keys"]?.arrayValue)
+        #expect(document.compactMap { $0["kid"]?.stringValue } == [DemoAssertionKeys.kid])
+        let python = try ExternalTool.require("python3", package: "python3")
+        let check: JSONValue = [
+            "jwks": try JSONValue(parsing: jwks), "issuer": .string(DemoAssertionKeys.issuer),
+            "now": .number(JSONNumber(Int(Date().timeIntervalSince1970))),
+            "checks": [["token": .string(assertion), "audience": "echo", "typ": "JWT"]],
+        ]
+        let verified = try await ExternalTool.run(
+            python, [IdentityPeers.script], input: Data(check.jsonText.utf8))
+        #expect(try JSONValue(parsing: verified.stdout).arrayValue?.first?["ok"] == true, "\(verified.stdout)")
+        // A tampered assertion is shown as refused.
+        let tampered = DemoAssertionKeys.shared.check.verdict(
+            String(assertion.dropLast(4)) + "AAAA", now: Date().timeIntervalSince1970)
+        #expect(tampered["verified"] == false)
 
         // Step 9: a token bound to the client's key (made by Python joserfc) needs its proof.
         let key = try await DPoPTests.clientKey()

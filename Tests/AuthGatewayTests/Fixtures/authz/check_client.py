@@ -30,6 +30,11 @@ xds-protos): what Envoy, Istio CUSTOM or Envoy Gateway send to the gateway.
         canonical       - path /public/%2e%2e/admin/x, decided on /admin/x (the admin route's
                           403 for a token without its role)
 
+  check_client.py PORT TOKEN identity
+      One call, `identity`: GET /api/orders with `authorization: Bearer TOKEN` and a forged
+      `x-gateway-assertion`, with its outcome, "append" (each set header's append_action name)
+      and "upstream" (the headers Envoy would then send to the application), for a route with an assertion and an exchange (docs/authorizer.md).
+
 Exits 2 with the reason on stderr when grpcio or xds-protos is missing.
 """
 import json
@@ -43,7 +48,7 @@ except ImportError as error:  # pragma: no cover - reported to the Swift test
     sys.exit(2)
 
 
-def request(path, token=None, host="shop.example.com", authority=None):
+def request(path, token=None, host="shop.example.com", authority=None, forged=None):
     check = external_auth_pb2.CheckRequest()
     check.attributes.source.address.socket_address.address = "203.0.113.7"
     http = check.attributes.request.http
@@ -54,9 +59,27 @@ def request(path, token=None, host="shop.example.com", authority=None):
     http.headers[":authority"] = authority if authority is not None else host
     http.headers[":path"] = path
     http.headers["x-user-subject"] = "forged"
+    for name, value in (forged or {}).items():
+        http.headers[name] = value
     if token:
         http.headers["authorization"] = "Bearer " + token
     return check
+
+
+def upstream(check, ok):
+    """The headers Envoy's ext_authz filter hands the upstream after an OK: the original ones,
+    then `headers` applied (overwrite or append), then `headers_to_remove` removed — in that
+    order, as envoyproxy/envoy source/extensions/filters/http/ext_authz/ext_authz.cc does."""
+    headers = {k: v for k, v in check.attributes.request.http.headers.items() if not k.startswith(":")}
+    for option in ok.headers:
+        name = option.header.key.lower()
+        if option.append_action == option.OVERWRITE_IF_EXISTS_OR_ADD or name not in headers:
+            headers[name] = option.header.value
+        else:
+            headers[name] = headers[name] + "," + option.header.value
+    for name in ok.headers_to_remove:
+        headers.pop(name.lower(), None)
+    return headers
 
 
 def outcome(stub, check):
@@ -68,7 +91,13 @@ def outcome(stub, check):
     result = {"grpc": "OK", "status": response.status.code, "which": which}
     if which == "ok_response":
         result["headers"] = {h.header.key: h.header.value for h in response.ok_response.headers}
+        result["append"] = {
+            h.header.key: h.DESCRIPTOR.fields_by_name["append_action"].enum_type.values_by_number[
+                h.append_action].name
+            for h in response.ok_response.headers
+        }
         result["remove"] = list(response.ok_response.headers_to_remove)
+        result["upstream"] = upstream(check, response.ok_response)
     elif which == "denied_response":
         result["deniedStatus"] = response.denied_response.status.code
         result["headers"] = {h.header.key: h.header.value for h in response.denied_response.headers}
@@ -97,6 +126,10 @@ def main():
     port, token = sys.argv[1], sys.argv[2]
     with grpc.insecure_channel("127.0.0.1:%s" % port) as channel:
         stub = external_auth_pb2_grpc.AuthorizationStub(channel)
+        if sys.argv[3:] == ["identity"]:
+            forged = {"x-gateway-assertion": "forged.assertion.value"}
+            print(json.dumps({"identity": outcome(stub, request("/api/orders", token, forged=forged))}))
+            return
         if sys.argv[3:] == ["ambiguous"]:
             print(json.dumps(ambiguous(stub, token)))
             return

@@ -10,6 +10,9 @@ Prints one JSON line when listening: {"port": N}. Then serves:
     GET  /mint?lifetime=S  a fresh access token idpyoidc issued to user "alice" for client
                            "gateway" (the subject token to exchange), living S seconds
     GET  /count            {"calls": N}: calls to /token so far
+    GET  /jwks.json        the public keys idpyoidc signs its tokens with (a gateway in front
+                           verifies the minted subject tokens with them; issuer
+                           http://127.0.0.1:N)
 Audience "refused-api" is refused by the exchange policy with invalid_grant (idpyoidc's
 TokenErrorResponse), so a test can see a refusal.
 
@@ -203,6 +206,9 @@ def serve():
             if url.path == "/count":
                 with lock:
                     return self.answer(200, {"calls": state["calls"]})
+            if url.path == "/jwks.json":
+                with lock:
+                    return self.answer(200, server.context.keyjar.export_jwks())
             if url.path == "/mint":
                 lifetime = int(parse_qs(url.query).get("lifetime", ["3600"])[0])
                 with lock:
