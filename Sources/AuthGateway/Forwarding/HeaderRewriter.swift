@@ -5,8 +5,12 @@ import NIOHTTP1
 /// copy of each list).
 package final class ForwardingPolicy: Sendable {
     let identityHeaders: [IdentityHeader]
-    /// Lower-cased names of `identityHeaders`: removed from every inbound request.
+    /// Lower-cased names of `identityHeaders` and of the assertion header: removed from every
+    /// inbound request.
     let strippedNames: [String]
+    /// The same names as configured: an authorizer's allow answer carries each, empty when the
+    /// request has no value for it (docs/authorizer.md, "Answers").
+    let answeredNames: [String]
     /// Lower-cased `stripInboundHeaderPrefixes`.
     let strippedPrefixes: [String]
     let trustedProxies: [CIDR]
@@ -17,9 +21,9 @@ package final class ForwardingPolicy: Sendable {
     package init(configuration: GatewayConfiguration) {
         self.identityHeaders = configuration.identityHeaders
         // A client's own assertion is never one the gateway signed (docs/assertions.md).
-        self.strippedNames =
-            configuration.identityHeaders.map { $0.name.lowercased() }
-            + (configuration.identityAssertion.map { [$0.header.lowercased()] } ?? [])
+        self.answeredNames =
+            configuration.identityHeaders.map(\.name) + (configuration.identityAssertion.map { [$0.header] } ?? [])
+        self.strippedNames = self.answeredNames.map { $0.lowercased() }
         self.strippedPrefixes = configuration.stripInboundHeaderPrefixes.map { $0.lowercased() }
         self.trustedProxies = configuration.trustedProxies
         self.signInCookies = configuration.browserSignIn.map { ($0.sessionCookieName, $0.flowCookiePrefix) }

@@ -74,6 +74,32 @@ struct IdentityFrontProxyTests {
 
     @Test func caddyForwardAuth() async throws { try await self.throughProxy(.caddy) }
 
+    /// Envoy's HTTP `ext_authz` copies the answer's headers named in `allowed_upstream_headers`
+    /// and leaves a client's own in place when the answer lacks one: on a route that signs no
+    /// assertion the answer carries the assertion header empty, as it does an identity header
+    /// without a value, so a client's forged assertion is overwritten.
+    @Test("Envoy over HTTP: every allow answers the assertion header, empty where the route signs none")
+    func envoyExtAuthzAnswersTheAssertionHeader() async throws {
+        let server = try await ExchangeServer.start()
+        atTestEnd { await server.tool.stop() }
+        let gateway = try await Self.gateway(server)
+        let caller = try await server.mint()
+        let other = try await gateway.send(
+            TestRequest(
+                .GET, "/.gateway/authz/ext-authz/other",
+                headers: [("Authorization", "Bearer \(caller.token)"), ("X-Gateway-Assertion", Self.forged)]))
+        #expect(other.status == 200, "\(other.text)")
+        #expect(other.header("X-Gateway-Assertion") == "", "answered, empty")
+        let signed = try await gateway.send(
+            TestRequest(
+                .GET, "/.gateway/authz/ext-authz/api/orders",
+                headers: [("Authorization", "Bearer \(caller.token)"), ("X-Gateway-Assertion", Self.forged)]))
+        #expect(signed.status == 200, "\(signed.text)")
+        let assertion = try #require(signed.header("X-Gateway-Assertion"))
+        #expect(!assertion.isEmpty && assertion != Self.forged)
+        #expect(gateway.backend.requestCount == 0)
+    }
+
     @Test("gRPC Check (grpcio): Envoy sends the application the exchanged token and the assertion, not the client's")
     func grpcCheck() async throws {
         let server = try await ExchangeServer.start()
