@@ -16,6 +16,8 @@ import Synchronization
 /// - `GET /bytes/<n>` (optionally `?chunked=1`): streams `n` bytes of a fixed pattern, with
 ///   backpressure;
 /// - `GET /delay/<ms>`: answers after `ms` milliseconds;
+/// - `GET /ticks/<ms>`: an endless `text/event-stream` (`data: tick <i>`, one every `ms`
+///   milliseconds) until the client goes: a long-lived response (docs/streams.md);
 /// - `GET /status/<code>`: answers with that status;
 /// - `POST /early`: answers at once, then reads and discards the body (as nginx's `return`);
 /// - a query with `backend-cors=1`: the answer carries the backend's own CORS fields
@@ -156,6 +158,12 @@ private final class EchoHandler: ChannelDuplexHandler {
             self.startStreaming(count: count, chunked: query.contains("chunked=1"), head: head, context: context)
             return
         }
+        if head.method == .GET, segments.count == 2, segments[0] == "ticks", let milliseconds = Int64(segments[1]),
+            milliseconds > 0
+        {
+            self.startTicking(every: .milliseconds(milliseconds), head: head, context: context)
+            return
+        }
         if segments.count == 2, segments[0] == "delay", let milliseconds = Int64(segments[1]) {
             context.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(milliseconds)) {
                 self.writeEcho(head: head, status: .ok, context: context)
@@ -230,6 +238,27 @@ private final class EchoHandler: ChannelDuplexHandler {
         self.remaining = count
         self.sent = 0
         self.streamWhileWritable(context: context)
+    }
+
+    /// Server-sent events, one tick at a time, until the channel closes.
+    private func startTicking(every interval: TimeAmount, head: HTTPRequestHead, context: ChannelHandlerContext) {
+        var headers = HTTPHeaders()
+        headers.add(name: "Content-Type", value: "text/event-stream")
+        headers.add(name: "Cache-Control", value: "no-store")
+        if !self.onStream { headers.add(name: "Transfer-Encoding", value: "chunked") }
+        context.writeAndFlush(
+            self.wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: .ok, headers: headers))),
+            promise: nil)
+        var index = 0
+        let loop = context.eventLoop.assumeIsolated()
+        func tick() {
+            guard context.channel.isActive else { return }
+            let event = context.channel.allocator.buffer(string: "data: tick \(index)\n\n")
+            index += 1
+            context.writeAndFlush(self.wrapOutboundOut(.body(.byteBuffer(event))), promise: nil)
+            loop.scheduleTask(in: interval) { tick() }
+        }
+        tick()
     }
 
     private func streamWhileWritable(context: ChannelHandlerContext) {

@@ -30,11 +30,13 @@ enum GatewayComposition {
             usesTLSUpstream
             ? try GatewayShared.makeClientTLS(caFile: configuration.authService?.caCertificatePEMFile) : nil
         let sessionCapacity = configuration.browserSignIn?.maxSessions ?? 100_000
+        // Told of every session's end, so that its streams close (docs/streams.md).
+        let streams = StreamDirectory()
         let sharedState = try configuration.sharedState.flatMap { sharedState in
             try group.map {
                 try PostgresSharedState(
                     configuration: sharedState, eventLoopGroup: $0, metrics: processMetrics, logger: logger,
-                    sessionCapacity: sessionCapacity, clock: clock)
+                    sessionCapacity: sessionCapacity, clock: clock, sessionObserver: streams)
             }
         }
         return GatewayShared(
@@ -49,9 +51,10 @@ enum GatewayComposition {
             tracing: tracing,
             sharedState: sharedState,
             logger: logger,
-            sessions: sharedState?.sessions ?? LocalSessionStore(capacity: sessionCapacity),
+            sessions: sharedState?.sessions ?? LocalSessionStore(capacity: sessionCapacity, observer: streams),
             dpopNonceKey: DPoPNonce.key(sharedSecret: configuration.sharedState?.encryptionKey),
-            signInFlowKey: SignInFlowSealer.key(sharedStateKey: configuration.sharedState?.encryptionKey.bytes)
+            signInFlowKey: SignInFlowSealer.key(sharedStateKey: configuration.sharedState?.encryptionKey.bytes),
+            streams: streams
         )
     }
 
@@ -104,9 +107,28 @@ enum GatewayComposition {
             configuration: configuration, generation: generation, refresher: refresher, profiles: parts.profiles,
             introspector: parts.introspector, browserSignIn: parts.browserSignIn,
             sessionRefresher: Self.sessionRefresher(for: configuration, shared: shared),
-            rateLimiter: parts.rateLimiter, backendTLS: backendTLS,
+            rateLimiter: parts.rateLimiter,
+            signals: Self.signalReceiver(for: configuration, shared: shared, parts: parts),
+            backendTLS: backendTLS,
             backendAvailability: shared.backendAvailabilities.update(for: configuration)
         )
+    }
+
+    /// The Shared Signals receiver of `configuration` (docs/streams.md): its `jti`s are used
+    /// once with back-channel logout's replay cache (fleet-wide with `sharedState`), and what
+    /// it acts on is the application's sessions and the configuration's caches.
+    static func signalReceiver(
+        for configuration: GatewayConfiguration, shared: GatewayShared, parts: ReloadableParts
+    ) -> SignalReceiver? {
+        configuration.signals.map {
+            SignalReceiver(
+                configuration: $0, sessions: shared.sessions, seen: shared.dpopReplay,
+                sharedSeen: shared.sharedState?.dpopReplay,
+                caches: SubjectCaches(
+                    verifiedTokens: shared.verifiedTokens, introspector: parts.introspector, profiles: parts.profiles,
+                    refreshStore: shared.refreshStore),
+                metrics: shared.processMetrics, clock: shared.clock)
+        }
     }
 
     /// Redeems browser sessions' refresh tokens at the provider's `token_endpoint` (OAuth 2,
@@ -202,6 +224,7 @@ extension GatewayApplication {
             backendTLS: try UpstreamTLS.backends(configuration))
         let worker = Worker(eventLoop: eventLoop, shared: shared, snapshot: snapshot)
         publisher.attach([NIOLoopBound(worker, eventLoop: eventLoop)])
+        shared.streams.attach([NIOLoopBound(worker.streams, eventLoop: eventLoop)])
         return worker
     }
 }

@@ -119,6 +119,7 @@ extension ConfigurationLoader {
             let forwardDPoPProof = entry.bool("forwardDPoPProof") ?? false
             let signIn = entry.bool("signIn") ?? false
             let cors = Self.cors(entry)
+            let streams = Self.streams(entry)
             if signIn && auth == .none { entry.error("signIn", "needs a route with auth") }
             guard let name, let pathMatch, let backend else { continue }
             var route = RouteConfiguration(
@@ -136,6 +137,7 @@ extension ConfigurationLoader {
             route.forwardDPoPProof = forwardDPoPProof
             route.signIn = signIn
             route.cors = cors
+            route.streams = streams
             routes.append(route)
         }
         return routes

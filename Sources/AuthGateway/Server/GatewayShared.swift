@@ -44,6 +44,9 @@ final class GatewayShared: Sendable {
     let clientConnections = ClientConnectionCount()
     /// The application's logger (`GatewayApplication.make`), for everything built from here.
     let logger: Logger
+    /// Every loop's long-lived streams, for revocations (docs/streams.md); the session stores
+    /// tell it of every end.
+    let streams: StreamDirectory
 
     init(
         verifiedTokens: VerifiedTokenCache, keyStore: KeyStore, health: HealthState, processMetrics: ProcessMetrics,
@@ -52,8 +55,10 @@ final class GatewayShared: Sendable {
         sharedState: PostgresSharedState? = nil,
         logger: Logger, sessions: SessionStore = LocalSessionStore(capacity: 100_000),
         dpopNonceKey: SymmetricKey = DPoPNonce.key(sharedSecret: nil),
-        signInFlowKey: SymmetricKey = SignInFlowSealer.key(sharedStateKey: nil)
+        signInFlowKey: SymmetricKey = SignInFlowSealer.key(sharedStateKey: nil),
+        streams: StreamDirectory = StreamDirectory()
     ) {
+        self.streams = streams
         self.signInFlowKey = signInFlowKey
         self.logger = logger
         self.sessions = sessions
