@@ -61,7 +61,7 @@ async def run_server():
         return "chat" if "chat" in offered else None
 
     async with serve(handler, "127.0.0.1", 0, select_subprotocol=select, ping_interval=None,
-                     max_size=None) as server:
+                     max_size=None, backlog=4096) as server:
         port = server.sockets[0].getsockname()[1]
         print("READY %d" % port, flush=True)
         await asyncio.Future()
