@@ -10,7 +10,7 @@ struct AuthGatewayCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "auth-gateway",
         abstract: "An authentication gateway: verifies JWTs, refreshes sessions, forwards to backends.",
-        subcommands: [Serve.self, Check.self, APIKey.self, Demo.self],
+        subcommands: [Serve.self, Check.self, APIKey.self, AssertionKey.self, Demo.self],
         defaultSubcommand: Serve.self
     )
 }
@@ -143,6 +143,32 @@ struct APIKey: ParsableCommand {
             guard !self.id.isEmpty else { throw ValidationError("--id must not be empty") }
             let (key, entry) = APIKeyEntry.new(id: self.id)
             print(APIKeyEntry.newKeyText(key: key, entry: entry), terminator: "")
+        }
+    }
+}
+
+/// `auth-gateway assertion-key new --kid K [--algorithm ES256|RS256|EdDSA]` (docs/assertions.md).
+struct AssertionKey: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "assertion-key", abstract: "Manage the keys the gateway signs identity assertions with.",
+        subcommands: [New.self])
+
+    struct New: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Print a fresh private key as an identityAssertion.keysFile entry (status \"next\") to paste.")
+
+        @Option(help: "The key's kid (published in the JWKS and in each assertion's header).")
+        var kid: String
+
+        @Option(help: "ES256 (EC P-256, the default), RS256 (RSA 2048) or EdDSA (Ed25519).")
+        var algorithm: String = "ES256"
+
+        func run() throws {
+            guard !self.kid.isEmpty else { throw ValidationError("--kid must not be empty") }
+            guard let algorithm = SigningKey.Algorithm(rawValue: self.algorithm) else {
+                throw ValidationError("--algorithm must be ES256, RS256 or EdDSA")
+            }
+            print(try SigningKey.newEntryText(kid: self.kid, algorithm: algorithm), terminator: "")
         }
     }
 }

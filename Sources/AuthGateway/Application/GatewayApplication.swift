@@ -33,11 +33,19 @@ public final class GatewayApplication: Sendable {
         logger: Logger,
         clock: @escaping @Sendable () -> Double = GatewayApplication.systemClock
     ) async throws -> GatewayApplication {
+        try await Self.make(configuration: configuration, logger: logger, clock: clock, assembly: .standard)
+    }
+
+    /// `make`, with each worker's authentication pipeline built by `assembly` (a test's steps).
+    package static func make(
+        configuration: GatewayConfiguration, logger: Logger, clock: @escaping @Sendable () -> Double,
+        assembly: AuthenticationAssembly
+    ) async throws -> GatewayApplication {
         let threads = configuration.eventLoopThreads == 0 ? System.coreCount : configuration.eventLoopThreads
         let group = MultiThreadedEventLoopGroup(numberOfThreads: threads)
         do {
             return try await GatewayApplication(
-                configuration: configuration, logger: logger, clock: clock, group: group)
+                configuration: configuration, logger: logger, clock: clock, group: group, assembly: assembly)
         } catch {
             try? await group.shutdownGracefully()
             throw error
@@ -46,7 +54,7 @@ public final class GatewayApplication: Sendable {
 
     private init(
         configuration: GatewayConfiguration, logger: Logger, clock: @escaping @Sendable () -> Double,
-        group: MultiThreadedEventLoopGroup
+        group: MultiThreadedEventLoopGroup, assembly: AuthenticationAssembly
     ) async throws {
         self.logger = logger
         self.group = group
@@ -83,7 +91,9 @@ public final class GatewayApplication: Sendable {
         var workers: [NIOLoopBound<Worker>] = []
         for eventLoop in group.makeIterator() {
             let worker = try await eventLoop.submit {
-                NIOLoopBound(Worker(eventLoop: eventLoop, shared: shared, snapshot: snapshot), eventLoop: eventLoop)
+                NIOLoopBound(
+                    Worker(eventLoop: eventLoop, shared: shared, snapshot: snapshot, assembly: assembly),
+                    eventLoop: eventLoop)
             }.get()
             workers.append(worker)
         }

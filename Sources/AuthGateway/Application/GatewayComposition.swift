@@ -26,6 +26,7 @@ enum GatewayComposition {
         let usesTLSUpstream =
             configuration.authService?.url?.isTLS == true || configuration.tokens.introspection?.url?.isTLS == true
             || configuration.tokens.issuers.contains { $0.jwks?.url?.isTLS == true || $0.jwks?.discovery != nil }
+            || configuration.routes.contains { $0.exchange?.tokenEndpoint.isTLS == true }
         let clientTLS =
             usesTLSUpstream
             ? try GatewayShared.makeClientTLS(caFile: configuration.authService?.caCertificatePEMFile) : nil
@@ -39,21 +40,25 @@ enum GatewayComposition {
                     sessionCapacity: sessionCapacity, clock: clock, sessionObserver: streams)
             }
         }
-        return GatewayShared(
-            verifiedTokens: VerifiedTokenCache(capacity: configuration.tokens.verifiedCacheEntries),
+        let authentication = AuthenticationState(
             keyStore: keyStore,
+            verifiedTokens: VerifiedTokenCache(capacity: configuration.tokens.verifiedCacheEntries),
+            dpopNonceKey: DPoPNonce.key(sharedSecret: configuration.sharedState?.encryptionKey),
+            sharedDPoPReplay: sharedState?.dpopReplay,
+            sessions: sharedState?.sessions ?? LocalSessionStore(capacity: sessionCapacity, observer: streams),
+            signInFlowKey: SignInFlowSealer.key(sharedStateKey: configuration.sharedState?.encryptionKey.bytes),
+            refreshStore: sharedState?.store ?? LocalRefreshStore(clock: clock),
+            exchangeStore: sharedState?.exchanges ?? LocalExchangeStore(clock: clock))
+        return GatewayShared(
+            authentication: authentication,
             health: HealthState(),
             processMetrics: processMetrics,
-            refreshStore: sharedState?.store ?? LocalRefreshStore(clock: clock),
             clock: clock,
             clientTLS: clientTLS,
             connector: connector,
             tracing: tracing,
             sharedState: sharedState,
             logger: logger,
-            sessions: sharedState?.sessions ?? LocalSessionStore(capacity: sessionCapacity, observer: streams),
-            dpopNonceKey: DPoPNonce.key(sharedSecret: configuration.sharedState?.encryptionKey),
-            signInFlowKey: SignInFlowSealer.key(sharedStateKey: configuration.sharedState?.encryptionKey.bytes),
             streams: streams
         )
     }
@@ -98,15 +103,23 @@ enum GatewayComposition {
             authService.refresh.map {
                 SessionRefresher(
                     configuration: $0, callTimeoutMilliseconds: authService.timeoutMilliseconds,
-                    store: shared.refreshStore,
+                    store: shared.authentication.refreshStore,
                     metrics: shared.processMetrics, clock: shared.clock
                 )
             }
         }
+        let signIn = parts.browserSignIn.flatMap { browserSignIn in
+            Self.sessionRefresher(for: configuration, shared: shared).map {
+                SignInFeature(browserSignIn: browserSignIn, refresher: $0)
+            }
+        }
+        let authentication = AuthenticationFeatures(
+            refresh: refresher, signIn: signIn, introspector: parts.introspector, profiles: parts.profiles,
+            apiKeys: configuration.tokens.apiKeys.map(APIKeyTable.init),
+            assertionJWKSPath: configuration.identityAssertion.map { _ in AssertionJWKSEndpoint.mainPath(configuration)
+            })
         return RuntimeSnapshot(
-            configuration: configuration, generation: generation, refresher: refresher, profiles: parts.profiles,
-            introspector: parts.introspector, browserSignIn: parts.browserSignIn,
-            sessionRefresher: Self.sessionRefresher(for: configuration, shared: shared),
+            configuration: configuration, generation: generation, authentication: authentication,
             rateLimiter: parts.rateLimiter,
             signals: Self.signalReceiver(for: configuration, shared: shared, parts: parts),
             backendTLS: backendTLS,
@@ -122,11 +135,11 @@ enum GatewayComposition {
     ) -> SignalReceiver? {
         configuration.signals.map {
             SignalReceiver(
-                configuration: $0, sessions: shared.sessions, seen: shared.dpopReplay,
-                sharedSeen: shared.sharedState?.dpopReplay,
+                configuration: $0, sessions: shared.authentication.sessions, seen: shared.authentication.dpopReplay,
+                sharedSeen: shared.authentication.sharedDPoPReplay,
                 caches: SubjectCaches(
-                    verifiedTokens: shared.verifiedTokens, introspector: parts.introspector, profiles: parts.profiles,
-                    refreshStore: shared.refreshStore),
+                    verifiedTokens: shared.authentication.verifiedTokens, introspector: parts.introspector,
+                    profiles: parts.profiles, refreshStore: shared.authentication.refreshStore),
                 metrics: shared.processMetrics, clock: shared.clock)
         }
     }
@@ -145,7 +158,7 @@ enum GatewayComposition {
             graceSeconds: configuration.authService?.refresh?.graceSeconds ?? 30)
         return SessionRefresher(
             configuration: refresh, callTimeoutMilliseconds: configuration.authService?.timeoutMilliseconds ?? 3000,
-            store: shared.refreshStore, metrics: shared.processMetrics, clock: shared.clock)
+            store: shared.authentication.refreshStore, metrics: shared.processMetrics, clock: shared.clock)
     }
 
     /// Browser sign-in for `configuration`: the existing one while `browserSignIn` is unchanged
@@ -157,9 +170,10 @@ enum GatewayComposition {
         guard let signIn = configuration.browserSignIn else { return nil }
         if let existing, existing.configuration == signIn { return existing }
         return BrowserSignIn(
-            configuration: signIn, sessions: shared.sessions,
-            flowKey: shared.signInFlowKey,
-            keyStore: shared.keyStore, seen: shared.dpopReplay, sharedSeen: shared.sharedState?.dpopReplay,
+            configuration: signIn, sessions: shared.authentication.sessions,
+            flowKey: shared.authentication.signInFlowKey,
+            keyStore: shared.keyStore, seen: shared.authentication.dpopReplay,
+            sharedSeen: shared.authentication.sharedDPoPReplay,
             metrics: shared.processMetrics, clock: shared.clock)
     }
 

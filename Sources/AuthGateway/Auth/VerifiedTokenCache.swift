@@ -56,6 +56,16 @@ public final class VerifiedTokenCache: Sendable {
         }
     }
 
+    /// Holds `verified` as `token`'s verification (`check --request`'s `--claims` and
+    /// `--no-verify`: claims that stand in for a checked signature, offline).
+    func remember(_ token: Substring, as verified: VerifiedToken) {
+        var token = token
+        token.withUTF8 { utf8 in
+            let digest = TokenDigest(of: UnsafeRawBufferPointer(utf8))
+            self.storage?.withShard(for: digest) { _ = $0.set(digest, verified) }
+        }
+    }
+
     public var count: Int {
         var total = 0
         self.storage?.forEachShard { total += $0.count }

@@ -121,6 +121,14 @@ extension ConfigurationLoader {
             let cors = Self.cors(entry)
             let streams = Self.streams(entry)
             if signIn && auth == .none { entry.error("signIn", "needs a route with auth") }
+            // docs/assertions.md, docs/token-exchange.md.
+            let assertion = Self.routeAssertion(entry, backend: backend)
+            let exchange = Self.routeExchange(entry)
+            if auth == .none && assertion != nil { entry.error("assertion", "needs a route with auth") }
+            if auth == .none && exchange != nil { entry.error("exchange", "needs a route with auth") }
+            if exchange != nil && !forwardAccessToken {
+                entry.error("exchange", "forwards the exchanged token: it cannot go with forwardAccessToken false")
+            }
             guard let name, let pathMatch, let backend else { continue }
             var route = RouteConfiguration(
                 name: name,
@@ -138,6 +146,8 @@ extension ConfigurationLoader {
             route.signIn = signIn
             route.cors = cors
             route.streams = streams
+            route.assertion = assertion
+            route.exchange = exchange
             routes.append(route)
         }
         return routes

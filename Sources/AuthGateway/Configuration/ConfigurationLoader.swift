@@ -141,6 +141,12 @@ public struct ConfigurationLoader: Sendable {
             section.finish()
         }
 
+        let identityAssertion = Self.identityAssertion(root, files: files)
+        if let routes, !root.has("identityAssertion") {
+            for (index, route) in routes.enumerated() where route.assertion != nil {
+                root.error("routes[\(index)].assertion", "needs an identityAssertion section (docs/assertions.md)")
+            }
+        }
         let tracing = Self.tracing(root)
         let paths = Self.paths(root)
         if let routes { Self.checkCanonicalRoutePaths(routes, settings: paths, root: root) }
@@ -149,6 +155,7 @@ public struct ConfigurationLoader: Sendable {
         let usesProfile =
             identityHeaders?.contains { $0.path.source == .profile } == true
             || routes?.contains { $0.require.readsProfile } == true
+            || routes?.contains { $0.assertion?.claims.contains { $0.path.source == .profile } == true } == true
             // Judged on the file: a limit refused for another field still reads the profile.
             || (root.value("rateLimits")?.arrayValue ?? []).contains {
                 $0["key"]?.stringValue?.hasPrefix("profile.") == true
@@ -203,6 +210,7 @@ public struct ConfigurationLoader: Sendable {
         configuration.authorizer = authorizer
         configuration.paths = paths
         configuration.signals = signals
+        configuration.identityAssertion = identityAssertion
         return configuration
     }
 

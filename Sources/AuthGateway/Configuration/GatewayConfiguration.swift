@@ -35,6 +35,8 @@ public struct GatewayConfiguration: Sendable {
     public var paths = PathSettings()
     /// `signals` (docs/streams.md): the Shared Signals receiver; nil: off.
     public var signals: SignalsConfiguration? = nil
+    /// `identityAssertion` (docs/assertions.md); nil: no route may ask for an assertion.
+    public var identityAssertion: IdentityAssertionConfiguration? = nil
 
     /// What `check` prints as warnings: settings that work but weaken a guarantee.
     public var warnings: [String] {
@@ -55,6 +57,7 @@ public struct GatewayConfiguration: Sendable {
     public var usesProfiles: Bool {
         self.identityHeaders.contains { $0.path.source == .profile }
             || self.routes.contains { $0.require.readsProfile }
+            || self.routes.contains { $0.assertion?.claims.contains { $0.path.source == .profile } == true }
     }
 }
 

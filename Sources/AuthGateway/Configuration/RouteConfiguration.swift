@@ -32,6 +32,10 @@ public struct RouteConfiguration: Sendable {
     public var cors: CORSConfiguration? = nil
     /// Long-lived responses of the route (docs/streams.md): closed at the credential's expiry.
     public var streams = StreamsConfiguration()
+    /// `assertion` (docs/assertions.md): the backend gets an assertion the gateway signed; nil: none.
+    public var assertion: RouteAssertion? = nil
+    /// `exchange` (docs/token-exchange.md): the backend gets an exchanged token; nil: none.
+    public var exchange: ExchangeConfiguration? = nil
 
     public enum DPoPMode: String, Sendable {
         case off, allowed, required

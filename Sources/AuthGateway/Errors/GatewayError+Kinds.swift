@@ -1,4 +1,12 @@
 extension GatewayError {
+    /// An OAuth `error` code as RFC 6749 §5.2 allows it (NQSCHAR, at most 64 bytes), else "unknown".
+    static func wellFormedCode(_ code: String) -> String {
+        let wellFormed =
+            !code.isEmpty && code.utf8.count <= 64
+            && code.utf8.allSatisfy { ($0 >= 0x23 && $0 <= 0x5B) || ($0 >= 0x5D && $0 <= 0x7E) || $0 == 0x21 }
+        return wellFormed ? code : "unknown"
+    }
+
     /// Every kind of `GatewayError` by name, without its details. `kindName` maps each error to
     /// one exhaustively, and `example` maps each name back to an error, so the compiler keeps
     /// `everyKind` complete: the tests walk it to hold every answer to docs/errors.md.
@@ -11,6 +19,7 @@ extension GatewayError {
         case dpopRequired, dpopInvalidProof, dpopUseNonce, rateLimited
         case signInInvalidState, signInDenied, signInCodeRejected, signInIDTokenRejected, signInCSRF
         case signInUnavailable, corsRefused, apiKeyInvalid, apiKeyAmbiguous, authorizerUntrustedPeer
+        case exchangeRefused, exchangeUnavailable
 
         /// One error of this kind (details as the gateway would fill them in).
         var example: GatewayError {
@@ -53,6 +62,8 @@ extension GatewayError {
             case .apiKeyInvalid: .apiKeyInvalid
             case .apiKeyAmbiguous: .apiKeyAmbiguous
             case .authorizerUntrustedPeer: .authorizerUntrustedPeer
+            case .exchangeRefused: .exchangeRefused("invalid_grant")
+            case .exchangeUnavailable: .exchangeUnavailable
             }
         }
     }

@@ -46,6 +46,8 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
         case apiKeyInvalid
         case apiKeyAmbiguous
         case authorizerUntrustedPeer
+        case exchangeRefused(code: String)
+        case exchangeUnavailable
     }
 
     private let kind: Kind
@@ -99,10 +101,7 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
     public static let signInInvalidState = GatewayError(kind: .signInInvalidState)
     /// The provider answered the sign-in with an OAuth `error`; only a well-formed code is kept.
     public static func signInDenied(_ code: String) -> GatewayError {
-        let wellFormed =
-            !code.isEmpty && code.utf8.count <= 64
-            && code.utf8.allSatisfy { ($0 >= 0x23 && $0 <= 0x5B) || ($0 >= 0x5D && $0 <= 0x7E) || $0 == 0x21 }
-        return .init(kind: .signInDenied(code: wellFormed ? code : "unknown"))
+        .init(kind: .signInDenied(code: Self.wellFormedCode(code)))
     }
     /// The token endpoint refused the authorization code.
     public static let signInCodeRejected = GatewayError(kind: .signInCodeRejected)
@@ -122,6 +121,12 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
     public static let apiKeyAmbiguous = GatewayError(kind: .apiKeyAmbiguous)
     /// An authorizer call from a peer outside `authorizer.trustedPeers` (docs/authorizer.md).
     public static let authorizerUntrustedPeer = GatewayError(kind: .authorizerUntrustedPeer)
+    /// The token endpoint refused the route's exchange (docs/token-exchange.md): its well-formed `error` only.
+    public static func exchangeRefused(_ code: String) -> GatewayError {
+        .init(kind: .exchangeRefused(code: Self.wellFormedCode(code)))
+    }
+    /// The token endpoint is down, slow or answered something unusable: 503 with `Retry-After`.
+    public static let exchangeUnavailable = GatewayError(kind: .exchangeUnavailable)
 
     /// Stable dotted name, e.g. `token.expired`.
     public var errorType: String {
@@ -164,6 +169,8 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
         case .apiKeyInvalid: return "apikey.invalid"
         case .apiKeyAmbiguous: return "apikey.ambiguous"
         case .authorizerUntrustedPeer: return "authorizer.untrusted_peer"
+        case .exchangeRefused: return "exchange.refused"
+        case .exchangeUnavailable: return "exchange.unavailable"
         }
     }
 
@@ -181,11 +188,12 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
         case .tokenMissing, .tokenRejected, .refreshRejected, .profileRejected, .tokenInactive, .dpopRequired,
             .dpopInvalidProof, .dpopUseNonce, .apiKeyInvalid:
             return .unauthorized
-        case .forbidden, .signInDenied, .signInCSRF, .corsRefused, .authorizerUntrustedPeer: return .forbidden
+        case .forbidden, .signInDenied, .signInCSRF, .corsRefused, .authorizerUntrustedPeer, .exchangeRefused:
+            return .forbidden
         case .upstreamUnreachable, .upstreamProtocolError: return .badGateway
         case .upstreamTimeout: return .gatewayTimeout
         case .upstreamBusy, .authServiceUnavailable, .keysUnavailable, .overloaded, .introspectionUnavailable,
-            .signInUnavailable:
+            .signInUnavailable, .exchangeUnavailable:
             return .serviceUnavailable
         case .rateLimited: return .tooManyRequests
         }
@@ -208,7 +216,7 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
     public var retryAfterSeconds: Int? {
         switch self.kind {
         case .authServiceUnavailable, .keysUnavailable, .upstreamBusy, .overloaded, .introspectionUnavailable,
-            .signInUnavailable:
+            .signInUnavailable, .exchangeUnavailable:
             return 5
         case .rateLimited(_, let seconds): return seconds
         default: return nil
@@ -255,6 +263,8 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
         case .apiKeyInvalid: return "The API key is unknown, expired or malformed"
         case .apiKeyAmbiguous: return "The request carries both an API key and an access token"
         case .authorizerUntrustedPeer: return "This address may not ask the gateway for decisions"
+        case .exchangeRefused(let code): return "The token endpoint refused the token exchange (\(code))"
+        case .exchangeUnavailable: return "The token endpoint is unavailable; try again shortly"
         }
     }
 
@@ -378,6 +388,8 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
         case .apiKeyInvalid: .apiKeyInvalid
         case .apiKeyAmbiguous: .apiKeyAmbiguous
         case .authorizerUntrustedPeer: .authorizerUntrustedPeer
+        case .exchangeRefused: .exchangeRefused
+        case .exchangeUnavailable: .exchangeUnavailable
         }
     }
 }

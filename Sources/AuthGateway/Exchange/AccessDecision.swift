@@ -43,6 +43,8 @@ final class AllowedRequest {
     let identityHeaders: [(name: String, value: String)]
     /// The access token's fate (and refresh tokens', always removed) on the way to the backend.
     let tokenEdits: [TokenEdit]
+    /// The `Authorization` the backend gets instead of the caller's token (an exchanged token).
+    var backendAuthorization: String? { self.identity?.backendAuthorization }
 
     init(
         request: AuthRequest, resolved: ResolvedRoute, identity: Identity?,
@@ -71,6 +73,15 @@ extension RequestPlanner {
     func decide(_ input: DecisionInput, requestID: String) -> DecisionStep {
         // A route's `methods` apply to what a preflight asks for, not to `OPTIONS` itself.
         let preflight = CORS.Preflight(method: input.method, headers: input.headers)
+        // A path that names another route without case or trailing dots is read differently by
+        // servers that ignore them and servers that do not: refused, never routed
+        // (docs/forwarding.md, "Spellings that are refused").
+        if self.snapshot.lenientRoutes.namesAnotherRoute(
+            input.target, method: preflight?.method ?? input.method.rawValue, in: self.snapshot.routes)
+        {
+            let error = TargetRefusal.ambiguousPath(.lenientVariant).error
+            return .ready(.denied(.problem(error, requestID: requestID), route: nil))
+        }
         if let preflight,
             let resolved = self.snapshot.routes.match(
                 host: input.target.host?.name, path: input.target.path, method: preflight.method),
@@ -165,7 +176,13 @@ extension RequestPlanner {
         var edits = self.snapshot.refreshTokenRemovals
         var identityHeaders: [(name: String, value: String)] = []
         if let identity {
-            if !route.forwardAccessToken {
+            if identity.backendAuthorization != nil {
+                // An exchanged token replaces the caller's, which reaches the backend nowhere
+                // (docs/token-exchange.md): removed from where it came (a session's never goes).
+                if !identity.accessToken.location.isSession {
+                    edits.append(TokenEdit(location: identity.accessToken.location, replacement: nil))
+                }
+            } else if !route.forwardAccessToken {
                 edits.append(TokenEdit(location: identity.accessToken.location, replacement: nil))
             } else if case .session = identity.accessToken.location {
                 // A session's token reaches the backend as `Authorization: Bearer`.
@@ -178,6 +195,8 @@ extension RequestPlanner {
                 identityHeaders = Self.identityHeaders(
                     IdentityFields(identity: identity, request: request), policy: self.snapshot.forwarding)
             }
+            // What steps made for the backend (a signed assertion) goes with the identity headers.
+            identityHeaders += identity.backendHeaders
         }
         return .allowed(
             AllowedRequest(

@@ -7,14 +7,16 @@ extension AuthorizerEndpoints {
     func answer(_ decision: AccessDecision, contract: AuthorizerContract) -> RequestPlan {
         switch decision {
         case .allowed(let allowed):
-            return self.respond(Self.allowance(allowed), route: allowed.route.name)
+            let names = self.planner.snapshot.forwarding.identityHeaders
+            return self.respond(Self.allowance(allowed, identityHeaders: names), route: allowed.route.name)
         case .denied(let response, let route):
             return self.deny(response, route: route, contract: contract)
         case .preflight(let response, let route):
             // A granted preflight is allowed without a token: 200 with its `Access-Control-*`
             // fields for the proxy to pass on; a refused one is a denial (docs/authorizer.md).
             guard response.status == .noContent else { return self.deny(response, route: route, contract: contract) }
-            return self.respond(Self.preflightAllowance(response), route: route)
+            let names = self.planner.snapshot.forwarding.identityHeaders
+            return self.respond(Self.preflightAllowance(response, identityHeaders: names), route: route)
         }
     }
 
@@ -25,10 +27,12 @@ extension AuthorizerEndpoints {
         }
     }
 
-    /// The allow answer to a granted CORS preflight: 200 with the preflight's fields.
-    static func preflightAllowance(_ preflight: LocalResponse) -> LocalResponse {
+    /// The allow answer to a granted CORS preflight: 200 with the preflight's fields (and every
+    /// identity header empty: no identity).
+    static func preflightAllowance(_ preflight: LocalResponse, identityHeaders: [IdentityHeader]) -> LocalResponse {
         var headers = preflight.headers
         headers.add(name: "Cache-Control", value: "no-store")
+        for header in identityHeaders { headers.add(name: header.name, value: "") }
         return LocalResponse(status: .ok, headers: headers, body: "", error: nil)
     }
 
@@ -36,11 +40,24 @@ extension AuthorizerEndpoints {
     /// gets (the refreshed one after a refresh, a session's as `Authorization: Bearer`) for the
     /// upstream request, the response headers (new tokens, `Set-Cookie`, `RateLimit`) for the
     /// client.
-    static func allowance(_ allowed: AllowedRequest) -> LocalResponse {
+    ///
+    /// Every configured identity header is answered, empty when the request has no value for
+    /// it (an anonymous allow, a claim the token lacks): a proxy that copies a header only when
+    /// the answer carries it leaves the client's own in place otherwise (Caddy's
+    /// `copy_headers`, caddyserver/caddy#6608; Caddy 2.6 its unexpanded placeholder), and an
+    /// empty answer makes every copy overwrite it (docs/authorizer.md, "Answers").
+    static func allowance(_ allowed: AllowedRequest, identityHeaders: [IdentityHeader]) -> LocalResponse {
         var headers = HTTPHeaders()
         headers.add(name: "Cache-Control", value: "no-store")
         for (name, value) in allowed.identityHeaders { headers.add(name: name, value: value) }
+        for header in identityHeaders
+        where !allowed.identityHeaders.contains(where: { ASCII.equalsIgnoringCase($0.name, header.name) }) {
+            headers.add(name: header.name, value: "")
+        }
         for (name, value) in Self.upstreamTokenHeaders(allowed.tokenEdits) { headers.add(name: name, value: value) }
+        if let authorization = allowed.backendAuthorization {
+            headers.replaceOrAdd(name: "Authorization", value: authorization)
+        }
         for (name, value) in allowed.responseHeaders { headers.add(name: name, value: value) }
         return LocalResponse(status: .ok, headers: headers, body: "", error: nil)
     }

@@ -60,7 +60,8 @@ final class CheckDecider: @unchecked Sendable {
         switch decision {
         case .allowed(let allowed):
             response = CheckMessages.allowed(
-                headers: allowed.identityHeaders + AuthorizerEndpoints.upstreamTokenHeaders(allowed.tokenEdits),
+                headers: allowed.identityHeaders + AuthorizerEndpoints.upstreamTokenHeaders(allowed.tokenEdits)
+                    + (allowed.backendAuthorization.map { [("authorization", $0)] } ?? []),
                 remove: self.removals(allowed, original: original), responseHeaders: allowed.responseHeaders)
         case .denied(let local, _):
             response = Self.denied(local)

@@ -15,6 +15,8 @@ protocol ExchangeEnvironment: AnyObject {
     func pool(for backend: ResolvedBackend) -> UpstreamPool?
     /// The loop's authentication pipeline for the configuration in force.
     var authenticator: RequestAuthenticator { get }
+    /// The sign-in provider's `token_endpoint` with this loop's client (sign-in callbacks).
+    func signInTokenEndpoint(_ signIn: BrowserSignIn) -> UpstreamEndpoint?
     /// The loop's memo of rate-limit keys.
     var rateLimitKeys: RateLimitKeyMemo { get }
     var metrics: WorkerMetrics { get }

@@ -114,6 +114,12 @@ struct RequestPlanner {
             return AuthorizerEndpoints(configuration: authorizer, planner: self, requestID: requestID).plan(
                 target, head: head, now: now, trace: trace)
         }
+        // The assertion keys' JWKS beside the sign-in endpoints (docs/assertions.md).
+        if let jwksPath = self.snapshot.authentication.assertionJWKSPath, target.path == jwksPath,
+            let jwks = AssertionJWKSEndpoint.response(self.snapshot.configuration, method: head.method)
+        {
+            return .ready(.respond(jwks, close: false))
+        }
         // helper/streams hook: the Shared Signals receiver (docs/streams.md), before routes and
         // the sign-in endpoints (its default path is under their prefix).
         if let signals = self.snapshot.signals,
@@ -194,6 +200,7 @@ struct RequestPlanner {
             tokenEdits: allowed.tokenEdits,
             traceContext: upstreamSpan.map { trace!.propagationHeaders(for: $0) } ?? [],
             stripDPoPProof: !route.forwardDPoPProof,
+            authorization: allowed.backendAuthorization,
             host: target.backendHost,
             forwardedHost: target.host?.name,
             upgrade: upgrade

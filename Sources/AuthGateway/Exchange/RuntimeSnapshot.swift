@@ -7,16 +7,15 @@ final class RuntimeSnapshot: Sendable {
     let configuration: GatewayConfiguration
     let generation: UInt64
     let routes: RouteTable
+    /// The routes as a lenient matcher reads them (without case, trailing dots and spaces): a
+    /// path that names another route that way is refused (docs/forwarding.md).
+    let lenientRoutes: LenientRoutes
     let forwarding: ForwardingPolicy
-    /// What authentication keeps per configuration, process-wide; each loop's
-    /// `RequestAuthenticator` is built around them (`Worker`).
-    let refresher: SessionRefresher?
-    let profiles: ProfileCache?
-    let introspector: TokenIntrospector?
-    /// With `browserSignIn` (docs/browser-sign-in.md): flows, sessions, and the refresher of
-    /// sessions' tokens.
-    let browserSignIn: BrowserSignIn?
-    let sessionRefresher: SessionRefresher?
+    /// Each authentication feature's services for this configuration, process-wide; each
+    /// loop's steps are built around them (`StepContext`).
+    let authentication: AuthenticationFeatures
+    /// With `browserSignIn` (docs/browser-sign-in.md): its endpoints are answered before routes.
+    var browserSignIn: BrowserSignIn? { self.authentication.signIn?.browserSignIn }
     let idleTimeout: TimeAmount
     let requestHeaderTimeout: TimeAmount
     /// The configuration's backends, in order, resolved once: a route reaches its backend by
@@ -28,8 +27,6 @@ final class RuntimeSnapshot: Sendable {
     /// Refresh tokens are for the auth service only, API keys for the gateway only: removed from
     /// every forwarded request.
     let refreshTokenRemovals: [TokenEdit]
-    /// `tokens.apiKeys`, read (with its `keysFile`) at this (re)load; nil without.
-    let apiKeys: APIKeyTable?
     /// Header fields encoded never-indexed on HTTP/2, both ways (docs/http2.md).
     let secretHeaders: SecretHeaderNames
     /// The rate limits (docs/rate-limits.md); nil without any, so requests pay nothing.
@@ -44,10 +41,9 @@ final class RuntimeSnapshot: Sendable {
     /// `backendTLS` and `backendAvailability`: each backend's, in the order of
     /// `configuration.backends` (`UpstreamTLS.backends`, `BackendAvailabilities.update`).
     init(
-        configuration: GatewayConfiguration, generation: UInt64, refresher: SessionRefresher?, profiles: ProfileCache?,
-        introspector: TokenIntrospector? = nil, browserSignIn: BrowserSignIn? = nil,
-        sessionRefresher: SessionRefresher? = nil, rateLimiter: RateLimiter? = nil, signals: SignalReceiver? = nil,
-        backendTLS: [UpstreamTLS?], backendAvailability: [TargetAvailability]
+        configuration: GatewayConfiguration, generation: UInt64, authentication: AuthenticationFeatures,
+        rateLimiter: RateLimiter? = nil, signals: SignalReceiver? = nil, backendTLS: [UpstreamTLS?],
+        backendAvailability: [TargetAvailability]
     ) {
         self.signals = signals
         let backends = ResolvedBackend.resolve(
@@ -59,12 +55,9 @@ final class RuntimeSnapshot: Sendable {
         self.paths = configuration.paths
         self.generation = generation
         self.routes = RouteTable(configuration.routes, backendNames: backends.map(\.name))
+        self.lenientRoutes = LenientRoutes(configuration.routes, backendNames: backends.map(\.name))
         self.forwarding = ForwardingPolicy(configuration: configuration)
-        self.refresher = refresher
-        self.profiles = profiles
-        self.introspector = introspector
-        self.browserSignIn = browserSignIn
-        self.sessionRefresher = sessionRefresher
+        self.authentication = authentication
         self.idleTimeout = .seconds(Int64(configuration.timeouts.idleSeconds))
         self.requestHeaderTimeout = .seconds(Int64(configuration.timeouts.requestHeaderSeconds))
         self.timerGranularity = ([self.idleTimeout, self.requestHeaderTimeout] + backends.map(\.responseTimeout)).min()!
@@ -82,9 +75,9 @@ final class RuntimeSnapshot: Sendable {
         for case .websocketProtocol(let prefix) in configuration.tokens.sources {
             removals.append(TokenEdit(location: .websocketProtocol(prefix: prefix), replacement: nil))
         }
-        let apiKeys = configuration.tokens.apiKeys.map(APIKeyTable.init)
-        if let apiKeys { removals.append(TokenEdit(location: apiKeys.location, replacement: nil)) }
-        self.apiKeys = apiKeys
+        if let apiKeys = authentication.apiKeys {
+            removals.append(TokenEdit(location: apiKeys.location, replacement: nil))
+        }
         self.refreshTokenRemovals = removals
     }
 

@@ -50,7 +50,7 @@ struct SignInEndpoints {
             self.environment.metrics.increment(.signIn(outcome: failure.outcome))
             return self.ready(.refused(failure.error, cookies: failure.cookies), head)
         case .success(let (flow, code)):
-            let endpoint = self.environment.authenticator.session?.endpoint()
+            let endpoint = self.environment.signInTokenEndpoint(self.signIn)
             guard
                 let pending = self.signIn.complete(
                     flow, code: code, headers: head.headers, endpoint: endpoint)

@@ -16,7 +16,10 @@ package final class ForwardingPolicy: Sendable {
 
     package init(configuration: GatewayConfiguration) {
         self.identityHeaders = configuration.identityHeaders
-        self.strippedNames = configuration.identityHeaders.map { $0.name.lowercased() }
+        // A client's own assertion is never one the gateway signed (docs/assertions.md).
+        self.strippedNames =
+            configuration.identityHeaders.map { $0.name.lowercased() }
+            + (configuration.identityAssertion.map { [$0.header.lowercased()] } ?? [])
         self.strippedPrefixes = configuration.stripInboundHeaderPrefixes.map { $0.lowercased() }
         self.trustedProxies = configuration.trustedProxies
         self.signInCookies = configuration.browserSignIn.map { ($0.sessionCookieName, $0.flowCookiePrefix) }
@@ -34,6 +37,11 @@ public enum TokenLocation: Sendable, Equatable {
     /// An entry of `Sec-WebSocket-Protocol` starting with `prefix` (docs/streams.md): removed
     /// from what the backend receives, never replaced.
     case websocketProtocol(prefix: String)
+
+    var isSession: Bool {
+        if case .session = self { return true }
+        return false
+    }
 }
 
 /// A change to a token on its way to the backend: removed (`forwardAccessToken: false`, and
@@ -119,6 +127,9 @@ package enum HeaderRewriter {
                 continue
             } else if ASCII.equalsIgnoringCase(name, "x-request-id") {
                 continue
+            } else if rewrite.authorization != nil, ASCII.equalsIgnoringCase(name, "authorization") {
+                // Replaced below.
+                continue
             } else if !rewrite.traceContext.isEmpty,
                 ASCII.equalsIgnoringCase(name, "traceparent") || ASCII.equalsIgnoringCase(name, "tracestate")
             {
@@ -152,6 +163,7 @@ package enum HeaderRewriter {
             sink.appendField("X-Forwarded-Host", forwardedHost)
         }
         sink.appendField("X-Request-Id", rewrite.requestID)
+        if let authorization = rewrite.authorization { sink.appendField("Authorization", authorization) }
         for field in rewrite.identity { sink.appendField(field.name, field.value) }
         for field in rewrite.traceContext { sink.appendField(field.name, field.value) }
         if rewrite.framing == .chunked { sink.appendField("Transfer-Encoding", "chunked") }
@@ -258,6 +270,9 @@ package struct HeaderRewrite {
     /// The upstream span's context (`traceparent`, `tracestate`), replacing the client's.
     var traceContext: [(name: String, value: String)] = []
     var stripDPoPProof = false
+    /// The `Authorization` in place of whatever the client sent (an exchanged token); nil keeps
+    /// the client's, as the token edits leave it.
+    var authorization: String? = nil
     /// The canonical `Host` in place of the client's (`RequestTarget.backendHost`); nil keeps it.
     var host: String? = nil
     /// The canonical host without its port: `X-Forwarded-Host` unless a trusted proxy sent one.

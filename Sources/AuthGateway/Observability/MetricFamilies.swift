@@ -56,6 +56,13 @@ extension MetricKey {
     static func signOut(_ kind: SignOutKind) -> MetricKey { MetricKey(MetricName.signOuts, ["kind": kind.rawValue]) }
     static let sessions = MetricKey(MetricName.sessions)
 
+    // MARK: Identity for backends (docs/assertions.md, docs/token-exchange.md)
+
+    static func exchange(route: String, _ outcome: ExchangeMetricOutcome) -> MetricKey {
+        MetricKey(MetricName.exchanges, ["route": route, "outcome": outcome.rawValue])
+    }
+    static let assertionsSigned = MetricKey(MetricName.assertionsSigned)
+
     // MARK: The process
 
     static func configReload(_ result: ReloadResult) -> MetricKey {
@@ -121,4 +128,18 @@ enum HTTP2AbuseKind: String, Sendable {
     case outboundBuffering = "outbound_buffering"
     case tooManyStreams = "too_many_streams"
     case hpackDecoding = "hpack_decoding"
+}
+
+/// How a route's token exchange was answered (`auth_gateway_exchanges_total{route,outcome}`).
+enum ExchangeMetricOutcome: String, Sendable, CaseIterable {
+    /// A call to the token endpoint gave a token.
+    case exchanged
+    /// The token endpoint refused (`exchange.refused`).
+    case refused
+    /// The call failed: timeout, 5xx, unreadable (`exchange.unavailable`).
+    case unavailable
+    /// From this loop's memo or the process's cache, without a call.
+    case cached
+    /// Waited for a call already in flight (this process or, with sharedState, another instance).
+    case joined
 }

@@ -144,6 +144,8 @@ enum MetricName {
     static let openStreams = "auth_gateway_open_streams"
     static let streamsClosed = "auth_gateway_streams_closed_total"
     static let signals = "auth_gateway_signals_total"
+    static let exchanges = "auth_gateway_exchanges_total"
+    static let assertionsSigned = "auth_gateway_assertions_signed_total"
 
     /// HELP text and type of every family, in the order they are rendered.
     static let families: [(name: String, type: String, help: String)] = [
@@ -198,6 +200,11 @@ enum MetricName {
         (backendUp, "gauge", "1 while a backend URL is healthy and not ejected (whatever panic routing does), else 0"),
         (backendEjections, "counter", "Times a backend URL was ejected by outlier detection"),
         (rateLimited, "counter", "Requests refused by a rate limit, by limit and route"),
+        (
+            exchanges, "counter",
+            "Token exchanges for routes with exchange, by route and outcome: calls (exchanged, refused, unavailable) and answers without a call (cached, joined)"
+        ),
+        (assertionsSigned, "counter", "Identity assertions signed for backends (a reused assertion is not counted)"),
     ]
 }
 

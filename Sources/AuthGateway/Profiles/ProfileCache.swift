@@ -85,6 +85,16 @@ final class ProfileCache: Sendable {
         }
     }
 
+    /// Holds `profile` for `key` as a fetch would have (`check --request`'s `--profile`).
+    func remember(_ profile: JSONObject, for key: ProfileKey, on eventLoop: EventLoop) {
+        let policy = LocalSingleFlight<ProfileKey, FetchResult>.Policy(
+            freshSeconds: Double(self.configuration.ttlSeconds), staleSeconds: Double(self.configuration.staleSeconds)
+        )
+        _ = self.table.lookup(key, now: self.clock(), policy: policy, eventLoop: eventLoop) { flight in
+            self.table.settle(flight, now: self.clock(), outcome: .profile(profile), remember: true)
+        }
+    }
+
     /// One fetch for `flight`; without an endpoint (no discovery document yet) it settles at
     /// once as the auth service being unavailable.
     private func fetch(

@@ -1,8 +1,8 @@
 import NIOCore
 import NIOHTTP1
 
-/// The admin listener: health endpoints (answered until exit, also while draining) and
-/// `/metrics` in Prometheus text format.
+/// The admin listener: health endpoints (answered until exit, also while draining),
+/// `/metrics` in Prometheus text format and the assertion keys' JWKS (docs/assertions.md).
 final class AdminHandler: ChannelInboundHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundOut = HTTPServerResponsePart
@@ -39,6 +39,12 @@ final class AdminHandler: ChannelInboundHandler {
             for: path, method: head.method, worker: self.worker, snapshot: self.worker.snapshot)
         {
             self.write(health, head: head, context: context)
+            return
+        }
+        if path == AssertionJWKSEndpoint.adminPath,
+            let jwks = AssertionJWKSEndpoint.response(self.worker.snapshot.configuration, method: head.method)
+        {
+            self.write(jwks, head: head, context: context)
             return
         }
         guard path == "/metrics", head.method == .GET || head.method == .HEAD else {

@@ -6,23 +6,11 @@ import NIOSSL
 /// What all event loops share: the process-wide caches and coordinators (docs/architecture.md),
 /// health, slow-path metrics, the clock.
 final class GatewayShared: Sendable {
-    let verifiedTokens: VerifiedTokenCache
-    /// `jti`s of accepted DPoP proofs (process-wide, kept across reloads; docs/authentication.md).
-    let dpopReplay = ReplayCache()
-    /// Browser sessions (docs/browser-sign-in.md): process-wide, kept across reloads; with
-    /// `sharedState`, the database's read-through cache.
-    let sessions: SessionStore
-    /// Seals sign-in flow cookies (`SignInFlowSealer.key`): derived from
-    /// `sharedState.encryptionKeyBase64`, else random per process. Kept across reloads.
-    let signInFlowKey: SymmetricKey
-    /// The `DPoP-Nonce` key (`DPoPNonce.key`): derived from `sharedState.encryptionKeyBase64`,
-    /// else random per process. Kept across reloads.
-    let dpopNonceKey: SymmetricKey
-    let keyStore: KeyStore
+    /// What authentication has learned and checks with, for the life of the process.
+    let authentication: AuthenticationState
+    var keyStore: KeyStore { self.authentication.keyStore }
     let health: HealthState
     let processMetrics: ProcessMetrics
-    /// The refresh single flight and grace table: outlives configurations (docs/operations.md).
-    let refreshStore: RefreshStore
     /// With `sharedState.postgres`: the database behind `refreshStore`, its background work
     /// and health (docs/shared-state.md). Kept across reloads.
     let sharedState: PostgresSharedState?
@@ -49,27 +37,18 @@ final class GatewayShared: Sendable {
     let streams: StreamDirectory
 
     init(
-        verifiedTokens: VerifiedTokenCache, keyStore: KeyStore, health: HealthState, processMetrics: ProcessMetrics,
-        refreshStore: RefreshStore, clock: @escaping @Sendable () -> Double, clientTLS: NIOSSLContext?,
+        authentication: AuthenticationState, health: HealthState, processMetrics: ProcessMetrics,
+        clock: @escaping @Sendable () -> Double, clientTLS: NIOSSLContext?,
         connector: UpstreamConnector = SocketConnector(), tracing: GatewayTracing? = nil,
-        sharedState: PostgresSharedState? = nil,
-        logger: Logger, sessions: SessionStore = LocalSessionStore(capacity: 100_000),
-        dpopNonceKey: SymmetricKey = DPoPNonce.key(sharedSecret: nil),
-        signInFlowKey: SymmetricKey = SignInFlowSealer.key(sharedStateKey: nil),
-        streams: StreamDirectory = StreamDirectory()
+        sharedState: PostgresSharedState? = nil, logger: Logger, streams: StreamDirectory = StreamDirectory()
     ) {
         self.streams = streams
-        self.signInFlowKey = signInFlowKey
+        self.authentication = authentication
         self.logger = logger
-        self.sessions = sessions
-        self.dpopNonceKey = dpopNonceKey
         self.backendAvailabilities = BackendAvailabilities(logger: logger, metrics: processMetrics)
         self.sharedState = sharedState
-        self.verifiedTokens = verifiedTokens
-        self.keyStore = keyStore
         self.health = health
         self.processMetrics = processMetrics
-        self.refreshStore = refreshStore
         self.clock = clock
         self.clientTLS = clientTLS
         self.connector = connector

@@ -129,7 +129,7 @@ enum HealthEndpoints {
             if !failing.isEmpty { degraded = true }
             checks["authService"] = .object(entry)
         }
-        if let introspector = snapshot.introspector {
+        if let introspector = snapshot.authentication.introspector {
             // The endpoint's last call; a failing endpoint refuses opaque tokens (503) but
             // leaves JWT requests alone, so it degrades.
             let state = introspector.endpointState

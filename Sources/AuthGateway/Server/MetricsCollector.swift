@@ -18,8 +18,8 @@ final class MetricsCollector: Sendable {
         return EventLoopFuture.whenAllSucceed(parts, on: eventLoop).map { snapshots in
             var merged = shared.processMetrics.snapshot
             for snapshot in snapshots { merged.merge(snapshot) }
-            merged.gauges[MetricKey.verifiedCacheEntries] = Double(shared.verifiedTokens.count)
-            merged.gauges[MetricKey.sessions] = Double(shared.sessions.count)
+            merged.gauges[MetricKey.verifiedCacheEntries] = Double(shared.authentication.verifiedTokens.count)
+            merged.gauges[MetricKey.sessions] = Double(shared.authentication.sessions.count)
             merged.gauges.merge(shared.backendAvailabilities.upGauges(now: .now())) { $1 }
             for issuer in shared.keyStore.status {
                 if let age = issuer.ageSeconds {

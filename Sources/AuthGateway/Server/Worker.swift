@@ -16,13 +16,14 @@ package final class Worker {
     /// Open client connections, for the connection limit, the gauge and draining.
     let connections: ConnectionRegistry
     private var requestIDs = RequestIDGenerator()
-    private let recentTokens = RecentTokens()
-    private let recentIntrospections = RecentIntrospections()
-    private let recentSessionDigests = RecentSessionDigests()
     /// This loop's memo of rate-limit keys (their HMACs).
     let rateLimitKeys = RateLimitKeyMemo()
 
-    init(eventLoop: EventLoop, shared: GatewayShared, snapshot: RuntimeSnapshot) {
+    init(
+        eventLoop: EventLoop, shared: GatewayShared, snapshot: RuntimeSnapshot,
+        assembly: AuthenticationAssembly = .standard
+    ) {
+        self.assembly = assembly
         self.eventLoop = eventLoop
         self.shared = shared
         self.snapshot = snapshot
@@ -66,58 +67,19 @@ package final class Worker {
 
     /// This loop's authentication pipeline for the configuration in force; rebuilt when the
     /// configuration or the loop's clients change (never per request).
-    private(set) lazy var authenticator: RequestAuthenticator = self.makeAuthenticator()
+    private(set) lazy var authenticator: RequestAuthenticator = self.assembly.build(self.stepContext)
 
-    private func makeAuthenticator() -> RequestAuthenticator {
-        let configuration = self.snapshot.configuration
-        let clients: (UpstreamURL) -> UpstreamClient? = { [unowned self] url in self.client(for: url) }
-        let endpoints = self.authEndpoints
-        let verification = JWTVerification(
-            cache: self.shared.verifiedTokens, memo: self.recentTokens, keyStore: self.shared.keyStore,
-            eventLoop: self.eventLoop, clients: clients)
-        var refresh: TokenRefresh?
-        if let refreshConfiguration = configuration.authService?.refresh, let refresher = self.snapshot.refresher {
-            refresh = TokenRefresh(
-                configuration: refreshConfiguration, refresher: refresher, tokenSources: configuration.tokens.sources,
-                endpoint: { endpoints.refreshEndpoint() }, verification: verification, logger: self.shared.logger)
-        }
-        let introspection = self.snapshot.introspector.map {
-            TokenIntrospection(
-                introspector: $0, memo: self.recentIntrospections,
-                endpoint: { [unowned self] in self.introspectionEndpoint() }, eventLoop: self.eventLoop,
-                metrics: self.metrics)
-        }
-        var session: SessionAuthentication?
-        if let signIn = self.snapshot.browserSignIn, let refresher = self.snapshot.sessionRefresher {
-            let issuer = signIn.configuration.issuer
-            session = SessionAuthentication(
-                signIn: signIn, recentDigests: self.recentSessionDigests, refresher: refresher,
-                endpoint: { [unowned self] in
-                    guard let url = self.shared.keyStore.discoveryDocument(issuer: issuer)?.tokenEndpoint,
-                        let client = self.client(for: url)
-                    else { return nil }
-                    return UpstreamEndpoint(client: client, path: url.pathAndQuery.isEmpty ? "/" : url.pathAndQuery)
-                }, verification: verification, eventLoop: self.eventLoop, metrics: self.metrics)
-        }
-        return RequestAuthenticator(
-            extraction: CredentialExtraction(
-                sources: configuration.tokens.sources, sessionCookies: self.snapshot.browserSignIn?.cookies),
-            verification: verification,
-            refresh: refresh,
-            introspection: introspection,
-            proofOfPossession: ProofOfPossession(
-                configuration: configuration.tokens.dpop, replay: self.shared.dpopReplay,
-                sharedReplay: self.shared.sharedState?.dpopReplay, nonceKey: self.shared.dpopNonceKey,
-                eventLoop: self.eventLoop, paths: configuration.paths),
-            profile: ProfileLookup(
-                profiles: self.snapshot.profiles, configuration: configuration,
-                endpoint: { endpoints.profileEndpoint() }, eventLoop: self.eventLoop, metrics: self.metrics),
-            session: session,
-            signInRedirect: self.snapshot.browserSignIn.map(SignInRedirect.init(signIn:)),
-            apiKeys: self.snapshot.apiKeys.map {
-                APIKeyAuthentication(table: $0, tokenSources: configuration.tokens.sources)
-            }
-        )
+    /// How the pipeline is built: the registered steps (`AuthenticationSteps`).
+    private let assembly: AuthenticationAssembly
+
+    /// What this loop's steps are built from (`AuthenticationSteps.make`).
+    private var stepContext: StepContext {
+        StepContext(
+            eventLoop: self.eventLoop, configuration: self.snapshot.configuration,
+            features: self.snapshot.authentication, state: self.shared.authentication, metrics: self.metrics,
+            clients: { [unowned self] url in self.client(for: url) }, endpoints: self.authEndpoints,
+            introspectionEndpoint: { [unowned self] in self.introspectionEndpoint() }, logger: self.shared.logger,
+            clock: self.shared.clock)
     }
 
     private func buildUpstreams(for snapshot: RuntimeSnapshot) {
@@ -125,7 +87,7 @@ package final class Worker {
         self.authEndpoints = AuthServiceEndpoints(
             configuration: snapshot.configuration.authService, authClient: self.upstreams.authServiceClient,
             keyStore: self.shared.keyStore, clients: { [unowned self] url in self.client(for: url) })
-        self.authenticator = self.makeAuthenticator()
+        self.authenticator = self.assembly.build(self.stepContext)
     }
 
     /// Where an introspection call goes now (`UpstreamRegistry.introspectionEndpoint`).
@@ -143,6 +105,12 @@ extension Worker: ExchangeEnvironment {
     var tracing: GatewayTracing? { self.shared.tracing }
     var isDraining: Bool { self.shared.health.isDraining }
     func wallClock() -> Double { self.shared.clock() }
+
+    func signInTokenEndpoint(_ signIn: BrowserSignIn) -> UpstreamEndpoint? {
+        SessionRefresh.tokenEndpoint(of: signIn, keyStore: self.shared.keyStore) { [unowned self] in
+            self.client(for: $0)
+        }
+    }
 
     func healthResponse(path: String, method: HTTPMethod) -> LocalResponse? {
         HealthEndpoints.response(for: path, method: method, worker: self, snapshot: self.snapshot)

@@ -22,6 +22,8 @@ final class PostgresSharedState: Service, Sendable {
     let database: SharedStateDatabase
     let wakeups = RefreshWakeups()
     let store: PostgresRefreshStore
+    /// Token exchanges across instances (docs/token-exchange.md).
+    let exchanges: PostgresExchangeStore
     let eventLoopGroup: EventLoopGroup
     private let metrics: ProcessMetrics
     let logger: Logger
@@ -65,6 +67,9 @@ final class PostgresSharedState: Service, Sendable {
             database: self.database, wakeups: self.wakeups, jobs: self.jobs, sealer: sealer,
             pollMillisecondsWhileListening: pollMillisecondsWhileListening, clock: clock
         )
+        self.exchanges = PostgresExchangeStore(
+            database: self.database, wakeups: self.wakeups, jobs: self.jobs, sealer: sealer,
+            pollMillisecondsWhileListening: pollMillisecondsWhileListening, clock: clock)
     }
 
     // MARK: Service
@@ -114,6 +119,8 @@ final class PostgresSharedState: Service, Sendable {
         switch job {
         case .refresh(let refresh):
             await self.store.run(refresh)
+        case .exchange(let exchange):
+            await self.exchanges.run(exchange)
         case .recordDPoPProof(let digest, let keepMilliseconds, let firstUse):
             await self.dpopReplay.record(digest, keepMilliseconds: keepMilliseconds, firstUse: firstUse)
         case .introspection(let introspection):

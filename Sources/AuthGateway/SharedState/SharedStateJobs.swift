@@ -6,6 +6,8 @@ import NIOCore
 enum SharedStateJob: Sendable {
     /// A local leader's refresh through the shared table (`PostgresRefreshStore`).
     case refresh(SharedRefreshJob)
+    /// A local leader's token exchange through the shared table (`PostgresExchangeStore`).
+    case exchange(SharedExchangeJob)
     /// A DPoP proof's first use, recorded for every instance (`PostgresDPoPReplay`).
     case recordDPoPProof(TokenDigest, keepMilliseconds: Int64, firstUse: EventLoopPromise<Bool>)
     /// An introspection answer read from, or stored for, the other instances

@@ -107,7 +107,10 @@ enum CanonicalPath {
 
     /// Merges slashes (when asked) and resolves `.` and `..` (RFC 3986 §5.2.4); `path` starts
     /// with `/`. A segment `.` or `..` followed by a path parameter (`..;x`, also `..%3B`) is
-    /// refused: servers that strip parameters read it as a dot segment, others as a name.
+    /// refused: servers that strip parameters read it as a dot segment, others as a name. So is
+    /// a last segment `.` or `..`: servers that trim trailing dots before matching (Caddy before
+    /// 2.7, Windows) read `/admin/..` as `/admin/`, Python's `normpath` reads `/admin/.` as
+    /// `/admin`.
     static func resolve(_ path: [UInt8], mergeSlashes: Bool) throws(TargetRefusal) -> String {
         var kept: [ArraySlice<UInt8>] = []
         let parts = path.split(separator: .slash, omittingEmptySubsequences: false).dropFirst()
@@ -117,11 +120,12 @@ enum CanonicalPath {
             let isLast = remaining == 0
             switch Self.kind(of: segment) {
             case .dot:
-                // `/a/.` is `/a/`: the empty last segment keeps the trailing slash.
-                if isLast { kept.append([]) }
+                // `/admin/.` is `/admin/` to nginx, `/admin` to Python's `normpath`.
+                if isLast { throw .ambiguousPath(.endsInDotSegment) }
             case .dotDot:
                 guard kept.popLast() != nil else { throw .ambiguousPath(.climbsAboveRoot) }
-                if isLast { kept.append([]) }
+                // `/admin/..` is `/` to nginx, `/admin/` where trailing dots are trimmed first.
+                if isLast { throw .ambiguousPath(.endsInDotSegment) }
             case .dotWithParameter:
                 throw .ambiguousPath(.dotSegmentWithParameter)
             case .name:

@@ -28,6 +28,13 @@ enum AmbiguousPath: Sendable, Equatable, CustomStringConvertible {
     case dotSegmentWithParameter
     case doubleEncoding
     case climbsAboveRoot
+    /// Ends in a `.` or `..` segment: servers resolve it with or without the trailing slash
+    /// (Python's `normpath`: `/admin/.` is `/admin`), or trim trailing dots first (Caddy before
+    /// 2.7, Windows: `/admin/..` is `/admin/`).
+    case endsInDotSegment
+    /// Names another route read leniently, without case or trailing dots and spaces
+    /// (`LenientRoutes`): decided with the routes.
+    case lenientVariant
 
     var description: String {
         switch self {
@@ -38,6 +45,9 @@ enum AmbiguousPath: Sendable, Equatable, CustomStringConvertible {
         case .dotSegmentWithParameter: return "The path holds a \".\" or \"..\" segment followed by \";\""
         case .doubleEncoding: return "The path would change if decoded a second time (double encoding)"
         case .climbsAboveRoot: return "The path climbs above \"/\""
+        case .endsInDotSegment: return "The path ends in a \".\" or \"..\" segment"
+        case .lenientVariant:
+            return "The path names another route when case, or trailing dots and spaces, are ignored"
         }
     }
 }

@@ -122,6 +122,7 @@ package final class GatewayFixture: Sendable {
         clock: TestClock = TestClock(),
         waitUntilReady: Bool = true,
         environment: [String: String] = [:],
+        assembly: AuthenticationAssembly = .standard,
         configure: (inout JSONObject) -> Void = { _ in }
     ) async throws -> GatewayFixture {
         let backend: EchoBackend
@@ -142,7 +143,7 @@ package final class GatewayFixture: Sendable {
         var logger = Logger(label: "auth-gateway.test")
         logger.logLevel = .critical
         let application = try await GatewayApplication.make(
-            configuration: configuration, logger: logger, clock: clock.function)
+            configuration: configuration, logger: logger, clock: clock.function, assembly: assembly)
         try await application.start()
         var services: Task<Void, Never>?
         if !application.backgroundServices.isEmpty {

@@ -89,7 +89,7 @@ struct ConfigurationReloaderTests {
 
     private static func profileCache(_ application: GatewayApplication) async throws -> ProfileCache? {
         let worker = application.workers[0]
-        return try await worker.eventLoop.submit { worker.value.snapshot.profiles }.get()
+        return try await worker.eventLoop.submit { worker.value.snapshot.authentication.profiles }.get()
     }
 
     /// `tls.insecureSkipVerify` is loud: one warning per such backend when the application

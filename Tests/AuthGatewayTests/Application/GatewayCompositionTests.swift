@@ -46,7 +46,7 @@ struct GatewayCompositionTests {
     @Test func withoutAGroupTheRefreshStoreIsLocal() throws {
         let shared = try Self.shared(try ApplicationTesting.configuration())
         #expect(shared.sharedState == nil)
-        #expect(shared.refreshStore is LocalRefreshStore)
+        #expect(shared.authentication.refreshStore is LocalRefreshStore)
     }
 
     @Test func theSnapshotCarriesItsGenerationRoutesAndTheWorkerStartsAtOne() throws {

@@ -89,6 +89,21 @@ struct RequestCheckTests {
         #expect(open.status == .allowed, "\(open.text)")
     }
 
+    /// What the live gateway refuses, `check` refuses (docs/forwarding.md, "Spellings that are
+    /// refused"): a path that names another route without case, one that ends in `..`.
+    @Test("a path read differently by lenient servers is refused as the gateway refuses it")
+    func lenientVariants() throws {
+        for request in ["GET https://api.example.com/ADMIN/x", "GET /Public/x", "GET /public/x/.."] {
+            let result = try Self.check(request) { $0.claims = #"{"sub": "ada", "groups": ["admins"]}"# }
+            #expect(result.status == .refused, "\(request): \(result.text)")
+            #expect(result.text.contains("400 request.ambiguous_path"), "\(request): \(result.text)")
+        }
+        let sameRoute = try Self.check("GET https://api.example.com/admin/Reports/Q3") {
+            $0.claims = #"{"sub": "ada", "groups": ["admins"]}"#
+        }
+        #expect(sameRoute.status == .allowed, "\(sameRoute.text)")
+    }
+
     @Test("a token is verified with the configured keys (or only read with --no-verify)")
     func tokens() throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("check-\(UUID().uuidString)")

@@ -181,7 +181,7 @@ struct RequestPlannerTests {
             ]
         }
         let fresh = TestKeys.token(subject: "alice")
-        let remembered = worker.shared.refreshStore.outcome(
+        let remembered = worker.shared.authentication.refreshStore.outcome(
             for: TokenDigest(of: "rt-1"[...]), graceSeconds: 30, callTimeoutMilliseconds: 1000,
             now: Date().timeIntervalSince1970, eventLoop: self.loop, joined: {}
         ) { self.loop.makeSucceededFuture(.refreshed(accessToken: fresh, refreshToken: "rt-2")) }
@@ -221,7 +221,7 @@ struct RequestPlannerTests {
         let handle = SessionHandle.generate()
         let token = TestKeys.token(subject: "alice")
         let now = Date().timeIntervalSince1970
-        worker.shared.sessions.create(
+        worker.shared.authentication.sessions.create(
             handle.digest,
             SessionRecord(
                 subject: "alice", providerSessionID: nil, idToken: "id", accessToken: token, refreshToken: nil,

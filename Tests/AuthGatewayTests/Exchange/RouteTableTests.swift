@@ -91,6 +91,67 @@ struct RouteTableTests {
         #expect(match(table, "/admin/x", method: "HEAD") == "fallback")
     }
 
+    @Test("a prefix is a plain string prefix: /api matches /apix")
+    func plainPrefix() {
+        let table = Self.table([route("api", .prefix("/api")), route("rest", .prefix("/"))])
+        #expect(match(table, "/apix") == "api")
+        #expect(match(table, "/api") == "api")
+        #expect(match(table, "/ap") == "rest")
+        #expect(match(Self.table([route("empty", .prefix(""))]), "/anything") == "empty")
+    }
+
+    @Test("host routes and routes for every host keep their order, whichever index finds them")
+    func hostAndAnyHostOrder() {
+        let table = Self.table([
+            route("any-first", .prefix("/a/")),
+            route("host", host: "API.example.com", .prefix("/")),
+            route("any-after", .prefix("/")),
+            route("other-host", host: "other.example", .exact("/x")),
+        ])
+        #expect(match(table, host: "api.example.com", "/a/1") == "any-first")
+        #expect(match(table, host: "api.EXAMPLE.com", "/b") == "host")
+        #expect(match(table, host: "other.example", "/x") == "any-after")
+        #expect(match(table, host: nil, "/b") == "any-after")
+        let hostsOnly = Self.table([
+            route("one", host: "one.example", .prefix("/")), route("two", host: "TWO.example", .exact("/x")),
+        ])
+        #expect(match(hostsOnly, host: "Two.Example", "/x") == "two")
+        #expect(match(hostsOnly, host: "two.example", "/y") == nil)
+        #expect(match(hostsOnly, host: nil, "/x") == nil)
+    }
+
+    @Test("routes with the same path and different methods: the first that takes the method")
+    func samePathManyMethods() {
+        let table = Self.table([
+            route("get", .exact("/x"), methods: ["GET"]),
+            route("get-again", .exact("/x"), methods: ["GET"]),
+            route("post-or-get", .exact("/x"), methods: ["POST", "GET"]),
+            route("none", .exact("/x"), methods: []),
+            route("put", .exact("/x"), methods: ["PUT"]),
+            route("any", .exact("/x")),
+            route("after-any", .exact("/x"), methods: ["DELETE"]),
+            route("prefix", .prefix("/x")),
+        ])
+        #expect(match(table, "/x", method: "GET") == "get")
+        #expect(match(table, "/x", method: "POST") == "post-or-get")
+        #expect(match(table, "/x", method: "PUT") == "put")
+        #expect(match(table, "/x", method: "DELETE") == "any")
+        #expect(match(table, "/x/", method: "DELETE") == "prefix")
+    }
+
+    @Test("a node with a child for every visible ASCII byte, and paths that end inside a label")
+    func wideAndDeep() {
+        let routes = (0x21...0x7E).map { byte in
+            route("b\(byte)", .prefix("/" + String(decoding: [UInt8(byte)], as: UTF8.self)))
+        }
+        let table = Self.table([route("long", .prefix("/service-long/path/"))] + routes.filter { $0.name != "b47" })
+        #expect(match(table, "/service-long/path/x") == "long")
+        #expect(match(table, "/service-long/pat") == "b115")
+        #expect(match(table, "/z") == "b122")
+        #expect(match(table, "/") == nil)
+        #expect(match(table, "//") == nil)
+    }
+
     @Test("no match gives nil (404)")
     func noMatch() {
         #expect(match(Self.table([route("a", .prefix("/a/"))]), "/b") == nil)

@@ -40,8 +40,8 @@ extension PostgreSQLTests {
             }
             #expect(try await health()?["status"] == "ok")
             let shared = try #require(gateway.application.shared.sharedState)
-            #expect(gateway.application.shared.refreshStore as? PostgresRefreshStore === shared.store)
-            #expect(gateway.application.shared.sessions as? PostgresSessionStore === shared.sessions)
+            #expect(gateway.application.shared.authentication.refreshStore as? PostgresRefreshStore === shared.store)
+            #expect(gateway.application.shared.authentication.sessions as? PostgresSessionStore === shared.sessions)
             try await SharedStateTesting.eventually("the sessions table is made") {
                 try await health()?["checks"]?["sharedState"]?["sessionTable"] == "ok"
             }

@@ -20,7 +20,7 @@ struct SharedStateJobsTests {
     static let perform: @Sendable (SharedStateJob) async -> Void = { job in
         switch job {
         case .recordDPoPProof(_, _, let firstUse): firstUse.succeed(Task.isCancelled)
-        case .refresh, .introspection, .sessionRead, .sessionRefresh, .sessionWrites, .sessionResync:
+        case .refresh, .exchange, .introspection, .sessionRead, .sessionRefresh, .sessionWrites, .sessionResync:
             Issue.record("only DPoP jobs are queued here")
         }
     }

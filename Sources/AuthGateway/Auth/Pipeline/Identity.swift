@@ -8,39 +8,61 @@
 /// identity (a profile, a DPoP thumbprint) writes into the box in place when it holds the only
 /// reference, as it does in the pipeline, and copies it first otherwise.
 struct Identity {
+    /// How the caller proved who it is: what a signed assertion names in its `auth` claim
+    /// (docs/assertions.md), and which steps apply (an API key has no proof of possession and
+    /// no profile).
+    enum Kind: String, Sendable {
+        /// A JWT verified with the issuers' keys.
+        case jwt
+        /// An opaque token the introspection endpoint said is active.
+        case introspection
+        /// A key of `tokens.apiKeys`.
+        case apiKey = "apikey"
+        /// A browser session's access token (docs/browser-sign-in.md).
+        case session
+    }
+
     private final class Fields: @unchecked Sendable {
         // `@unchecked`: written only through `Identity`'s setters, which copy the box unless the
         // writer holds its only reference (`isKnownUniquelyReferenced`); every other holder reads.
         let token: VerifiedToken
         let accessToken: ExtractedToken
         let issuer: String
+        let kind: Kind
         var profile: JSONObject?
         var replacementAccessToken: String?
         var responseHeaders: [(name: String, value: String)] = []
         var dpopThumbprint: String?
         var apiKeyID: String?
+        var backendHeaders: [(name: String, value: String)] = []
+        var backendAuthorization: String?
 
-        init(token: VerifiedToken, accessToken: ExtractedToken, issuer: String) {
+        init(token: VerifiedToken, accessToken: ExtractedToken, issuer: String, kind: Kind) {
             self.token = token
             self.accessToken = accessToken
             self.issuer = issuer
+            self.kind = kind
         }
 
         func copy() -> Fields {
-            let copy = Fields(token: self.token, accessToken: self.accessToken, issuer: self.issuer)
+            let copy = Fields(token: self.token, accessToken: self.accessToken, issuer: self.issuer, kind: self.kind)
             copy.profile = self.profile
             copy.replacementAccessToken = self.replacementAccessToken
             copy.responseHeaders = self.responseHeaders
             copy.dpopThumbprint = self.dpopThumbprint
             copy.apiKeyID = self.apiKeyID
+            copy.backendHeaders = self.backendHeaders
+            copy.backendAuthorization = self.backendAuthorization
             return copy
         }
     }
 
     private var fields: Fields
 
-    init(token: VerifiedToken, accessToken: ExtractedToken, issuer: String) {
-        self.fields = Fields(token: token, accessToken: accessToken, issuer: issuer)
+    /// `kind`: by default a JWT's, or a session's when the token is a session's.
+    init(token: VerifiedToken, accessToken: ExtractedToken, issuer: String, kind: Kind? = nil) {
+        let kind = kind ?? (accessToken.location.isSession ? .session : .jwt)
+        self.fields = Fields(token: token, accessToken: accessToken, issuer: issuer, kind: kind)
     }
 
     /// The box, to write into: copied first unless this identity holds its only reference.
@@ -56,6 +78,7 @@ struct Identity {
     var accessToken: ExtractedToken { self.fields.accessToken }
     /// The issuer that verified it (profiles are cached per issuer and subject).
     var issuer: String { self.fields.issuer }
+    var kind: Kind { self.fields.kind }
     var profile: JSONObject? {
         get { self.fields.profile }
         set { self.writable.profile = newValue }
@@ -79,6 +102,19 @@ struct Identity {
     var apiKeyID: String? {
         get { self.fields.apiKeyID }
         set { self.writable.apiKeyID = newValue }
+    }
+
+    /// Headers a step made for the backend (a signed assertion, docs/assertions.md): added after
+    /// the identity headers, and handed to a proxy in authorizer mode.
+    var backendHeaders: [(name: String, value: String)] {
+        get { self.fields.backendHeaders }
+        set { self.writable.backendHeaders = newValue }
+    }
+    /// The `Authorization` the backend gets instead of the caller's token, which then reaches it
+    /// nowhere (an exchanged token, docs/token-exchange.md).
+    var backendAuthorization: String? {
+        get { self.fields.backendAuthorization }
+        set { self.writable.backendAuthorization = newValue }
     }
 
     /// The access token a call made on the caller's behalf (a profile fetch) presents.

@@ -1,49 +1,35 @@
 import NIOHTTP1
 
 /// A credential beside tokens: the API key in the configured header (docs/policies.md, "API
-/// keys"). Runs first, and only for requests that present that header; the key's claims then
-/// stand in for a token's everywhere (`require`, identity headers, rate limits), as an
-/// `Identity` built like a JWT's.
+/// keys"), which `CredentialExtraction` found. The key's claims then stand in for a token's
+/// everywhere (`require`, identity headers, rate limits), as an `Identity` of kind `apiKey`:
+/// no proof of possession and no profile (a profile fetch would present the key to the auth
+/// service, and a key never leaves the gateway).
 ///
-/// Hostile keys (empty, huge, non-ASCII, a valid key with a suffix) are all 401
-/// `apikey.invalid`; a key together with an access token is 400 `apikey.ambiguous`: the
-/// gateway does not guess which credential speaks.
-struct APIKeyAuthentication {
-    enum Outcome {
-        case identity(Identity)
-        case refused(GatewayError)
-    }
-
+/// Hostile keys (empty, huge, non-ASCII, a valid key with a suffix, sent twice) are all 401
+/// `apikey.invalid`; a key together with an access token is 400 `apikey.ambiguous` (decided at
+/// extraction): the gateway does not guess which credential speaks.
+struct APIKeyAuthentication: AuthenticationStep {
     /// Longer keys are refused before hashing: `apikey new` makes 47 bytes.
     static let maximumKeyBytes = 256
 
-    let table: APIKeyTable
-    /// The configured token sources: a key and a token in one request is ambiguous.
-    let tokenSources: [TokenSourceConfiguration]
+    /// nil without `tokens.apiKeys`: no request presents a key then.
+    let table: APIKeyTable?
 
-    /// nil when the request presents no key (or the route has `auth: none`): the token
-    /// sources decide, and the request paid one header scan here.
-    func authenticate(_ request: AuthRequest) -> Outcome? {
-        guard request.route.auth != .none else { return nil }
-        var presented: String?
-        var lines = 0
-        for (name, value) in request.headers where ASCII.equalsIgnoringCase(name, self.table.header) {
-            presented = value
-            lines += 1
-        }
-        guard let presented else { return nil }
-        guard lines == 1 else { return .refused(.apiKeyInvalid) }
-        if TokenExtractor.extract(from: request.headers, sources: self.tokenSources) != .none {
-            return .refused(.apiKeyAmbiguous)
-        }
-        guard let key = self.table.key(presented), !key.isExpired(now: request.now) else {
-            return .refused(.apiKeyInvalid)
-        }
+    init(table: APIKeyTable?) { self.table = table }
+
+    init(_ context: StepContext) { self.init(table: context.features.apiKeys) }
+
+    func run(_ state: AuthState, _ request: AuthRequest) -> StepResult<AuthState> {
+        guard case .apiKey(let presented) = state.credential, let table = self.table else { return .next(state) }
+        guard let key = table.key(presented), !key.isExpired(now: request.now) else { return .refuse(.apiKeyInvalid) }
         var identity = Identity(
-            token: key.token, accessToken: ExtractedToken(value: presented[...], location: self.table.location),
-            issuer: APIKeyTable.issuer)
+            token: key.token, accessToken: ExtractedToken(value: presented[...], location: table.location),
+            issuer: APIKeyTable.issuer, kind: .apiKey)
         identity.apiKeyID = key.id
-        return .identity(identity)
+        var state = state
+        state.identity = identity
+        return .next(state)
     }
 }
 

@@ -4,8 +4,10 @@ import Tracing
 /// A compact JWS checked against the issuers' keys (docs/authentication.md, "Keys" and
 /// "Claims"): signature and clock-independent claims through the loop's memo and the
 /// process-wide cache, an unknown `kid` resolved by refetching the issuer's JWKS, and the
-/// clock checked on every request.
-struct JWTVerification {
+/// clock checked on every request. A token that verified but expired is left to
+/// `TokenRefresh` (`AuthState.expired`); an opaque token, with an introspection endpoint
+/// configured, to `TokenIntrospection`.
+struct JWTVerification: AuthenticationStep {
     enum Outcome {
         case verified(VerifiedToken)
         case refused(GatewayError)
@@ -29,6 +31,81 @@ struct JWTVerification {
     let eventLoop: EventLoop
     /// The loop's client for a JWKS or discovery URL's origin.
     let clients: (UpstreamURL) -> UpstreamClient?
+    /// `tokens.introspection` is configured: a token that is not a compact JWS is its business.
+    var introspectsOpaqueTokens = false
+
+    init(
+        cache: VerifiedTokenCache, memo: RecentTokens, keyStore: KeyStore, eventLoop: EventLoop,
+        clients: @escaping (UpstreamURL) -> UpstreamClient?, introspectsOpaqueTokens: Bool = false
+    ) {
+        self.cache = cache
+        self.memo = memo
+        self.keyStore = keyStore
+        self.eventLoop = eventLoop
+        self.clients = clients
+        self.introspectsOpaqueTokens = introspectsOpaqueTokens
+    }
+
+    init(_ context: StepContext) {
+        self.init(
+            cache: context.state.verifiedTokens, memo: RecentTokens(), keyStore: context.state.keyStore,
+            eventLoop: context.eventLoop, clients: context.clients,
+            introspectsOpaqueTokens: context.configuration.tokens.introspection != nil)
+    }
+
+    func run(_ state: AuthState, _ request: AuthRequest) -> StepResult<AuthState> {
+        guard state.identity == nil, case .token(let token) = state.credential else { return .next(state) }
+        if self.introspectsOpaqueTokens && !CompactJWS.hasCompactShape(token.value) { return .next(state) }
+        return self.verify(token, state, request, refetched: false)
+    }
+
+    /// `refetched`: the issuer's keys were refetched for this token already (once only).
+    private func verify(
+        _ token: ExtractedToken, _ state: AuthState, _ request: AuthRequest, refetched: Bool
+    ) -> StepResult<AuthState> {
+        switch self.verify(token.value, keys: state.keys, trace: request.trace) {
+        case .verified(let verified):
+            var state = state
+            // The clock is checked on every request (docs/authentication.md, "Claims").
+            switch verified.timeFailure(now: request.now) {
+            case nil:
+                let issuer = state.keys.issuers[verified.issuerIndex].issuer
+                state.identity = Identity(token: verified, accessToken: token, issuer: issuer)
+            case .expired?:
+                state.expired = verified
+            case let failure?:
+                return .refuse(.tokenRejected(failure))
+            }
+            return .next(state)
+        case .refused(let error):
+            return .refuse(error)
+        case .unknownKey where refetched:
+            return .refuse(.tokenRejected(.unknownKey))
+        case .unknownKey(let issuer):
+            return self.refetching(issuer, state.keys, inCooldown: nil) { keys in
+                var state = state
+                state.keys = keys
+                return self.verify(token, state, request, refetched: true)
+            }
+        }
+    }
+
+    /// Refetches the issuer's keys for an unknown `kid`, then goes on with `retry` under the new
+    /// keys. In the cooldown: `inCooldown` keys when given, else refused (503 when the issuer's
+    /// keys were never fetched: nothing can be checked; Envoy answers 401 there).
+    func refetching(
+        _ issuerIndex: Int, _ keys: KeySnapshot, inCooldown: KeySnapshot?,
+        then retry: @escaping (KeySnapshot) -> StepResult<AuthState>
+    ) -> StepResult<AuthState> {
+        switch self.refetchKeys(issuerIndex: issuerIndex, keys: keys) {
+        case .notAllowed(let neverFetched):
+            if let inCooldown { return retry(inCooldown) }
+            return .refuse(neverFetched ? .keysUnavailable : .tokenRejected(.unknownKey))
+        case .pending(let refetched):
+            // A failed refetch is 503 with nothing cleared: the client retries.
+            return .after(refetched, on: self.eventLoop) { keys in keys.map(retry) ?? .refuse(.keysUnavailable) }
+        }
+    }
 
     /// Verifies `token` against `keys`; a traced request gets a span when the signature had to
     /// be checked (a cache miss).

@@ -2,7 +2,7 @@ import NIOCore
 
 /// The user's profile from the auth service's cache (docs/authentication.md, "Profiles"), when
 /// the route's `require`, the identity headers or a rate limit on the route read `profile.*`.
-struct ProfileLookup {
+struct ProfileLookup: AuthenticationStep {
     enum Outcome {
         case found(Identity)
         case refused(GatewayError)
@@ -30,6 +30,38 @@ struct ProfileLookup {
         self.endpoint = endpoint
         self.eventLoop = eventLoop
         self.metrics = metrics
+    }
+
+    init(_ context: StepContext) {
+        let endpoints = context.endpoints
+        self.init(
+            profiles: context.features.profiles, configuration: context.configuration,
+            endpoint: { endpoints.profileEndpoint() }, eventLoop: context.eventLoop, metrics: context.metrics)
+    }
+
+    /// Every verified caller but an API key's: a fetch presents the caller's credential to the
+    /// auth service, and a key never leaves the gateway (docs/policies.md, "API keys").
+    func run(_ state: AuthState, _ request: AuthRequest) -> StepResult<AuthState> {
+        guard let identity = state.identity, identity.kind != .apiKey else { return .next(state) }
+        switch self.lookup(identity, route: request.route, trace: request.trace) {
+        case .found(let identity):
+            var state = state
+            state.identity = identity
+            return .next(state)
+        case .refused(let error):
+            return .refuse(error)
+        case .pending(let fetched):
+            return .after(fetched, on: self.eventLoop) { result in
+                switch result {
+                case .success(let identity):
+                    var state = state
+                    state.identity = identity
+                    return .next(state)
+                case .failure(let error):
+                    return .refuse(error)
+                }
+            }
+        }
     }
 
     func needsProfile(on route: RouteConfiguration) -> Bool {

@@ -4,7 +4,7 @@ import NIOCore
 /// Proof of possession for DPoP-bound tokens (docs/authentication.md, "DPoP", RFC 9449): a
 /// token whose claims carry `cnf.jkt` must come with the DPoP scheme and exactly one valid
 /// proof by that key. `required` routes refuse unbound tokens; `off` routes skip all of it.
-struct ProofOfPossession {
+struct ProofOfPossession: AuthenticationStep {
     enum Outcome {
         case accepted(Identity)
         case refused(GatewayError, headers: [(name: String, value: String)])
@@ -24,6 +24,37 @@ struct ProofOfPossession {
     let eventLoop: EventLoop
     /// How a proof's `htu` path is made canonical (`paths`): as the request's was.
     let paths: PathSettings
+
+    init(_ context: StepContext) {
+        self.init(
+            configuration: context.configuration.tokens.dpop, replay: context.state.dpopReplay,
+            sharedReplay: context.state.sharedDPoPReplay, nonceKey: context.state.dpopNonceKey,
+            eventLoop: context.eventLoop, paths: context.configuration.paths)
+    }
+
+    /// Every verified caller but an API key's (a key is no token a proof could be bound to).
+    func run(_ state: AuthState, _ request: AuthRequest) -> StepResult<AuthState> {
+        guard let identity = state.identity, identity.kind != .apiKey else { return .next(state) }
+        switch self.check(identity, request) {
+        case .accepted(let identity):
+            var state = state
+            state.identity = identity
+            return .next(state)
+        case .refused(let error, let headers):
+            return .refuse(error, headers: headers)
+        case .pending(let checked):
+            return .after(checked, on: self.eventLoop) { result in
+                switch result {
+                case .success(let identity):
+                    var state = state
+                    state.identity = identity
+                    return .next(state)
+                case .failure(let error):
+                    return .refuse(error)
+                }
+            }
+        }
+    }
 
     init(
         configuration: DPoPConfiguration, replay: ReplayCache, sharedReplay: SharedDPoPReplay?,

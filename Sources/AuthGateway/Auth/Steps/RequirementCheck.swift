@@ -12,17 +12,29 @@
 /// failing clause by the JSON path the loader stored in it — a field, a `not` whose
 /// requirement held, or an `anyOf` all of whose branches failed — never a value. Deciding
 /// allocates nothing.
-enum RequirementCheck {
-    /// The step: the identity goes on when the route's requirement holds, else 403.
-    static func check(_ identity: Identity, request: AuthRequest) -> AuthOutcome {
+struct RequirementCheck: AuthenticationStep {
+    /// `check --request`'s notes: the explanation of each decision goes there.
+    var notes: StepNotes? = nil
+
+    init() {}
+
+    init(_ context: StepContext) { self.notes = context.notes }
+
+    /// The step: a verified caller goes on when the route's requirement holds, else 403 (with
+    /// what the caller must get anyway: a refresh's new tokens). An anonymous request is not
+    /// checked.
+    func run(_ state: AuthState, _ request: AuthRequest) -> StepResult<AuthState> {
         // Most routes have no `require`: they pay nothing here, not even the view's copies.
         let requirement = request.route.require
-        if requirement.isEmpty { return .authenticated(identity) }
+        guard !requirement.isEmpty, let identity = state.identity else { return .next(state) }
+        if let notes = self.notes {
+            notes.requirements = Self.explain(requirement, IdentityFields(identity: identity, request: request))
+        }
         switch Self.evaluate(requirement, IdentityFields(identity: identity, request: request)) {
         case .holds:
-            return .authenticated(identity)
+            return .next(state)
         case .fails(let clause):
-            return .rejected(.forbidden(clause), headers: identity.responseHeaders)
+            return .refuse(.forbidden(clause), headers: identity.responseHeaders)
         }
     }
 

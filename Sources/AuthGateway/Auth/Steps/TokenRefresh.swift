@@ -2,32 +2,134 @@ import Logging
 import NIOCore
 import NIOHTTP1
 
-/// Transparent refresh (docs/authentication.md, "Transparent refresh"): an access token that
-/// verified but expired, presented with a refresh token, is redeemed at the auth service (once
-/// per refresh token, process- or fleet-wide: `RefreshStore`); the new access token is verified
-/// like any other and goes on in the old one's place, and back to the client. A refusal signs
-/// the client out.
-struct TokenRefresh {
-    /// What an expired token leads to.
-    enum Start {
-        case refresh(ExtractedToken)
-        case refused(GatewayError)
-    }
+/// Renews an expired access token (docs/authentication.md, "Transparent refresh";
+/// docs/browser-sign-in.md, "Requests with a session"): a JWT that verified but expired
+/// (`AuthState.expired`) is redeemed with its refresh token — the request's own (bearer tokens,
+/// `authService.refresh`), or the browser session's (the provider's `token_endpoint`) — once per
+/// refresh token, process- or fleet-wide (`SessionRefresher` over the `RefreshStore`). The new
+/// token is verified like any other and adopted the same way for both (`adopt`, one clock rule);
+/// a refused refresh signs the client out.
+struct TokenRefresh: AuthenticationStep {
+    /// Bearer tokens presented with a refresh token: `authService.refresh`; nil without.
+    let bearer: BearerRefresh?
+    /// Browser sessions: `browserSignIn`; nil without.
+    let session: SessionRefresh?
+    let verification: JWTVerification
+    let eventLoop: EventLoop
+    let metrics: WorkerMetrics
+    let logger: Logger
+    /// The clock a refreshed token is judged by when it arrives (`adopt`).
+    let clock: @Sendable () -> Double
 
     /// The tokens a request presented: where the new ones go, and which cookies a sign-out clears.
     struct Presented: Sendable {
         let access: ExtractedToken
         let refresh: ExtractedToken
+        /// The request came over TLS: cookies set or cleared for it are `Secure`.
+        let isTLS: Bool
     }
 
-    /// What a refresh's outcome leads to.
-    enum Adoption {
-        case identity(Identity)
-        case refused(GatewayError, headers: [(name: String, value: String)])
-        /// The new token is signed with a `kid` the issuer's keys lack (a rotation).
-        case unknownKey(issuerIndex: Int)
+    /// Whose refresh is under way: where the new token goes, and what a refusal ends.
+    enum Ticket {
+        case bearer(Presented)
+        /// The browser session under this handle digest.
+        case session(TokenDigest)
     }
 
+    init(_ context: StepContext) {
+        let configuration = context.configuration
+        let endpoints = context.endpoints
+        self.bearer = context.features.refresh.map {
+            BearerRefresh(
+                configuration: $0.configuration, refresher: $0, tokenSources: configuration.tokens.sources,
+                endpoint: { endpoints.refreshEndpoint() })
+        }
+        let keyStore = context.state.keyStore
+        let clients = context.clients
+        self.session = context.features.signIn.map { feature in
+            SessionRefresh(
+                signIn: feature.browserSignIn, refresher: feature.refresher,
+                endpoint: {
+                    SessionRefresh.tokenEndpoint(of: feature.browserSignIn, keyStore: keyStore, clients: clients)
+                })
+        }
+        self.verification = JWTVerification(context)
+        self.eventLoop = context.eventLoop
+        self.metrics = context.metrics
+        self.logger = context.logger
+        self.clock = context.clock
+    }
+
+    init(
+        bearer: BearerRefresh?, session: SessionRefresh?, verification: JWTVerification, metrics: WorkerMetrics,
+        logger: Logger, clock: @escaping @Sendable () -> Double
+    ) {
+        self.bearer = bearer
+        self.session = session
+        self.verification = verification
+        self.eventLoop = verification.eventLoop
+        self.metrics = metrics
+        self.logger = logger
+        self.clock = clock
+    }
+
+    func run(_ state: AuthState, _ request: AuthRequest) -> StepResult<AuthState> {
+        guard let expired = state.expired, case .token(let token) = state.credential else { return .next(state) }
+        let ticket: Ticket
+        let redeemed: EventLoopFuture<RefreshOutcome>
+        let span = request.trace?.child("auth.refresh", kind: .client)
+        switch self.redeem(expired, token, request) {
+        case .failure(let refusal):
+            span?.end()
+            return .refuse(refusal.error, headers: refusal.headers)
+        case .success(let started):
+            (ticket, redeemed) = started
+        }
+        return .after(redeemed, on: self.eventLoop) { outcome in
+            span?.attributes["auth.refresh.outcome"] = outcome.label
+            span?.end()
+            return self.adopt(outcome, ticket, state, keys: state.keys, refetched: false)
+        }
+    }
+
+    /// A refusal before any call, with the headers it carries.
+    struct Refusal: Error {
+        let error: GatewayError
+        var headers: [(name: String, value: String)] = []
+    }
+
+    /// Sends the refresh token off: the request's own for a bearer token, the session's for a
+    /// session's token.
+    private func redeem(
+        _ expired: VerifiedToken, _ token: ExtractedToken, _ request: AuthRequest
+    ) -> Result<(Ticket, EventLoopFuture<RefreshOutcome>), Refusal> {
+        if case .session(let digest) = token.location {
+            guard let session else { return .failure(Refusal(error: .tokenRejected(.expired))) }
+            guard let refreshToken = session.signIn.sessions.held(digest)?.refreshToken else {
+                return .failure(self.signOut(.session(digest)))
+            }
+            guard let endpoint = session.endpoint() else { return .failure(Refusal(error: .authServiceUnavailable)) }
+            let redeemed = session.refresher.refresh(
+                refreshToken: refreshToken[...], claims: expired.claims, endpoint: endpoint)
+            return .success((.session(digest), redeemed))
+        }
+        guard let bearer else { return .failure(Refusal(error: .tokenRejected(.expired))) }
+        let refreshToken: ExtractedToken
+        switch bearer.start(expired: expired, headers: request.headers, now: request.now) {
+        case .failure(let error): return .failure(Refusal(error: error))
+        case .success(let found): refreshToken = found
+        }
+        guard let endpoint = bearer.endpoint() else { return .failure(Refusal(error: .authServiceUnavailable)) }
+        let redeemed = bearer.refresher.refresh(
+            refreshToken: refreshToken.value, claims: expired.claims, endpoint: endpoint)
+        let presented = Presented(access: token, refresh: refreshToken, isTLS: request.isTLS)
+        return .success((.bearer(presented), redeemed))
+    }
+}
+
+/// Bearer tokens' refresh (`authService.refresh`): where the refresh token is read, where the
+/// call goes, and how new tokens go back to the client.
+struct BearerRefresh {
     let configuration: RefreshConfiguration
     let refresher: SessionRefresher
     /// Where a refresh posts now: resolved per refresh (a discovered `token_endpoint` moves).
@@ -35,18 +137,14 @@ struct TokenRefresh {
     /// The first cookie source of access tokens: where a refreshed access token goes when the
     /// refresh token came from a cookie.
     let accessTokenCookie: String?
-    let verification: JWTVerification
-    let logger: Logger
 
     init(
         configuration: RefreshConfiguration, refresher: SessionRefresher, tokenSources: [TokenSourceConfiguration],
-        endpoint: @escaping () -> UpstreamEndpoint?, verification: JWTVerification, logger: Logger
+        endpoint: @escaping () -> UpstreamEndpoint?
     ) {
         self.configuration = configuration
         self.refresher = refresher
         self.endpoint = endpoint
-        self.verification = verification
-        self.logger = logger
         self.accessTokenCookie =
             tokenSources.lazy.compactMap { source -> String? in
                 if case .cookie(let name) = source { return name }
@@ -54,123 +152,36 @@ struct TokenRefresh {
             }.first
     }
 
-    /// The refresh token for an access token that expired `secondsSinceExpiry` ago, or why
-    /// the request is refused instead.
-    func start(expired verified: VerifiedToken, headers: HTTPHeaders, now: Double) -> Start {
+    /// The refresh token for an access token that expired, or why the request is refused.
+    func start(
+        expired verified: VerifiedToken, headers: HTTPHeaders, now: Double
+    ) -> Result<ExtractedToken, GatewayError> {
         guard verified.secondsSinceExpiry(now: now) <= Double(self.configuration.maxExpiredSeconds) else {
-            return .refused(.tokenRejected(.expired))
+            return .failure(.tokenRejected(.expired))
         }
         switch TokenExtractor.extract(from: headers, sources: self.configuration.refreshTokenSources) {
-        case .none: return .refused(.tokenRejected(.expired))
-        case .conflict: return .refused(.ambiguousToken)
-        case .found(let refreshToken): return .refresh(refreshToken)
+        case .none: return .failure(.tokenRejected(.expired))
+        case .conflict: return .failure(.ambiguousToken)
+        case .found(let refreshToken): return .success(refreshToken)
         }
     }
+}
 
-    /// Redeems `refreshToken` (`claims`: the expired token's, for a JSON body template); nil
-    /// when there is nowhere to send it (no discovery document yet).
-    func redeem(
-        _ refreshToken: ExtractedToken, claims: JSONObject, trace: RequestTrace?
-    ) -> EventLoopFuture<
-        RefreshOutcome
-    >? {
-        guard let endpoint = self.endpoint() else { return nil }
-        let span = trace?.child("auth.refresh", kind: .client)
-        return self.refresher.refresh(refreshToken: refreshToken.value, claims: claims, endpoint: endpoint).map {
-            outcome in
-            span?.attributes["auth.refresh.outcome"] = outcome.label
-            span?.end()
-            return outcome
-        }
-    }
+/// Browser sessions' refresh: the session's refresh token, at the provider's `token_endpoint`.
+struct SessionRefresh {
+    let signIn: BrowserSignIn
+    let refresher: SessionRefresher
+    /// Where a refresh posts now (the discovered `token_endpoint`).
+    let endpoint: () -> UpstreamEndpoint?
 
-    /// The refresh's outcome for a request that presented `presented`. `refetched`: the issuer's
-    /// keys were refetched for the new token already, so an unknown `kid` now signs out.
-    func adopt(
-        _ outcome: RefreshOutcome, _ presented: Presented, keys: KeySnapshot, refetched: Bool, request: AuthRequest
-    ) -> Adoption {
-        let cookies = SessionCookies(isTLS: request.isTLS)
-        let (oldAccess, oldRefresh) = (presented.access, presented.refresh)
-        switch outcome {
-        case .unavailable:
-            return .refused(.authServiceUnavailable, headers: [])
-        case .rejected:
-            return .refused(.refreshRejected, headers: Self.signOutHeaders(presented, cookies: cookies))
-        case .refreshed(let accessToken, let newRefreshToken):
-            let verified: VerifiedToken
-            switch self.verification.verifyFetched(accessToken[...], keys: keys) {
-            case .verified(let token) where token.timeFailure(now: request.now) == nil:
-                verified = token
-            case .unknownKey(let issuerIndex) where !refetched:
-                return .unknownKey(issuerIndex: issuerIndex)
-            case .verified(let token):
-                // The refresh token was spent on a token this gateway refuses: the session is over.
-                self.logMisconfiguration(reason: token.timeFailure(now: request.now)?.rawValue ?? "invalid")
-                return .refused(.refreshRejected, headers: Self.signOutHeaders(presented, cookies: cookies))
-            case .unknownKey:
-                self.logMisconfiguration(reason: TokenFailure.unknownKey.rawValue)
-                return .refused(.refreshRejected, headers: Self.signOutHeaders(presented, cookies: cookies))
-            case .refused(let error):
-                self.logMisconfiguration(reason: error.authFailureReason ?? error.errorType)
-                return .refused(.refreshRejected, headers: Self.signOutHeaders(presented, cookies: cookies))
-            }
-            let issuer = keys.issuers[verified.issuerIndex].issuer
-            var identity = Identity(token: verified, accessToken: oldAccess, issuer: issuer)
-            identity.replacementAccessToken = accessToken
-            identity.responseHeaders = self.responseHeaders(
-                accessToken: accessToken, rotated: newRefreshToken, oldAccess: oldAccess, oldRefresh: oldRefresh,
-                cookies: cookies)
-            return .identity(identity)
-        }
-    }
-
-    /// The new tokens for the client: `Set-Cookie`s when the refresh token came from a cookie,
-    /// else the `responseHeaders` names. A rotated refresh token goes back only when it differs
-    /// and is a plain token (it goes into a header or cookie).
-    private func responseHeaders(
-        accessToken: String, rotated newRefreshToken: String?, oldAccess: ExtractedToken, oldRefresh: ExtractedToken,
-        cookies: SessionCookies
-    ) -> [(name: String, value: String)] {
-        var headers: [(name: String, value: String)] = []
-        let rotated = newRefreshToken.flatMap {
-            $0 == String(oldRefresh.value) || !SessionCookies.isSafeValue($0) ? nil : $0
-        }
-        if case .cookie(let refreshCookie) = oldRefresh.location {
-            let accessCookie: String? =
-                if case .cookie(let name) = oldAccess.location { name } else { self.accessTokenCookie }
-            if let accessCookie { headers.append(("Set-Cookie", cookies.setting(accessCookie, to: accessToken))) }
-            if let rotated { headers.append(("Set-Cookie", cookies.setting(refreshCookie, to: rotated))) }
-            if accessCookie == nil, let header = self.configuration.accessTokenResponseHeader {
-                headers.append((header, accessToken))
-            }
-        } else {
-            if let header = self.configuration.accessTokenResponseHeader { headers.append((header, accessToken)) }
-            if let rotated, let header = self.configuration.refreshTokenResponseHeader {
-                headers.append((header, rotated))
-            }
-        }
-        return headers
-    }
-
-    /// Sign-out: `Set-Cookie`s clearing the session cookies the client holds.
-    private static func signOutHeaders(
-        _ presented: Presented, cookies: SessionCookies
-    ) -> [(name: String, value: String)] {
-        var headers: [(name: String, value: String)] = []
-        if case .cookie(let refreshCookie) = presented.refresh.location {
-            if case .cookie(let accessCookie) = presented.access.location {
-                headers.append(("Set-Cookie", cookies.clearing(accessCookie)))
-            }
-            headers.append(("Set-Cookie", cookies.clearing(refreshCookie)))
-        }
-        return headers
-    }
-
-    /// The auth service issued an access token this gateway refuses: its keys, issuer or
-    /// audience do not match the configuration. Logged (never the token), then 401.
-    func logMisconfiguration(reason: String) {
-        self.logger.error(
-            "refresh.token_not_accepted",
-            metadata: ["auth.failure": "\(reason)", "hint": "check tokens.issuers against the auth service"])
+    /// The sign-in provider's `token_endpoint`, with the loop's client for its origin: where
+    /// codes are exchanged and sessions' tokens refreshed; nil before its discovery document.
+    static func tokenEndpoint(
+        of signIn: BrowserSignIn, keyStore: KeyStore, clients: (UpstreamURL) -> UpstreamClient?
+    ) -> UpstreamEndpoint? {
+        guard let url = keyStore.discoveryDocument(issuer: signIn.configuration.issuer)?.tokenEndpoint,
+            let client = clients(url)
+        else { return nil }
+        return UpstreamEndpoint(client: client, path: url.pathAndQuery.isEmpty ? "/" : url.pathAndQuery)
     }
 }

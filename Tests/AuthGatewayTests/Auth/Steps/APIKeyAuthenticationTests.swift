@@ -31,15 +31,27 @@ struct APIKeyAuthenticationTests {
     }
 
     var step: APIKeyAuthentication {
-        APIKeyAuthentication(
-            table: APIKeyTable(self.fixture.configuration.tokens.apiKeys!),
-            tokenSources: self.fixture.configuration.tokens.sources)
+        APIKeyAuthentication(table: APIKeyTable(self.fixture.configuration.tokens.apiKeys!))
     }
 
-    private func outcome(
-        _ headers: [(String, String)], auth: RouteConfiguration.AuthMode = .required
-    ) -> APIKeyAuthentication.Outcome? {
-        self.step.authenticate(self.fixture.request(headers, route: self.fixture.route(auth: auth)))
+    enum Outcome {
+        case identity(Identity)
+        case refused(GatewayError)
+    }
+
+    /// Extraction, then the step: nil when the request's credential is no key (the other steps').
+    private func outcome(_ headers: [(String, String)], auth: RouteConfiguration.AuthMode = .required) -> Outcome? {
+        let request = self.fixture.request(headers, route: self.fixture.route(auth: auth))
+        let extraction = CredentialExtraction(
+            sources: self.fixture.configuration.tokens.sources, apiKeyHeader: self.step.table?.header)
+        switch extraction.extract(from: request.headers, auth: auth) {
+        case .failure(let error): return .refused(error)
+        case .success(.apiKey(let key)):
+            let answer = self.step.run(self.fixture.state(.apiKey(key), for: request), request)
+            if let identity = answer.next?.identity { return .identity(identity) }
+            return answer.refusal.map { .refused($0.error) }
+        case .success: return nil
+        }
     }
 
     @Test("a known key is an identity with the key's claims and id, built like a token's")
@@ -51,6 +63,7 @@ struct APIKeyAuthenticationTests {
         #expect(identity.apiKeyID == "ci-bot")
         #expect(identity.token.subject == "ci-bot")
         #expect(identity.issuer == APIKeyTable.issuer)
+        #expect(identity.kind == .apiKey)
         let fields = IdentityFields(identity: identity, request: self.fixture.request([]))
         #expect(fields.claim("groups") == ["machines"])
         #expect(fields.claim("scope") == "deploy read")
@@ -63,9 +76,13 @@ struct APIKeyAuthenticationTests {
 
     @Test("no key header: the step stands aside (the token sources decide); auth none ignores the key")
     func noKey() {
-        #expect(self.outcome([]) == nil)
+        #expect(self.outcome([], auth: .optional) == nil)
         #expect(self.outcome([("Authorization", "Bearer x")]) == nil)
         #expect(self.outcome([("X-API-Key", "nonsense")], auth: .none) == nil)
+        // A token credential goes past the step as it came.
+        let request = self.fixture.request([])
+        let token = self.fixture.state(.token(self.fixture.bearer("abc")), for: request)
+        #expect(self.step.run(token, request).next?.credential == token.credential)
     }
 
     @Test("hostile keys are all apikey.invalid: empty, huge, non-ASCII, suffix, prefix, unknown, expired")
@@ -110,10 +127,7 @@ struct APIKeyAuthenticationTests {
 
     @Test("the pipeline sends a key's identity straight to the requirements, which read its claims")
     func pipeline() throws {
-        let base = RequestAuthenticatorTests.pipeline(self.fixture)
-        let pipeline = RequestAuthenticator(
-            extraction: base.extraction, verification: base.verification, refresh: nil, introspection: nil,
-            proofOfPossession: base.proofOfPossession, profile: base.profile, apiKeys: self.step)
+        let pipeline = try self.fixture.pipeline()
         let allowed = self.fixture.route(require: try AuthStepFixture.requirement(["claims.scope": "deploy"]))
         guard
             case .done(.authenticated(let identity)) = pipeline.authenticate(

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import NIOCore
 import NIOEmbedded
 import NIOHTTP1
@@ -46,6 +47,33 @@ struct AuthStepFixture {
         JWTVerification(
             cache: cache, memo: RecentTokens(), keyStore: self.keyStore, eventLoop: self.eventLoop,
             clients: { _ in nil })
+    }
+
+    /// What a worker builds its steps from, offline (no client for any URL): the fixture's
+    /// configuration as `serve` would snapshot it, on the fixture's loop; `clock` is the
+    /// process's (a refreshed token is judged by it).
+    func context(clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) throws -> StepContext {
+        var logger = Logger(label: "test")
+        logger.logLevel = .critical
+        let shared = try GatewayComposition.makeShared(
+            self.configuration, clock: clock, logger: logger, connector: SocketConnector(),
+            publisher: KeyPublisher(), group: nil)
+        let parts = GatewayComposition.reloadableParts(for: self.configuration, keeping: nil, shared: shared)
+        let snapshot = GatewayComposition.makeSnapshot(
+            self.configuration, generation: 1, shared: shared, parts: parts,
+            backendTLS: self.configuration.backends.map { _ in nil })
+        return StepContext(
+            eventLoop: self.eventLoop, configuration: self.configuration, features: snapshot.authentication,
+            state: shared.authentication, metrics: WorkerMetrics(), clients: { _ in nil },
+            endpoints: AuthServiceEndpoints(), introspectionEndpoint: { nil }, logger: logger, clock: clock)
+    }
+
+    /// The registered steps (`AuthenticationSteps`), as a worker builds them, offline.
+    func pipeline() throws -> RequestAuthenticator { RequestAuthenticator(try self.context()) }
+
+    /// A fresh state for `request`, as the pipeline starts one.
+    func state(_ credential: Credential = .none, for request: AuthRequest) -> AuthState {
+        AuthState(credential: credential, keys: request.keys)
     }
 
     func route(

@@ -1,11 +1,14 @@
+import Foundation
 import NIOCore
+import NIOEmbedded
 import Testing
 
 import AuthGatewayTesting
 @testable import AuthGateway
 
-/// The pipeline's order (each step on its own: the other suites in this folder): which phase
-/// follows which, and that synchronous steps run to the end without a future.
+/// The pipeline as a worker builds it (each step on its own: the other suites in this folder):
+/// the registered order, synchronous runs without a future, a wait resumed after the step
+/// that waited, and refusals ending the run where they happen.
 @Suite("RequestAuthenticator")
 struct RequestAuthenticatorTests {
     let fixture: AuthStepFixture
@@ -15,88 +18,36 @@ struct RequestAuthenticatorTests {
             extra: #""authService":{"url":"http://127.0.0.1:1","refresh":{"maxExpiredSeconds":3600}}"#)
     }
 
-    /// The pipeline as a `Worker` builds it, without endpoints (nothing can call out).
-    static func pipeline(_ fixture: AuthStepFixture, introspector: TokenIntrospector? = nil) -> RequestAuthenticator {
-        let configuration = fixture.configuration
-        let verification = fixture.verification()
-        let refresh = configuration.authService?.refresh.map {
-            TokenRefresh(
-                configuration: $0,
-                refresher: SessionRefresher(
-                    configuration: $0, callTimeoutMilliseconds: 1000, store: LocalRefreshStore(clock: { 0 }),
-                    metrics: ProcessMetrics(), clock: { 0 }),
-                tokenSources: configuration.tokens.sources, endpoint: { nil }, verification: verification,
-                logger: .init(label: "test"))
-        }
-        return RequestAuthenticator(
-            extraction: CredentialExtraction(sources: configuration.tokens.sources),
-            verification: verification,
-            refresh: refresh,
-            introspection: introspector.map {
-                TokenIntrospection(
-                    introspector: $0, memo: RecentIntrospections(), endpoint: { nil }, eventLoop: fixture.eventLoop,
-                    metrics: WorkerMetrics())
-            },
-            proofOfPossession: ProofOfPossession(
-                configuration: configuration.tokens.dpop, replay: ReplayCache(), sharedReplay: nil,
-                nonceKey: DPoPNonce.key(sharedSecret: nil), eventLoop: fixture.eventLoop),
-            profile: ProfileLookup(
-                profiles: nil, configuration: configuration, endpoint: { nil }, eventLoop: fixture.eventLoop,
-                metrics: WorkerMetrics())
-        )
-    }
-
-    @Test("a valid token runs every phase synchronously: extract → verify → DPoP → profile → requirements")
+    @Test("a valid token is decided synchronously, through every step")
     func synchronousRun() throws {
-        let pipeline = Self.pipeline(self.fixture)
+        let pipeline = try self.fixture.pipeline()
         let request = self.fixture.request([("Authorization", "Bearer \(TestKeys.token(subject: "ivy"))")])
-        guard case .next(.verify(let token, _, false)) = pipeline.step(.extract, request) else {
-            Issue.record("extract goes on to verify")
-            return
-        }
-        guard
-            case .next(.proofOfPossession(let identity)) = pipeline.step(
-                .verify(token, keys: request.keys, refetched: false), request)
-        else {
-            Issue.record("a current token goes on to proof of possession")
-            return
-        }
-        #expect(identity.issuer == TestKeys.issuer)
-        guard case .next(.profile) = pipeline.step(.proofOfPossession(identity), request),
-            case .next(.requirements) = pipeline.step(.profile(identity), request),
-            case .next(.done(.authenticated)) = pipeline.step(.requirements(identity), request)
-        else {
-            Issue.record("then profile, requirements, authenticated")
-            return
-        }
-        guard case .done(.authenticated(let authenticated)) = pipeline.authenticate(request) else {
+        guard case .done(.authenticated(let identity)) = pipeline.authenticate(request) else {
             Issue.record("the whole run is synchronous")
             return
         }
-        #expect(authenticated.token.subject == "ivy")
+        #expect(identity.token.subject == "ivy")
+        #expect(identity.issuer == TestKeys.issuer)
+        #expect(identity.kind == .jwt)
     }
 
     @Test("an expired token with a refresh token goes to refresh; without an endpoint that is 503, nothing forwarded")
     func expiredGoesToRefresh() throws {
-        let pipeline = Self.pipeline(self.fixture)
+        let pipeline = try self.fixture.pipeline()
         let expired = TestKeys.token(now: self.fixture.now, expiresIn: -60)
         let request = self.fixture.request([("Authorization", "Bearer \(expired)"), ("X-Refresh-Token", "rt-1")])
-        guard
-            case .next(.refresh(_, _, let refresh, _)) = pipeline.step(
-                .verify(self.fixture.bearer(expired), keys: request.keys, refetched: false), request)
-        else {
-            Issue.record("an expired token with a refresh token goes to refresh")
-            return
-        }
-        #expect(refresh.value == "rt-1")
+        // Verification leaves an expired token to the refresh step.
+        let verified = JWTVerification(try self.fixture.context()).run(
+            self.fixture.state(.token(self.fixture.bearer(expired)), for: request), request)
+        #expect(verified.next?.expired != nil)
+        #expect(verified.next?.identity == nil)
         guard case .done(.rejected(let error, _)) = pipeline.authenticate(request) else {
             Issue.record("no endpoint: refused at once")
             return
         }
         #expect(error == .authServiceUnavailable)
         // Without a refresh section an expired token is simply expired.
-        let bare = Self.pipeline(try AuthStepFixture())
-        guard case .done(.rejected(let expiredError, _)) = bare.authenticate(request) else {
+        guard case .done(.rejected(let expiredError, _)) = try AuthStepFixture().pipeline().authenticate(request) else {
             Issue.record("an expired token without refresh is refused")
             return
         }
@@ -107,32 +58,25 @@ struct RequestAuthenticatorTests {
     func introspectionOrder() throws {
         let fixture = try AuthStepFixture(
             tokens: #""introspection":{"url":"http://127.0.0.1:1/introspect","forJWTs":true}"#)
-        let introspector = TokenIntrospector(
-            configuration: fixture.configuration.tokens.introspection!, capacity: 16, metrics: ProcessMetrics(),
-            clock: { 0 })
-        let pipeline = Self.pipeline(fixture, introspector: introspector)
+        let context = try fixture.context()
         let request = fixture.request([])
-        guard
-            case .next(.introspect(_, nil)) = pipeline.step(
-                .verify(fixture.bearer("opaque-token"), keys: request.keys, refetched: false), request)
-        else {
-            Issue.record("an opaque token goes to introspection unverified")
-            return
-        }
-        let jwt = TestKeys.token(subject: "alice")
-        guard
-            case .next(.introspect(let token, let verified?)) = pipeline.step(
-                .verify(fixture.bearer(jwt), keys: request.keys, refetched: false), request)
-        else {
-            Issue.record("with forJWTs a verified JWT goes to introspection")
-            return
-        }
-        #expect(token.value == jwt[...])
-        #expect(verified.token.subject == "alice")
+        // An opaque token goes past verification to introspection, which (offline) cannot ask.
+        let opaque = fixture.state(.token(fixture.bearer("opaque-token")), for: request)
+        let passed = JWTVerification(context).run(opaque, request)
+        #expect(passed.next?.identity == nil && passed.next?.expired == nil)
+        let pipeline = RequestAuthenticator(context)
+        let unavailable = Self.outcome(
+            pipeline.authenticate(fixture.request([("Authorization", "Bearer opaque-token")])), fixture.eventLoop)
+        #expect(unavailable?.refusal == .introspectionUnavailable)
+        // With forJWTs a verified JWT is asked about too.
+        let asked = Self.outcome(
+            pipeline.authenticate(fixture.request([("Authorization", "Bearer \(TestKeys.token(subject: "alice"))")])),
+            fixture.eventLoop)
+        #expect(asked?.refusal == .introspectionUnavailable)
         // Without introspection an opaque token is just a bad token.
         guard
-            case .next(.done(.rejected(let error, _))) = Self.pipeline(self.fixture).step(
-                .verify(fixture.bearer("opaque-token"), keys: request.keys, refetched: false), request)
+            case .done(.rejected(let error, _)) = try self.fixture.pipeline().authenticate(
+                self.fixture.request([("Authorization", "Bearer opaque-token")]))
         else {
             Issue.record("an opaque token without introspection is refused")
             return
@@ -142,7 +86,7 @@ struct RequestAuthenticatorTests {
 
     @Test("refusals end the run where they happen: no token, a forged token, a requirement")
     func refusals() throws {
-        let pipeline = Self.pipeline(self.fixture)
+        let pipeline = try self.fixture.pipeline()
         guard case .done(.rejected(let missing, _)) = pipeline.authenticate(self.fixture.request([])) else {
             Issue.record("no token is refused")
             return
@@ -168,5 +112,76 @@ struct RequestAuthenticatorTests {
             Issue.record("no token on an optional route is anonymous")
             return
         }
+    }
+
+    /// The outcome of `decision`, once the embedded loop ran what it waits on.
+    static func outcome(_ decision: AuthDecision, _ loop: EmbeddedEventLoop) -> AuthOutcome? {
+        var outcome: AuthOutcome?
+        decision.future(on: loop).whenSuccess { outcome = $0 }
+        loop.run()
+        return outcome
+    }
+
+    /// A step that waits: the run resumes after it, on the request's loop, with the state the
+    /// wait delivered — the steps before it do not run again, the steps after it do.
+    @Test("a waiting step resumes the run after itself")
+    func waitResumesAfterTheStep() throws {
+        let calls = Calls()
+        let loop = self.fixture.eventLoop
+        let answer = loop.makePromise(of: Void.self)
+        let steps = NoSteps()
+            .then(Recording(name: "first", calls: calls))
+            .then(Waiting(loop: loop, answer: answer.futureResult, calls: calls))
+            .then(Recording(name: "last", calls: calls))
+        let pipeline = RequestAuthenticator(steps: steps, signInRedirect: nil, eventLoop: loop)
+        guard case .pending(let future) = pipeline.authenticate(self.fixture.request([])) else {
+            Issue.record("the run waits")
+            return
+        }
+        #expect(calls.names == ["first", "waiting"])
+        var outcome: AuthOutcome?
+        future.whenSuccess { outcome = $0 }
+        loop.run()
+        #expect(calls.names == ["first", "waiting"])
+        answer.succeed()
+        loop.run()
+        #expect(calls.names == ["first", "waiting", "last"])
+        guard case .authenticated(let identity)? = outcome else {
+            Issue.record("the state the wait delivered goes on")
+            return
+        }
+        #expect(identity.token.subject == "waited")
+    }
+}
+
+/// The names of the test steps that ran, in order.
+private final class Calls {
+    var names: [String] = []
+}
+
+private struct Recording: AuthenticationStep {
+    let name: String
+    let calls: Calls
+
+    func run(_ state: AuthState, _ request: AuthRequest) -> StepResult<AuthState> {
+        self.calls.names.append(self.name)
+        return .next(state)
+    }
+}
+
+private struct Waiting: AuthenticationStep {
+    let loop: EventLoop
+    let answer: EventLoopFuture<Void>
+    let calls: Calls
+
+    func run(_ state: AuthState, _ request: AuthRequest) -> StepResult<AuthState> {
+        self.calls.names.append("waiting")
+        var waited = state
+        let token = VerifiedToken(
+            issuerIndex: 0, generation: 0, claims: ["sub": "waited"], subject: "waited", expiresAt: .infinity,
+            notBefore: nil, issuedAt: nil, leewaySeconds: 0)
+        waited.identity = Identity(
+            token: token, accessToken: ExtractedToken(value: "t", location: .cookie(name: "c")), issuer: "i")
+        return .after(self.answer, on: self.loop) { .next(waited) }
     }
 }

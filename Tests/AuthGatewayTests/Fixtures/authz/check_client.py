@@ -12,6 +12,24 @@ xds-protos): what Envoy, Istio CUSTOM or Envoy Gateway send to the gateway.
         malformed - bytes that are not a CheckRequest (a raw unary call)
         after     - `allowed` again: the connection still serves
 
+  check_client.py PORT TOKEN ambiguous
+      The same outcome per call, with the token, for originals whose target is ambiguous
+      (docs/forwarding.md, "Request targets"): each must be a denial (400, status.code 3):
+        escapedSlash    - path /public/..%2Fadmin/x
+        dotParameter    - path /a/..;/b
+        overlong        - path /public/%C0%AE%C0%AE/admin/x
+        doubleEncoded   - path /public/%252e%252e/admin/x
+        aboveRoot       - path /../admin/x
+        nonASCII        - path /public/caf\u00e9 (raw UTF-8 in the proto string)
+        userinfoHost    - host user@admin.example.com
+        emptyLabelHost  - host admin.example.com..
+        authorityHost   - no host field; :authority user@admin.example.com
+        fragment        - path /public/x#/../../admin
+      and the controls:
+        control         - path /public/ok (allowed)
+        canonical       - path /public/%2e%2e/admin/x, decided on /admin/x (the admin route's
+                          403 for a token without its role)
+
 Exits 2 with the reason on stderr when grpcio or xds-protos is missing.
 """
 import json
@@ -25,15 +43,15 @@ except ImportError as error:  # pragma: no cover - reported to the Swift test
     sys.exit(2)
 
 
-def request(path, token=None):
+def request(path, token=None, host="shop.example.com", authority=None):
     check = external_auth_pb2.CheckRequest()
     check.attributes.source.address.socket_address.address = "203.0.113.7"
     http = check.attributes.request.http
     http.method = "GET"
     http.path = path
-    http.host = "shop.example.com"
+    http.host = host
     http.scheme = "https"
-    http.headers[":authority"] = "shop.example.com"
+    http.headers[":authority"] = authority if authority is not None else host
     http.headers[":path"] = path
     http.headers["x-user-subject"] = "forged"
     if token:
@@ -58,10 +76,30 @@ def outcome(stub, check):
     return result
 
 
+def ambiguous(stub, token):
+    return {
+        "escapedSlash": outcome(stub, request("/public/..%2Fadmin/x", token)),
+        "dotParameter": outcome(stub, request("/a/..;/b", token)),
+        "overlong": outcome(stub, request("/public/%C0%AE%C0%AE/admin/x", token)),
+        "doubleEncoded": outcome(stub, request("/public/%252e%252e/admin/x", token)),
+        "aboveRoot": outcome(stub, request("/../admin/x", token)),
+        "nonASCII": outcome(stub, request("/public/caf\u00e9", token)),
+        "userinfoHost": outcome(stub, request("/public/x", token, host="user@admin.example.com")),
+        "emptyLabelHost": outcome(stub, request("/public/x", token, host="admin.example.com..")),
+        "authorityHost": outcome(stub, request("/public/x", token, host="", authority="user@admin.example.com")),
+        "control": outcome(stub, request("/public/ok", token)),
+        "fragment": outcome(stub, request("/public/x#/../../admin", token)),
+        "canonical": outcome(stub, request("/public/%2e%2e/admin/x", token)),
+    }
+
+
 def main():
     port, token = sys.argv[1], sys.argv[2]
     with grpc.insecure_channel("127.0.0.1:%s" % port) as channel:
         stub = external_auth_pb2_grpc.AuthorizationStub(channel)
+        if sys.argv[3:] == ["ambiguous"]:
+            print(json.dumps(ambiguous(stub, token)))
+            return
         results = {
             "allowed": outcome(stub, request("/api/orders", token)),
             "missing": outcome(stub, request("/api/orders")),

@@ -51,4 +51,32 @@ struct AuthorizerCheckTests {
         #expect(metrics.contains(#"route="admin",status_class="2xx",protocol="h2",mode="authorizer"} 1"#))
         #expect(gateway.backend.requestCount == 0)
     }
+
+    /// An original whose path or host is ambiguous (docs/forwarding.md, "Request targets") is a
+    /// denial — HTTP 400 for the client, `status.code` 3 — never OK; a canonical spelling of
+    /// the same traversal is decided on the path it names.
+    @Test func ambiguousTargetsAreDenied() async throws {
+        let gateway = try await AuthorizerHTTPTests.start()
+        atTestEnd { await gateway.stop() }
+        let python = try ExternalTool.require("python3", package: "python3")
+        let run = try await ExternalTool.run(
+            python, [Self.script, String(gateway.port), TestKeys.token(), "ambiguous"], timeout: .seconds(90))
+        try #require(run.status == 0, "check_client.py exited \(run.status): \(run.stderr)")
+        let results = try JSONValue(parsing: run.stdout)
+        for name in [
+            "escapedSlash", "dotParameter", "overlong", "doubleEncoded", "aboveRoot", "nonASCII", "userinfoHost",
+            "emptyLabelHost", "authorityHost", "fragment",
+        ] {
+            let result = results[name]
+            #expect(result?["grpc"]?.stringValue == "OK", "\(name): \(String(describing: result))")
+            #expect(result?["which"]?.stringValue == "denied_response", "\(name): \(String(describing: result))")
+            #expect(result?["deniedStatus"] == 400, "\(name)")
+            #expect(result?["status"] == 3, "\(name)")
+            #expect(result?["body"]?.stringValue?.contains("request.") == true, "\(name)")
+        }
+        #expect(results["control"]?["which"]?.stringValue == "ok_response")
+        #expect(results["canonical"]?["deniedStatus"] == 403)
+        #expect(results["canonical"]?["status"] == 7)
+        #expect(gateway.backend.requestCount == 0)
+    }
 }

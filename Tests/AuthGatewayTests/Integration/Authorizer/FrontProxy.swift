@@ -10,8 +10,9 @@ import AuthGatewayTesting
 /// A real nginx (`auth_request`) or Caddy (`forward_auth`) in front of the gateway, configured
 /// with the snippet docs/authorizer.md shows: the test reads it from the doc (the fenced block
 /// after `<!-- tested: nginx -->` or `<!-- tested: caddy -->`) and only puts its own ports in
-/// place of the doc's (gateway 127.0.0.1:8080, application 127.0.0.1:9000, proxy 8000), so the
-/// documented configuration is the one that works here.
+/// place of the doc's (gateway 127.0.0.1:8080, application 127.0.0.1:9000, proxy 8000; Caddy's
+/// site, for any host as in the doc, bound to 127.0.0.1), so the documented configuration is
+/// the one that works here.
 ///
 /// Everything lives in a temporary folder; the proxy listens on 127.0.0.1 on a port below the
 /// ephemeral range (another one when it cannot bind), runs in the foreground (`daemon off`,
@@ -64,15 +65,21 @@ final class FrontProxy: Sendable {
         snippet.replacingOccurrences(of: "127.0.0.1:8080", with: "127.0.0.1:\(gatewayPort)")
             .replacingOccurrences(of: "127.0.0.1:9000", with: "127.0.0.1:\(backendPort)")
             .replacingOccurrences(of: "listen 8000;", with: "listen 127.0.0.1:\(port);")
-            .replacingOccurrences(of: "http://:8000 {", with: "http://127.0.0.1:\(port) {")
+            // Any host, as the doc's site: only bound to loopback (`http://127.0.0.1:…` would
+            // also make it a site for the host 127.0.0.1 only, and answer others empty).
+            .replacingOccurrences(of: "http://:8000 {", with: "http://:\(port) {\n    bind 127.0.0.1")
+    }
+
+    /// The binary; a missing one fails the test with the package that installs it.
+    static func executable(_ kind: Kind) throws -> String {
+        // Debian puts nginx in /usr/sbin, which an unprivileged PATH may lack.
+        let sbin = "/usr/sbin/\(kind.rawValue)"
+        return FileManager.default.isExecutableFile(atPath: sbin)
+            ? sbin : try ExternalTool.require(kind.rawValue, package: kind.debianPackage)
     }
 
     static func start(_ kind: Kind, gatewayPort: Int, backendPort: Int) async throws -> FrontProxy {
-        // Debian puts nginx in /usr/sbin, which an unprivileged PATH may lack.
-        let sbin = "/usr/sbin/\(kind.rawValue)"
-        let executable =
-            FileManager.default.isExecutableFile(atPath: sbin)
-            ? sbin : try ExternalTool.require(kind.rawValue, package: kind.debianPackage)
+        let executable = try Self.executable(kind)
         let snippet = try Self.snippet(kind)
         let directory = URL(fileURLWithPath: "/tmp").appendingPathComponent("agproxy-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -94,8 +101,9 @@ final class FrontProxy: Sendable {
         throw Failure(description: "\(kind.rawValue) did not start: \(failures.joined(separator: "; "))")
     }
 
-    private static func launch(_ kind: Kind, executable: String, config: String, directory: URL) throws -> ChildProcess
-    {
+    /// Starts `kind` in the foreground with `config` (what goes inside nginx's `http { }`, or
+    /// Caddyfile sites) in `directory`. Also used by the request-target tests' location servers.
+    static func launch(_ kind: Kind, executable: String, config: String, directory: URL) throws -> ChildProcess {
         let path = directory.path
         switch kind {
         case .nginx:

@@ -42,7 +42,7 @@ extension RealBrowserTests {
 
         let landed = try #require(report["landed"])
         #expect(landed["url"]?.stringValue == setup.publicBaseURL + page)
-        #expect(landed["status"]?.int == 200)
+        #expect(landed["status"]?.int == 200, "landed: \(landed.jsonText.prefix(2000))")
         let authorization = try #require(landed.echoed("authorization").first)
         let claims = try GlewlwydTests.payload(of: String(authorization.dropFirst("Bearer ".count)))
         #expect(claims["iss"]?.stringValue == setup.glewlwyd.issuer)

@@ -39,7 +39,7 @@ struct SessionAttackTests {
         let second = try #require(browser.cookies["gateway-session"])
         #expect(second != first, "a sign-in must issue a new handle")
         #expect(try await browser.get(fixture.gateway, "/api/x", headers: Self.json).status == 200)
-        #expect(fixture.gateway.application.shared.sessions.count == 1, "the old session ended")
+        #expect(fixture.gateway.application.shared.authentication.sessions.count == 1, "the old session ended")
 
         // The old cookie is no session at all: 401 for an API call, sign in for a navigation.
         var old = before
@@ -201,7 +201,7 @@ struct SessionAttackTests {
         #expect(response.json?["type"]?.stringValue == "urn:auth-gateway:problem:\(type)", "\(name): \(response.text)")
         #expect(browser.cookies["gateway-session"] == nil, "\(name)")
         #expect(!browser.cookies.keys.contains { $0.hasPrefix("gateway-flow-") }, "\(name): the flow cookie stays")
-        #expect(fixture.gateway.application.shared.sessions.count == 0, "\(name): a session was made")
+        #expect(fixture.gateway.application.shared.authentication.sessions.count == 0, "\(name): a session was made")
         // Nothing the provider sent is reflected.
         #expect(!response.text.contains("secret-marker"), "\(name)")
     }

@@ -35,7 +35,7 @@ extension PostgreSQLTests {
         }
 
         static func sessions(_ fixture: SignInFixture) throws -> PostgresSessionStore {
-            try #require(fixture.gateway.application.shared.sessions as? PostgresSessionStore)
+            try #require(fixture.gateway.application.shared.authentication.sessions as? PostgresSessionStore)
         }
 
         static let json = [("Accept", "application/json")]

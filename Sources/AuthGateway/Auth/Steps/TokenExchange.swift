@@ -1,0 +1,57 @@
+import NIOCore
+
+/// Token exchange (docs/token-exchange.md): on a route with `exchange`, the backend receives
+/// `Authorization: Bearer <a token made for it>` instead of the caller's token — RFC 8693 or
+/// RFC 7523 at the route's token endpoint, with the caller's access token (a session's, for a
+/// session; the refreshed one after a refresh) as the subject. One exchange per subject token
+/// and route, process- or fleet-wide (`TokenExchanger` over the `ExchangeStore`). A refusal is
+/// 403 `exchange.refused`, an unavailable endpoint 503 `exchange.unavailable`: never forwarded
+/// without the exchanged token.
+struct TokenExchange: AuthenticationStep {
+    let exchanger: TokenExchanger
+    let eventLoop: EventLoop
+    /// `check --request`: the exchange that would happen is noted, not made.
+    let notes: StepNotes?
+
+    init(_ context: StepContext) {
+        self.exchanger = TokenExchanger(
+            store: context.state.exchangeStore, clients: context.clients, metrics: context.metrics,
+            clock: context.clock)
+        self.eventLoop = context.eventLoop
+        self.notes = context.notes
+    }
+
+    func run(_ state: AuthState, _ request: AuthRequest) -> StepResult<AuthState> {
+        guard let configuration = request.route.exchange, let identity = state.identity else { return .next(state) }
+        // An API key is no token a provider could exchange.
+        guard identity.kind != .apiKey else { return .refuse(.exchangeRefused("invalid_request")) }
+        if let notes = self.notes {
+            notes.exchange = configuration
+            return .next(state)
+        }
+        let subject = identity.currentAccessToken
+        let expiresAt = identity.token.expiresAt
+        switch self.exchanger.exchange(
+            subjectToken: subject[...], subjectExpiresAt: expiresAt.isFinite ? expiresAt : nil,
+            route: request.route.name, configuration: configuration, now: request.now, on: self.eventLoop)
+        {
+        case .ready(let exchanged):
+            return .next(Self.adopting(exchanged, state))
+        case .refused(let error):
+            return .refuse(error)
+        case .pending(let answer):
+            return .after(answer, on: self.eventLoop) { result in
+                switch result {
+                case .success(let exchanged): return .next(Self.adopting(exchanged, state))
+                case .failure(let error): return .refuse(error)
+                }
+            }
+        }
+    }
+
+    private static func adopting(_ exchanged: String, _ state: AuthState) -> AuthState {
+        var state = state
+        state.identity?.backendAuthorization = "Bearer " + exchanged
+        return state
+    }
+}
