@@ -139,7 +139,8 @@ enum GatewayComposition {
                 sharedSeen: shared.authentication.sharedDPoPReplay,
                 caches: SubjectCaches(
                     verifiedTokens: shared.authentication.verifiedTokens, introspector: parts.introspector,
-                    profiles: parts.profiles, refreshStore: shared.authentication.refreshStore),
+                    profiles: parts.profiles, refreshStore: shared.authentication.refreshStore,
+                    exchangeStore: shared.authentication.exchangeStore),
                 metrics: shared.processMetrics, clock: shared.clock)
         }
     }

@@ -2,19 +2,29 @@ import NIOCore
 
 /// The caches that remember a decision about a subject, which a `credential-change` or
 /// `token-claims-change` event empties so that the subject's next request is decided afresh
-/// (docs/streams.md): verified tokens, introspection answers, profiles and refresh outcomes.
-/// (The gateway keeps no exchanged tokens.)
+/// (docs/streams.md): verified tokens, introspection answers, profiles, refresh outcomes and
+/// exchanged tokens (docs/token-exchange.md).
 struct SubjectCaches: Sendable {
     let verifiedTokens: VerifiedTokenCache
     let introspector: TokenIntrospector?
     let profiles: ProfileCache?
     let refreshStore: RefreshStore
+    /// nil: none to forget (a test's).
+    var exchangeStore: ExchangeStore? = nil
 
     /// Forgets what the caches remember of `subject`; returns how many entries went.
     @discardableResult
     func forget(subject: String) -> Int {
         self.verifiedTokens.forget(subject: subject) + (self.introspector?.forget(subject: subject) ?? 0)
             + (self.profiles?.forget(subject: subject) ?? 0) + self.refreshStore.forget(subject: subject)
+            + (self.exchangeStore?.forget { Self.isJWT($0, of: subject) } ?? 0)
+    }
+
+    /// An exchanged token is selected by its own `sub` (the cache is keyed by the subject
+    /// token's digest): its payload read unchecked, only to choose what to forget. An opaque
+    /// one is never selected.
+    static func isJWT(_ token: String, of subject: String) -> Bool {
+        CompactJWS.storedPayload(token[...])?["sub"] == .string(subject)
     }
 }
 

@@ -76,6 +76,46 @@ struct SignalReceiverTests {
         #expect(counters[MetricKey(MetricName.signals, ["event": "session_revoked", "outcome": "replayed"])] == 1)
     }
 
+    @Test("credential-change forgets the subject's exchanged tokens (by their sub), nobody else's, never an opaque one")
+    func credentialChangeForgetsExchangedTokens() throws {
+        let loop = EmbeddedEventLoop()
+        let now = self.now
+        let exchanges = LocalExchangeStore(clock: { now })
+        let exchanged = [
+            ("alice", TestKeys.token(subject: "alice", now: now)), ("bob", TestKeys.token(subject: "bob", now: now)),
+            ("opaque", "opaque-exchanged-token"),
+        ]
+        for (key, token) in exchanged {
+            _ = try exchanges.outcome(
+                for: TokenDigest(of: key[...]), callTimeoutMilliseconds: 1000, now: now, eventLoop: loop
+            ) { loop.makeSucceededFuture(.exchanged(token: token, usableUntil: now + 300)) }.wait()
+        }
+        #expect(exchanges.count == 3)
+        let receiver = SignalReceiver(
+            configuration: SignalsConfiguration(issuer: TestKeys.issuer, audience: "gateway"),
+            sessions: LocalSessionStore(capacity: 10), seen: ReplayCache(), sharedSeen: nil,
+            caches: SubjectCaches(
+                verifiedTokens: VerifiedTokenCache(capacity: 10), introspector: nil, profiles: nil,
+                refreshStore: LocalRefreshStore(clock: { now }), exchangeStore: exchanges),
+            metrics: ProcessMetrics(), clock: { now })
+        let set = self.set(
+            .tokenClaimsChange, subject: ["format": "iss_sub", "iss": .string(TestKeys.issuer), "sub": "alice"],
+            jti: "j-3")
+        guard case .accepted = try receiver.receive(set, keys: self.fixture.keys, on: loop).wait() else {
+            Issue.record("refused")
+            return
+        }
+        #expect(exchanges.count == 2, "alice's went; bob's and the opaque one stay")
+        var called = false
+        _ = try exchanges.outcome(
+            for: TokenDigest(of: "bob"[...]), callTimeoutMilliseconds: 1000, now: now, eventLoop: loop
+        ) {
+            called = true
+            return loop.makeSucceededFuture(.unavailable)
+        }.wait()
+        #expect(!called, "bob's exchanged token is still answered from the cache")
+    }
+
     @Test("credential-change forgets the subject's verified tokens and refresh outcomes, nobody else's")
     func credentialChange() throws {
         let loop = EmbeddedEventLoop()
