@@ -11,7 +11,10 @@ import AuthGatewayTesting
 /// it with 1008 within a second.
 @Suite("Demo live page (real sockets, Python websockets)", .awaitsCleanups, .timeLimit(.minutes(2)))
 struct DemoLivePageTests {
-    @Test func theLivePagesTunnelClosesWith1008WhenTheUserSignsOut() async throws {
+    /// The demo's auth service, echo backend and gateway (with an admin listener), its
+    /// configuration reloaded with the gateway's real port as the demo does; stopped when the
+    /// test ends. `base`: the origin browsers use.
+    static func startDemo() async throws -> (gateway: GatewayFixture, base: String, authService: DemoAuthService) {
         let authService = try DemoAuthService(tokenLifetimeSeconds: 300)
         try await authService.start(group: TestGroup.shared)
         let backend = try await EchoBackend.start(group: TestGroup.shared)
@@ -33,6 +36,11 @@ struct DemoLivePageTests {
         authService.register(DemoRunner.gatewayClient(publicBaseURL: base))
         let reloaded = try demo(base)
         try gateway.reload { config in config = reloaded }
+        return (gateway, base, authService)
+    }
+
+    @Test func theLivePagesTunnelClosesWith1008WhenTheUserSignsOut() async throws {
+        let (gateway, base, authService) = try await Self.startDemo()
         let printed = DemoRunner.walkthrough(
             gateway: "http://127.0.0.1:\(gateway.port)", publicBaseURL: base, authService: authService.baseURL,
             lifetime: 300)
