@@ -88,6 +88,10 @@ public struct DemoRunner: Sendable {
     /// lands after signing out (back at the login form, since the provider's session ended too).
     public static let browserPath = "/app/"
 
+    /// The live page (docs/streams.md, "The demo"): a WebSocket tunnel through the gateway,
+    /// let in by the session cookie, closed with 1008 when the session ends.
+    public static let livePath = "/live/"
+
     /// The origin browsers use for the gateway: `localhost`, while the demo provider is reached
     /// as `127.0.0.1`, so the two keep their cookies apart (a browser scopes cookies by host,
     /// not by port).
@@ -161,6 +165,7 @@ public struct DemoRunner: Sendable {
             { "name": "admin", "pathPrefix": "/admin/", "backend": "echo", "require": { "profile.super_admin": true } },
             { "name": "app", "pathPrefix": "\(Self.browserPath)", "backend": "echo", "signIn": true },
             { "name": "deploy", "pathPrefix": "/deploy/", "backend": "echo", "require": \(Self.deployPolicy) },
+            { "name": "live", "pathPrefix": "\(Self.livePath)", "backend": "echo", "signIn": true },
             { "name": "api", "pathPrefix": "/", "backend": "echo",
               "assertion": { "audience": "echo", "claims": { "email": "claims.email" } } }
           ],
@@ -193,6 +198,8 @@ public struct DemoRunner: Sendable {
            back on the page, where the echo backend shows the identity headers the gateway added
            (X-User-*) and the Authorization: Bearer token it sent in place of your session cookie.
            Sign out at \(publicBaseURL)/.gateway/sign-out (the next visit asks you to sign in again).
+           A live tunnel: open \(publicBaseURL)\(Self.livePath) (signed in): a WebSocket through the gateway
+           ticks every second; sign out in another tab and the gateway closes it at once (code 1008).
 
         With curl:
 

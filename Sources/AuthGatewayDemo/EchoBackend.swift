@@ -16,6 +16,10 @@ import Synchronization
 /// - `GET /bytes/<n>` (optionally `?chunked=1`): streams `n` bytes of a fixed pattern, with
 ///   backpressure;
 /// - `GET /delay/<ms>`: answers after `ms` milliseconds;
+/// - `GET /ticks/<ms>`: an endless `text/event-stream` (`data: tick <i>`, one every `ms`
+///   milliseconds) until the client goes: a long-lived response (docs/streams.md);
+/// - `GET /live/`: the demo's live page, whose script opens a WebSocket to `GET /live/socket`,
+///   which ticks every second (`EchoWebSocket`, docs/streams.md);
 /// - `GET /status/<code>`: answers with that status;
 /// - `POST /early`: answers at once, then reads and discards the body (as nginx's `return`);
 /// - a query with `backend-cors=1`: the answer carries the backend's own CORS fields
@@ -96,7 +100,7 @@ private final class EchoCounters: Sendable {
     let connections = Atomic<Int>(0)
 }
 
-private final class EchoHandler: ChannelDuplexHandler {
+private final class EchoHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundIn = HTTPServerResponsePart
     typealias OutboundOut = HTTPServerResponsePart
@@ -160,6 +164,23 @@ private final class EchoHandler: ChannelDuplexHandler {
         let segments = path.split(separator: "/")
         if head.method == .GET, segments.count == 2, segments[0] == "bytes", let count = Int(segments[1]), count >= 0 {
             self.startStreaming(count: count, chunked: query.contains("chunked=1"), head: head, context: context)
+            return
+        }
+        if head.method == .GET, segments.count == 2, segments[0] == "ticks", let milliseconds = Int64(segments[1]),
+            milliseconds > 0
+        {
+            self.startTicking(every: .milliseconds(milliseconds), head: head, context: context)
+            return
+        }
+        if head.method == .GET, !self.onStream, path == EchoWebSocket.socketPath,
+            head.headers[canonicalForm: "upgrade"].contains(where: { $0.lowercased() == "websocket" }),
+            let key = head.headers.first(name: "Sec-WebSocket-Key")
+        {
+            self.upgradeToWebSocket(key: key, head: head, context: context)
+            return
+        }
+        if head.method == .GET, path == EchoWebSocket.pagePath {
+            self.writePage(EchoWebSocket.page, head: head, context: context)
             return
         }
         if segments.count == 2, segments[0] == "delay", let milliseconds = Int64(segments[1]) {
@@ -239,6 +260,60 @@ private final class EchoHandler: ChannelDuplexHandler {
         self.remaining = count
         self.sent = 0
         self.streamWhileWritable(context: context)
+    }
+
+    /// `101 Switching Protocols`, then the connection speaks WebSocket (`EchoWebSocket`).
+    private func upgradeToWebSocket(key: String, head: HTTPRequestHead, context: ChannelHandlerContext) {
+        var headers = HTTPHeaders()
+        headers.add(name: "Upgrade", value: "websocket")
+        headers.add(name: "Connection", value: "Upgrade")
+        headers.add(name: "Sec-WebSocket-Accept", value: EchoWebSocket.acceptValue(key: key))
+        context.write(
+            self.wrapOutboundOut(
+                .head(HTTPResponseHead(version: head.version, status: .switchingProtocols, headers: headers))),
+            promise: nil)
+        context.writeAndFlush(self.wrapOutboundOut(.end(nil)), promise: nil)
+        let pipeline = context.pipeline.syncOperations
+        pipeline.removeHandler(context: context, promise: nil)
+        do {
+            try EchoWebSocket.switchToWebSocket(pipeline)
+        } catch {
+            context.close(promise: nil)
+        }
+    }
+
+    private func writePage(_ html: String, head: HTTPRequestHead, context: ChannelHandlerContext) {
+        let page = context.channel.allocator.buffer(string: html)
+        var headers = HTTPHeaders()
+        headers.add(name: "Content-Type", value: "text/html; charset=utf-8")
+        headers.add(name: "Cache-Control", value: "no-store")
+        headers.add(name: "Content-Length", value: String(page.readableBytes))
+        context.write(
+            self.wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: .ok, headers: headers))),
+            promise: nil)
+        context.write(self.wrapOutboundOut(.body(.byteBuffer(page))), promise: nil)
+        context.writeAndFlush(self.wrapOutboundOut(.end(nil)), promise: nil)
+    }
+
+    /// Server-sent events, one tick at a time, until the channel closes.
+    private func startTicking(every interval: TimeAmount, head: HTTPRequestHead, context: ChannelHandlerContext) {
+        var headers = HTTPHeaders()
+        headers.add(name: "Content-Type", value: "text/event-stream")
+        headers.add(name: "Cache-Control", value: "no-store")
+        if !self.onStream { headers.add(name: "Transfer-Encoding", value: "chunked") }
+        context.writeAndFlush(
+            self.wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: .ok, headers: headers))),
+            promise: nil)
+        var index = 0
+        let loop = context.eventLoop.assumeIsolated()
+        func tick() {
+            guard context.channel.isActive else { return }
+            let event = context.channel.allocator.buffer(string: "data: tick \(index)\n\n")
+            index += 1
+            context.writeAndFlush(self.wrapOutboundOut(.body(.byteBuffer(event))), promise: nil)
+            loop.scheduleTask(in: interval) { tick() }
+        }
+        tick()
     }
 
     private func streamWhileWritable(context: ChannelHandlerContext) {

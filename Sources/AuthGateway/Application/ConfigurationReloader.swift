@@ -78,7 +78,16 @@ final class ConfigurationReloader: Sendable {
         GatewayComposition.warnAboutInsecureBackends(configuration, logger: self.logger)
         self.prober.apply(snapshot)
         for worker in self.workers {
-            worker.eventLoop.execute { worker.value.apply(snapshot) }
+            worker.eventLoop.execute {
+                worker.value.apply(snapshot)
+                // Open streams are matched again: a removed route, or a `require` that now
+                // refuses a stream's identity, ends it (docs/streams.md).
+                worker.value.streams.reloaded { request in
+                    snapshot.routes.match(
+                        host: request.target.host?.name, path: request.target.path, method: request.method.rawValue
+                    )?.configuration
+                }
+            }
         }
         shared.keyStore.update(configuration: configuration.tokens)
         self.keys.fetchNeverFetched()

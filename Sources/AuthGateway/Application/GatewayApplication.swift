@@ -101,6 +101,13 @@ public final class GatewayApplication: Sendable {
         prober.attach(eventLoop: workers[0].eventLoop)
         prober.apply(snapshot)
         publisher.attach(workers)
+        var loopStreams: [NIOLoopBound<LoopStreams>] = []
+        for worker in workers {
+            loopStreams.append(
+                try await worker.eventLoop.submit { NIOLoopBound(worker.value.streams, eventLoop: worker.eventLoop) }
+                    .get())
+        }
+        shared.streams.attach(loopStreams)
         self.listeners = GatewayListeners(
             group: group, workers: workers, tls: listenerTLS,
             metrics: MetricsCollector(workers: workers, shared: shared))

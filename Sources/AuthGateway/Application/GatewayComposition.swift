@@ -31,11 +31,13 @@ enum GatewayComposition {
             usesTLSUpstream
             ? try GatewayShared.makeClientTLS(caFile: configuration.authService?.caCertificatePEMFile) : nil
         let sessionCapacity = configuration.browserSignIn?.maxSessions ?? 100_000
+        // Told of every session's end, so that its streams close (docs/streams.md).
+        let streams = StreamDirectory()
         let sharedState = try configuration.sharedState.flatMap { sharedState in
             try group.map {
                 try PostgresSharedState(
                     configuration: sharedState, eventLoopGroup: $0, metrics: processMetrics, logger: logger,
-                    sessionCapacity: sessionCapacity, clock: clock)
+                    sessionCapacity: sessionCapacity, clock: clock, sessionObserver: streams)
             }
         }
         let authentication = AuthenticationState(
@@ -43,7 +45,7 @@ enum GatewayComposition {
             verifiedTokens: VerifiedTokenCache(capacity: configuration.tokens.verifiedCacheEntries),
             dpopNonceKey: DPoPNonce.key(sharedSecret: configuration.sharedState?.encryptionKey),
             sharedDPoPReplay: sharedState?.dpopReplay,
-            sessions: sharedState?.sessions ?? LocalSessionStore(capacity: sessionCapacity),
+            sessions: sharedState?.sessions ?? LocalSessionStore(capacity: sessionCapacity, observer: streams),
             signInFlowKey: SignInFlowSealer.key(sharedStateKey: configuration.sharedState?.encryptionKey.bytes),
             refreshStore: sharedState?.store ?? LocalRefreshStore(clock: clock),
             exchangeStore: sharedState?.exchanges ?? LocalExchangeStore(clock: clock))
@@ -56,7 +58,8 @@ enum GatewayComposition {
             connector: connector,
             tracing: tracing,
             sharedState: sharedState,
-            logger: logger
+            logger: logger,
+            streams: streams
         )
     }
 
@@ -117,9 +120,29 @@ enum GatewayComposition {
             })
         return RuntimeSnapshot(
             configuration: configuration, generation: generation, authentication: authentication,
-            rateLimiter: parts.rateLimiter, backendTLS: backendTLS,
+            rateLimiter: parts.rateLimiter,
+            signals: Self.signalReceiver(for: configuration, shared: shared, parts: parts),
+            backendTLS: backendTLS,
             backendAvailability: shared.backendAvailabilities.update(for: configuration)
         )
+    }
+
+    /// The Shared Signals receiver of `configuration` (docs/streams.md): its `jti`s are used
+    /// once with back-channel logout's replay cache (fleet-wide with `sharedState`), and what
+    /// it acts on is the application's sessions and the configuration's caches.
+    static func signalReceiver(
+        for configuration: GatewayConfiguration, shared: GatewayShared, parts: ReloadableParts
+    ) -> SignalReceiver? {
+        configuration.signals.map {
+            SignalReceiver(
+                configuration: $0, sessions: shared.authentication.sessions, seen: shared.authentication.dpopReplay,
+                sharedSeen: shared.authentication.sharedDPoPReplay,
+                caches: SubjectCaches(
+                    verifiedTokens: shared.authentication.verifiedTokens, introspector: parts.introspector,
+                    profiles: parts.profiles, refreshStore: shared.authentication.refreshStore,
+                    exchangeStore: shared.authentication.exchangeStore),
+                metrics: shared.processMetrics, clock: shared.clock)
+        }
     }
 
     /// Redeems browser sessions' refresh tokens at the provider's `token_endpoint` (OAuth 2,
@@ -216,6 +239,7 @@ extension GatewayApplication {
             backendTLS: try UpstreamTLS.backends(configuration))
         let worker = Worker(eventLoop: eventLoop, shared: shared, snapshot: snapshot)
         publisher.attach([NIOLoopBound(worker, eventLoop: eventLoop)])
+        shared.streams.attach([NIOLoopBound(worker.streams, eventLoop: eventLoop)])
         return worker
     }
 }

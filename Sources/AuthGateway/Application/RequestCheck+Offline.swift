@@ -94,6 +94,8 @@ private final class OfflineEnvironment: ExchangeEnvironment {
     let rateLimitKeys = RateLimitKeyMemo()
     let metrics = WorkerMetrics()
     let accessLog = AccessLog(enabled: false)
+    /// Always empty: a decision made offline opens no stream (docs/streams.md).
+    let streams: LoopStreams
     private let now: Double
 
     init(snapshot: RuntimeSnapshot, keys: KeySnapshot, authenticator: RequestAuthenticator, now: Double) {
@@ -101,6 +103,7 @@ private final class OfflineEnvironment: ExchangeEnvironment {
         self.keys = keys
         self.authenticator = authenticator
         self.now = now
+        self.streams = LoopStreams(metrics: self.metrics)
     }
 
     var tracing: GatewayTracing? { nil }

@@ -7,6 +7,9 @@ extension RequestCheck {
         switch sources.first {
         case .header(let name, let bearer, _)?: return (name, bearer ? "Bearer \(token)" : token)
         case .cookie(let name)?: return ("Cookie", "\(name)=\(token)")
+        // helper/streams hook: the token source docs/streams.md adds.
+        case .websocketProtocol(let prefix)?:
+            return ("Sec-WebSocket-Protocol", prefix + Base64URL.encode(Array(token.utf8)))
         case nil: return ("Authorization", "Bearer \(token)")
         }
     }

@@ -77,3 +77,13 @@ struct CompactJWS {
         return UnsafeRawPointer(found) - base
     }
 }
+
+extension CompactJWS {
+    /// The payload of a token the gateway verified itself before it stored it (a session's
+    /// access token, a refresh's new one), read again without checking anything: nil when it
+    /// is no compact JWS (an opaque token). Never for a token a client just sent.
+    static func storedPayload(_ token: Substring) -> JSONObject? {
+        var token = token
+        return token.withUTF8 { bytes in (try? CompactJWS.parse(UnsafeRawBufferPointer(bytes)))?.payload }
+    }
+}

@@ -16,6 +16,18 @@ protocol RefreshStore: Sendable {
         joined: @escaping @Sendable () -> Void,
         call: @escaping () -> EventLoopFuture<RefreshOutcome>
     ) -> EventLoopFuture<(RefreshOutcome, SingleFlightRole)>
+
+    /// Forgets the remembered outcomes whose new access token is `subject`'s (a Shared Signals
+    /// event: docs/streams.md), so that a replayed refresh token is redeemed afresh.
+    @discardableResult
+    func forget(subject: String) -> Int
+}
+
+extension RefreshStore {
+    /// A store whose outcomes cannot be selected by subject (the shared table's rows are
+    /// sealed and keyed by the refresh token's digest): they end with their grace period.
+    @discardableResult
+    func forget(subject: String) -> Int { 0 }
 }
 
 /// The process-local refresh store (the embedded default): a `LocalSingleFlight` keyed by the
@@ -41,6 +53,14 @@ final class LocalRefreshStore: RefreshStore {
             self.table.settle(flight, when: call(), failure: .unavailable, clock: self.clock) { $0 != .unavailable }
             return flight.promise.futureResult.map { ($0, .led) }
         }.outcome(on: eventLoop, joined: joined)
+    }
+
+    @discardableResult
+    func forget(subject: String) -> Int {
+        self.table.forget { _, outcome in
+            guard case .refreshed(let accessToken, _) = outcome else { return false }
+            return CompactJWS.storedPayload(accessToken[...])?["sub"] == .string(subject)
+        }
     }
 
     var count: Int { self.table.count }

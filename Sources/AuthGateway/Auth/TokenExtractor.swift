@@ -49,6 +49,22 @@ enum TokenExtractor {
                         if found == nil { found = ExtractedToken(value: cookie.value, location: .cookie(name: name)) }
                     }
                 }
+            case .websocketProtocol(let prefix):
+                for (headerName, value) in headers where ASCII.equalsIgnoringCase(headerName, "sec-websocket-protocol")
+                {
+                    for entry in value.split(separator: ",") {
+                        let trimmed = ASCII.trimmingOWS(entry)
+                        guard trimmed.hasPrefix(prefix) else { continue }
+                        // An entry that does not decode is no token (the request is then without one).
+                        guard let bytes = Base64URL.decode(trimmed.dropFirst(prefix.count)), !bytes.isEmpty,
+                            let token = String(validating: bytes, as: UTF8.self)
+                        else { continue }
+                        if let found, found.value != token[...] { return .conflict }
+                        if found == nil {
+                            found = ExtractedToken(value: token[...], location: .websocketProtocol(prefix: prefix))
+                        }
+                    }
+                }
             }
         }
         return found.map(Result.found) ?? .none

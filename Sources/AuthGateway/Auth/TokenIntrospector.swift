@@ -34,6 +34,17 @@ final class TokenIntrospector: Sendable {
     /// Written once per call (never per request).
     private let state = NIOLockedValueBox(EndpointState())
 
+    /// Forgets the answers about `subject`'s tokens (a Shared Signals event: docs/streams.md):
+    /// their next request asks the endpoint again. Answers other instances stored in the
+    /// shared table are not selectable by subject (sealed, by token digest) and end by their
+    /// own `cacheSeconds`.
+    @discardableResult
+    func forget(subject: String) -> Int {
+        self.table.forget { _, outcome in
+            guard case .active(let claims, _) = outcome else { return false }
+            return claims["sub"] == .string(subject)
+        }
+    }
     init(
         configuration: IntrospectionConfiguration, capacity: Int, metrics: ProcessMetrics,
         shared: SharedIntrospections? = nil,

@@ -14,6 +14,16 @@ public final class VerifiedTokenCache: Sendable {
         self.storage = capacity > 0 ? Sharded(capacity: capacity) { LRUCache(capacity: $0) } : nil
     }
 
+    /// Forgets every verification of `subject`'s tokens (a Shared Signals `credential-change`
+    /// or `token-claims-change`: docs/streams.md), so that their next request is verified
+    /// afresh. A walk over every shard: never on the request path.
+    @discardableResult
+    func forget(subject: String) -> Int {
+        var forgotten = 0
+        self.storage?.forEachShard { forgotten += $0.removeAll { _, token in token.subject == subject } }
+        return forgotten
+    }
+
     /// False when configured with no capacity: every request is verified.
     public var isEnabled: Bool { self.storage != nil }
 

@@ -119,6 +119,7 @@ extension ConfigurationLoader {
             let forwardDPoPProof = entry.bool("forwardDPoPProof") ?? false
             let signIn = entry.bool("signIn") ?? false
             let cors = Self.cors(entry)
+            let streams = Self.streams(entry)
             if signIn && auth == .none { entry.error("signIn", "needs a route with auth") }
             // docs/assertions.md, docs/token-exchange.md.
             let assertion = Self.routeAssertion(entry, backend: backend)
@@ -144,6 +145,7 @@ extension ConfigurationLoader {
             route.forwardDPoPProof = forwardDPoPProof
             route.signIn = signIn
             route.cors = cors
+            route.streams = streams
             route.assertion = assertion
             route.exchange = exchange
             routes.append(route)

@@ -7,6 +7,16 @@ extension ConfigurationLoader {
         var sources: [TokenSourceConfiguration] = []
         for entry in entries {
             defer { entry.finish() }
+            if key == "sources", let prefix = entry.string("websocketProtocol") {
+                if entry.has("header") || entry.has("cookie") {
+                    entry.error("a token source has one of \"header\", \"cookie\" or \"websocketProtocol\"")
+                } else if prefix.isEmpty || !HTTPToken.isValid(prefix) {
+                    entry.error("websocketProtocol", "\"\(prefix)\" is not a valid subprotocol prefix (a token)")
+                } else {
+                    sources.append(.websocketProtocol(prefix: prefix))
+                }
+                continue
+            }
             let header = entry.string("header")
             let cookie = entry.string("cookie")
             switch (header, cookie) {

@@ -180,6 +180,7 @@ public struct ConfigurationLoader: Sendable {
             Self.linkBrowserSignIn(browserSignIn, tokens: &tokens!, routes: routes, root: root)
         }
         let authorizer = Self.authorizer(root)
+        let signals = Self.signals(root, tokens: tokens, signInPrefix: browserSignIn?.pathPrefix)
         Self.checkAuthorizerPaths(authorizer, signIn: browserSignIn, health: health, root: root)
 
         guard let listener, let backends, let tokens, let routes, let identityHeaders, let rateLimits else {
@@ -208,6 +209,7 @@ public struct ConfigurationLoader: Sendable {
         configuration.browserSignIn = browserSignIn
         configuration.authorizer = authorizer
         configuration.paths = paths
+        configuration.signals = signals
         configuration.identityAssertion = identityAssertion
         return configuration
     }

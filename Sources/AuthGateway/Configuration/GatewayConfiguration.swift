@@ -33,6 +33,8 @@ public struct GatewayConfiguration: Sendable {
     public var authorizer: AuthorizerConfiguration? = nil
     /// `paths` (docs/forwarding.md, "Request targets"): how request paths are made canonical.
     public var paths = PathSettings()
+    /// `signals` (docs/streams.md): the Shared Signals receiver; nil: off.
+    public var signals: SignalsConfiguration? = nil
     /// `identityAssertion` (docs/assertions.md); nil: no route may ask for an assertion.
     public var identityAssertion: IdentityAssertionConfiguration? = nil
 
@@ -156,6 +158,10 @@ public enum TokenSourceConfiguration: Sendable, Equatable {
     /// bare token as the whole value (RainMaker's `Authorization: <token>`).
     case header(name: String, bearer: Bool, raw: Bool)
     case cookie(name: String)
+    /// An entry of `Sec-WebSocket-Protocol` that starts with `prefix`, the rest being the
+    /// token in base64url (a browser's WebSocket cannot send `Authorization`; Kubernetes'
+    /// `base64url.bearer.authorization.k8s.io.`): docs/streams.md.
+    case websocketProtocol(prefix: String)
 }
 
 public struct IssuerConfiguration: Sendable {

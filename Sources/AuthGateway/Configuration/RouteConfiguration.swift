@@ -30,6 +30,8 @@ public struct RouteConfiguration: Sendable {
     public var signIn = false
     /// Cross-origin browser calls (docs/policies.md, "CORS"); nil: the gateway adds no CORS.
     public var cors: CORSConfiguration? = nil
+    /// Long-lived responses of the route (docs/streams.md): closed at the credential's expiry.
+    public var streams = StreamsConfiguration()
     /// `assertion` (docs/assertions.md): the backend gets an assertion the gateway signed; nil: none.
     public var assertion: RouteAssertion? = nil
     /// `exchange` (docs/token-exchange.md): the backend gets an exchanged token; nil: none.

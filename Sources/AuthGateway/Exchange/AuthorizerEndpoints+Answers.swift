@@ -73,7 +73,7 @@ extension AuthorizerEndpoints {
             case .header(let name, let bearer): headers.append((name, bearer ? "Bearer \(replacement)" : replacement))
             // A session's edit holds the whole `Authorization` value.
             case .session: headers.append(("Authorization", replacement))
-            case .cookie: continue
+            case .cookie, .websocketProtocol: continue
             }
         }
         return headers

@@ -31,4 +31,6 @@ protocol ExchangeEnvironment: AnyObject {
     func requestID(forwarded value: String?) -> String
     /// The answer of a health endpoint at `path`, nil for any other path.
     func healthResponse(path: String, method: HTTPMethod) -> LocalResponse?
+    /// The loop's long-lived streams (docs/streams.md).
+    var streams: LoopStreams { get }
 }

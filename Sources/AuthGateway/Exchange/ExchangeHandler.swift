@@ -24,12 +24,14 @@ protocol ExchangeEvents {
 /// the upstream lease, the backend's events fed to the state machine, and the finish. Only
 /// the framing differs: each handler runs the state machine's actions its own way (`run`) and
 /// adopts a plan with its protocol's own checks (`adopt`).
-protocol ExchangeHandler: AnyObject, UpstreamLeaseRequester, UpstreamConnectionDelegate {
+protocol ExchangeHandler: AnyObject, UpstreamLeaseRequester, UpstreamConnectionDelegate, StreamOwner {
     associatedtype StateMachine: ExchangeEvents
     var environment: any ExchangeEnvironment { get }
     var connection: ClientConnectionInfo { get }
     var state: StateMachine { get set }
     var exchange: Exchange? { get set }
+    /// The exchange is a long-lived stream in the loop's registry (docs/streams.md).
+    var streamOpen: Bool { get set }
     var upstream: UpstreamLease? { get set }
     /// The pool a lease is pending with.
     var leasingPool: UpstreamPool? { get set }
@@ -156,6 +158,7 @@ extension ExchangeHandler {
 
     /// Ends the exchange in flight (metrics, access log, trace: `Exchange.finish`).
     func finishExchange(status: Int, error: GatewayError?) {
+        self.closeStream()
         guard let exchange = self.exchange else { return }
         self.exchange = nil
         exchange.finish(status: status, error: error, environment: self.environment, client: self.connection.peerIP)

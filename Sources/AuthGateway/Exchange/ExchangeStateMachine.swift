@@ -308,6 +308,15 @@ struct ExchangeStateMachine: ExchangeEvents {
         }
     }
 
+    /// The credential of the request's long-lived stream ran out or was revoked
+    /// (docs/streams.md): whatever is in flight is cut short — the upstream dropped, the
+    /// client's connection closed or its stream reset (each framing says how).
+    mutating func credentialEnded() -> Action {
+        guard !self.isDone else { return .none }
+        self.state = .done
+        return .failForwarding(nil)
+    }
+
     var timeout: Timeout {
         switch self.state {
         case .forwarding(let request, .awaitingHead, _): return request.bodyComplete ? .response : .idle

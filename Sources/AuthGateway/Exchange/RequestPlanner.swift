@@ -37,15 +37,19 @@ final class ForwardPlan {
     let upstreamSpan: (any Span)?
     /// Fields encoded never-indexed towards an HTTP/2 backend and an HTTP/2 client.
     let secretHeaders: SecretHeaderNames
+    // helper/streams hook (docs/streams.md): the decision, for a stream that outlives its
+    // head — its credential's expiry, session and subject, and a reload's `require`.
+    let allowed: AllowedRequest?
 
     init(
         route: ResolvedRoute, pool: UpstreamPool?, local: LocalEndpoint? = nil, head: UpstreamRequestHead,
         responseTimeout: TimeAmount,
         responseHeaders: [(name: String, value: String)], subject: String?, apiKey: String? = nil, upgrade: String?,
         upstreamSpan: (any Span)? = nil,
-        secretHeaders: SecretHeaderNames = SecretHeaderNames()
+        secretHeaders: SecretHeaderNames = SecretHeaderNames(), allowed: AllowedRequest? = nil
     ) {
         self.secretHeaders = secretHeaders
+        self.allowed = allowed
         self.resolved = route
         self.pool = pool
         self.local = local
@@ -115,6 +119,15 @@ struct RequestPlanner {
             let jwks = AssertionJWKSEndpoint.response(self.snapshot.configuration, method: head.method)
         {
             return .ready(.respond(jwks, close: false))
+        }
+        // helper/streams hook: the Shared Signals receiver (docs/streams.md), before routes and
+        // the sign-in endpoints (its default path is under their prefix).
+        if let signals = self.snapshot.signals,
+            let decision = SignalsEndpoint(
+                receiver: signals, environment: self.environment, connection: self.connection, requestID: requestID
+            ).plan(target, head: head)
+        {
+            return decision
         }
         if let signIn = self.snapshot.browserSignIn,
             let decision = SignInEndpoints(signIn: signIn, environment: self.environment, requestID: requestID).plan(
@@ -208,7 +221,8 @@ struct RequestPlanner {
                 apiKey: allowed.identity?.apiKeyID,
                 upgrade: upgrade,
                 upstreamSpan: upstreamSpan,
-                secretHeaders: self.snapshot.secretHeaders
+                secretHeaders: self.snapshot.secretHeaders,
+                allowed: allowed  // helper/streams hook
             )
         )
     }

@@ -35,13 +35,17 @@ final class RuntimeSnapshot: Sendable {
     let authorizer: AuthorizerConfiguration?
     /// `paths`: how every request target is made canonical (docs/forwarding.md).
     let paths: PathSettings
+    /// `signals` (docs/streams.md): the Shared Signals receiver; nil without it.
+    let signals: SignalReceiver?
 
     /// `backendTLS` and `backendAvailability`: each backend's, in the order of
     /// `configuration.backends` (`UpstreamTLS.backends`, `BackendAvailabilities.update`).
     init(
         configuration: GatewayConfiguration, generation: UInt64, authentication: AuthenticationFeatures,
-        rateLimiter: RateLimiter? = nil, backendTLS: [UpstreamTLS?], backendAvailability: [TargetAvailability]
+        rateLimiter: RateLimiter? = nil, signals: SignalReceiver? = nil, backendTLS: [UpstreamTLS?],
+        backendAvailability: [TargetAvailability]
     ) {
+        self.signals = signals
         let backends = ResolvedBackend.resolve(
             configuration.backends, tls: backendTLS, availabilities: backendAvailability)
         self.backends = backends
@@ -63,7 +67,13 @@ final class RuntimeSnapshot: Sendable {
             case .header(let name, _, _):
                 return TokenEdit(location: .header(name: name, bearer: false), replacement: nil)
             case .cookie(let name): return TokenEdit(location: .cookie(name: name), replacement: nil)
+            case .websocketProtocol(let prefix):
+                return TokenEdit(location: .websocketProtocol(prefix: prefix), replacement: nil)
             }
+        }
+        // A token in `Sec-WebSocket-Protocol` never reaches the backend (docs/streams.md).
+        for case .websocketProtocol(let prefix) in configuration.tokens.sources {
+            removals.append(TokenEdit(location: .websocketProtocol(prefix: prefix), replacement: nil))
         }
         if let apiKeys = authentication.apiKeys {
             removals.append(TokenEdit(location: apiKeys.location, replacement: nil))

@@ -38,6 +38,9 @@ public enum TokenLocation: Sendable, Equatable {
     /// The access token of the browser session under this handle digest
     /// (docs/browser-sign-in.md): forwarded as `Authorization: Bearer`, never as the cookie.
     case session(TokenDigest)
+    /// An entry of `Sec-WebSocket-Protocol` starting with `prefix` (docs/streams.md): removed
+    /// from what the backend receives, never replaced.
+    case websocketProtocol(prefix: String)
 
     var isSession: Bool {
         if case .session = self { return true }
@@ -225,9 +228,22 @@ package enum HeaderRewriter {
                 guard let rewritten = CookieHeader.rewrite(value, name: cookieName, replacement: edit.replacement)
                 else { return }
                 value = rewritten
+            case .websocketProtocol(let prefix):
+                guard ASCII.equalsIgnoringCase(name, "sec-websocket-protocol") else { continue }
+                guard let rest = Self.removingProtocols(value, prefix: prefix) else { return }
+                value = rest
             }
         }
         sink.appendField(name, value)
+    }
+
+    /// `Sec-WebSocket-Protocol` without its entries that start with `prefix` (a token source's):
+    /// nil when none is left.
+    static func removingProtocols(_ value: String, prefix: String) -> String? {
+        let kept = value.split(separator: ",").map { ASCII.trimmingOWS($0) }.filter {
+            !$0.isEmpty && !$0.hasPrefix(prefix)
+        }
+        return kept.isEmpty ? nil : kept.joined(separator: ", ")
     }
 }
 

@@ -13,6 +13,11 @@ import NIOCore
 /// early. So the deadline changes of an ordinary request (idle → response → idle) are always
 /// later than the armed time and need no new timer — measured: a timer reschedule per request
 /// cost ~25 % throughput at 256 connections. Only an earlier deadline replaces the timer.
+///
+/// A long-lived stream (a WebSocket tunnel, a response still streaming after its head) adds
+/// its credential's deadline (docs/streams.md) beside the state's: the same timer watches the
+/// earlier of the two, so a stream costs no timer of its own and a request that finishes at
+/// once none at all.
 struct ConnectionDeadlines {
     /// The timer must (re)fire at this time; the handler cancels any armed timer first.
     enum TimerAction: Equatable {
@@ -30,6 +35,8 @@ struct ConnectionDeadlines {
         case slowHeaders
         /// The state's own timeout ran out (`HTTP1ConnectionStateMachine.timedOut`).
         case timedOut
+        /// The stream's credential deadline passed (`credentialDeadline`, now cleared).
+        case credentialExpired
     }
 
     /// How long each kind of wait may last, from the configuration snapshot in force.
@@ -41,6 +48,8 @@ struct ConnectionDeadlines {
     }
 
     private(set) var deadline: NIODeadline?
+    /// The long-lived stream's credential deadline; nil when no stream is open.
+    private(set) var credentialDeadline: NIODeadline?
     /// When the armed timer fires; nil when none is armed.
     private(set) var armedFor: NIODeadline?
     /// When the first byte of the next request head arrived on an idle connection.
@@ -77,27 +86,58 @@ struct ConnectionDeadlines {
         case .response:
             self.deadline = now + limits.response
         }
-        guard let deadline = self.deadline, !self.closed else { return .none }
-        if let armed = self.armedFor, armed <= deadline { return .none }
-        return self.arm(min(deadline, now + limits.granularity))
+        return self.armIfEarlier(now: now, granularity: limits.granularity)
+    }
+
+    /// A long-lived stream opened (its credential's deadline), or ended (nil).
+    mutating func setCredentialDeadline(
+        _ deadline: NIODeadline?, now: NIODeadline, granularity: TimeAmount
+    )
+        -> TimerAction
+    {
+        self.credentialDeadline = deadline
+        return self.armIfEarlier(now: now, granularity: granularity)
     }
 
     /// The armed timer fired.
     mutating func timerFired(now: NIODeadline, isIdle: Bool, granularity: TimeAmount) -> Expiry {
         self.armedFor = nil
-        guard let deadline = self.deadline, !self.closed else { return .none }
-        if deadline > now {
-            guard case .arm(let at) = self.arm(min(deadline, now + granularity)) else { return .none }
-            return .rearm(at)
+        guard !self.closed else { return .none }
+        if let credential = self.credentialDeadline, credential <= now {
+            self.credentialDeadline = nil
+            return .credentialExpired
         }
-        self.deadline = nil
-        return isIdle && self.headStartedAt != nil ? .slowHeaders : .timedOut
+        if let deadline = self.deadline, deadline <= now {
+            self.deadline = nil
+            return isIdle && self.headStartedAt != nil ? .slowHeaders : .timedOut
+        }
+        guard let next = self.earliest else { return .none }
+        guard case .arm(let at) = self.arm(min(next, now + granularity)) else { return .none }
+        return .rearm(at)
+    }
+
+    /// The earlier of the state's deadline and the stream's.
+    private var earliest: NIODeadline? {
+        switch (self.deadline, self.credentialDeadline) {
+        case (let state?, let credential?): return min(state, credential)
+        case (let state?, nil): return state
+        case (nil, let credential?): return credential
+        case (nil, nil): return nil
+        }
+    }
+
+    /// A timer for the earliest deadline, unless one armed already fires no later.
+    private mutating func armIfEarlier(now: NIODeadline, granularity: TimeAmount) -> TimerAction {
+        guard let next = self.earliest, !self.closed else { return .none }
+        if let armed = self.armedFor, armed <= next { return .none }
+        return self.arm(min(next, now + granularity))
     }
 
     /// The connection closed: nothing is due any more.
     mutating func close() {
         self.closed = true
         self.deadline = nil
+        self.credentialDeadline = nil
         self.armedFor = nil
     }
 

@@ -60,6 +60,8 @@ struct HTTP1ConnectionStateMachine: ExchangeEvents {
         case sendContinueAndRequest(body: [ByteBuffer], end: Bool)
         /// Nothing is in flight: close the connection now (draining, idle timeout).
         case closeConnection
+        /// End the tunnel with a close frame each way, then `tunnelClosed` (docs/streams.md).
+        case closeTunnel
     }
 
     private(set) var state: State = .idle
@@ -309,9 +311,9 @@ struct HTTP1ConnectionStateMachine: ExchangeEvents {
     /// outside the `exchange` state. The state is moved out meanwhile (`takeState`), so the
     /// exchange is neither copied nor shared — its buffered body is not copied on write — as
     /// AsyncHTTPClient's `avoidingStateMachineCoW` does. The closure does not escape and is
-    /// inlined: no allocation.
+    /// inlined: no allocation. (Not private: `+Streams` runs its events through it too.)
     @inline(__always)
-    private mutating func withExchange(
+    mutating func withExchange(
         forceClose: Bool = false,
         _ event: (inout ExchangeStateMachine, inout Request) -> ExchangeStateMachine.Action
     ) -> Action {
@@ -380,7 +382,7 @@ struct HTTP1ConnectionStateMachine: ExchangeEvents {
     }
 
     /// Fails what is in flight, closing the connection.
-    private mutating func fail(_ error: GatewayError?) -> Action {
+    mutating func fail(_ error: GatewayError?) -> Action {
         self.end()
         return .exchange(.failForwarding(error))
     }

@@ -15,12 +15,16 @@ extension HTTP1ServerConnection {
     /// The state may have changed: keep the timer armed for the deadline that applies now.
     func updateTimer(context: ChannelHandlerContext) {
         guard !self.state.isClosed else { return }
+        if !self.streamOpen, self.deadlines.credentialDeadline != nil, !self.tunnelClose.isEnding {
+            // The stream ended: its credential is no longer watched.
+            _ = self.deadlines.setCredentialDeadline(nil, now: .now(), granularity: self.timeoutLimits.granularity)
+        }
         let action = self.deadlines.update(
             for: self.state.timeout, isIdle: self.state.isIdle, now: .now(), limits: self.timeoutLimits)
-        if case .arm(let at) = action { self.arm(at, context: context) }
+        if case .arm(let at) = action { self.armTimer(at, context: context) }
     }
 
-    private func arm(_ deadline: NIODeadline, context: ChannelHandlerContext) {
+    func armTimer(_ deadline: NIODeadline, context: ChannelHandlerContext) {
         self.timer?.cancel()
         self.timer = context.eventLoop.assumeIsolated().scheduleTask(deadline: deadline) {
             self.timerFired(context: context)
@@ -35,13 +39,15 @@ extension HTTP1ServerConnection {
         case .none:
             break
         case .rearm(let at):
-            self.arm(at, context: context)
+            self.armTimer(at, context: context)
         case .slowHeaders:
             // Slow headers (slowloris): tell the client and close, disturbing nobody else.
             self.exchange = self.bareExchange()
             self.run(self.state.protocolError(.requestTimeout), context: context)
         case .timedOut:
             self.run(self.state.timedOut(), context: context)
+        case .credentialExpired:
+            self.credentialDeadlinePassed(context: context)
         }
     }
 }

@@ -7,6 +7,12 @@ extension HTTP1ServerConnection {
         guard let context = self.context, let exchange = self.exchange, let plan = exchange.plan else { return }
         self.observeUpstreamLatency(exchange, backend: plan.route.backend)
         if head.status == 101, let upgrade = plan.upgrade {
+            guard !self.selectsTokenProtocol(head) else {
+                // The backend never saw a token's entry (docs/streams.md): echoing one is no
+                // answer to this request.
+                self.run(self.state.upstreamProtocolError(), context: context)
+                return
+            }
             self.startTunnel(head, upgrade: upgrade, exchange: exchange, plan: plan, context: context)
             return
         }
@@ -55,17 +61,34 @@ extension HTTP1ServerConnection {
         if self.state.isTunnel, let early = self.unparsed {
             self.unparsed = nil
             exchange.bytesIn += early.readableBytes
-            self.run(self.state.requestBody(early), context: context)
+            self.relayFromClient(early, context: context)
             self.upstream?.flush()
         }
+        if self.state.isTunnel { self.streamStarted(context: context) }
         self.updateTimer(context: context)
+    }
+
+    /// The backend's 101 selects a subprotocol that is a `websocketProtocol` token source's
+    /// (only the application's own may reach the browser).
+    private func selectsTokenProtocol(_ head: UpstreamResponseHead) -> Bool {
+        let sources = self.environment.snapshot.configuration.tokens.sources
+        guard sources.contains(where: { if case .websocketProtocol = $0 { true } else { false } }) else { return false }
+        let selected = head.httpResponseHead.headers["sec-websocket-protocol"].map { ASCII.trimmingOWS($0[...]) }
+        for case .websocketProtocol(let prefix) in sources where selected.contains(where: { $0.hasPrefix(prefix) }) {
+            return true
+        }
+        return false
     }
 
     func upstreamResponseBody(_ body: ByteBuffer) {
         guard let context = self.context else { return }
-        self.run(self.state.responseBody(body), context: context)
+        guard self.state.isTunnel else {
+            self.run(self.state.responseBody(body), context: context)
+            return
+        }
+        self.relayFromBackend(body, context: context)
         // A tunnel lives while bytes move.
-        if self.state.isTunnel { self.updateTimer(context: context) }
+        self.updateTimer(context: context)
     }
 
     func upstreamResponseEnd() {
@@ -85,6 +108,11 @@ extension HTTP1ServerConnection {
         if self.exchange != nil, let head = self.heldResponseHead {
             self.heldResponseHead = nil
             self.writeResponseHead(head, context: context)
+        }
+        // A response still streaming at the end of the read burst that brought its head is a
+        // long-lived stream (docs/streams.md); one that ended in it never was.
+        if !self.streamOpen, let exchange = self.exchange, exchange.responseStatus != 0, !self.state.isTunnel {
+            self.streamStarted(context: context)
         }
         context.flush()
     }

@@ -58,6 +58,13 @@ final class HTTP1ServerConnection: ChannelDuplexHandler, ExchangeHandler {
     /// Between a client read and its read-complete, which flushes what was written upstream.
     var inClientReadBurst = false
     var timer: Scheduled<Void>?
+    /// The exchange is a long-lived stream in the loop's registry (docs/streams.md).
+    var streamOpen = false
+    /// The tunnel's frames each way, and its end (docs/streams.md).
+    var tunnelClose = WebSocketTunnelClose()
+    var tunnelCloseReason = StreamCloseReason.expiry
+    /// The client's close frame, written.
+    var tunnelCloseWritten: EventLoopFuture<Void>?
 
     init(environment: any ExchangeEnvironment, connection: ClientConnectionInfo) {
         self.environment = environment
@@ -90,7 +97,7 @@ final class HTTP1ServerConnection: ChannelDuplexHandler, ExchangeHandler {
         }
         if self.state.isTunnel {
             self.exchange?.bytesIn += bytes.readableBytes
-            self.run(self.state.requestBody(bytes), context: context)
+            self.relayFromClient(bytes, context: context)
             self.updateTimer(context: context)
             return
         }
@@ -219,6 +226,8 @@ final class HTTP1ServerConnection: ChannelDuplexHandler, ExchangeHandler {
             self.sendRequest(body: body, end: end, context: context)
         case .closeConnection:
             context.close(promise: nil)
+        case .closeTunnel:
+            self.closeTunnel(context: context)
         }
     }
 

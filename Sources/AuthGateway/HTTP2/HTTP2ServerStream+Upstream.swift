@@ -39,6 +39,11 @@ extension HTTP2ServerStream {
         guard let context = self.context else { return }
         // A response whose rest is still to come shows what it has now.
         self.run(self.state.upstreamReadComplete(), context: context)
+        // One still streaming at the end of the read burst that brought its head is a
+        // long-lived stream (docs/streams.md); one that ended in it never was.
+        if !self.streamOpen, let exchange = self.exchange, exchange.responseStatus != 0 {
+            self.streamStarted(context: context)
+        }
         self.server.flushSoon()
     }
 }

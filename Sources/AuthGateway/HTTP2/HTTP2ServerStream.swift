@@ -27,8 +27,15 @@ final class HTTP2ServerStream: ExchangeHandler {
     var exchange: Exchange?
     var upstream: UpstreamLease?
     var leasingPool: UpstreamPool?
-    /// When the stream's current wait (a stalled upload, the backend) runs out.
-    var deadline: NIODeadline?
+    /// When the stream's current wait (a stalled upload, the backend) runs out, and, while it
+    /// is a long-lived stream, its credential (docs/streams.md).
+    var deadlines = StreamDeadlines.Stream()
+    /// When the connection's timer must look at this stream next.
+    var deadline: NIODeadline? { self.deadlines.earliest }
+    /// The exchange is a long-lived stream in the loop's registry (docs/streams.md).
+    var streamOpen = false
+    /// Why the gateway ended it (the gRPC trailers' message).
+    var closeReason = StreamCloseReason.expiry
     var inboundWindow: InboundWindow
     var backlog = OutboundBacklog()
     /// Set by the connection: this stream's backend has writes to flush at the end of the
@@ -112,7 +119,7 @@ final class HTTP2ServerStream: ExchangeHandler {
 
     /// NIOHTTP2 closed the stream: both sides ended, or a reset either way.
     func closed(context: ChannelHandlerContext) {
-        self.deadline = nil
+        self.deadlines = StreamDeadlines.Stream()
         self.run(self.state.streamClosed(), context: context)
     }
 
@@ -170,6 +177,8 @@ final class HTTP2ServerStream: ExchangeHandler {
             self.stopsUploadAfterLastFrame = stopUpload
             self.runExchange(action, context: context)
             if stopUpload { self.stopUpload() }
+        case .endCall(let held, let trailersOnly, let stopUpload):
+            self.endCall(held: held, trailersOnly: trailersOnly, stopUpload: stopUpload)
         }
     }
 
@@ -239,22 +248,27 @@ final class HTTP2ServerStream: ExchangeHandler {
     /// (a stream is never idle between requests: only its request's own waits are timed; a
     /// finished or closed stream has none).
     func updateTimer(context: ChannelHandlerContext) {
-        let deadline: NIODeadline
         switch self.state.timeout {
-        case .none:
-            self.deadline = nil
-            return
-        case .idle: deadline = context.eventLoop.now + self.environment.snapshot.idleTimeout
-        case .response: deadline = context.eventLoop.now + self.responseTimeout
+        case .none: self.deadlines.state = nil
+        case .idle: self.deadlines.state = context.eventLoop.now + self.environment.snapshot.idleTimeout
+        case .response: self.deadlines.state = context.eventLoop.now + self.responseTimeout
         }
-        self.deadline = deadline
+        if !self.streamOpen { self.deadlines.credential = nil }
+        guard let deadline = self.deadlines.earliest else { return }
         self.server.streamDeadlineSet(deadline)
     }
 
-    /// The connection's timer found this stream's deadline passed.
+    /// The connection's timer found this stream's deadline passed: its state's timeout, or its
+    /// credential's (renewed, or the stream ends).
     func timedOut(context: ChannelHandlerContext) {
-        self.deadline = nil
-        self.run(self.state.timedOut(), context: context)
+        switch self.deadlines.due(now: context.eventLoop.now) {
+        case .none:
+            return
+        case .timedOut:
+            self.run(self.state.timedOut(), context: context)
+        case .credentialExpired:
+            self.deadlines.credential = self.renewOrEndStream()
+        }
         self.updateTimer(context: context)
     }
 }

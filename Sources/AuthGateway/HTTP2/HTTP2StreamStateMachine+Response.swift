@@ -110,6 +110,27 @@ extension HTTP2StreamStateMachine.Response {
         }
     }
 
+    /// How far the response had gone when the call was cut short (`cutShort`).
+    enum Cut: Equatable {
+        /// Nothing was written or held: the gateway's answer is Trailers-Only.
+        case notBegun
+        /// The HEADERS went out or are held: `HeldFrame` must go before the gateway's trailers.
+        case begun(HeldFrame)
+        /// END_STREAM went out already.
+        case ended
+    }
+
+    /// The response is cut short before its end (docs/streams.md): how far it had gone. The
+    /// response half ends.
+    mutating func cutShort() -> Cut {
+        switch self.take() {
+        case .idle: return .notBegun
+        case .headersHeld(let headers, _): return .begun(.headers(headers))
+        case .streaming(let held, _): return .begun(held.map { .data($0) } ?? .none)
+        case .ended: return .ended
+        }
+    }
+
     /// Moves the response half out, leaving `ended` in its place (`swap` moves: nothing is
     /// retained or released); every caller sets where it goes next.
     private mutating func take() -> Self {

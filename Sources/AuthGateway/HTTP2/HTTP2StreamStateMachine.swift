@@ -47,35 +47,6 @@ struct HTTP2StreamStateMachine: ExchangeEvents {
         case closed
     }
 
-    enum Action: Equatable {
-        case none
-        /// Plan the new request (route, authenticate), then report `decided…`.
-        case decide
-        /// Run the exchange's action as both framings do.
-        case exchange(ExchangeStateMachine.Action)
-        /// Write the frame the response held back (a newer DATA part took its place, or the
-        /// backend's read burst ended): `bodyBytes` more of the response body went to the
-        /// stream.
-        case writeHeld(HeldFrame, bodyBytes: Int)
-        /// The backend's response is complete and ends with `last`; the upstream is released
-        /// (reusable or not: the exchange's `finishResponse`), or kept while the request body
-        /// is not complete (nil: `finishResponseOnly`); then, when `stopUpload`, RST_STREAM
-        /// NO_ERROR asks the client to stop sending (RFC 9113 §8.1), once the response's last
-        /// frame has been written (a reset any sooner would make NIOHTTP2 drop what it holds).
-        case endResponse(last: LastFrames, reuseUpstream: Bool?, stopUpload: Bool)
-        /// The exchange ended with this action (the gateway's own answer, a failure, the client
-        /// gone); then, when `stopUpload`, RST_STREAM NO_ERROR asks the client to stop sending,
-        /// once the answer's last frame has been written.
-        case endExchange(ExchangeStateMachine.Action, stopUpload: Bool)
-    }
-
-    /// What to do with a DATA frame: hand its bytes on (`requestBody`, then `requestEnd` on
-    /// END_STREAM), or nothing but `refuse`'s action, when they break `content-length`.
-    enum DataCheck: Equatable {
-        case deliver
-        case refuse(Action)
-    }
-
     private(set) var state: State = .idle
     /// The request's life, whatever the framing; runs only from the head to the close (the
     /// one made at `init` is never driven).
@@ -239,6 +210,31 @@ struct HTTP2StreamStateMachine: ExchangeEvents {
     /// The timeout of the current state ran out.
     mutating func timedOut() -> Action {
         self.apply(.timedOut)
+    }
+
+    /// The credential of the stream ran out or was revoked (docs/streams.md): the exchange is
+    /// cut short (the backend's stream reset). A gRPC call ends with the gateway's trailers
+    /// (`endCall`: after the frame held, or Trailers-Only when no response began); any other
+    /// stream — or a call whose response had ended — is reset.
+    mutating func credentialEnded() -> Action {
+        let requestOpen: Bool
+        switch self.state {
+        case .open: requestOpen = true
+        case .halfClosedRemote: requestOpen = false
+        case .idle, .closed: return .none
+        }
+        let action = self.exchange.credentialEnded()
+        guard action != .none else { return .none }
+        switch (self.isGRPC, self.response.cutShort()) {
+        case (true, .notBegun):
+            if requestOpen { self.state = .halfClosedRemote }
+            return .endCall(held: .none, trailersOnly: true, stopUpload: requestOpen)
+        case (true, .begun(let held)):
+            if requestOpen { self.state = .halfClosedRemote }
+            return .endCall(held: held, trailersOnly: false, stopUpload: requestOpen)
+        case (false, _), (true, .ended):
+            return .endExchange(action, stopUpload: false)
+        }
     }
 
     // MARK: Helpers

@@ -36,3 +36,45 @@ struct StreamDeadlines {
         return at
     }
 }
+
+extension StreamDeadlines {
+    /// One stream's deadlines, as the connection's timer sees them: its state's (a stalled
+    /// upload, the backend's response timeout) and, while it is a long-lived stream, its
+    /// credential's (docs/streams.md). The timer is armed for the earliest of all streams'
+    /// `earliest`; when it fires, `due` says which one passed. Pure.
+    struct Stream: Equatable {
+        enum Due: Equatable {
+            case none
+            /// The state's timeout ran out (now cleared).
+            case timedOut
+            /// The credential's deadline passed (now cleared; the state's is kept).
+            case credentialExpired
+        }
+
+        var state: NIODeadline?
+        var credential: NIODeadline?
+
+        /// When the connection's timer must look at this stream next.
+        var earliest: NIODeadline? {
+            switch (self.state, self.credential) {
+            case (let state?, let credential?): return min(state, credential)
+            case (let state?, nil): return state
+            case (nil, let credential?): return credential
+            case (nil, nil): return nil
+            }
+        }
+
+        /// What passed by `now`: the credential first (the stream ends whatever its state).
+        mutating func due(now: NIODeadline) -> Due {
+            if let credential = self.credential, credential <= now {
+                self.credential = nil
+                return .credentialExpired
+            }
+            if let state = self.state, state <= now {
+                self.state = nil
+                return .timedOut
+            }
+            return .none
+        }
+    }
+}

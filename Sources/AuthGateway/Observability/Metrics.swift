@@ -141,6 +141,9 @@ enum MetricName {
     static let signIns = "auth_gateway_sign_ins_total"
     static let signOuts = "auth_gateway_sign_outs_total"
     static let sessions = "auth_gateway_sessions"
+    static let openStreams = "auth_gateway_open_streams"
+    static let streamsClosed = "auth_gateway_streams_closed_total"
+    static let signals = "auth_gateway_signals_total"
     static let exchanges = "auth_gateway_exchanges_total"
     static let assertionsSigned = "auth_gateway_assertions_signed_total"
 
@@ -164,6 +167,15 @@ enum MetricName {
         (signIns, "counter", "Browser sign-ins (callbacks), by outcome"),
         (signOuts, "counter", "Browser sessions ended, by kind: rp, backchannel, expired, refresh_rejected"),
         (sessions, "gauge", "Browser session records held by this instance"),
+        (
+            openStreams, "gauge",
+            "Long-lived streams open (WebSocket tunnels, streamed responses, HTTP/2 streams), by route"
+        ),
+        (
+            streamsClosed, "counter",
+            "Long-lived streams the gateway ended, by reason: expiry, sign_out, backchannel, signal, reload"
+        ),
+        (signals, "counter", "Shared Signals events received, by event and outcome"),
         (verifiedCacheEntries, "gauge", "Entries in the verified-token cache"),
         (
             sharedStateErrors, "counter",

@@ -41,6 +41,13 @@ final class ProfileCache: Sendable {
 
     /// The configuration this cache was built for: a reload keeps the cache only while it is
     /// unchanged (docs/operations.md).
+    /// Forgets `subject`'s profiles, of every issuer (a Shared Signals event: docs/streams.md):
+    /// the next request fetches it again.
+    @discardableResult
+    func forget(subject: String) -> Int {
+        self.table.forget { key, _ in key.subject == subject }
+    }
+
     var profileConfiguration: ProfileConfiguration { self.configuration }
 
     /// The profile for `key`, or a fetch (made on the caller's `eventLoop`, to the profile

@@ -11,10 +11,13 @@ final class ConnectionRegistry {
     private let count: ClientConnectionCount
     private let metrics: WorkerMetrics
     private var channels: [ObjectIdentifier: Channel] = [:]
+    /// The long-lived streams among them, by what can revoke them (docs/streams.md).
+    let streams: LoopStreams
 
     init(count: ClientConnectionCount, metrics: WorkerMetrics) {
         self.count = count
         self.metrics = metrics
+        self.streams = LoopStreams(metrics: metrics)
         // Scraped as 0 from the start, not absent until the first client connects (a series
         // that appears only later breaks `rate`, alerts and dashboards).
         self.metrics.addGauge(.openConnections, 0)

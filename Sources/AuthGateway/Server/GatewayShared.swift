@@ -32,13 +32,17 @@ final class GatewayShared: Sendable {
     let clientConnections = ClientConnectionCount()
     /// The application's logger (`GatewayApplication.make`), for everything built from here.
     let logger: Logger
+    /// Every loop's long-lived streams, for revocations (docs/streams.md); the session stores
+    /// tell it of every end.
+    let streams: StreamDirectory
 
     init(
         authentication: AuthenticationState, health: HealthState, processMetrics: ProcessMetrics,
         clock: @escaping @Sendable () -> Double, clientTLS: NIOSSLContext?,
         connector: UpstreamConnector = SocketConnector(), tracing: GatewayTracing? = nil,
-        sharedState: PostgresSharedState? = nil, logger: Logger
+        sharedState: PostgresSharedState? = nil, logger: Logger, streams: StreamDirectory = StreamDirectory()
     ) {
+        self.streams = streams
         self.authentication = authentication
         self.logger = logger
         self.backendAvailabilities = BackendAvailabilities(logger: logger, metrics: processMetrics)

@@ -7,10 +7,13 @@ import NIOCore
 /// Also the in-memory half of the PostgreSQL store, which adds the database behind it.
 final class LocalSessionStore: SessionStore {
     private let shards: Sharded<LRUCache<TokenDigest, SessionRecord>>
+    /// Told of every end, so that the session's streams close (docs/streams.md).
+    let observer: SessionObserver?
 
     /// Process-wide and kept across reloads (sessions outlive a configuration).
-    init(capacity: Int) {
+    init(capacity: Int, observer: SessionObserver? = nil) {
         self.shards = Sharded(capacity: max(capacity, 1)) { LRUCache(capacity: $0) }
+        self.observer = observer
     }
 
     /// The live record under `digest`, its use recorded (at most once per granularity); an
@@ -30,7 +33,7 @@ final class LocalSessionStore: SessionStore {
     /// is removed; an idle one too, unless `keepingIdle` (the PostgreSQL store asks the
     /// database first: another instance may have kept the session alive). One shard lock.
     func cached(_ digest: TokenDigest, now: Double, lifetime: SessionLifetime, keepingIdle: Bool) -> CachedSession {
-        self.shards.withShard(for: digest) { shard -> CachedSession in
+        let cached = self.shards.withShard(for: digest) { shard -> CachedSession in
             guard var record = shard.get(digest) else { return .absent }
             guard now < record.createdAt + lifetime.maxSeconds else {
                 _ = shard.remove(digest)
@@ -47,6 +50,12 @@ final class LocalSessionStore: SessionStore {
             _ = shard.set(digest, record)
             return .live(record, touched: true)
         }
+        switch cached {
+        case .over: self.observer?.sessionEnded(digest, reason: .expired)
+        case .idle where !keepingIdle: self.observer?.sessionEnded(digest, reason: .expired)
+        case .live, .absent, .idle: break
+        }
+        return cached
     }
 
     func held(_ digest: TokenDigest) -> SessionRecord? {
@@ -85,12 +94,13 @@ final class LocalSessionStore: SessionStore {
         return all
     }
 
-    func end(_ digest: TokenDigest) {
+    func end(_ digest: TokenDigest, reason: SessionEndReason) {
         self.shards.withShard(for: digest) { _ = $0.remove(digest) }
+        self.observer?.sessionEnded(digest, reason: reason)
     }
 
     @discardableResult
-    func end(providerSessionID sid: String?, subject: String?) -> Int {
+    func end(providerSessionID sid: String?, subject: String?, reason: SessionEndReason) -> Int {
         guard sid != nil || subject != nil else { return 0 }
         var ended = 0
         self.shards.forEachShard { shard in
@@ -99,6 +109,7 @@ final class LocalSessionStore: SessionStore {
                 ended += 1
             }
         }
+        self.observer?.sessionsEnded(providerSessionID: sid, subject: subject, reason: reason)
         return ended
     }
 

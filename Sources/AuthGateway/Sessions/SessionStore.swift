@@ -25,16 +25,26 @@ protocol SessionStore: AnyObject, Sendable {
     /// New tokens for a session (after a refresh); the cookie stays the same.
     func update(_ digest: TokenDigest, _ record: SessionRecord)
 
-    /// Ends one session (sign-out, or a refused refresh) on every instance.
-    func end(_ digest: TokenDigest)
+    /// Ends one session (sign-out, or a refused refresh) on every instance; its streams close
+    /// for `reason` (docs/streams.md).
+    func end(_ digest: TokenDigest, reason: SessionEndReason)
 
     /// Ends every session of the provider session `sid` — or, without one, every session of
-    /// `subject` — on every instance (back-channel logout). Returns how many this process held.
+    /// `subject` — on every instance (back-channel logout, a `session-revoked` event). Returns
+    /// how many this process held.
     @discardableResult
-    func end(providerSessionID sid: String?, subject: String?) -> Int
+    func end(providerSessionID sid: String?, subject: String?, reason: SessionEndReason) -> Int
 
     /// Records held by this process (`auth_gateway_sessions`).
     var count: Int { get }
+}
+
+extension SessionStore {
+    /// Ends a session whose credential ran out: its refresh was refused, or it has none
+    /// (`SessionAuthentication`). Its streams close as expired.
+    func end(_ digest: TokenDigest) {
+        self.end(digest, reason: .expired)
+    }
 }
 
 enum SessionLookup {

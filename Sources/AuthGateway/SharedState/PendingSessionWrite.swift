@@ -12,14 +12,16 @@ enum PendingSessionWrite: Sendable, Equatable {
     case update(SessionRecord)
     /// A use: the row's `last_used_at` moves forward, if the row still exists.
     case touch(lastUsedAt: Double)
-    /// Delete the row; the other instances drop their copies.
-    case delete
+    /// Delete the row; the other instances drop their copies (and close the session's streams
+    /// for `reason`, docs/streams.md).
+    case delete(SessionEndReason)
 
     /// `self` followed by `later`, as one write.
     func then(_ later: PendingSessionWrite) -> PendingSessionWrite {
         switch (self, later) {
-        case (_, .delete), (.delete, _):
-            return .delete
+        case (.delete(let reason), _), (_, .delete(let reason)):
+            // The first end is the one the session's streams were closed for.
+            return .delete(reason)
         case (_, .put(let record)):
             return .put(record)
         case (.put(let earlier), .update(let record)):
@@ -64,6 +66,9 @@ enum SessionSelector: Sendable, Hashable {
 struct SessionWriteBatch: Sendable, Equatable {
     var writes: [TokenDigest: PendingSessionWrite] = [:]
     var selectors: [SessionSelector] = []
+    /// Why each selection ends its sessions, when it is not a back-channel logout (a
+    /// `session-revoked` event): told to the other instances (docs/streams.md).
+    var selectorReasons: [SessionSelector: SessionEndReason] = [:]
 
     var isEmpty: Bool { self.writes.isEmpty && self.selectors.isEmpty }
 
@@ -74,5 +79,6 @@ struct SessionWriteBatch: Sendable, Equatable {
             self.writes[digest] = self.writes[digest].map { write.then($0) } ?? write
         }
         self.selectors = failed.selectors + self.selectors
+        self.selectorReasons.merge(failed.selectorReasons) { current, _ in current }
     }
 }

@@ -61,6 +61,15 @@ final class PostgresExchangeStore: ExchangeStore {
         }.outcome(on: eventLoop, joined: {})
     }
 
+    /// The process-local copies only: the shared rows are sealed and keyed by digest, so they
+    /// end with their `usableUntil` (docs/streams.md, "Known limits").
+    func forget(where matches: (_ exchangedToken: String) -> Bool) -> Int {
+        self.local.forget { _, outcome in
+            if case .exchanged(let token, _) = outcome { return matches(token) }
+            return false
+        }
+    }
+
     private func leadLocally(
         _ flight: LocalSingleFlight<TokenDigest, ExchangeOutcome>.Flight, call: () -> EventLoopFuture<ExchangeOutcome>
     ) -> EventLoopFuture<(ExchangeOutcome, SingleFlightRole)> {

@@ -26,7 +26,7 @@ extension PostgresSessionStore {
             } catch {
                 // Counted by the database, which is now out of use: judged from memory, where
                 // an idle-looking copy is over.
-                self.local.end(digest)
+                self.local.end(digest, reason: .expired)
                 return nil
             }
             if !self.wasDropped(digest, since: started) { break }
@@ -34,13 +34,14 @@ extension PostgresSessionStore {
         var record: SessionRecord
         switch self.writes.pending(digest) {
         case .delete?:
-            // Signed out here while the row was read.
+            // Ended here while the row was read.
             return nil
         case .put(let unwritten)?, .update(let unwritten)?:
             record = unwritten
         case .touch?, nil:
             guard let row else {
-                self.local.end(digest)
+                // Ended elsewhere (its notification missed, or this copy was forgotten).
+                self.local.end(digest, reason: .signOut)
                 return nil
             }
             do throws(OutcomeSealer.OpenError) {
@@ -53,7 +54,7 @@ extension PostgresSessionStore {
         record.lastUsedAt = max(record.lastUsedAt, row?.lastUsedAt ?? 0, self.local.held(digest)?.lastUsedAt ?? 0)
         let now = self.clock()
         guard record.isLive(at: now, lifetime) else {
-            self.end(digest)
+            self.end(digest, reason: .expired)
             return nil
         }
         if now - record.lastUsedAt >= lifetime.touchGranularitySeconds {
@@ -72,10 +73,11 @@ extension PostgresSessionStore {
 
     // MARK: Notifications
 
-    /// A notification on `SharedSessionTable.channel` (`<hex digest>:<tag>:<u|e>`): another
-    /// instance ended the session (`e`: this instance's copy goes at once, the next request
-    /// reads the row) or updated it after a refresh (`u`: the copy is read again — never
-    /// dropped, as a request here may be adopting the same refresh). This instance's own
+    /// A notification on `SharedSessionTable.channel` (`<hex digest>:<tag>:<u|e…>`): another
+    /// instance ended the session (`e`, then the reason's letter — `SessionEndReason`, sign-out
+    /// when absent: this instance's copy goes at once and the session's streams close, the
+    /// next request reads the row) or updated it after a refresh (`u`: the copy is read again —
+    /// never dropped, as a request here may be adopting the same refresh). This instance's own
     /// notifications are ignored (its copy is current).
     func notified(_ payload: String) {
         let parts = payload.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false)
@@ -84,7 +86,7 @@ extension PostgresSessionStore {
         if parts[2] == "u" {
             if self.local.held(digest) != nil { _ = self.jobs.enqueue(.sessionRefresh(digest), key: digest) }
         } else {
-            self.local.end(digest)
+            self.local.end(digest, reason: SharedSessionTable.endReason(parts[2]))
         }
     }
 
@@ -102,7 +104,7 @@ extension PostgresSessionStore {
         }
         if let write = self.writes.pending(digest), Self.keepsLocalCopy(write) { return }
         guard let row else {
-            self.local.end(digest)
+            self.local.end(digest, reason: .signOut)
             return
         }
         guard var record = try? self.sealer.open(row.sealed, for: digest) else { return }
@@ -128,7 +130,7 @@ extension PostgresSessionStore {
             for digest in chunk where self.writes.pending(digest).map(Self.keepsLocalCopy) != true {
                 if self.wasDropped(digest, since: started) { continue }
                 guard let row = rows[digest] else {
-                    self.local.end(digest)
+                    self.local.end(digest, reason: .signOut)
                     continue
                 }
                 guard var record = try? self.sealer.open(row.sealed, for: digest) else { continue }
@@ -188,7 +190,7 @@ extension PostgresSessionStore {
         var puts: [SharedSessionTable.Put] = []
         var updates: [(digest: [UInt8], sealed: [UInt8], lastUsedAt: Double)] = []
         var touches: [(digest: [UInt8], lastUsedAt: Double)] = []
-        var deletes: [[UInt8]] = []
+        var deletes: [SessionEndReason: [[UInt8]]] = [:]
         for (digest, write) in batch.writes {
             switch write {
             case .put(let record):
@@ -202,16 +204,16 @@ extension PostgresSessionStore {
                 updates.append((digest.bytes, self.sealer.seal(record, for: digest), record.lastUsedAt))
             case .touch(let at):
                 touches.append((digest.bytes, at))
-            case .delete:
-                deletes.append(digest.bytes)
+            case .delete(let reason):
+                deletes[reason, default: []].append(digest.bytes)
             }
         }
-        var sids: [[UInt8]] = []
-        var subjects: [[UInt8]] = []
+        var selected: [SessionEndReason: (sids: [[UInt8]], subjects: [[UInt8]])] = [:]
         for selector in batch.selectors {
+            let reason = batch.selectorReasons[selector] ?? .backchannel
             switch selector {
-            case .providerSession(let hash): sids.append(hash)
-            case .subject(let hash): subjects.append(hash)
+            case .providerSession(let hash): selected[reason, default: ([], [])].sids.append(hash)
+            case .subject(let hash): selected[reason, default: ([], [])].subjects.append(hash)
             }
         }
         let (idle, max) = (lifetime.idleSeconds, lifetime.maxSeconds)
@@ -221,10 +223,13 @@ extension PostgresSessionStore {
             statements.append(SharedSessionTable.update(updates, idleSeconds: idle, maxSeconds: max, tag: self.tag))
         }
         if !touches.isEmpty { statements.append(SharedSessionTable.touch(touches, idleSeconds: idle, maxSeconds: max)) }
-        if !deletes.isEmpty { statements.append(SharedSessionTable.delete(deletes, tag: self.tag)) }
-        if !sids.isEmpty || !subjects.isEmpty {
+        for (reason, digests) in deletes.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
+            statements.append(SharedSessionTable.delete(digests, tag: self.tag, reason: reason))
+        }
+        for (reason, selection) in selected.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
             statements.append(
-                SharedSessionTable.deleteSelected(sidHashes: sids, subjectHashes: subjects, tag: self.tag))
+                SharedSessionTable.deleteSelected(
+                    sidHashes: selection.sids, subjectHashes: selection.subjects, tag: self.tag, reason: reason))
         }
         return statements
     }

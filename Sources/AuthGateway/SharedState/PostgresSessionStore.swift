@@ -53,9 +53,9 @@ final class PostgresSessionStore: SessionStore {
     init(
         capacity: Int, database: SharedStateDatabase, jobs: SharedStateJobs,
         key: SharedStateConfiguration.EncryptionKey,
-        clock: @escaping @Sendable () -> Double
+        clock: @escaping @Sendable () -> Double, observer: SessionObserver? = nil
     ) {
-        self.local = LocalSessionStore(capacity: capacity)
+        self.local = LocalSessionStore(capacity: capacity, observer: observer)
         self.database = database
         self.jobs = jobs
         self.sealer = SessionSealer(key: key)
@@ -82,7 +82,7 @@ final class PostgresSessionStore: SessionStore {
             if touched { self.queue(.touch(lastUsedAt: now), for: digest) }
             return .found(record)
         case .over:
-            self.queue(.delete, for: digest)
+            self.queue(.delete(.expired), for: digest)
             return .expired
         case .idle:
             // Another instance may have used it since: the row says.
@@ -144,16 +144,16 @@ final class PostgresSessionStore: SessionStore {
         for promise in woken { promise.succeed() }
     }
 
-    func end(_ digest: TokenDigest) {
-        self.local.end(digest)
-        self.queue(.delete, for: digest)
+    func end(_ digest: TokenDigest, reason: SessionEndReason) {
+        self.local.end(digest, reason: reason)
+        self.queue(.delete(reason), for: digest)
     }
 
     @discardableResult
-    func end(providerSessionID sid: String?, subject: String?) -> Int {
-        let ended = self.local.end(providerSessionID: sid, subject: subject)
+    func end(providerSessionID sid: String?, subject: String?, reason: SessionEndReason) -> Int {
+        let ended = self.local.end(providerSessionID: sid, subject: subject, reason: reason)
         if let selector = self.sealer.selector(providerSessionID: sid, subject: subject) {
-            self.writes.add(selector) { LocalSessionStore.matches($0, sid: sid, subject: subject) }
+            self.writes.add(selector, reason: reason) { LocalSessionStore.matches($0, sid: sid, subject: subject) }
             self.scheduleFlush()
         }
         return ended

@@ -48,7 +48,7 @@ final class PostgresSharedState: Service, Sendable {
         configuration: SharedStateConfiguration, eventLoopGroup: EventLoopGroup, metrics: ProcessMetrics,
         logger: Logger,
         pollMillisecondsWhileListening: Int64 = 250, sessionCapacity: Int = 100_000,
-        clock: @escaping @Sendable () -> Double
+        clock: @escaping @Sendable () -> Double, sessionObserver: SessionObserver? = nil
     ) throws {
         self.configuration = configuration
         self.eventLoopGroup = eventLoopGroup
@@ -62,7 +62,7 @@ final class PostgresSharedState: Service, Sendable {
             database: self.database, jobs: self.jobs, tablesReady: self.tokenTables, sealer: sealer)
         self.sessions = PostgresSessionStore(
             capacity: sessionCapacity, database: self.database, jobs: self.jobs, key: configuration.encryptionKey,
-            clock: clock)
+            clock: clock, observer: sessionObserver)
         self.store = PostgresRefreshStore(
             database: self.database, wakeups: self.wakeups, jobs: self.jobs, sealer: sealer,
             pollMillisecondsWhileListening: pollMillisecondsWhileListening, clock: clock

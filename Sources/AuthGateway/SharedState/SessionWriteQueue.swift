@@ -13,6 +13,8 @@ import Synchronization
 final class SessionWriteQueue: Sendable {
     private let shards = Sharded<[TokenDigest: PendingSessionWrite]>(count: 16) { [:] }
     private let selectors = NIOLockedValueBox<[SessionSelector]>([])
+    /// Why the queued selections end their sessions, when not by back-channel logout.
+    private let selectorReasons = NIOLockedValueBox<[SessionSelector: SessionEndReason]>([:])
     private let scheduled = Atomic<Bool>(false)
     /// The batch the flush is writing (taken by `drain`, until `finishBatch` or `putBack`).
     private let inFlight = NIOLockedValueBox(SessionWriteBatch())
@@ -29,12 +31,15 @@ final class SessionWriteQueue: Sendable {
     /// Queues a back-channel logout's selection, and turns the queued sign-ins and updates of
     /// the sessions it selects into deletions (so that a sign-in not yet written cannot land
     /// after the logout and bring the session back).
-    func add(_ selector: SessionSelector, matching matches: (SessionRecord) -> Bool) {
+    func add(
+        _ selector: SessionSelector, reason: SessionEndReason = .backchannel, matching matches: (SessionRecord) -> Bool
+    ) {
         self.shards.forEachShard { writes in
             for (digest, write) in writes {
-                if let record = write.record, matches(record) { writes[digest] = .delete }
+                if let record = write.record, matches(record) { writes[digest] = .delete(reason) }
             }
         }
+        if reason != .backchannel { self.selectorReasons.withLockedValue { $0[selector] = reason } }
         self.selectors.withLockedValue { selectors in
             selectors.append(selector)
             if selectors.count > Self.maximumSelectors {
@@ -53,6 +58,10 @@ final class SessionWriteQueue: Sendable {
         batch.selectors = self.selectors.withLockedValue { selectors in
             defer { selectors.removeAll() }
             return selectors
+        }
+        batch.selectorReasons = self.selectorReasons.withLockedValue { reasons in
+            defer { reasons.removeAll() }
+            return reasons
         }
         self.inFlight.withLockedValue { $0 = batch }
         return batch
@@ -75,6 +84,7 @@ final class SessionWriteQueue: Sendable {
                 selectors.removeFirst(selectors.count - Self.maximumSelectors)
             }
         }
+        self.selectorReasons.withLockedValue { $0.merge(failed.selectorReasons) { current, _ in current } }
     }
 
     /// The change not yet written for `digest` (queued, or being written), if any.

@@ -84,6 +84,15 @@ final class LocalSingleFlight<Key: Hashable & Sendable, Value: Sendable>: Sendab
         }
     }
 
+    /// Forgets every remembered outcome `matches` selects, in every shard (a Shared Signals
+    /// event: docs/streams.md); returns how many.
+    @discardableResult
+    func forget(where matches: (Key, Value) -> Bool) -> Int {
+        var forgotten = 0
+        self.shards.forEachShard { forgotten += $0.forget(where: matches) }
+        return forgotten
+    }
+
     /// Entries held (for metrics and tests; visits every shard).
     var count: Int {
         var total = 0

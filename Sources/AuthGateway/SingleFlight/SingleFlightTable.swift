@@ -97,6 +97,16 @@ struct SingleFlightTable<Key: Hashable, Value, InFlight> {
         }
     }
 
+    /// Forgets every remembered outcome `matches` selects (calls in flight go on); returns how
+    /// many. A walk over the table: for a Shared Signals event, not for requests.
+    @discardableResult
+    mutating func forget(where matches: (Key, Value) -> Bool) -> Int {
+        self.entries.removeAll { key, entry in
+            guard entry.inFlight == nil, let value = entry.value else { return false }
+            return matches(key, value)
+        }
+    }
+
     /// The remembered outcome and when it was stored, without touching recency.
     func peek(_ key: Key) -> (value: Value, storedAt: Double)? {
         guard let entry = self.entries.peek(key), let value = entry.value else { return nil }

@@ -84,6 +84,20 @@ struct LRUCache<Key: Hashable, Value> {
         return node.value
     }
 
+    /// Removes every entry `matches` selects (a walk over all of them: not for the request
+    /// path); returns how many.
+    @discardableResult
+    mutating func removeAll(where matches: (Key, Value) -> Bool) -> Int {
+        var selected: [Key] = []
+        var slot = self.newest
+        while slot >= 0, let node = self.nodes[slot] {
+            if matches(node.key, node.value) { selected.append(node.key) }
+            slot = node.older
+        }
+        for key in selected { _ = self.remove(key) }
+        return selected.count
+    }
+
     mutating func removeAll() {
         self = LRUCache(capacity: self.capacity)
     }

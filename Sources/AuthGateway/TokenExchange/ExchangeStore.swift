@@ -16,6 +16,12 @@ protocol ExchangeStore: Sendable {
         for key: TokenDigest, callTimeoutMilliseconds: Int, now: Double, eventLoop: EventLoop,
         call: @escaping () -> EventLoopFuture<ExchangeOutcome>
     ) -> EventLoopFuture<(ExchangeOutcome, SingleFlightRole)>
+
+    // helper/streams hook (docs/streams.md, "Shared Signals"): a `credential-change` or
+    // `token-claims-change` event drops the subject's exchanged tokens.
+    /// Forgets the exchanged tokens this process remembers that `matches` selects; how many.
+    @discardableResult
+    func forget(where matches: (_ exchangedToken: String) -> Bool) -> Int
 }
 
 extension TokenDigest {
@@ -58,6 +64,13 @@ final class LocalExchangeStore: ExchangeStore {
 
     /// Kept as long as `isUsable` says: the token's own expiry decides, not an age.
     static var policy: LocalSingleFlight<TokenDigest, ExchangeOutcome>.Policy { .init(freshSeconds: .infinity) }
+
+    func forget(where matches: (_ exchangedToken: String) -> Bool) -> Int {
+        self.table.forget { _, outcome in
+            if case .exchanged(let token, _) = outcome { return matches(token) }
+            return false
+        }
+    }
 
     var count: Int { self.table.count }
 }

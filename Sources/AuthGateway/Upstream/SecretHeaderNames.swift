@@ -24,7 +24,11 @@ struct SecretHeaderNames: Sendable {
     init(configuration: GatewayConfiguration) {
         var configured: [String] = []
         for source in configuration.tokens.sources {
-            if case .header(let name, _, _) = source { configured.append(name) }
+            switch source {
+            case .header(let name, _, _): configured.append(name)
+            case .websocketProtocol: configured.append("sec-websocket-protocol")
+            case .cookie: break
+            }
         }
         if let apiKeys = configuration.tokens.apiKeys { configured.append(apiKeys.header) }
         if let refresh = configuration.authService?.refresh {

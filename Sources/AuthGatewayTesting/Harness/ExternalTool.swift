@@ -87,6 +87,15 @@ package final class BackgroundTool: Sendable {
         throw ProcessHarnessError(description: "no output line from the peer: \(self.child.standardError)")
     }
 
+    /// Everything it has printed so far (a peer that reports events line by line).
+    package var output: String { self.child.standardOutput }
+
+    /// What it has printed on standard error so far.
+    package var errorOutput: String { self.child.standardError }
+
+    /// The lines it has printed so far.
+    package var lines: [String] { self.output.split(separator: "\n").map(String.init) }
+
     /// SIGTERM, then SIGKILL if it is still there after two seconds (waited for on a thread of
     /// its own, not the cooperative pool's).
     package func stop() async {

@@ -140,3 +140,36 @@ struct TokenExtractorTests {
         #expect(TokenExtractor.token(inHeaderValue: "Bearerx", bearer: true, raw: true)?.value == "Bearerx")
     }
 }
+
+/// The `websocketProtocol` token source (docs/streams.md, "Browser WebSockets").
+@Suite("TokenExtractor: websocketProtocol")
+struct WebSocketProtocolTokenTests {
+    static let prefix = "base64url.bearer.authorization.k8s.io."
+    let sources: [TokenSourceConfiguration] = [
+        .header(name: "Authorization", bearer: true, raw: false), .websocketProtocol(prefix: Self.prefix),
+    ]
+
+    func extract(_ headers: [(String, String)]) -> TokenExtractor.Result {
+        TokenExtractor.extract(from: HTTPHeaders(headers), sources: self.sources)
+    }
+
+    @Test func theEntryWithThePrefixIsTheTokenInBase64url() {
+        let entry = Self.prefix + Base64URL.encode(Array("abc.def.ghi".utf8))
+        let expected = TokenExtractor.Result.found(
+            ExtractedToken(value: "abc.def.ghi"[...], location: .websocketProtocol(prefix: Self.prefix)))
+        #expect(self.extract([("Sec-WebSocket-Protocol", "chat, \(entry)")]) == expected)
+        #expect(self.extract([("Sec-WebSocket-Protocol", "chat"), ("sec-websocket-protocol", entry)]) == expected)
+        #expect(self.extract([("Sec-WebSocket-Protocol", "chat")]) == .none)
+        #expect(self.extract([("Sec-WebSocket-Protocol", Self.prefix + "!!not-base64")]) == .none)
+        // The same token in Authorization too is one token; another one is a conflict.
+        #expect(
+            self.extract([("Authorization", "Bearer abc.def.ghi"), ("Sec-WebSocket-Protocol", entry)]) != .conflict)
+        #expect(self.extract([("Authorization", "Bearer other"), ("Sec-WebSocket-Protocol", entry)]) == .conflict)
+    }
+
+    @Test func theBackendNeverReceivesTheEntry() {
+        #expect(HeaderRewriter.removingProtocols("\(Self.prefix)dG9r, chat", prefix: Self.prefix) == "chat")
+        #expect(HeaderRewriter.removingProtocols("\(Self.prefix)dG9r", prefix: Self.prefix) == nil)
+        #expect(HeaderRewriter.removingProtocols("a,b , c", prefix: Self.prefix) == "a, b, c")
+    }
+}

@@ -108,3 +108,63 @@ struct ClientResponseFramingTests {
                 == .init(chunked: false, close: true))
     }
 }
+
+/// A long-lived stream's credential deadline on the connection's one timer (docs/streams.md).
+@Suite("ConnectionDeadlines: a stream's credential")
+struct ConnectionCredentialDeadlineTests {
+    private let start = NIODeadline.uptimeNanoseconds(1_000_000_000_000)
+    private let limits = ConnectionDeadlines.Limits(
+        requestHeader: .seconds(10), idle: .seconds(60), response: .seconds(30), granularity: .seconds(10))
+
+    @Test("a credential deadline earlier than the armed timer re-arms it; a later one arms nothing")
+    func arming() {
+        var deadlines = ConnectionDeadlines()
+        _ = deadlines.update(for: .idle, isIdle: false, now: start, limits: limits)
+        #expect(deadlines.armedFor == start + .seconds(10))
+        #expect(
+            deadlines.setCredentialDeadline(start + .seconds(3), now: start, granularity: .seconds(10))
+                == .arm(start + .seconds(3)))
+        var later = ConnectionDeadlines()
+        _ = later.update(for: .idle, isIdle: false, now: start, limits: limits)
+        #expect(later.setCredentialDeadline(start + .seconds(45), now: start, granularity: .seconds(10)) == .none)
+    }
+
+    @Test("the credential fires first, even with the state's deadline also passed; the state's is kept")
+    func credentialFirst() {
+        var deadlines = ConnectionDeadlines()
+        _ = deadlines.update(for: .response, isIdle: false, now: start, limits: limits)
+        _ = deadlines.setCredentialDeadline(start + .seconds(5), now: start, granularity: .seconds(10))
+        #expect(
+            deadlines.timerFired(now: start + .seconds(40), isIdle: false, granularity: .seconds(10))
+                == .credentialExpired)
+        #expect(deadlines.credentialDeadline == nil)
+        #expect(deadlines.deadline == start + .seconds(30))
+        #expect(deadlines.timerFired(now: start + .seconds(40), isIdle: false, granularity: .seconds(10)) == .timedOut)
+    }
+
+    @Test("a timer that fires before the credential's deadline re-arms for it, not beyond")
+    func rearmsForCredential() {
+        var deadlines = ConnectionDeadlines()
+        _ = deadlines.setCredentialDeadline(start + .seconds(25), now: start, granularity: .seconds(10))
+        #expect(deadlines.armedFor == start + .seconds(10))
+        #expect(
+            deadlines.timerFired(now: start + .seconds(10), isIdle: false, granularity: .seconds(10))
+                == .rearm(start + .seconds(20)))
+        #expect(
+            deadlines.timerFired(now: start + .seconds(20), isIdle: false, granularity: .seconds(10))
+                == .rearm(start + .seconds(25)))
+        #expect(
+            deadlines.timerFired(now: start + .seconds(25), isIdle: false, granularity: .seconds(10))
+                == .credentialExpired)
+    }
+
+    @Test("a stream that ended leaves nothing to fire for; a closed connection ignores a credential")
+    func cleared() {
+        var deadlines = ConnectionDeadlines()
+        _ = deadlines.setCredentialDeadline(start + .seconds(2), now: start, granularity: .seconds(10))
+        _ = deadlines.setCredentialDeadline(nil, now: start, granularity: .seconds(10))
+        #expect(deadlines.timerFired(now: start + .seconds(2), isIdle: false, granularity: .seconds(10)) == .none)
+        deadlines.close()
+        #expect(deadlines.setCredentialDeadline(start + .seconds(1), now: start, granularity: .seconds(10)) == .none)
+    }
+}

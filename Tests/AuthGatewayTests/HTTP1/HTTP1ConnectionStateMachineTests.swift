@@ -25,6 +25,7 @@ enum ConnectionStep: Equatable {
     case retry
     case abandon
     case closeConnection
+    case closeTunnel
     case resumeClientReads
     case resumeUpstreamReads
 
@@ -37,6 +38,7 @@ enum ConnectionStep: Equatable {
         case .sendContinueAndRequest(let body, let end):
             self = .sendRequest(body: body.map { String(buffer: $0) }, end: end, sendContinue: true)
         case .closeConnection: self = .closeConnection
+        case .closeTunnel: self = .closeTunnel
         }
     }
 

@@ -92,11 +92,11 @@ struct LocalSessionStoreTests {
         store.create(a, self.record(subject: "alice", sid: "s1"))
         store.create(b, self.record(subject: "alice", sid: "s2"))
         store.create(c, self.record(subject: "bob", sid: "s3"))
-        #expect(store.end(providerSessionID: "s1", subject: "alice") == 1)
+        #expect(store.end(providerSessionID: "s1", subject: "alice", reason: .backchannel) == 1)
         #expect(store.held(a) == nil && store.held(b) != nil)
-        #expect(store.end(providerSessionID: nil, subject: "alice") == 1)
+        #expect(store.end(providerSessionID: nil, subject: "alice", reason: .backchannel) == 1)
         #expect(store.held(b) == nil && store.held(c) != nil)
-        #expect(store.end(providerSessionID: nil, subject: nil) == 0)
+        #expect(store.end(providerSessionID: nil, subject: nil, reason: .backchannel) == 0)
         #expect(store.count == 1)
     }
 

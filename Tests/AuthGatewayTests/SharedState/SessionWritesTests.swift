@@ -30,10 +30,12 @@ struct SessionWritesTests {
         #expect(PendingSessionWrite.touch(lastUsedAt: 170).then(.update(refreshed)) == .update(refreshedAndUsed))
         #expect(PendingSessionWrite.touch(lastUsedAt: 170).then(.touch(lastUsedAt: 150)) == .touch(lastUsedAt: 170))
         // An end wins over anything before or after it: a logged-out session never comes back.
-        for write in [PendingSessionWrite.put(signedIn), .update(refreshed), .touch(lastUsedAt: 1), .delete] {
-            #expect(write.then(.delete) == .delete)
-            #expect(PendingSessionWrite.delete.then(write) == .delete)
+        for write in [PendingSessionWrite.put(signedIn), .update(refreshed), .touch(lastUsedAt: 1)] {
+            #expect(write.then(.delete(.signOut)) == .delete(.signOut))
+            #expect(PendingSessionWrite.delete(.backchannel).then(write) == .delete(.backchannel))
         }
+        // The first end's reason is the one the session's streams were closed for.
+        #expect(PendingSessionWrite.delete(.expired).then(.delete(.signOut)) == .delete(.expired))
     }
 
     @Test("a failed batch goes back before what was queued since")
@@ -47,11 +49,11 @@ struct SessionWritesTests {
         #expect(failed.writes.count == 2)
         #expect(queue.pending(a) == .put(Self.record()), "a batch being written is still pending")
         // Meanwhile: a signs out, b is used again.
-        queue.add(.delete, for: a)
+        queue.add(.delete(.signOut), for: a)
         queue.add(.touch(lastUsedAt: 200), for: b)
         queue.putBack(failed)
         let retried = queue.drain()
-        #expect(retried.writes[a] == .delete)
+        #expect(retried.writes[a] == .delete(.signOut))
         #expect(retried.writes[b] == .touch(lastUsedAt: 200))
         queue.finishBatch()
         #expect(queue.isEmpty && queue.pending(a) == nil)
@@ -66,7 +68,7 @@ struct SessionWritesTests {
         queue.add(.put(Self.record(subject: "bob", sid: "s-b")), for: bob)
         queue.add(.providerSession([1, 2, 3])) { LocalSessionStore.matches($0, sid: "s-a", subject: nil) }
         let batch = queue.drain()
-        #expect(batch.writes[alice] == .delete)
+        #expect(batch.writes[alice] == .delete(.backchannel))
         #expect(batch.writes[bob] == .put(Self.record(subject: "bob", sid: "s-b")))
         #expect(batch.selectors == [.providerSession([1, 2, 3])])
     }

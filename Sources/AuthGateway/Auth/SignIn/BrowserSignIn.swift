@@ -186,7 +186,7 @@ final class BrowserSignIn: Sendable {
                 return (.refused(.signInIDTokenRejected(failure.rawValue), cookies: [clearFlow]), nil)
             }
             // A session the browser already had ends: a sign-in never continues another's.
-            if let old = self.cookies.sessionHandle(in: headers) { self.sessions.end(old.digest) }
+            if let old = self.cookies.sessionHandle(in: headers) { self.sessions.end(old.digest, reason: .signOut) }
             let handle = SessionHandle.generate()
             self.sessions.create(
                 handle.digest,
@@ -207,7 +207,7 @@ final class BrowserSignIn: Sendable {
     /// `end_session_endpoint` (with `id_token_hint`), or to `postSignOutPath`.
     func signOut(_ record: SessionRecord?, handle: SessionHandle?) -> SignInAnswer {
         if let handle {
-            self.sessions.end(handle.digest)
+            self.sessions.end(handle.digest, reason: .signOut)
             self.metrics.increment(.signOut(.rp))
         }
         let cookies = [self.cookies.clearingSession]
@@ -237,7 +237,8 @@ final class BrowserSignIn: Sendable {
             return eventLoop.makeSucceededFuture(.invalidLogout)
         }
         let end = { @Sendable () -> SignInAnswer in
-            let ended = self.sessions.end(providerSessionID: logout.providerSessionID, subject: logout.subject)
+            let ended = self.sessions.end(
+                providerSessionID: logout.providerSessionID, subject: logout.subject, reason: .backchannel)
             self.metrics.increment(.signOut(.backchannel), by: UInt64(ended))
             return .loggedOut
         }

@@ -13,7 +13,8 @@ import PostgresNIO
 ///
 /// Changes that others must learn of notify channel `auth_gateway_sessions` in the same
 /// statement, with `<hex digest>:<instance tag>:u` for an update after a refresh and
-/// `…:e` for an end.
+/// `…:e<reason>` for an end (the reason's letter, `SessionEndReason`: which the session's
+/// streams close for, docs/streams.md; an instance that reads only `e` takes it as an end).
 enum SharedSessionTable {
     static let name = "auth_gateway_sessions"
     static let channel = "auth_gateway_sessions"
@@ -123,20 +124,23 @@ enum SharedSessionTable {
         """
     }
 
-    /// Deletes the rows of `digests` and notifies each one deleted.
-    static func delete(_ digests: [[UInt8]], tag: String) -> PostgresQuery {
+    /// Deletes the rows of `digests` and notifies each one deleted, ended for `reason`.
+    static func delete(_ digests: [[UInt8]], tag: String, reason: SessionEndReason) -> PostgresQuery {
         """
         WITH ended AS (
             DELETE FROM auth_gateway_sessions WHERE handle_digest = ANY(\(digests.map { ByteBuffer(bytes: $0) })::bytea[])
                 RETURNING handle_digest
         )
-        SELECT pg_notify(\(Self.channel), encode(handle_digest, 'hex') || ':' || \(tag + ":e")) FROM ended
+        SELECT pg_notify(\(Self.channel), encode(handle_digest, 'hex') || ':' || \(tag + ":e" + reason.rawValue)) FROM ended
         """
     }
 
-    /// Back-channel logout: deletes every session of the provider sessions `sidHashes` and of
-    /// the subjects `subjectHashes`, and notifies each one deleted.
-    static func deleteSelected(sidHashes: [[UInt8]], subjectHashes: [[UInt8]], tag: String) -> PostgresQuery {
+    /// Back-channel logout (or a `session-revoked` event, `reason`): deletes every session of
+    /// the provider sessions `sidHashes` and of the subjects `subjectHashes`, and notifies each
+    /// one deleted.
+    static func deleteSelected(
+        sidHashes: [[UInt8]], subjectHashes: [[UInt8]], tag: String, reason: SessionEndReason
+    ) -> PostgresQuery {
         """
         WITH ended AS (
             DELETE FROM auth_gateway_sessions
@@ -144,8 +148,14 @@ enum SharedSessionTable {
                    OR sub_hash = ANY(\(subjectHashes.map { ByteBuffer(bytes: $0) })::bytea[])
                 RETURNING handle_digest
         )
-        SELECT pg_notify(\(Self.channel), encode(handle_digest, 'hex') || ':' || \(tag + ":e")) FROM ended
+        SELECT pg_notify(\(Self.channel), encode(handle_digest, 'hex') || ':' || \(tag + ":e" + reason.rawValue)) FROM ended
         """
+    }
+
+    /// The reason an end notification's last part (`e`, `eb`, …) names; sign-out when it
+    /// names none (an older instance's).
+    static func endReason(_ kind: Substring) -> SessionEndReason {
+        SessionEndReason(rawValue: String(kind.dropFirst())) ?? .signOut
     }
 
     static let sweep: PostgresQuery = """

@@ -6,7 +6,7 @@ docs/browser-sign-in.md against a running gateway and the demo's OpenID Provider
 the glewlwyd flow), and prints what it saw as one JSON object on stdout; the Swift tests
 (RealBrowserTests) judge it.
 
-    browser_sign_in.py --gateway http://localhost:PORT --flow sign-in|two-tabs|sign-out|demo|glewlwyd
+    browser_sign_in.py --gateway http://localhost:PORT --flow sign-in|two-tabs|sign-out|demo|live|glewlwyd
                        [--page /path?query] [--user NAME --password SECRET]
                        [--chromium PATH] [--chromedriver PATH] [--timeout S]
 
@@ -20,6 +20,9 @@ Flows:
             session ended too); sign in again; a typed GET of sign-out does the same;
   demo      the walk-through `auth-gateway demo` prints: open --page (a full URL), sign in,
             then sign out by typing {gateway}/.gateway/sign-out;
+  live      the demo's live page (a full URL as --page): sign in from it, wait until its WebSocket
+            is open and ticking, click its sign-out link (a new tab), and read on the page the
+            close code the tunnel got (docs/streams.md, "The demo");
   glewlwyd  the provider is Glewlwyd: open --page, land on Glewlwyd's login page, log in as
             --user, grant the scopes asked, continue, end on --page; then sign out by typing
             {gateway}/.gateway/sign-out, land on Glewlwyd's end-session prompt, log out there,
@@ -38,6 +41,7 @@ import os
 import shutil
 import signal
 import sys
+import time
 import traceback
 import urllib.parse
 
@@ -345,6 +349,42 @@ def flow_demo(browser, args):
     return report
 
 
+def flow_live(browser, args):
+    """The demo's live page (docs/streams.md, "The demo"): sign in from it, see its WebSocket
+    tick, click its sign-out link (it opens a new tab), and read on the page how the tunnel
+    closed and how long after the click."""
+    page = args.page
+    browser.open(page)
+    login = browser.login_form("live: the login form")
+    browser.submit_credentials()
+    browser.wait("live: back at the page", lambda _: browser.url == page and browser.elements("#status"))
+    browser.wait(
+        "live: the tunnel is open and ticks",
+        lambda _: browser.elements("#ticks li") and browser.elements("#status")[0].text == "open",
+    )
+    ticks = len(browser.elements("#ticks li"))
+    page_window = browser.driver.current_window_handle
+    clicked = time.monotonic()
+    # A real click (a user gesture, so the new tab is not blocked as a pop-up).
+    browser.driver.find_element(By.ID, "sign-out").click()
+    browser.wait(
+        "live: the tunnel is closed",
+        lambda _: browser.elements("#status")[0].get_attribute("data-code"),
+    )
+    closed_after = time.monotonic() - clicked
+    status = browser.elements("#status")[0]
+    tabs = len(browser.driver.window_handles)
+    browser.driver.switch_to.window(page_window)
+    return {
+        "login": login,
+        "ticks": ticks,
+        "status": status.text,
+        "code": status.get_attribute("data-code"),
+        "closedAfterSeconds": round(closed_after, 3),
+        "tabs": tabs,
+    }
+
+
 def on_glewlwyd_page(browser):
     """Whether Glewlwyd's login page (a page of another origin than the gateway's) has loaded."""
     url = browser.url
@@ -449,6 +489,7 @@ FLOWS = {
     "two-tabs": flow_two_tabs,
     "sign-out": flow_sign_out,
     "demo": flow_demo,
+    "live": flow_live,
     "glewlwyd": flow_glewlwyd,
 }
 

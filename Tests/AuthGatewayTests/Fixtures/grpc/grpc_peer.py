@@ -21,9 +21,17 @@ Methods of test.Echo:
   ClientStream   concatenates every request message
   Bidi           answers each message with b"echo:" + message
   Slow           sleeps 30 s, then echoes (the tests expect a deadline to cut it short)
+  Forever        a server stream: b"tick-<i>" every 0.1 s until the call ends
+
+  grpc_peer.py client TARGET expiry --token SHORT --other-token LONG
+                                 on one channel (one HTTP/2 connection): a Forever stream and a
+                                 Bidi call with SHORT, a Forever stream with LONG; reports each
+                                 call's code and when it ended (Unix time), and how many ticks
+                                 the LONG stream received after both SHORT calls had ended
 """
 import json
 import sys
+import threading
 import time
 from concurrent import futures
 
@@ -65,6 +73,14 @@ def slow(request, context):
     return request
 
 
+def forever(request, context):
+    index = 0
+    while context.is_active():
+        yield b"tick-%d" % index
+        index += 1
+        time.sleep(0.1)
+
+
 def serve():
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=32), options=OPTIONS)
     handlers = {
@@ -73,6 +89,7 @@ def serve():
         "ClientStream": grpc.stream_unary_rpc_method_handler(client_stream),
         "Bidi": grpc.stream_stream_rpc_method_handler(bidi),
         "Slow": grpc.unary_unary_rpc_method_handler(slow),
+        "Forever": grpc.unary_stream_rpc_method_handler(forever),
     }
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, handlers),))
     port = server.add_insecure_port("127.0.0.1:0")
@@ -82,7 +99,54 @@ def serve():
     server.wait_for_termination()
 
 
-def run_case(target, case, token, refresh_token, timeout, method=None, extra_metadata=()):
+def expiry_case(channel, token, other_token, timeout):
+    """Two calls with a short-lived token and one with another, on one connection."""
+    short = [("authorization", "Bearer " + token)]
+    long = [("authorization", "Bearer " + other_token)]
+    stop = threading.Event()
+    ended = {}
+
+    def drain(name, calls):
+        count = 0
+        try:
+            for _ in calls:
+                count += 1
+            ended[name] = {"code": "OK", "count": count, "at": time.time()}
+        except grpc.RpcError as error:
+            ended[name] = {"code": error.code().name, "details": error.details(), "count": count, "at": time.time()}
+
+    def messages():
+        index = 0
+        while not stop.is_set():
+            yield b"%d" % index
+            index += 1
+            time.sleep(0.1)
+
+    other = channel.unary_stream("/%s/Forever" % SERVICE)(b"", metadata=long, timeout=timeout)
+    stream = channel.unary_stream("/%s/Forever" % SERVICE)(b"", metadata=short, timeout=timeout)
+    bidi = channel.stream_stream("/%s/Bidi" % SERVICE)(messages(), metadata=short, timeout=timeout)
+    threads = [threading.Thread(target=drain, args=("stream", stream)), threading.Thread(target=drain, args=("bidi", bidi))]
+    for thread in threads:
+        thread.start()
+    result = {"other_after": 0}
+    try:
+        for _ in other:
+            if len(ended) == 2:
+                result["other_after"] += 1
+                if result["other_after"] >= 5:
+                    break
+        result["other_code"] = "OK"
+    except grpc.RpcError as error:
+        result["other_code"] = error.code().name
+    other.cancel()
+    stop.set()
+    for thread in threads:
+        thread.join(timeout)
+    result.update(ended)
+    return result
+
+
+def run_case(target, case, token, refresh_token, timeout, method=None, extra_metadata=(), other_token=None):
     channel = grpc.insecure_channel(target, options=OPTIONS)
     metadata = []
     if token:
@@ -127,6 +191,8 @@ def run_case(target, case, token, refresh_token, timeout, method=None, extra_met
             pending = [unary_call.future(b"call-%d" % index, metadata=metadata, timeout=timeout) for index in range(100)]
             answers = [future.result().decode() for future in pending]
             result["ok"] = sum(1 for index, answer in enumerate(answers) if answer == "call-%d" % index)
+        elif case == "expiry":
+            result.update(expiry_case(channel, token, other_token, timeout))
         elif case == "slow":
             response = stub("unary_unary", "Slow")(b"late", metadata=metadata, timeout=timeout)
             result["response"] = response.decode()
@@ -155,7 +221,7 @@ def main():
         run_case(
             sys.argv[2], sys.argv[3], options.get("--token"), options.get("--refresh-token"),
             float(options.get("--timeout", "10")), options.get("--method"),
-            json.loads(options.get("--metadata", "[]")))
+            json.loads(options.get("--metadata", "[]")), options.get("--other-token"))
         return
     raise SystemExit(__doc__)
 

@@ -33,7 +33,10 @@ struct GlewlwydSignInTests {
     /// then the gateway's client at Glewlwyd. The public base names the gateway as `host`
     /// (`localhost` keeps a real browser's cookies for the gateway apart from Glewlwyd's, on
     /// 127.0.0.1); Glewlwyd serves its login page with `servingLoginPage`.
-    static func start(host: String = "127.0.0.1", servingLoginPage: Bool = false) async throws -> Setup {
+    static func start(
+        host: String = "127.0.0.1", servingLoginPage: Bool = false,
+        configure: @escaping (inout JSONObject) -> Void = { _ in }
+    ) async throws -> Setup {
         let glewlwyd = try await GlewlwydServer.start(servingLoginPage: servingLoginPage)
         do {
             func configuration(_ publicBaseURL: String) -> (inout JSONObject) -> Void {
@@ -59,6 +62,7 @@ struct GlewlwydSignInTests {
                         ["name": "api", "pathPrefix": "/api/", "backend": "api", "auth": "required"],
                         ["name": "app", "pathPrefix": "/", "backend": "api", "auth": "required", "signIn": true],
                     ]
+                    configure(&document)
                 }
             }
             let gateway = try await GatewayFixture.start(
