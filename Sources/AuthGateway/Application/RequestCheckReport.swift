@@ -57,7 +57,7 @@ struct RequestCheckReport {
         }
     }
 
-    mutating func identityHeaders(_ headers: [(name: String, value: String)]) {
+    mutating func identityHeaders(_ headers: HeaderFields) {
         guard !headers.isEmpty else {
             self.line("identity headers", "none")
             return

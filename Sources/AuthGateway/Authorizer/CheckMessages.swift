@@ -76,7 +76,7 @@ enum CheckMessages {
     /// `OK` with `ok_response`: `headers` set (overwriting) on the upstream request,
     /// `remove` taken off it, `responseHeaders` added to the client's response.
     static func allowed(
-        headers: [(name: String, value: String)], remove: [String], responseHeaders: [(name: String, value: String)]
+        headers: HeaderFields, remove: [String], responseHeaders: HeaderFields
     ) -> Envoy_Service_Auth_V3_CheckResponse {
         var response = Envoy_Service_Auth_V3_CheckResponse()
         response.status.code = 0
@@ -91,7 +91,7 @@ enum CheckMessages {
     /// `denied_response` with the client's answer, and the `google.rpc.Status` code of its
     /// status: 16 (401), 7 (403), 8 (429), 14 (503 and any other failure), 3 (400).
     static func denied(
-        status: Int, headers: [(name: String, value: String)], body: String, message: String
+        status: Int, headers: HeaderFields, body: String, message: String
     ) -> Envoy_Service_Auth_V3_CheckResponse {
         var response = Envoy_Service_Auth_V3_CheckResponse()
         response.status.code = Self.rpcCode(status: status)

@@ -38,9 +38,9 @@ final class AllowedRequest {
     let identity: Identity?
     /// For the client's response: new tokens after a refresh or sign-in, `RateLimit`, `DPoP-Nonce`.
     /// Appended to only while the decision is made, before anything else sees it.
-    var responseHeaders: [(name: String, value: String)]
+    var responseHeaders: HeaderFields
     /// The verified identity headers for the backend.
-    let identityHeaders: [(name: String, value: String)]
+    let identityHeaders: HeaderFields
     /// The access token's fate (and refresh tokens', always removed) on the way to the backend.
     let tokenEdits: [TokenEdit]
     /// The `Authorization` the backend gets instead of the caller's token (an exchanged token).
@@ -48,7 +48,7 @@ final class AllowedRequest {
 
     init(
         request: AuthRequest, resolved: ResolvedRoute, identity: Identity?,
-        responseHeaders: [(name: String, value: String)], identityHeaders: [(name: String, value: String)],
+        responseHeaders: HeaderFields, identityHeaders: HeaderFields,
         tokenEdits: [TokenEdit]
     ) {
         self.request = request
@@ -174,7 +174,7 @@ extension RequestPlanner {
             }
         }
         var edits = self.snapshot.refreshTokenRemovals
-        var identityHeaders: [(name: String, value: String)] = []
+        var identityHeaders: HeaderFields = []
         if let identity {
             if identity.backendAuthorization != nil {
                 // An exchanged token replaces the caller's, which reaches the backend nowhere
@@ -206,8 +206,8 @@ extension RequestPlanner {
 
     /// The identity headers (docs/configuration.md): each configured name with the value its
     /// path reads, in header form; names without a value are left out.
-    static func identityHeaders(_ fields: IdentityFields, policy: ForwardingPolicy) -> [(name: String, value: String)] {
-        var headers: [(name: String, value: String)] = []
+    static func identityHeaders(_ fields: IdentityFields, policy: ForwardingPolicy) -> HeaderFields {
+        var headers: HeaderFields = []
         for header in policy.identityHeaders {
             if let value = fields.value(header.path), let text = IdentityLookup.headerText(for: value) {
                 headers.append((header.name, text))

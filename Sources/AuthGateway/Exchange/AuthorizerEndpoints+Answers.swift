@@ -65,8 +65,8 @@ extension AuthorizerEndpoints {
 
     /// The access token as the backend gets it when it is not the one the client sent: a
     /// refresh's new token, a session's token (`Authorization: Bearer`).
-    static func upstreamTokenHeaders(_ edits: [TokenEdit]) -> [(name: String, value: String)] {
-        var headers: [(name: String, value: String)] = []
+    static func upstreamTokenHeaders(_ edits: [TokenEdit]) -> HeaderFields {
+        var headers: HeaderFields = []
         for edit in edits {
             guard let replacement = edit.replacement else { continue }
             switch edit.location {

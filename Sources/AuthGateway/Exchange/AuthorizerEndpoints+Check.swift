@@ -101,7 +101,7 @@ final class CheckDecider: @unchecked Sendable {
     /// reach the backend with no value at all — the exchanged `Authorization` always, the
     /// assertion and an identity header whenever the client sent its own (docs/authorizer.md).
     private func removals(
-        _ allowed: AllowedRequest, original: OriginalRequest, setting: [(name: String, value: String)]
+        _ allowed: AllowedRequest, original: OriginalRequest, setting: HeaderFields
     ) -> [String] {
         let policy = self.endpoints.planner.snapshot.forwarding
         let set = Set(setting.map { $0.name.lowercased() })

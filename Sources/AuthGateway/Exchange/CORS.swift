@@ -82,9 +82,9 @@ enum CORS {
     /// The fields for an actual answer on a route with `cors`: `Vary: Origin` always (the answer
     /// depends on it, for caches), and for an allowed `origin` the origin itself (never `*`),
     /// credentials and exposed headers. A disallowed or absent origin gets no CORS fields.
-    static func responseHeaders(_ cors: CORSConfiguration, origin: String?) -> [(name: String, value: String)] {
+    static func responseHeaders(_ cors: CORSConfiguration, origin: String?) -> HeaderFields {
         guard let origin, Self.allows(cors, origin: origin) else { return [("Vary", "Origin")] }
-        var headers: [(name: String, value: String)] = [("Access-Control-Allow-Origin", origin), ("Vary", "Origin")]
+        var headers: HeaderFields = [("Access-Control-Allow-Origin", origin), ("Vary", "Origin")]
         if cors.allowCredentials { headers.append(("Access-Control-Allow-Credentials", "true")) }
         if !cors.exposeHeaders.isEmpty {
             headers.append(("Access-Control-Expose-Headers", cors.exposeHeaders.joined(separator: ", ")))

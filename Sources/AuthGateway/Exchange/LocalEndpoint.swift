@@ -11,10 +11,10 @@ struct LocalEndpoint: Sendable {
     /// What the endpoint answers.
     struct Answer: Sendable {
         var status: HTTPResponseStatus
-        var headers: [(name: String, value: String)]
+        var headers: HeaderFields
         var body: ByteBuffer
         /// HTTP/2 trailers (gRPC's `grpc-status`); HTTP/1.1 clients get none.
-        var trailers: [(name: String, value: String)] = []
+        var trailers: HeaderFields = []
         /// The route the endpoint decided for (the gRPC `Check`'s original request), for the
         /// metrics and the access log; nil keeps the stand-in `-`.
         var route: String? = nil
@@ -26,8 +26,8 @@ struct LocalEndpoint: Sendable {
         }
 
         init(
-            status: HTTPResponseStatus, headers: [(name: String, value: String)], body: ByteBuffer,
-            trailers: [(name: String, value: String)] = []
+            status: HTTPResponseStatus, headers: HeaderFields, body: ByteBuffer,
+            trailers: HeaderFields = []
         ) {
             self.status = status
             self.headers = headers

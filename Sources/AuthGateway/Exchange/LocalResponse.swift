@@ -14,7 +14,7 @@ struct LocalResponse {
 
     /// An RFC 9457 problem document with the RFC 6750 headers (docs/errors.md).
     static func problem(
-        _ error: GatewayError, requestID: String, extraHeaders: [(name: String, value: String)] = []
+        _ error: GatewayError, requestID: String, extraHeaders: HeaderFields = []
     ) -> LocalResponse {
         var headers = HTTPHeaders()
         headers.add(name: "Content-Type", value: "application/problem+json")
@@ -44,7 +44,7 @@ struct LocalResponse {
     }
 
     /// `302 Found` to `location` (docs/browser-sign-in.md), never cached.
-    static func redirect(to location: String, headers extra: [(name: String, value: String)] = []) -> LocalResponse {
+    static func redirect(to location: String, headers extra: HeaderFields = []) -> LocalResponse {
         var headers = HTTPHeaders()
         headers.add(name: "Location", value: location)
         headers.add(name: "Cache-Control", value: "no-store")

@@ -26,7 +26,7 @@ final class ForwardPlan {
     let head: UpstreamRequestHead
     let responseTimeout: TimeAmount
     /// Added to the client's response (new tokens after a refresh).
-    let responseHeaders: [(name: String, value: String)]
+    let responseHeaders: HeaderFields
     /// The verified subject, for the access log.
     let subject: String?
     /// The API key's `id` when the caller presented one, for the access log.
@@ -44,7 +44,7 @@ final class ForwardPlan {
     init(
         route: ResolvedRoute, pool: UpstreamPool?, local: LocalEndpoint? = nil, head: UpstreamRequestHead,
         responseTimeout: TimeAmount,
-        responseHeaders: [(name: String, value: String)], subject: String?, apiKey: String? = nil, upgrade: String?,
+        responseHeaders: HeaderFields, subject: String?, apiKey: String? = nil, upgrade: String?,
         upstreamSpan: (any Span)? = nil,
         secretHeaders: SecretHeaderNames = SecretHeaderNames(), allowed: AllowedRequest? = nil
     ) {

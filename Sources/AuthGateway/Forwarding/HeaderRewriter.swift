@@ -78,9 +78,9 @@ package enum HeaderRewriter {
         policy: ForwardingPolicy,
         connection: ClientConnectionInfo,
         requestID: String,
-        identity: [(name: String, value: String)],
+        identity: HeaderFields,
         tokenEdits: [TokenEdit],
-        traceContext: [(name: String, value: String)] = [],
+        traceContext: HeaderFields = [],
         stripDPoPProof: Bool = false
     ) -> HTTPHeaders {
         Self.upstreamRequestHeaders(
@@ -269,10 +269,10 @@ package struct HeaderRewrite {
     var connection: ClientConnectionInfo
     var requestID: String
     /// Verified identity headers, added after the client's fields.
-    var identity: [(name: String, value: String)]
+    var identity: HeaderFields
     var tokenEdits: [TokenEdit]
     /// The upstream span's context (`traceparent`, `tracestate`), replacing the client's.
-    var traceContext: [(name: String, value: String)] = []
+    var traceContext: HeaderFields = []
     var stripDPoPProof = false
     /// The `Authorization` in place of whatever the client sent (an exchanged token); nil keeps
     /// the client's, as the token edits leave it.

@@ -14,7 +14,7 @@ extension HTTPWriter {
         _ head: UpstreamResponseHead,
         clientVersion: HTTPVersion,
         requestID: String,
-        extra: [(name: String, value: String)],
+        extra: HeaderFields,
         chunked: Bool,
         connection: String?,
         upgrade: String? = nil,

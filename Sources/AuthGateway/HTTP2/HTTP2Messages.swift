@@ -132,7 +132,7 @@ enum HTTP2Messages {
     /// headers and `set-cookie` among them), and those an HTTP/2 backend sent never-indexed,
     /// stay out of the HPACK dynamic table (docs/http2.md).
     static func responseHeaders(
-        _ head: UpstreamResponseHead, requestID: String, extra: [(name: String, value: String)],
+        _ head: UpstreamResponseHead, requestID: String, extra: HeaderFields,
         secrets: SecretHeaderNames, texts: inout FieldTextCache, dropsCORSFields: Bool = false
     ) -> HPACKHeaders {
         var headers = HPACKHeaders()

@@ -66,7 +66,7 @@ final class RequestTrace: Sendable {
     }
 
     /// `traceparent` and `tracestate` naming `span` as the parent, for the backend.
-    func propagationHeaders(for span: any Span) -> [(name: String, value: String)] {
+    func propagationHeaders(for span: any Span) -> HeaderFields {
         var headers = HTTPHeaders()
         self.tracer.inject(span.context, into: &headers, using: HeaderInjector())
         return headers.map { ($0.name, $0.value) }

@@ -172,5 +172,5 @@ enum RateLimitVerdict {
     /// Admitted by every limit; `header` is the `RateLimit` value of the tightest one.
     case admitted(header: String?)
     /// Refused by `limit`; nothing was consumed from any limit.
-    case refused(limit: String, retryAfterSeconds: Int, headers: [(name: String, value: String)])
+    case refused(limit: String, retryAfterSeconds: Int, headers: HeaderFields)
 }

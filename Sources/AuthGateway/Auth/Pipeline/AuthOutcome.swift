@@ -6,10 +6,10 @@ enum AuthOutcome {
     case anonymous
     case authenticated(Identity)
     /// Refused; `headers` go on the error response (e.g. cookies cleared after a sign-out).
-    case rejected(GatewayError, headers: [(name: String, value: String)])
+    case rejected(GatewayError, headers: HeaderFields)
     /// A browser navigation sent to sign in (docs/browser-sign-in.md): 302 to `location`, with
     /// `headers` (the new flow's cookie, a stale session cookie cleared).
-    case redirect(location: String, headers: [(name: String, value: String)])
+    case redirect(location: String, headers: HeaderFields)
 
     static func reject(_ error: GatewayError) -> AuthOutcome { .rejected(error, headers: []) }
 }

@@ -31,10 +31,10 @@ struct Identity {
         let kind: Kind
         var profile: JSONObject?
         var replacementAccessToken: String?
-        var responseHeaders: [(name: String, value: String)] = []
+        var responseHeaders: HeaderFields = []
         var dpopThumbprint: String?
         var apiKeyID: String?
-        var backendHeaders: [(name: String, value: String)] = []
+        var backendHeaders: HeaderFields = []
         var backendAuthorization: String?
 
         init(token: VerifiedToken, accessToken: ExtractedToken, issuer: String, kind: Kind) {
@@ -89,7 +89,7 @@ struct Identity {
         set { self.writable.replacementAccessToken = newValue }
     }
     /// Headers for the client's response (new tokens after a refresh, a new `DPoP-Nonce`).
-    var responseHeaders: [(name: String, value: String)] {
+    var responseHeaders: HeaderFields {
         get { self.fields.responseHeaders }
         set { self.writable.responseHeaders = newValue }
     }
@@ -106,7 +106,7 @@ struct Identity {
 
     /// Headers a step made for the backend (a signed assertion, docs/assertions.md): added after
     /// the identity headers, and handed to a proxy in authorizer mode.
-    var backendHeaders: [(name: String, value: String)] {
+    var backendHeaders: HeaderFields {
         get { self.fields.backendHeaders }
         set { self.writable.backendHeaders = newValue }
     }

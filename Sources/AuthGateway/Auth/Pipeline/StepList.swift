@@ -16,7 +16,7 @@ protocol StepList {
 enum StepProgress {
     /// Every step went on: the last one's state.
     case finished(AuthState)
-    case refused(GatewayError, headers: [(name: String, value: String)])
+    case refused(GatewayError, headers: HeaderFields)
     /// A step waits; once its answer arrives, the run goes on at `resumeAt`.
     case waiting(EventLoopFuture<StepResult<AuthState>>, resumeAt: Int)
 }

@@ -8,7 +8,7 @@ enum StepResult<Value> {
     case next(Value)
     /// Refused: the request gets `error`, with `headers` on the answer (a cleared cookie after a
     /// sign-out, a fresh `DPoP-Nonce`).
-    case refuse(GatewayError, headers: [(name: String, value: String)] = [])
+    case refuse(GatewayError, headers: HeaderFields = [])
     /// Wait for the auth service, an endpoint, a key refetch or the shared state. The future
     /// completes on the request's loop (`after`), with the step's answer.
     case wait(EventLoopFuture<StepResult<Value>>)

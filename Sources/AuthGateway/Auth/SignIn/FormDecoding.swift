@@ -2,7 +2,7 @@
 /// back-channel logout's body, a sign-in's `rd`.
 enum FormDecoding {
     /// The name/value pairs of `text`; malformed escapes are kept as written.
-    static func pairs(_ text: Substring) -> [(name: String, value: String)] {
+    static func pairs(_ text: Substring) -> HeaderFields {
         text.split(separator: "&", omittingEmptySubsequences: true).map { pair in
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             return (Self.decode(parts[0]), parts.count > 1 ? Self.decode(parts[1]) : "")

@@ -7,7 +7,7 @@ import NIOCore
 struct ProofOfPossession: AuthenticationStep {
     enum Outcome {
         case accepted(Identity)
-        case refused(GatewayError, headers: [(name: String, value: String)])
+        case refused(GatewayError, headers: HeaderFields)
         /// The proof is good here; the shared replay cache (other instances) has the last word.
         case pending(EventLoopFuture<Result<Identity, GatewayError>>)
     }

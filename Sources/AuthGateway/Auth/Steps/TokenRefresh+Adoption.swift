@@ -106,10 +106,10 @@ extension BearerRefresh {
     /// and is a plain token (it goes into a header or cookie).
     func responseHeaders(
         accessToken: String, rotated newRefreshToken: String?, presented: TokenRefresh.Presented
-    ) -> [(name: String, value: String)] {
+    ) -> HeaderFields {
         let cookies = SessionCookies(isTLS: presented.isTLS)
         let (oldAccess, oldRefresh) = (presented.access, presented.refresh)
-        var headers: [(name: String, value: String)] = []
+        var headers: HeaderFields = []
         let rotated = newRefreshToken.flatMap {
             $0 == String(oldRefresh.value) || !SessionCookies.isSafeValue($0) ? nil : $0
         }
@@ -133,8 +133,8 @@ extension BearerRefresh {
     /// Sign-out: `Set-Cookie`s clearing the session cookies the client holds.
     static func signOutHeaders(
         _ presented: TokenRefresh.Presented, cookies: SessionCookies
-    ) -> [(name: String, value: String)] {
-        var headers: [(name: String, value: String)] = []
+    ) -> HeaderFields {
+        var headers: HeaderFields = []
         if case .cookie(let refreshCookie) = presented.refresh.location {
             if case .cookie(let accessCookie) = presented.access.location {
                 headers.append(("Set-Cookie", cookies.clearing(accessCookie)))

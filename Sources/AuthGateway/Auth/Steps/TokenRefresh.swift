@@ -95,7 +95,7 @@ struct TokenRefresh: AuthenticationStep {
     /// A refusal before any call, with the headers it carries.
     struct Refusal: Error {
         let error: GatewayError
-        var headers: [(name: String, value: String)] = []
+        var headers: HeaderFields = []
     }
 
     /// Sends the refresh token off: the request's own for a bearer token, the session's for a
