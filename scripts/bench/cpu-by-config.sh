@@ -32,7 +32,7 @@ OUT=$(mktemp -d)
 PIDS=()
 cleanup() { for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$OUT"; }
 trap cleanup EXIT
-mkdir -p "$BENCH/run/logs"
+mkdir -p "$BENCH/run/logs" "$BENCH/run/tmp/backend"
 taskset -c 0 nginx -p "$BENCH/" -c "$BENCH/conf/backend.nginx.conf" -e "$OUT/backend.err" -g 'daemon off;' </dev/null >/dev/null 2>&1 &
 PIDS+=($!)
 export BENCH_TOKEN_FILE=$BENCH/keys/tokens/valid-rs256.jwt

@@ -46,7 +46,7 @@ PY
 taskset -c 0 python3 "$WORK/token_endpoint.py" &
 endpoint=$!
 
-"$GATEWAY" assertion-key new --kid bench >"$WORK/entry.json"
+"$GATEWAY" assertion-key new --kid bench | grep "^{" >"$WORK/entry.json"
 python3 - "$WORK" "$BENCH" <<'PY'
 import json, sys
 work, bench = sys.argv[1], sys.argv[2]
