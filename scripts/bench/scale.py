@@ -19,13 +19,13 @@ docs/scale.svg. Idle connections have their own script (scripts/bench/idle-rss.p
 
     scripts/bench/scale.sh [--rounds 3] [--duration 4] [--curves routes-prefix,apikeys] [--quick]
 
-Needs wrk, nginx, curl, taskset and the release binary (swift build -c release --product
-auth-gateway; GATEWAY=path overrides). Loopback only (ports 18180 and 18190); every run and wait
+Needs wrk, nginx, curl, taskset and the release binary (swift build -c release --scratch-path
+.build-release --product auth-gateway; GATEWAY=path overrides). Loopback only (ports 18180 and 18190); every run and wait
 is bounded; it stops only what it started."""
 import argparse, hashlib, json, math, os, random, re, statistics, subprocess, sys, tempfile, time, urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-GATEWAY = os.environ.get("GATEWAY", os.path.join(ROOT, ".build", "release", "auth-gateway"))
+GATEWAY = os.environ.get("GATEWAY", os.path.join(ROOT, ".build-release", "release", "auth-gateway"))
 BACKEND_PORT, PORT = 18180, 18190
 HZ = os.sysconf("SC_CLK_TCK")
 SIZES = {
@@ -221,7 +221,7 @@ def main():
         arguments.rounds, arguments.duration = 1, 2
     curves = arguments.curves.split(",")
     if not os.access(GATEWAY, os.X_OK):
-        raise SystemExit(f"no release gateway at {GATEWAY}: swift build -c release --product auth-gateway")
+        raise SystemExit(f"no release gateway at {GATEWAY}: swift build -c release --scratch-path .build-release --product auth-gateway")
     work = tempfile.mkdtemp(prefix="scale-")
     os.makedirs(f"{work}/nginx/logs")
     with open(f"{work}/nginx/nginx.conf", "w") as file:
