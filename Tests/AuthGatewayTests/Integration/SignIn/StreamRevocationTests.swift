@@ -20,22 +20,32 @@ extension PostgreSQLTests {
         ).path
         static let transmitterIssuer = "https://transmitter.test"
 
-        /// The transmitter's key (made once per run): its folder and public PEM.
-        static let transmitterKey: (directory: String, pem: String) = {
+        /// The transmitter's key (made once per run): its folder and public PEM. Made by a child
+        /// process waited for off the cooperative pool (`ExternalTool.run`): a blocking wait
+        /// there stalls every other test of the run while Python starts.
+        static let transmitterKeyMaking = Task { () throws -> (directory: String, pem: String) in
             let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
                 "set-transmitter-\(UUID().uuidString)"
             ).path
-            let child = try! ChildProcess(["/usr/bin/env", "python3", Self.transmitter, "keygen", directory])
-            child.waitUntilExit()
-            return (directory, child.standardOutput)
-        }()
+            let result = try await ExternalTool.run(
+                try ExternalTool.require("python3", package: "python3"), [Self.transmitter, "keygen", directory],
+                timeout: .seconds(60))
+            guard result.status == 0 else { throw KeygenFailed(standardError: result.stderr) }
+            return (directory, result.stdout)
+        }
+
+        struct KeygenFailed: Error { let standardError: String }
+
+        static var transmitterKey: (directory: String, pem: String) {
+            get async throws { try await Self.transmitterKeyMaking.value }
+        }
 
         /// Two instances with the WebSocket backend on route `live` (before the app's routes),
         /// and the signals receiver on both.
         static func instances(_ backend: WebSocketPeers.Backend) async throws -> (a: SignInFixture, b: SignInFixture) {
             let cluster = try await PostgresCluster.shared()
             let database = try await cluster.createDatabase()
-            let key = Self.transmitterKey
+            let key = try await Self.transmitterKey
             let fixtures = try await SignInFixture.start(
                 instances: 2,
                 sharedState: [
@@ -93,7 +103,7 @@ extension PostgreSQLTests {
 
         /// The transmitter's SET for `arguments`.
         static func set(_ arguments: [String]) async throws -> String {
-            let key = Self.transmitterKey
+            let key = try await Self.transmitterKey
             let result = try await ExternalTool.run(
                 try WebSocketPeers.python(),
                 [Self.transmitter, "sign", key.directory, "--iss", Self.transmitterIssuer] + arguments)
