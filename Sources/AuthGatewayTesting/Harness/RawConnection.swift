@@ -49,6 +49,8 @@ package final class RawConnection: Sendable {
     package var receivedBytes: [UInt8] { self.sink.bytes }
 
     package var isClosed: Bool { self.sink.isClosed }
+    /// When the connection closed (Unix seconds, taken as the close arrived); nil while open.
+    package var closedAt: Double? { self.sink.closedAt }
 
     /// Waits until `condition` holds for the received text (or the connection closes).
     @discardableResult
@@ -103,11 +105,21 @@ private final class SendOnConnect: ChannelInboundHandler, RemovableChannelHandle
 private final class ByteSink: ChannelInboundHandler, Sendable {
     typealias InboundIn = ByteBuffer
 
-    private let state = NIOLockedValueBox((bytes: [UInt8](), closed: false))
+    private let state = NIOLockedValueBox((bytes: [UInt8](), closed: false, closedAt: Double?.none))
 
     var text: String { String(decoding: self.state.withLockedValue { $0.bytes }, as: UTF8.self) }
     var bytes: [UInt8] { self.state.withLockedValue { $0.bytes } }
     var isClosed: Bool { self.state.withLockedValue { $0.closed } }
+    /// When the close (or end of input) arrived, Unix seconds: read on the connection's own
+    /// thread, not when a polling test noticed it.
+    var closedAt: Double? { self.state.withLockedValue { $0.closedAt } }
+
+    private func markClosed() {
+        self.state.withLockedValue { state in
+            if !state.closed { state.closedAt = Date().timeIntervalSince1970 }
+            state.closed = true
+        }
+    }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let buffer = self.unwrapInboundIn(data)
@@ -115,19 +127,17 @@ private final class ByteSink: ChannelInboundHandler, Sendable {
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if event as? ChannelEvent == .inputClosed {
-            self.state.withLockedValue { $0.closed = true }
-        }
+        if event as? ChannelEvent == .inputClosed { self.markClosed() }
         context.fireUserInboundEventTriggered(event)
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        self.state.withLockedValue { $0.closed = true }
+        self.markClosed()
         context.fireChannelInactive()
     }
 
     func errorCaught(context: ChannelHandlerContext, error: Error) {
-        self.state.withLockedValue { $0.closed = true }
+        self.markClosed()
         context.close(promise: nil)
     }
 }
