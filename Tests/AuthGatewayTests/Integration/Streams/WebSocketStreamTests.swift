@@ -12,6 +12,10 @@ import AuthGatewayTesting
     "WebSocket tunnels and their credential (websockets client and backend)", .serialized,
     .timeLimit(.minutes(3)), .awaitsCleanups)
 struct WebSocketStreamTests {
+    /// The spec's second after expiry + leeway, and three more for a full test run on a loaded
+    /// 2-core machine, where the gateway process itself waits for a CPU.
+    static let loadMargin = 3.0
+
     static let prefix = "base64url.bearer.authorization.k8s.io."
 
     /// A gateway in front of `backend` on route `live` (`/live/`), with `streams` as given.
@@ -54,13 +58,15 @@ struct WebSocketStreamTests {
         #expect(report["reason"]?.stringValue == "credential expired")
         let clientAt = try #require(report["at"]?.numberValue?.double)
         // Not before expiry + leeway; within a second after it (a second more for a loaded machine).
-        #expect(clientAt >= expiry + 1 - 0.05 && clientAt <= expiry + 1 + 2, "closed \(clientAt - expiry) s after exp")
+        #expect(
+            clientAt >= expiry + 1 - 0.05 && clientAt <= expiry + 1 + Self.loadMargin,
+            "closed \(clientAt - expiry) s after exp")
         try await poll { backend.closed.count == 1 }
         let closed = try #require(backend.closed.first)
         #expect(closed["code"]?.numberValue?.exactInt == 1008, "the backend got \(closed)")
         #expect(closed["reason"]?.stringValue == "credential expired")
         let backendAt = try #require(closed["at"]?.numberValue?.double)
-        #expect(backendAt >= expiry + 1 - 0.05 && backendAt <= expiry + 1 + 2)
+        #expect(backendAt >= expiry + 1 - 0.05 && backendAt <= expiry + 1 + Self.loadMargin)
         let metrics = try await Self.metrics(gateway)
         #expect(metrics.contains("auth_gateway_streams_closed_total{reason=\"expiry\"} 1"), "\(metrics)")
         #expect(metrics.contains("auth_gateway_open_streams{route=\"live\"} 0"))
@@ -133,6 +139,10 @@ struct WebSocketStreamTests {
 /// becomes a stream.
 @Suite("Streamed HTTP/1.1 responses and their credential", .serialized, .timeLimit(.minutes(2)), .awaitsCleanups)
 struct HTTP1StreamExpiryTests {
+    /// The spec's second after expiry + leeway, and three more for a full test run on a loaded
+    /// 2-core machine, where the gateway process itself waits for a CPU.
+    static let loadMargin = 3.0
+
     @Test func aStreamedResponseIsCutAtExpiryPlusLeeway() async throws {
         let gateway = try await GatewayFixture.start { config in
             config["routes"] = [
@@ -163,7 +173,9 @@ struct HTTP1StreamExpiryTests {
         }
         #expect(await connection.waitForClose())
         let closedAt = try #require(connection.closedAt)
-        #expect(closedAt >= expiry + 1 - 0.05 && closedAt <= expiry + 1 + 2, "cut \(closedAt - expiry) s after exp")
+        #expect(
+            closedAt >= expiry + 1 - 0.05 && closedAt <= expiry + 1 + Self.loadMargin,
+            "cut \(closedAt - expiry) s after exp")
         #expect(!connection.received.hasSuffix("0\r\n\r\n"), "cut short, not ended")
         // An ordinary request finishes at once and leaves no stream behind (only the one cut).
         #expect(try await gateway.send(.get("/echo", token: TestKeys.token(subject: "sse-user"))).status == 200)
