@@ -22,6 +22,13 @@ struct AuthState: Sendable {
         self.keys = keys
     }
 
+    /// This state with `identity` as the verified caller (a step that added to it).
+    func with(_ identity: Identity) -> AuthState {
+        var state = self
+        state.identity = identity
+        return state
+    }
+
     /// The access token presented (or a session's), when the credential is one.
     var token: ExtractedToken? {
         if case .token(let token) = self.credential { return token }

@@ -43,3 +43,17 @@ extension StepResult: Sendable where Value: Sendable {}
 protocol AuthenticationStep {
     func run(_ state: AuthState, _ request: AuthRequest) -> StepResult<AuthState>
 }
+
+extension StepResult where Value == AuthState {
+    /// Waits for a step's new identity of the caller: `state` with it, or the step's refusal.
+    static func identity(
+        after future: EventLoopFuture<Result<Identity, GatewayError>>, in state: AuthState, on eventLoop: EventLoop
+    ) -> StepResult<AuthState> {
+        .after(future, on: eventLoop) { result in
+            switch result {
+            case .success(let identity): return .next(state.with(identity))
+            case .failure(let error): return .refuse(error)
+            }
+        }
+    }
+}

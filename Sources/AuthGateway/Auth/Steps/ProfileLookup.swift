@@ -45,22 +45,11 @@ struct ProfileLookup: AuthenticationStep {
         guard let identity = state.identity, identity.kind != .apiKey else { return .next(state) }
         switch self.lookup(identity, route: request.route, trace: request.trace) {
         case .found(let identity):
-            var state = state
-            state.identity = identity
-            return .next(state)
+            return .next(state.with(identity))
         case .refused(let error):
             return .refuse(error)
         case .pending(let fetched):
-            return .after(fetched, on: self.eventLoop) { result in
-                switch result {
-                case .success(let identity):
-                    var state = state
-                    state.identity = identity
-                    return .next(state)
-                case .failure(let error):
-                    return .refuse(error)
-                }
-            }
+            return .identity(after: fetched, in: state, on: self.eventLoop)
         }
     }
 

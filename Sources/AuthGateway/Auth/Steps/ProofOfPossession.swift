@@ -37,22 +37,11 @@ struct ProofOfPossession: AuthenticationStep {
         guard let identity = state.identity, identity.kind != .apiKey else { return .next(state) }
         switch self.check(identity, request) {
         case .accepted(let identity):
-            var state = state
-            state.identity = identity
-            return .next(state)
+            return .next(state.with(identity))
         case .refused(let error, let headers):
             return .refuse(error, headers: headers)
         case .pending(let checked):
-            return .after(checked, on: self.eventLoop) { result in
-                switch result {
-                case .success(let identity):
-                    var state = state
-                    state.identity = identity
-                    return .next(state)
-                case .failure(let error):
-                    return .refuse(error)
-                }
-            }
+            return .identity(after: checked, in: state, on: self.eventLoop)
         }
     }
 
