@@ -52,6 +52,7 @@ final class ConfigurationReloader: Sendable {
             return
         }
         self.reload(configuration)
+        FreedMemory.returnToSystem()  // what parsing the file dropped
     }
 
     /// Adopts `configuration`, validated already.

@@ -44,8 +44,10 @@ public final class GatewayApplication: Sendable {
         let threads = configuration.eventLoopThreads == 0 ? System.coreCount : configuration.eventLoopThreads
         let group = MultiThreadedEventLoopGroup(numberOfThreads: threads)
         do {
-            return try await GatewayApplication(
+            let application = try await GatewayApplication(
                 configuration: configuration, logger: logger, clock: clock, group: group, assembly: assembly)
+            FreedMemory.returnToSystem()  // what loading the configuration parsed and dropped
+            return application
         } catch {
             try? await group.shutdownGracefully()
             throw error

@@ -9,7 +9,11 @@ final class ConfigReader {
     /// Shared by every reader of one load; sub-parsers (requirements) record here too.
     let issues: IssueCollector
     private let environment: [String: String]
-    private var knownKeys: Set<String> = []
+    /// Which of `object`'s entries an accessor asked for, by position: one bit each for the
+    /// first 64 (every object a configuration has), a set beyond. No allocation per reader, which
+    /// a keys file of a million entries feels (docs/policies.md, "API keys").
+    private var knownMask: UInt64 = 0
+    private var knownBeyond: Set<Int> = []
 
     init(object: JSONObject, path: String, issues: IssueCollector, environment: [String: String]) {
         self.object = object
@@ -28,14 +32,16 @@ final class ConfigReader {
 
     /// The raw value of `key`, marking the key as known.
     func value(_ key: String) -> JSONValue? {
-        self.knownKeys.insert(key)
-        return self.object[key]
+        guard let index = self.object.index(forKey: key) else { return nil }
+        if index < 64 { self.knownMask |= 1 << UInt64(index) } else { self.knownBeyond.insert(index) }
+        return self.object.entries[index].value
     }
 
     /// Reports every key that no accessor asked for.
     func finish() {
-        for key in self.object.keys where !self.knownKeys.contains(key) {
-            self.issues.add(self.childPath(key), "unknown key")
+        for index in self.object.entries.indices {
+            let known = index < 64 ? self.knownMask & (1 << UInt64(index)) != 0 : self.knownBeyond.contains(index)
+            if !known { self.issues.add(self.childPath(self.object.entries[index].key), "unknown key") }
         }
     }
 
@@ -61,7 +67,6 @@ final class ConfigReader {
 
     func requiredString(_ key: String) -> String? {
         guard self.has(key) else {
-            self.knownKeys.insert(key)
             self.error(key, "is required")
             return nil
         }
@@ -214,9 +219,24 @@ final class ConfigReader {
         }
     }
 
+    /// Whether `raw` holds `${`, by its bytes (Foundation's `contains` was a tenth of loading a
+    /// large keys file).
+    private static func mentionsVariable(_ raw: String) -> Bool {
+        var raw = raw
+        return raw.withUTF8 { bytes in
+            guard bytes.count >= 2 else { return false }
+            for index in 0..<(bytes.count - 1) where bytes[index] == UInt8(ascii: "$") {
+                if bytes[index + 1] == UInt8(ascii: "{") { return true }
+            }
+            return false
+        }
+    }
+
     /// Replaces each `${NAME}` with the environment variable NAME; a missing variable is an error.
-    func substitute(_ raw: String, path: String) -> String? {
-        guard raw.contains("${") else { return raw }
+    /// `path` is built only for an error: most strings have nothing to substitute.
+    func substitute(_ raw: String, path: @autoclosure () -> String) -> String? {
+        guard Self.mentionsVariable(raw) else { return raw }
+        let path = path()
         var output = ""
         var rest = raw[...]
         while let start = rest.range(of: "${") {

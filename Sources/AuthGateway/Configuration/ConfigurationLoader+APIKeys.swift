@@ -25,59 +25,104 @@ extension ConfigurationLoader {
             }
         }
         var seenIDs: Set<String> = []
-        var seenDigests: Set<[UInt8]> = []
-        func add(_ entry: ConfigReader) {
+        /// Where each kept entry was listed, for an error found once all are read: the path of
+        /// an inline one, the element of the file's (no string kept per file entry, of which
+        /// there may be a million).
+        enum Origin {
+            case inline(path: String)
+            case file(element: Int)
+        }
+        var origins: [Origin] = []
+        func add(_ entry: ConfigReader, _ origin: Origin) {
             defer { entry.finish() }
             guard let key = Self.apiKey(entry) else { return }
             if !seenIDs.insert(key.id).inserted { entry.error("id", "duplicate API key id \"\(key.id)\"") }
-            if !seenDigests.insert(key.sha256).inserted { entry.error("sha256", "the same key is listed twice") }
             configuration.keys.append(key)
+            origins.append(origin)
         }
-        for entry in section.objectArray("keys") ?? [] { add(entry) }
+        for entry in section.objectArray("keys") ?? [] { add(entry, .inline(path: entry.path)) }
         if let name = section.nonEmptyString("keysFile") {
             let path = files.resolve(name)
             configuration.keysFile = path
-            for entry in Self.apiKeysFile(path, section: section, files: files) { add(entry) }
+            Self.forEachAPIKey(inFile: path, section: section, files: files) { count in
+                seenIDs.reserveCapacity(count)
+            } _: { element, entry in
+                add(entry, .file(element: element))
+            }
         }
+        // The entries live as long as the configuration; growing the array by doubling can
+        // leave half of it unused for good.
+        if configuration.keys.capacity > configuration.keys.count + configuration.keys.count / 8 {
+            configuration.keys = configuration.keys.withUnsafeBufferPointer { Array($0) }
+        }
+        let (index, repeated) = APIKeyIndex.build(configuration.keys)
+        for position in repeated {
+            let path =
+                switch origins[position] {
+                case .inline(let path): path
+                case .file(let element): "\(section.childPath("keysFile"))[\(element)]"
+                }
+            section.issues.add("\(path).sha256", "the same key is listed twice")
+        }
+        configuration.index = index
         if !section.has("keys") && !section.has("keysFile") {
             section.error("apiKeys needs \"keys\", \"keysFile\" or both")
         }
         return configuration
     }
 
-    /// The entries of a keys file (a JSON array of key objects), each a reader whose path names
-    /// the file's element: `tokens.apiKeys.keysFile[2].sha256`.
-    private static func apiKeysFile(_ path: String, section: ConfigReader, files: FileResolver) -> [ConfigReader] {
+    /// Hands each entry of a keys file (a JSON array of key objects) to `body` as a reader whose
+    /// path names the file's element (`tokens.apiKeys.keysFile[2].sha256`), one element parsed at
+    /// a time: a million keys never exist as one JSON tree. `expecting` first gets an estimate of
+    /// the count (from the file's size) for the duplicate check to reserve.
+    private static func forEachAPIKey(
+        inFile path: String, section: ConfigReader, files: FileResolver, expecting: (Int) -> Void,
+        _ body: (_ element: Int, ConfigReader) -> Void
+    ) {
         if let problem = files.unreadable(path) {
             section.error("keysFile", problem)
-            return []
+            return
         }
-        let document: JSONValue
-        do {
-            document = try JSONValue(parsing: String(contentsOfFile: path, encoding: .utf8))
-        } catch {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            section.error("keysFile", "\(path): cannot be read")
+            return
+        }
+        // The smallest entry (`{"id":"a","sha256":"<64>","claims":{"sub":"a"}}`) is ~100 bytes.
+        expecting(data.count / 100)
+        let elementPath = "\(section.childPath("keysFile"))["
+        let streamed = data.withUnsafeBytes { bytes -> Result<Bool, JSONParseError> in
+            do throws(JSONParseError) {
+                return .success(
+                    try JSONValue.forEachElement(ofArrayIn: bytes) { index, element in
+                        if let reader = section.reader(for: element, path: "\(elementPath)\(index)]") {
+                            body(index, reader)
+                        }
+                    })
+            } catch {
+                return .failure(error)
+            }
+        }
+        switch streamed {
+        case .success(true): return
+        case .success(false):
+            do throws(JSONParseError) {
+                let document = try JSONValue(parsingBytes: data)
+                section.error("keysFile", "\(path): expected an array of keys, found \(document.typeName)")
+            } catch {
+                section.error("keysFile", "\(path): not a JSON document: \(error)")
+            }
+        case .failure(let error):
             section.error("keysFile", "\(path): not a JSON document: \(error)")
-            return []
-        }
-        guard case .array(let elements) = document else {
-            section.error("keysFile", "\(path): expected an array of keys, found \(document.typeName)")
-            return []
-        }
-        return elements.enumerated().compactMap { index, element in
-            section.reader(for: element, path: "\(section.childPath("keysFile"))[\(index)]")
         }
     }
 
     /// `{id, sha256, claims, expires}`; nil (with the reasons recorded) when unusable.
     static func apiKey(_ entry: ConfigReader) -> APIKeyEntry? {
         let id = entry.nonEmptyString("id")
-        var digest: [UInt8]?
+        var digest: TokenDigest?
         if let hex = entry.requiredString("sha256") {
-            digest = Self.hexBytes(hex)
-            if digest?.count != 32 {
-                entry.error("sha256", "must be the 64 hex digits of the key's SHA-256")
-                digest = nil
-            }
+            digest = TokenDigest(hex: hex)
+            if digest == nil { entry.error("sha256", "must be the 64 hex digits of the key's SHA-256") }
         }
         var claims: JSONObject?
         if let value = entry.value("claims") {
@@ -101,30 +146,7 @@ extension ConfigurationLoader {
         }
         guard let id, let digest, let claims else { return nil }
         if entry.has("expires") && expiresAt == nil { return nil }
-        return APIKeyEntry(id: id, sha256: digest, claims: claims, expiresAt: expiresAt)
-    }
-
-    /// Even-length hex (either case) as bytes; nil otherwise.
-    static func hexBytes(_ text: String) -> [UInt8]? {
-        let digits = Array(text.utf8)
-        guard digits.count % 2 == 0 else { return nil }
-        func nibble(_ byte: UInt8) -> UInt8? {
-            switch byte {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - UInt8(ascii: "a") + 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): return byte - UInt8(ascii: "A") + 10
-            default: return nil
-            }
-        }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(digits.count / 2)
-        var index = 0
-        while index < digits.count {
-            guard let high = nibble(digits[index]), let low = nibble(digits[index + 1]) else { return nil }
-            bytes.append(high << 4 | low)
-            index += 2
-        }
-        return bytes
+        return APIKeyEntry(id: id, digest: digest, claims: claims, expiresAt: expiresAt)
     }
 
     /// An RFC 3339 date-time (`2027-01-01T00:00:00Z`, fractions and offsets allowed) as Unix seconds.

@@ -81,7 +81,9 @@ extension PostgresSessionStore {
     /// notifications are ignored (its copy is current).
     func notified(_ payload: String) {
         let parts = payload.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false)
-        guard parts.count == 3, parts[1] != self.tag[...], let digest = TokenDigest(hex: parts[0]) else { return }
+        guard parts.count == 3, parts[1] != self.tag[...], let digest = TokenDigest(hex: String(parts[0])) else {
+            return
+        }
         self.dropped.withShard(for: digest) { _ = $0.set(digest, SharedStateDatabase.monotonicSeconds()) }
         if parts[2] == "u" {
             if self.local.held(digest) != nil { _ = self.jobs.enqueue(.sessionRefresh(digest), key: digest) }

@@ -46,6 +46,43 @@ extension JSONValue {
     }
 }
 
+extension JSONValue {
+    /// Hands each element of a top-level array to `body` as it is parsed, so only one element's
+    /// tree is alive at a time: a keys file of a million entries (docs/policies.md, "API keys")
+    /// never becomes one document in memory. False, with nothing handed over, when the text is
+    /// not an array (parse it whole to say what it is). The grammar is `init(parsing:)`'s.
+    public static func forEachElement(
+        ofArrayIn bytes: UnsafeRawBufferPointer, _ body: (_ index: Int, _ element: JSONValue) -> Void
+    ) throws(JSONParseError) -> Bool {
+        var parser = JSONParser(bytes: bytes)
+        parser.skipWhitespace()
+        guard parser.current == UInt8(ascii: "[") else { return false }
+        parser.index += 1
+        parser.skipWhitespace()
+        var count = 0
+        if parser.current == UInt8(ascii: "]") {
+            parser.index += 1
+        } else {
+            elements: while true {
+                parser.skipWhitespace()
+                body(count, try parser.parseValue(depth: 1))
+                count += 1
+                parser.skipWhitespace()
+                switch parser.current {
+                case UInt8(ascii: ","): parser.index += 1
+                case UInt8(ascii: "]"):
+                    parser.index += 1
+                    break elements
+                default: throw parser.error("expected ',' or ']'")
+                }
+            }
+        }
+        parser.skipWhitespace()
+        guard parser.index == bytes.count else { throw parser.error("unexpected data after the JSON value") }
+        return true
+    }
+}
+
 private struct JSONParser {
     let bytes: UnsafeRawBufferPointer
     var index = 0

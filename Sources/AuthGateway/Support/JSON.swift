@@ -83,6 +83,12 @@ public struct JSONObject: Sendable, Equatable {
         }
     }
 
+    /// The position of `key` among `entries`, or nil.
+    public func index(forKey key: String) -> Int? {
+        for index in self.entries.indices where self.entries[index].key == key { return index }
+        return nil
+    }
+
     public var keys: [String] { self.entries.map(\.key) }
     public var isEmpty: Bool { self.entries.isEmpty }
 

@@ -32,6 +32,65 @@ public struct TokenDigest: Hashable, Sendable {
         }
     }
 
+    static let byteCount = 32
+
+    /// The 32 bytes SHA-256 produced, in order: the primary key of the shared refresh table
+    /// and the authenticated data of its sealed outcomes.
+    var bytes: [UInt8] {
+        withUnsafeBytes(of: self.words) { Array($0) }
+    }
+
+    init?(bytes: some Collection<UInt8>) {
+        guard bytes.count == Self.byteCount else { return nil }
+        var words: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+        withUnsafeMutableBytes(of: &words) { raw in
+            for (index, byte) in bytes.enumerated() { raw[index] = byte }
+        }
+        self.words = words
+    }
+
+    /// Lower-case hex: the payload of the "outcome stored" notification.
+    var hex: String {
+        let digits = Array("0123456789abcdef".utf8)
+        return String(unsafeUninitializedCapacity: Self.byteCount * 2) { text in
+            for (index, byte) in self.bytes.enumerated() {
+                text[2 * index] = digits[Int(byte >> 4)]
+                text[2 * index + 1] = digits[Int(byte & 0x0F)]
+            }
+            return Self.byteCount * 2
+        }
+    }
+
+    /// 64 hex digits, either case (a notification's payload; an API key's `sha256`, of which a
+    /// keys file may hold a million: no allocation here).
+    init?(hex text: String) {
+        var text = text
+        var words: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+        let parsed = text.withUTF8 { digits in
+            guard digits.count == 2 * Self.byteCount else { return false }
+            return withUnsafeMutableBytes(of: &words) { raw -> Bool in
+                for index in 0..<Self.byteCount {
+                    guard let high = Self.nibble(digits[2 * index]), let low = Self.nibble(digits[2 * index + 1]) else {
+                        return false
+                    }
+                    raw[index] = high << 4 | low
+                }
+                return true
+            }
+        }
+        guard parsed else { return nil }
+        self.words = words
+    }
+
+    private static func nibble(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return byte - UInt8(ascii: "A") + 10
+        default: return nil
+        }
+    }
+
     public init(of text: Substring) {
         var text = text
         self = text.withUTF8 { TokenDigest(of: UnsafeRawBufferPointer($0)) }

@@ -24,6 +24,29 @@ struct ConfigReaderTests {
             ])
     }
 
+    @Test("past 64 keys an object still has each unread key reported, and only those")
+    func manyKeys() {
+        let json = "{" + (0..<100).map { "\"k\($0)\": \($0)" }.joined(separator: ", ") + "}"
+        let (reader, issues) = reader(json)
+        for number in 0..<100 where ![5, 63, 64, 99].contains(number) { _ = reader.int("k\(number)", in: 0...100) }
+        reader.finish()
+        #expect(issues.issues.map(\.path) == ["section.k5", "section.k63", "section.k64", "section.k99"])
+    }
+
+    @Test("${ is found anywhere in a string, and only as those two bytes together")
+    func substitutionIsFoundAnywhere() {
+        let (reader, issues) = reader(
+            #"{"end": "a${X}", "start": "${X}b", "alone": "$", "apart": "$ {X}", "brace": "{$"}"#,
+            environment: ["X": "x"])
+        #expect(reader.string("end") == "ax")
+        #expect(reader.string("start") == "xb")
+        #expect(reader.string("alone") == "$")
+        #expect(reader.string("apart") == "$ {X}")
+        #expect(reader.string("brace") == "{$")
+        reader.finish()
+        #expect(issues.issues.isEmpty)
+    }
+
     @Test("an accessor of the wrong type still marks the key as known")
     func wrongTypeIsNotAlsoUnknown() {
         let (reader, issues) = reader(#"{"a": "1"}"#)

@@ -100,4 +100,75 @@ struct ConfigurationLoaderAPIKeysTests {
             #expect(issues.contains { $0.hasPrefix(expected) }, "\(apiKeys) → \(issues)")
         }
     }
+
+    /// Writes `text` as `name` in a fresh folder; the folder, for `baseDirectory`.
+    func folder(with files: [String: String]) throws -> URL {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("apikeys-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        for (name, text) in files {
+            try text.write(to: directory.appendingPathComponent(name), atomically: true, encoding: .utf8)
+        }
+        return directory
+    }
+
+    static func entry(_ id: String, key: String) -> String {
+        #"{"id": "\#(id)", "sha256": "\#(TokenDigest(of: key[...]).hex)", "claims": {"sub": "\#(id)"}}"#
+    }
+
+    @Test("a keys file's mistakes name the file's element: a key listed twice, a non-object, not an array, not JSON")
+    func keysFileMistakes() throws {
+        let directory = try self.folder(with: [
+            "twice.json":
+                "[\(Self.entry("a", key: "ka")), \(Self.entry("b", key: "kb")), \(Self.entry("c", key: "ka"))]",
+            "inline-twice.json": "[\(Self.entry("b", key: "kb")), \(Self.entry("c", key: "ka"))]",
+            "mixed.json": "[\(Self.entry("a", key: "ka")), 7, \(Self.entry("b", key: "kb"))]",
+            "object.json": #"{"keys": []}"#,
+            "cut.json": "[\(Self.entry("a", key: "ka")), {\"id\": ",
+            "tail.json": "[\(Self.entry("a", key: "ka"))] []",
+            "empty.json": " [ ] ",
+        ])
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let base = directory.path
+        #expect(
+            self.issues(#"{"keysFile": "twice.json"}"#, baseDirectory: base) == [
+                "tokens.apiKeys.keysFile[2].sha256: the same key is listed twice"
+            ])
+        #expect(
+            self.issues(
+                #"{"keys": [\#(Self.entry("a", key: "ka"))], "keysFile": "inline-twice.json"}"#, baseDirectory: base)
+                == ["tokens.apiKeys.keysFile[1].sha256: the same key is listed twice"])
+        #expect(
+            self.issues(#"{"keysFile": "mixed.json"}"#, baseDirectory: base) == [
+                "tokens.apiKeys.keysFile[1]: expected an object, found number"
+            ])
+        #expect(
+            self.issues(#"{"keysFile": "object.json"}"#, baseDirectory: base).first?.hasSuffix(
+                "expected an array of keys, found object") == true)
+        #expect(
+            self.issues(#"{"keysFile": "cut.json"}"#, baseDirectory: base).first?.contains("not a JSON document")
+                == true)
+        #expect(
+            self.issues(#"{"keysFile": "tail.json"}"#, baseDirectory: base).first?.contains("not a JSON document")
+                == true)
+        let empty = try self.load(#"{"keysFile": "empty.json"}"#, baseDirectory: base).get()
+        #expect(empty.tokens.apiKeys?.keys.isEmpty == true)
+    }
+
+    @Test("a large keys file loads element by element, and every key in it is found, first and last")
+    func largeKeysFile() throws {
+        let count = 20_000
+        let text = "[" + (0..<count).map { Self.entry("m\($0)", key: "key-\($0)") }.joined(separator: ",\n") + "]"
+        let directory = try self.folder(with: ["keys.json": text])
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let configuration = try self.load(#"{"keysFile": "keys.json"}"#, baseDirectory: directory.path).get()
+        let apiKeys = try #require(configuration.tokens.apiKeys)
+        #expect(apiKeys.keys.count == count)
+        #expect(apiKeys.index != nil, "the loader's index goes to the gateway")
+        #expect(apiKeys.keys.capacity <= count + count / 8, "no doubling slack kept for the configuration's life")
+        let table = APIKeyTable(apiKeys)
+        for number in [0, 1, count / 2, count - 1] {
+            #expect(table.key("key-\(number)")?.id == "m\(number)")
+        }
+        #expect(table.key("key-\(count)") == nil)
+    }
 }

@@ -83,8 +83,11 @@ struct OutcomeSealerTests {
         // The bytes are SHA-256 of the token, as `sha256sum` prints them.
         #expect(TokenDigest(of: "abc"[...]).hex == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
         #expect(TokenDigest(hex: "zz" + String(digest.hex.dropFirst(2))) == nil)
-        #expect(TokenDigest(hex: digest.hex.uppercased()) == nil)
+        #expect(TokenDigest(hex: digest.hex.uppercased()) == digest)  // an API key's sha256 may be either case
         #expect(TokenDigest(bytes: [1, 2, 3]) == nil)
+        #expect(TokenDigest(hex: String(digest.hex.dropLast())) == nil)
+        #expect(TokenDigest(hex: digest.hex + "0") == nil)
+        #expect(TokenDigest(hex: "") == nil)
     }
 
     // MARK: Introspection answers (docs/authentication.md), sealed the same way

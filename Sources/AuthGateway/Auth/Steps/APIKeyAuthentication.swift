@@ -36,12 +36,16 @@ struct APIKeyAuthentication: AuthenticationStep {
 /// The configured API keys, by the SHA-256 of their value: built once per configuration
 /// (`RuntimeSnapshot`, so a reload reads `keysFile` again) and shared by every loop.
 ///
-/// Why a dictionary keyed by digest is constant-time where it matters: the presented key is
-/// hashed whole before anything is compared, so what the lookup's timing can depend on is the
-/// presented key's digest, never how many leading bytes it shares with a real key (a real key
-/// plus a suffix, or its first half, hashes to an unrelated digest). Learning that some digest's
-/// first word collides with a stored one would take a 2^64 search and still say nothing of the
-/// key (SHA-256 is preimage resistant). Length and byte checks before hashing read only the
+/// Sized for a million keys (docs/policies.md, "API keys"): the entries are the configuration's
+/// own array (shared, not copied), and its `APIKeyIndex` finds them; each key adds only its
+/// verified-token object.
+///
+/// Why lookup by digest is constant-time where it matters: the presented key is hashed whole
+/// before anything is compared, so what the lookup's timing can depend on is the presented key's
+/// digest, never how many leading bytes it shares with a real key (a real key plus a suffix, or
+/// its first half, hashes to an unrelated digest). Learning that some digest's first word
+/// collides with a stored one would take a 2^64 search and still say nothing of the key
+/// (SHA-256 is preimage resistant). Length and byte checks before hashing read only the
 /// presented value's shape, which is not secret.
 final class APIKeyTable: Sendable {
     /// The `issuer` of an API key's identity: profiles and caches never mix it with a JWT's.
@@ -49,42 +53,45 @@ final class APIKeyTable: Sendable {
 
     struct Key: Sendable {
         let id: String
-        let expiresAt: Double?
         /// The key's claims as a verified token's, built once: a request allocates nothing.
+        /// Its `expiresAt` is the key's (infinity when it does not expire).
         let token: VerifiedToken
 
-        func isExpired(now: Double) -> Bool { self.expiresAt.map { now >= $0 } ?? false }
+        func isExpired(now: Double) -> Bool { now >= self.token.expiresAt }
     }
 
     let header: String
     /// Where the key was found, for the token edits (never forwarded in any case).
     let location: TokenLocation
-    private let keys: [TokenDigest: Key]
+    private let entries: [APIKeyEntry]
+    /// `tokens[i]` stands for `entries[i]`.
+    private let tokens: [VerifiedToken]
+    private let index: APIKeyIndex
 
     init(_ configuration: APIKeysConfiguration) {
         self.header = configuration.header
         self.location = .header(name: configuration.header, bearer: false)
-        var keys: [TokenDigest: Key] = [:]
-        for entry in configuration.keys {
-            guard let digest = TokenDigest(sha256: entry.sha256) else { continue }
-            let token = VerifiedToken(
+        self.entries = configuration.keys
+        self.tokens = configuration.keys.map { entry in
+            VerifiedToken(
                 issuerIndex: -1, generation: 0, claims: entry.claims, subject: entry.claims["sub"]?.stringValue,
                 expiresAt: entry.expiresAt ?? .infinity, notBefore: nil, issuedAt: nil, leewaySeconds: 0)
-            keys[digest] = Key(id: entry.id, expiresAt: entry.expiresAt, token: token)
         }
-        self.keys = keys
+        self.index = configuration.index ?? APIKeyIndex.build(configuration.keys).index
     }
 
-    var count: Int { self.keys.count }
+    var count: Int { self.entries.count }
 
     /// The key `presented` is, or nil: empty, over `maximumKeyBytes`, any byte outside
     /// visible ASCII, or an unknown digest.
     func key(_ presented: String) -> Key? {
         var presented = presented
-        return presented.withUTF8 { bytes -> Key? in
+        let digest = presented.withUTF8 { bytes -> TokenDigest? in
             guard !bytes.isEmpty, bytes.count <= APIKeyAuthentication.maximumKeyBytes else { return nil }
             for byte in bytes where byte < 0x21 || byte > 0x7E { return nil }
-            return self.keys[TokenDigest(of: UnsafeRawBufferPointer(bytes))]
+            return TokenDigest(of: UnsafeRawBufferPointer(bytes))
         }
+        guard let digest, let position = self.index.position(of: digest, in: self.entries) else { return nil }
+        return Key(id: self.entries[position].id, token: self.tokens[position])
     }
 }
