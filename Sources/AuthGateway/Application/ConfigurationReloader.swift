@@ -52,7 +52,6 @@ final class ConfigurationReloader: Sendable {
             return
         }
         self.reload(configuration)
-        FreedMemory.returnToSystem()  // what parsing the file dropped
     }
 
     /// Adopts `configuration`, validated already.
@@ -78,8 +77,8 @@ final class ConfigurationReloader: Sendable {
             configuration, generation: generation, shared: shared, parts: parts, backendTLS: backendTLS)
         GatewayComposition.warnAboutInsecureBackends(configuration, logger: self.logger)
         self.prober.apply(snapshot)
-        for worker in self.workers {
-            worker.eventLoop.execute {
+        let applied = self.workers.map { worker in
+            worker.eventLoop.submit {
                 worker.value.apply(snapshot)
                 // Open streams are matched again: a removed route, or a `require` that now
                 // refuses a stream's identity, ends it (docs/streams.md).
@@ -89,6 +88,12 @@ final class ConfigurationReloader: Sendable {
                     )?.configuration
                 }
             }
+        }
+        // Once no loop holds the old snapshot, its pages (a million API keys are ~300 MB) and
+        // what parsing the file dropped go back to the system, so a reload does not leave the
+        // process at twice its size (docs/policies.md, "API keys").
+        if let loop = self.workers.first?.eventLoop {
+            EventLoopFuture.andAllComplete(applied, on: loop).whenComplete { _ in FreedMemory.returnToSystem() }
         }
         shared.keyStore.update(configuration: configuration.tokens)
         self.keys.fetchNeverFetched()

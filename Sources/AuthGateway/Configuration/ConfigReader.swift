@@ -4,7 +4,12 @@
 /// a typo such as `"pathPrefx"` is an error instead of a silently ignored setting. Strings get
 /// `${NAME}` environment substitution here, in one place.
 final class ConfigReader {
-    let path: String
+    /// The JSON path of this object; for an element of an array, the array's path, with
+    /// `element` its index (the text is made only when a path is needed: a keys file may hand
+    /// a million elements over).
+    private let basePath: String
+    private let element: Int?
+    var path: String { self.element.map { "\(self.basePath)[\($0)]" } ?? self.basePath }
     private let object: JSONObject
     /// Shared by every reader of one load; sub-parsers (requirements) record here too.
     let issues: IssueCollector
@@ -15,14 +20,20 @@ final class ConfigReader {
     private var knownMask: UInt64 = 0
     private var knownBeyond: Set<Int> = []
 
-    init(object: JSONObject, path: String, issues: IssueCollector, environment: [String: String]) {
+    init(
+        object: JSONObject, path: String, element: Int? = nil, issues: IssueCollector, environment: [String: String]
+    ) {
         self.object = object
-        self.path = path
+        self.basePath = path
+        self.element = element
         self.issues = issues
         self.environment = environment
     }
 
-    func childPath(_ key: String) -> String { self.path.isEmpty ? key : "\(self.path).\(key)" }
+    func childPath(_ key: String) -> String {
+        let path = self.path
+        return path.isEmpty ? key : "\(path).\(key)"
+    }
 
     func error(_ key: String, _ message: String) { self.issues.add(self.childPath(key), message) }
 
@@ -185,12 +196,14 @@ final class ConfigReader {
         return object.entries.map { (name: $0.key, path: "\(self.childPath(key)).\($0.key)", value: $0.value) }
     }
 
-    func reader(for value: JSONValue, path: String) -> ConfigReader? {
+    /// `value` as a reader whose path is `path`, or `path[element]` for an array's element.
+    func reader(for value: JSONValue, path: String, element: Int? = nil) -> ConfigReader? {
         guard case .object(let object) = value else {
-            self.issues.add(path, "expected an object, found \(value.typeName)")
+            self.issues.add(element.map { "\(path)[\($0)]" } ?? path, "expected an object, found \(value.typeName)")
             return nil
         }
-        return ConfigReader(object: object, path: path, issues: self.issues, environment: self.environment)
+        return ConfigReader(
+            object: object, path: path, element: element, issues: self.issues, environment: self.environment)
     }
 
     /// Applies `${NAME}` substitution to every string inside `value` (used for JSON templates).

@@ -89,12 +89,12 @@ extension ConfigurationLoader {
         }
         // The smallest entry (`{"id":"a","sha256":"<64>","claims":{"sub":"a"}}`) is ~100 bytes.
         expecting(data.count / 100)
-        let elementPath = "\(section.childPath("keysFile"))["
+        let filePath = section.childPath("keysFile")
         let streamed = data.withUnsafeBytes { bytes -> Result<Bool, JSONParseError> in
             do throws(JSONParseError) {
                 return .success(
                     try JSONValue.forEachElement(ofArrayIn: bytes) { index, element in
-                        if let reader = section.reader(for: element, path: "\(elementPath)\(index)]") {
+                        if let reader = section.reader(for: element, path: filePath, element: index) {
                             body(index, reader)
                         }
                     })

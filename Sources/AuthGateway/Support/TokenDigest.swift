@@ -69,25 +69,28 @@ public struct TokenDigest: Hashable, Sendable {
         let parsed = text.withUTF8 { digits in
             guard digits.count == 2 * Self.byteCount else { return false }
             return withUnsafeMutableBytes(of: &words) { raw -> Bool in
+                var invalid: UInt8 = 0
                 for index in 0..<Self.byteCount {
-                    guard let high = Self.nibble(digits[2 * index]), let low = Self.nibble(digits[2 * index + 1]) else {
-                        return false
-                    }
-                    raw[index] = high << 4 | low
+                    let high = Self.nibble(digits[2 * index])
+                    let low = Self.nibble(digits[2 * index + 1])
+                    invalid |= (high | low) & 0x10
+                    raw[index] = high << 4 | low & 0x0F
                 }
-                return true
+                return invalid == 0
             }
         }
         guard parsed else { return nil }
         self.words = words
     }
 
-    private static func nibble(_ byte: UInt8) -> UInt8? {
+    /// The value of a hex digit, or 0x10 (a bit no digit has) for anything else: checked once per
+    /// digest, not per digit (a keys file may hold a million `sha256`s).
+    private static func nibble(_ byte: UInt8) -> UInt8 {
         switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): return byte - UInt8(ascii: "A") + 10
-        default: return nil
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte &- UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte &- UInt8(ascii: "a") &+ 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return byte &- UInt8(ascii: "A") &+ 10
+        default: return 0x10
         }
     }
 
