@@ -11,6 +11,8 @@
 # it first from the same commit, `swift build -c release --scratch-path .build-release
 # --product auth-gateway`). Needs what cpu-by-config.sh needs (the bench copy that
 # scripts/bench/features.sh makes). Everything it makes is under .bench-work/nio-patched.
+# BUILD_ONLY=1 stops after the build and prints the patched binary's path (for idle-rss.py
+# --gateway, or any other script that takes a binary).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 REPS=${1:-8}
@@ -18,7 +20,7 @@ DURATION=${2:-5}
 BASE=${BASE:-$ROOT/.build-release/release/auth-gateway}
 WORK=$ROOT/.bench-work/nio-patched
 [ -x "$BASE" ] || { echo "no unpatched release binary at $BASE" >&2; exit 1; }
-[ -d "$ROOT/.bench-work/bench/keys" ] || { echo "no bench copy: run scripts/bench/features.sh once" >&2; exit 1; }
+[ -n "${BUILD_ONLY:-}" ] || [ -d "$ROOT/.bench-work/bench/keys" ] || { echo "no bench copy: run scripts/bench/features.sh once" >&2; exit 1; }
 mkdir -p "$WORK"
 
 # Each patch is named PACKAGE--WHAT.patch: the package's resolved revision is cloned from
@@ -52,6 +54,7 @@ for package in $packages; do
 done
 swift build -c release --package-path "$WORK/tree" --scratch-path "$WORK/build" --product auth-gateway
 cp "$WORK/build/release/auth-gateway" "$WORK/auth-gateway-patched"
+if [ -n "${BUILD_ONLY:-}" ]; then echo "$WORK/auth-gateway-patched"; exit 0; fi
 
 source "$ROOT/scripts/bench/gateway-config.sh"
 write_bench_gateway_config "$ROOT/.bench-work/bench" "$WORK/gateway.json"

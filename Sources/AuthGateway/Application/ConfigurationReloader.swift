@@ -42,27 +42,30 @@ final class ConfigurationReloader: Sendable {
     var generation: UInt64 { self.state.withLockedValue { $0.generation } }
 
     /// Loads and validates the file at `path`, then adopts it; an invalid file is a failed
-    /// reload (`reloadFailed`).
-    func reload(path: String, loader: ConfigurationLoader) {
+    /// reload (`reloadFailed`). The future: as `reload(_:)`'s.
+    @discardableResult
+    func reload(path: String, loader: ConfigurationLoader) -> EventLoopFuture<Void>? {
         let configuration: GatewayConfiguration
         do {
             configuration = try loader.load(path: path)
         } catch {
             self.reloadFailed(error)
-            return
+            return nil
         }
-        self.reload(configuration)
+        return self.reload(configuration)
     }
 
-    /// Adopts `configuration`, validated already.
-    func reload(_ configuration: GatewayConfiguration) {
+    /// Adopts `configuration`, validated already. The future completes once every loop has
+    /// swapped the new snapshot in (and let the old one go); nil when the old configuration stays.
+    @discardableResult
+    func reload(_ configuration: GatewayConfiguration) -> EventLoopFuture<Void>? {
         // Backend TLS is built before anything changes: if it cannot be, the old configuration stays.
         let backendTLS: [UpstreamTLS?]
         do {
             backendTLS = try UpstreamTLS.backends(configuration)
         } catch {
             self.reloadFailed(error)
-            return
+            return nil
         }
         let shared = self.shared
         let (old, generation, parts) = self.state.withLockedValue { state in
@@ -89,16 +92,12 @@ final class ConfigurationReloader: Sendable {
                 }
             }
         }
-        // Once no loop holds the old snapshot, its pages (a million API keys are ~300 MB) and
-        // what parsing the file dropped go back to the system, so a reload does not leave the
-        // process at twice its size (docs/policies.md, "API keys").
-        if let loop = self.workers.first?.eventLoop {
-            EventLoopFuture.andAllComplete(applied, on: loop).whenComplete { _ in FreedMemory.returnToSystem() }
-        }
+
         shared.keyStore.update(configuration: configuration.tokens)
         self.keys.fetchNeverFetched()
         shared.processMetrics.increment(.configReload(.success))
         self.logger.info("config.reloaded", metadata: ["config.generation": "\(generation)"])
+        return self.workers.first.map { EventLoopFuture.andAllComplete(applied, on: $0.eventLoop) }
     }
 
     /// Records a reload that failed validation; the old configuration stays.
