@@ -31,17 +31,7 @@ struct Serve: AsyncParsableCommand {
     @OptionGroup var options: ConfigOption
 
     func run() async throws {
-        let configuration: GatewayConfiguration
-        do {
-            configuration = try ConfigurationLoader().load(path: self.options.path)
-        } catch {
-            FileHandle.standardError.write(
-                Data("auth-gateway: invalid configuration \(self.options.path):\n\(error)\n".utf8))
-            throw ExitCode(1)
-        }
-        LoggingSetup.bootstrap(level: configuration.logging.level)
-        let logger = Logger(label: "auth-gateway")
-        let application = try await GatewayApplication.make(configuration: configuration, logger: logger)
+        let (application, logger) = try await Self.application(path: self.options.path)
         // Background services (the trace exporter, the shared-state connections) first: a
         // service group shuts down in reverse order, so they stop after the gateway drained,
         // and the spans and refreshes of the drained requests still get out.
@@ -55,6 +45,22 @@ struct Serve: AsyncParsableCommand {
             logger: logger
         )
         try await group.run()
+    }
+
+    /// The application of the file at `path`. The loaded configuration lives only as long as
+    /// this call: kept in `run`'s frame, the first configuration (with, say, a million API keys)
+    /// would outlive every reload (docs/policies.md, "API keys").
+    private static func application(path: String) async throws -> (GatewayApplication, Logger) {
+        let configuration: GatewayConfiguration
+        do {
+            configuration = try ConfigurationLoader().load(path: path)
+        } catch {
+            FileHandle.standardError.write(Data("auth-gateway: invalid configuration \(path):\n\(error)\n".utf8))
+            throw ExitCode(1)
+        }
+        LoggingSetup.bootstrap(level: configuration.logging.level)
+        let logger = Logger(label: "auth-gateway")
+        return (try await GatewayApplication.make(configuration: configuration, logger: logger), logger)
     }
 }
 
