@@ -17,6 +17,9 @@ package final class RunningGateway: Sendable {
     /// Its standard output and error go to files (`ChildProcess`).
     package let process: ChildProcess
     package let configurationPath: String
+    /// The configuration's folder (and the executable's link when run under a prefix):
+    /// removed with this object.
+    private let directory: URL
 
     /// The `auth-gateway` executable of this build.
     ///
@@ -76,6 +79,7 @@ package final class RunningGateway: Sendable {
     ) throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("serve-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        self.directory = directory
         self.configurationPath = directory.appendingPathComponent("gateway.json").path
         try JSONValue.object(configuration).jsonText.write(
             toFile: self.configurationPath, atomically: true, encoding: .utf8)
@@ -103,6 +107,12 @@ package final class RunningGateway: Sendable {
         }
         self.process = try ChildProcess(
             prefix + [executable] + arguments, environment: environment, workingDirectory: directory.path)
+    }
+
+    deinit {
+        // Its process has exited or been killed by now (every test stops what it started); a
+        // thousand test runs' folders stayed behind in the temporary directory before.
+        try? FileManager.default.removeItem(at: self.directory)
     }
 
     private static func reachableCopy(of executable: String, in directory: URL) throws -> String {

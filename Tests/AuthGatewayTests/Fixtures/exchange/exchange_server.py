@@ -21,6 +21,7 @@ Ends on SIGTERM. Never prints a token except in /mint's answer.
 """
 import json
 import os
+import shutil
 import signal
 import socket
 import sys
@@ -183,6 +184,9 @@ def serve():
     listener = ThreadingHTTPServer(("127.0.0.1", 0), None)
     port = listener.server_address[1]
     server = make_server(f"http://127.0.0.1:{port}", folder)
+    # The server holds its keys once made: the key files go now, not at a SIGTERM a loaded
+    # machine may answer too late (the test then kills the process).
+    shutil.rmtree(folder, ignore_errors=True)
     lock = threading.Lock()
     state = {"calls": 0}
 
