@@ -74,5 +74,15 @@ struct CanonicalHostTests {
         for value in ["Api.example.com", "api.example.com.", "api.example.com:", "api.example.com.:443"] {
             #expect(try !Self.make(value).get().isSpelled(as: value[...]))
         }
+        // Another value of the same length, or one differing only in its port or past the name.
+        let host = try Self.make("api.example.com:443").get()
+        for other in ["api.example.com:444", "api.example.org:443", "api.example.com;443", "api.example.com", "x"] {
+            #expect(!host.isSpelled(as: other[...]), "\(other)")
+        }
+        let portless = try Self.make("api.example.com").get()
+        for other in ["api.example.com:443", "api.example.co", "api.example.comm", "api.exampleXcom"] {
+            #expect(!portless.isSpelled(as: other[...]), "\(other)")
+        }
+        #expect(portless.isSpelled(as: "xapi.example.com".dropFirst()), "a slice of a longer string")
     }
 }
