@@ -39,7 +39,9 @@ struct HTTP2StreamExpiryTests {
                 #expect(report[name]?["code"]?.stringValue == "UNAUTHENTICATED", "\(name): \(report)")
                 #expect((report[name]?["count"]?.numberValue?.double ?? 0) > 0, "\(name) streamed before: \(report)")
                 let at = try #require(report[name]?["at"]?.numberValue?.double)
-                #expect(at >= expiry - 0.05 && at <= expiry + 2, "\(name) ended \(at - expiry) s after exp")
+                // Never before expiry; within ten seconds after it on a loaded 2-core machine
+                // (the stream is endless: a close in that window is the expiry's).
+                #expect(at >= expiry - 0.05 && at <= expiry + 10, "\(name) ended \(at - expiry) s after exp")
             }
             #expect(report["stream"]?["details"]?.stringValue == "credential expired")
             #expect(report["other_after"]?.numberValue?.exactInt == 5, "the other call went on: \(report)")
@@ -75,7 +77,8 @@ struct HTTP2StreamExpiryTests {
         #expect(report["short"]?["status"]?.numberValue?.exactInt == 200)
         #expect(report["short"]?["reset"]?.numberValue?.exactInt == 8, "RST_STREAM(CANCEL): \(report)")
         let at = try #require(report["short"]?["at"]?.numberValue?.double)
-        #expect(at >= expiry - 0.05 && at <= expiry + 2, "reset \(at - expiry) s after exp")
+        // Never before expiry; within ten seconds after it on a loaded 2-core machine.
+        #expect(at >= expiry - 0.05 && at <= expiry + 10, "reset \(at - expiry) s after exp")
         #expect(report["long"]?["after"]?.numberValue?.exactInt == 5, "the neighbour went on: \(report)")
         #expect(report["long"]?["reset"] == .null)
     }

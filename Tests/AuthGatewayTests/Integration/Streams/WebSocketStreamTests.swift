@@ -12,9 +12,11 @@ import AuthGatewayTesting
     "WebSocket tunnels and their credential (websockets client and backend)", .serialized,
     .timeLimit(.minutes(3)), .awaitsCleanups)
 struct WebSocketStreamTests {
-    /// The spec's second after expiry + leeway, and three more for a full test run on a loaded
-    /// 2-core machine, where the gateway process itself waits for a CPU.
-    static let loadMargin = 3.0
+    /// The spec's second after expiry + leeway, and ten more for a full test run on a loaded
+    /// 2-core machine, where the gateway itself waits for a CPU (5.0 s was seen against a bound
+    /// of 3). The stream is endless and the lower bound is exact, so a cut inside this window is
+    /// still the expiry's and no other's.
+    static let loadMargin = 10.0
 
     static let prefix = "base64url.bearer.authorization.k8s.io."
 
@@ -139,9 +141,11 @@ struct WebSocketStreamTests {
 /// becomes a stream.
 @Suite("Streamed HTTP/1.1 responses and their credential", .serialized, .timeLimit(.minutes(2)), .awaitsCleanups)
 struct HTTP1StreamExpiryTests {
-    /// The spec's second after expiry + leeway, and three more for a full test run on a loaded
-    /// 2-core machine, where the gateway process itself waits for a CPU.
-    static let loadMargin = 3.0
+    /// The spec's second after expiry + leeway, and ten more for a full test run on a loaded
+    /// 2-core machine, where the gateway itself waits for a CPU (5.0 s was seen against a bound
+    /// of 3). The stream is endless and the lower bound is exact, so a cut inside this window is
+    /// still the expiry's and no other's.
+    static let loadMargin = 10.0
 
     @Test func aStreamedResponseIsCutAtExpiryPlusLeeway() async throws {
         let gateway = try await GatewayFixture.start { config in
