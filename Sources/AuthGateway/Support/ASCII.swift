@@ -39,7 +39,10 @@ enum ASCII {
         return true
     }
 
-    /// Byte-for-byte equality (case-sensitive, no Unicode normalization): cookie names.
+    /// Byte-for-byte equality (case-sensitive, no Unicode normalization): cookie names, a cached
+    /// exchange's subject token. Over contiguous bytes where the strings have them: the generic
+    /// `elementsEqual` over two UTF-8 views walks one index at a time, and cost a cached exchange
+    /// more than the rest of its authentication (docs/benchmarks.md).
     static func bytesEqual(_ lhs: some StringProtocol, _ rhs: some StringProtocol) -> Bool {
         let a = lhs.utf8, b = rhs.utf8
         guard a.count == b.count else { return false }

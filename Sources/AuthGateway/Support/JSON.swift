@@ -71,8 +71,7 @@ public struct JSONObject: Sendable, Equatable {
         get {
             // By index: comparing `entries[i].key` in place copies no entry (no retain of
             // each value on the way); requirements and identity headers look up per request.
-            for index in self.entries.indices where self.entries[index].key == key { return self.entries[index].value }
-            return nil
+            self.index(forKey: key).map { self.entries[$0].value }
         }
         set {
             if let index = self.entries.firstIndex(where: { $0.key == key }) {

@@ -1,4 +1,3 @@
-import Foundation
 import NIOCore
 
 /// One event loop's token exchanges (docs/token-exchange.md): for a route with `exchange`, the
@@ -51,7 +50,7 @@ package final class TokenExchanger {
         var token = subjectToken
         let slot = token.withUTF8 { Self.slot(of: UnsafeRawBufferPointer($0), route: route, count: self.memo.count) }
         if let memo = self.memo[slot], now < memo.usableUntil, memo.route == route,
-            Self.sameBytes(memo.subjectToken, &token)
+            ASCII.bytesEqual(memo.subjectToken, subjectToken)
         {
             self.metrics?.increment(.exchange(route: route, .cached))
             return .ready(memo.exchanged)
@@ -120,18 +119,6 @@ package final class TokenExchanger {
 
     /// A hash (randomly seeded per process) of the token's last 16 bytes and the route: which
     /// slot it lands in only decides what it evicts; a hit compares the whole token.
-    /// One `memcmp` of the two tokens' bytes: a generic `elementsEqual` over their UTF-8 views
-    /// walked a token of a few hundred bytes one index at a time, and cost a cached exchange
-    /// more than the rest of its request's authentication (docs/benchmarks.md).
-    private static func sameBytes(_ stored: String, _ token: inout Substring) -> Bool {
-        var stored = stored
-        return stored.withUTF8 { a in
-            token.withUTF8 { b in
-                a.count == b.count && (a.count == 0 || memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0)
-            }
-        }
-    }
-
     private static func slot(of bytes: UnsafeRawBufferPointer, route: String, count: Int) -> Int {
         var hasher = Hasher()
         hasher.combine(bytes: UnsafeRawBufferPointer(rebasing: bytes.suffix(16)))
