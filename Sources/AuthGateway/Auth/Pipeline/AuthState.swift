@@ -1,7 +1,8 @@
 /// What the authentication steps have learned about a request so far: the value each step
 /// reads and hands on (docs/architecture.md, "Authentication: one step contract").
 ///
-/// Small (a credential, three references): it is handed from step to step on every request.
+/// The pipeline holds one for the request and each step adds to it in place (`inout`): it is
+/// never copied on the way through the list, only into a waiting step's continuation.
 struct AuthState: Sendable {
     /// The credential as the steps have resolved it so far (a session's handle becomes the
     /// session's access token).
@@ -20,13 +21,6 @@ struct AuthState: Sendable {
         self.credential = credential
         self.identity = identity
         self.keys = keys
-    }
-
-    /// This state with `identity` as the verified caller (a step that added to it).
-    func with(_ identity: Identity) -> AuthState {
-        var state = self
-        state.identity = identity
-        return state
     }
 
     /// The access token presented (or a session's), when the credential is one.

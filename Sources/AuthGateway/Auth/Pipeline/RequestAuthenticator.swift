@@ -14,12 +14,12 @@ import NIOCore
 final class RequestAuthenticator {
     /// The list, run from an index on: one indirect call per request into code the compiler
     /// specialised for this list's steps.
-    private let steps: (AuthState, AuthRequest, Int) -> StepProgress
+    private let steps: (inout AuthState, AuthRequest, Int) -> StepProgress
     let signInRedirect: SignInRedirect?
     let eventLoop: EventLoop
 
     init<Steps: StepList>(steps: Steps, signInRedirect: SignInRedirect?, eventLoop: EventLoop) {
-        self.steps = { state, request, start in steps.run(state, request, from: start) }
+        self.steps = { state, request, start in steps.run(&state, request, from: start) }
         self.signInRedirect = signInRedirect
         self.eventLoop = eventLoop
     }
@@ -34,7 +34,8 @@ final class RequestAuthenticator {
 
     /// Runs the steps until authentication is over or must wait.
     func authenticate(_ request: AuthRequest) -> AuthDecision {
-        switch self.resume(AuthState(keys: request.keys), request, at: 0) {
+        var state = AuthState(keys: request.keys)
+        switch self.resume(&state, request, at: 0) {
         case .done(let outcome): return .done(self.signInRedirect?.apply(outcome, request) ?? outcome)
         case .pending(let future):
             guard let redirect = self.signInRedirect else { return .pending(future) }
@@ -42,22 +43,25 @@ final class RequestAuthenticator {
         }
     }
 
-    private func resume(_ state: AuthState, _ request: AuthRequest, at start: Int) -> AuthDecision {
-        switch self.steps(state, request, start) {
-        case .finished(let state): return .done(Self.conclude(state))
+    private func resume(_ state: inout AuthState, _ request: AuthRequest, at start: Int) -> AuthDecision {
+        switch self.steps(&state, request, start) {
+        case .finished: return .done(Self.conclude(state))
         case .refused(let error, let headers): return .done(.rejected(error, headers: headers))
         case .waiting(let answer, let next): return .pending(self.waiting(answer, request, resumeAt: next))
         }
     }
 
-    /// A waiting step's answer, adopted on the request's loop; the run goes on after the step.
+    /// A waiting step's answer, adopted on the request's loop; the run goes on after the step
+    /// with the state the step left.
     private func waiting(
-        _ answer: EventLoopFuture<StepResult<AuthState>>, _ request: AuthRequest, resumeAt next: Int
+        _ answer: EventLoopFuture<StepResumption>, _ request: AuthRequest, resumeAt next: Int
     ) -> EventLoopFuture<AuthOutcome> {
         let loop = self.eventLoop
-        return answer.hop(to: loop).assumeIsolated().flatMap { result -> EventLoopFuture<AuthOutcome> in
-            switch result {
-            case .next(let state): return self.resume(state, request, at: next).future(on: loop)
+        return answer.hop(to: loop).assumeIsolated().flatMap { resumption -> EventLoopFuture<AuthOutcome> in
+            switch resumption.result {
+            case .next:
+                var state = resumption.state
+                return self.resume(&state, request, at: next).future(on: loop)
             case .refuse(let error, let headers): return loop.makeSucceededFuture(.rejected(error, headers: headers))
             case .wait(let again): return self.waiting(again, request, resumeAt: next)
             }

@@ -7,25 +7,25 @@ import NIOCore
 protocol StepList {
     /// How many steps the list holds.
     static var count: Int { get }
-    /// Runs the steps from index `start` (0-based) on: the first ones already ran when a step
-    /// waited and the pipeline resumes after it.
-    func run(_ state: AuthState, _ request: AuthRequest, from start: Int) -> StepProgress
+    /// Runs the steps from index `start` (0-based) on, each adding to `state` in place: the
+    /// first ones already ran when a step waited and the pipeline resumes after it.
+    func run(_ state: inout AuthState, _ request: AuthRequest, from start: Int) -> StepProgress
 }
 
 /// How far a run of the list got.
 enum StepProgress {
-    /// Every step went on: the last one's state.
-    case finished(AuthState)
+    /// Every step went on: the state is as the last one left it.
+    case finished
     case refused(GatewayError, headers: HeaderFields)
     /// A step waits; once its answer arrives, the run goes on at `resumeAt`.
-    case waiting(EventLoopFuture<StepResult<AuthState>>, resumeAt: Int)
+    case waiting(EventLoopFuture<StepResumption>, resumeAt: Int)
 }
 
 /// The empty list, where every pipeline starts.
 struct NoSteps: StepList {
     static var count: Int { 0 }
 
-    func run(_ state: AuthState, _ request: AuthRequest, from start: Int) -> StepProgress { .finished(state) }
+    func run(_ state: inout AuthState, _ request: AuthRequest, from start: Int) -> StepProgress { .finished }
 }
 
 /// The steps of `previous`, then `step`.
@@ -36,18 +36,15 @@ struct Then<Previous: StepList, Step: AuthenticationStep>: StepList {
     static var count: Int { Previous.count + 1 }
 
     @inline(__always)
-    func run(_ state: AuthState, _ request: AuthRequest, from start: Int) -> StepProgress {
+    func run(_ state: inout AuthState, _ request: AuthRequest, from start: Int) -> StepProgress {
         let index = Previous.count
-        guard start <= index else { return .finished(state) }
-        var state = state
+        guard start <= index else { return .finished }
         if start < index {
-            switch self.previous.run(state, request, from: start) {
-            case .finished(let next): state = next
-            case let stopped: return stopped
-            }
+            let progress = self.previous.run(&state, request, from: start)
+            guard case .finished = progress else { return progress }
         }
-        switch self.step.run(state, request) {
-        case .next(let next): return .finished(next)
+        switch self.step.run(&state, request) {
+        case .next: return .finished
         case .refuse(let error, let headers): return .refused(error, headers: headers)
         case .wait(let answer): return .waiting(answer, resumeAt: index + 1)
         }

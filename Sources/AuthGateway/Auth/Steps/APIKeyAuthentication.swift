@@ -20,16 +20,15 @@ struct APIKeyAuthentication: AuthenticationStep {
 
     init(_ context: StepContext) { self.init(table: context.features.apiKeys) }
 
-    func run(_ state: AuthState, _ request: AuthRequest) -> StepResult<AuthState> {
-        guard case .apiKey(let presented) = state.credential, let table = self.table else { return .next(state) }
+    func run(_ state: inout AuthState, _ request: AuthRequest) -> StepResult {
+        guard case .apiKey(let presented) = state.credential, let table = self.table else { return .next }
         guard let key = table.key(presented), !key.isExpired(now: request.now) else { return .refuse(.apiKeyInvalid) }
         var identity = Identity(
             token: key.token, accessToken: ExtractedToken(value: presented[...], location: table.location),
             issuer: APIKeyTable.issuer, kind: .apiKey)
         identity.apiKeyID = key.id
-        var state = state
         state.identity = identity
-        return .next(state)
+        return .next
     }
 }
 

@@ -26,12 +26,11 @@ struct CredentialExtraction: AuthenticationStep {
             apiKeyHeader: context.features.apiKeys?.header)
     }
 
-    func run(_ state: AuthState, _ request: AuthRequest) -> StepResult<AuthState> {
+    func run(_ state: inout AuthState, _ request: AuthRequest) -> StepResult {
         switch self.extract(from: request.headers, auth: request.route.auth) {
         case .success(let credential):
-            var state = state
             state.credential = credential
-            return .next(state)
+            return .next
         case .failure(let error):
             return .refuse(error)
         }

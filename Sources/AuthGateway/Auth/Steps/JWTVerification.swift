@@ -53,19 +53,18 @@ struct JWTVerification: AuthenticationStep {
             introspectsOpaqueTokens: context.configuration.tokens.introspection != nil)
     }
 
-    func run(_ state: AuthState, _ request: AuthRequest) -> StepResult<AuthState> {
-        guard state.identity == nil, case .token(let token) = state.credential else { return .next(state) }
-        if self.introspectsOpaqueTokens && !CompactJWS.hasCompactShape(token.value) { return .next(state) }
-        return self.verify(token, state, request, refetched: false)
+    func run(_ state: inout AuthState, _ request: AuthRequest) -> StepResult {
+        guard state.identity == nil, case .token(let token) = state.credential else { return .next }
+        if self.introspectsOpaqueTokens && !CompactJWS.hasCompactShape(token.value) { return .next }
+        return self.verify(token, &state, request, refetched: false)
     }
 
     /// `refetched`: the issuer's keys were refetched for this token already (once only).
     private func verify(
-        _ token: ExtractedToken, _ state: AuthState, _ request: AuthRequest, refetched: Bool
-    ) -> StepResult<AuthState> {
+        _ token: ExtractedToken, _ state: inout AuthState, _ request: AuthRequest, refetched: Bool
+    ) -> StepResult {
         switch self.verify(token.value, keys: state.keys, trace: request.trace) {
         case .verified(let verified):
-            var state = state
             // The clock is checked on every request (docs/authentication.md, "Claims").
             switch verified.timeFailure(now: request.now) {
             case nil:
@@ -76,34 +75,38 @@ struct JWTVerification: AuthenticationStep {
             case let failure?:
                 return .refuse(.tokenRejected(failure))
             }
-            return .next(state)
+            return .next
         case .refused(let error):
             return .refuse(error)
         case .unknownKey where refetched:
             return .refuse(.tokenRejected(.unknownKey))
         case .unknownKey(let issuer):
-            return self.refetching(issuer, state.keys, inCooldown: nil) { keys in
-                var state = state
+            let keys = state.keys
+            return self.refetching(issuer, keys, &state, inCooldown: nil) { keys, state in
                 state.keys = keys
-                return self.verify(token, state, request, refetched: true)
+                return self.verify(token, &state, request, refetched: true)
             }
         }
     }
 
-    /// Refetches the issuer's keys for an unknown `kid`, then goes on with `retry` under the new
-    /// keys. In the cooldown: `inCooldown` keys when given, else refused (503 when the issuer's
-    /// keys were never fetched: nothing can be checked; Envoy answers 401 there).
+    /// Refetches the issuer's keys (`keys` are the ones that lacked the `kid`) for an unknown
+    /// `kid`, then goes on with `retry` under the new keys and `state`. In the cooldown:
+    /// `inCooldown` keys when given, else refused (503 when the issuer's keys were never fetched:
+    /// nothing can be checked; Envoy answers 401 there).
     func refetching(
-        _ issuerIndex: Int, _ keys: KeySnapshot, inCooldown: KeySnapshot?,
-        then retry: @escaping (KeySnapshot) -> StepResult<AuthState>
-    ) -> StepResult<AuthState> {
+        _ issuerIndex: Int, _ keys: KeySnapshot, _ state: inout AuthState, inCooldown: KeySnapshot?,
+        then retry: @escaping (KeySnapshot, inout AuthState) -> StepResult
+    ) -> StepResult {
         switch self.refetchKeys(issuerIndex: issuerIndex, keys: keys) {
         case .notAllowed(let neverFetched):
-            if let inCooldown { return retry(inCooldown) }
+            if let inCooldown { return retry(inCooldown, &state) }
             return .refuse(neverFetched ? .keysUnavailable : .tokenRejected(.unknownKey))
         case .pending(let refetched):
             // A failed refetch is 503 with nothing cleared: the client retries.
-            return .after(refetched, on: self.eventLoop) { keys in keys.map(retry) ?? .refuse(.keysUnavailable) }
+            return .after(refetched, on: self.eventLoop, resuming: state) { keys, state in
+                guard let keys else { return .refuse(.keysUnavailable) }
+                return retry(keys, &state)
+            }
         }
     }
 

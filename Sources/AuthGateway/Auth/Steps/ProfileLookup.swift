@@ -41,15 +41,16 @@ struct ProfileLookup: AuthenticationStep {
 
     /// Every verified caller but an API key's: a fetch presents the caller's credential to the
     /// auth service, and a key never leaves the gateway (docs/policies.md, "API keys").
-    func run(_ state: AuthState, _ request: AuthRequest) -> StepResult<AuthState> {
-        guard let identity = state.identity, identity.kind != .apiKey else { return .next(state) }
+    func run(_ state: inout AuthState, _ request: AuthRequest) -> StepResult {
+        guard let identity = state.identity, identity.kind != .apiKey else { return .next }
         switch self.lookup(identity, route: request.route, trace: request.trace) {
         case .found(let identity):
-            return .next(state.with(identity))
+            state.identity = identity
+            return .next
         case .refused(let error):
             return .refuse(error)
         case .pending(let fetched):
-            return .identity(after: fetched, in: state, on: self.eventLoop)
+            return .identity(after: fetched, resuming: state, on: self.eventLoop)
         }
     }
 

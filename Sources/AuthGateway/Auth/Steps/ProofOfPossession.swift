@@ -33,15 +33,16 @@ struct ProofOfPossession: AuthenticationStep {
     }
 
     /// Every verified caller but an API key's (a key is no token a proof could be bound to).
-    func run(_ state: AuthState, _ request: AuthRequest) -> StepResult<AuthState> {
-        guard let identity = state.identity, identity.kind != .apiKey else { return .next(state) }
+    func run(_ state: inout AuthState, _ request: AuthRequest) -> StepResult {
+        guard let identity = state.identity, identity.kind != .apiKey else { return .next }
         switch self.check(identity, request) {
         case .accepted(let identity):
-            return .next(state.with(identity))
+            state.identity = identity
+            return .next
         case .refused(let error, let headers):
             return .refuse(error, headers: headers)
         case .pending(let checked):
-            return .identity(after: checked, in: state, on: self.eventLoop)
+            return .identity(after: checked, resuming: state, on: self.eventLoop)
         }
     }
 

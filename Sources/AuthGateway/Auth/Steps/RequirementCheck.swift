@@ -23,16 +23,16 @@ struct RequirementCheck: AuthenticationStep {
     /// The step: a verified caller goes on when the route's requirement holds, else 403 (with
     /// what the caller must get anyway: a refresh's new tokens). An anonymous request is not
     /// checked.
-    func run(_ state: AuthState, _ request: AuthRequest) -> StepResult<AuthState> {
+    func run(_ state: inout AuthState, _ request: AuthRequest) -> StepResult {
         // Most routes have no `require`: they pay nothing here, not even the view's copies.
         let requirement = request.route.require
-        guard !requirement.isEmpty, let identity = state.identity else { return .next(state) }
+        guard !requirement.isEmpty, let identity = state.identity else { return .next }
         if let notes = self.notes {
             notes.requirements = Self.explain(requirement, IdentityFields(identity: identity, request: request))
         }
         switch Self.evaluate(requirement, IdentityFields(identity: identity, request: request)) {
         case .holds:
-            return .next(state)
+            return .next
         case .fails(let clause):
             return .refuse(.forbidden(clause), headers: identity.responseHeaders)
         }

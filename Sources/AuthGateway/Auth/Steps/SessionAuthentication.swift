@@ -28,8 +28,8 @@ struct SessionAuthentication: AuthenticationStep {
             eventLoop: context.eventLoop, metrics: context.metrics)
     }
 
-    func run(_ state: AuthState, _ request: AuthRequest) -> StepResult<AuthState> {
-        guard case .session(let handle) = state.credential, let signIn = self.signIn else { return .next(state) }
+    func run(_ state: inout AuthState, _ request: AuthRequest) -> StepResult {
+        guard case .session(let handle) = state.credential, let signIn = self.signIn else { return .next }
         guard
             BrowserRequest.isSameOrigin(
                 method: request.method, headers: request.headers,
@@ -41,36 +41,30 @@ struct SessionAuthentication: AuthenticationStep {
         switch signIn.sessions.lookup(digest, now: request.now, lifetime: signIn.lifetime, on: self.eventLoop) {
         case .found(let record):
             self.recentDigests.remember(handle, digest: digest)
-            return .next(Self.adopting(record, digest: digest, into: state))
+            state.credential = .token(Self.token(of: record, digest: digest))
+            return .next
         case .missing:
-            return self.noSession(state, request, signIn)
+            return self.noSession(&state, request, signIn)
         case .expired:
             self.metrics.increment(.signOut(.expired))
-            return self.noSession(state, request, signIn)
+            return self.noSession(&state, request, signIn)
         case .pending(let record):
-            return .after(record, on: self.eventLoop) { record in
-                guard let record else { return self.noSession(state, request, signIn) }
+            return .after(record, on: self.eventLoop, resuming: state) { record, state in
+                guard let record else { return self.noSession(&state, request, signIn) }
                 self.recentDigests.remember(handle, digest: digest)
-                return .next(Self.adopting(record, digest: digest, into: state))
+                // The session's access token becomes the credential.
+                state.credential = .token(Self.token(of: record, digest: digest))
+                return .next
             }
         }
     }
 
-    /// The session's access token becomes the credential.
-    private static func adopting(_ record: SessionRecord, digest: TokenDigest, into state: AuthState) -> AuthState {
-        var state = state
-        state.credential = .token(Self.token(of: record, digest: digest))
-        return state
-    }
-
     /// An unknown or ended session: on an `optional` route no credential at all; else 401 with
     /// the stale cookie cleared.
-    private func noSession(_ state: AuthState, _ request: AuthRequest, _ signIn: BrowserSignIn) -> StepResult<AuthState>
-    {
+    private func noSession(_ state: inout AuthState, _ request: AuthRequest, _ signIn: BrowserSignIn) -> StepResult {
         guard request.route.auth != .optional else {
-            var state = state
             state.credential = .none
-            return .next(state)
+            return .next
         }
         return .refuse(.tokenMissing, headers: [("Set-Cookie", signIn.cookies.clearingSession)])
     }

@@ -17,9 +17,9 @@ struct SignedAssertion: AuthenticationStep {
         self.notes = context.notes
     }
 
-    func run(_ state: AuthState, _ request: AuthRequest) -> StepResult<AuthState> {
+    func run(_ state: inout AuthState, _ request: AuthRequest) -> StepResult {
         guard let signer = self.signer, let assertion = request.route.assertion, var identity = state.identity else {
-            return .next(state)
+            return .next
         }
         // A subject is what an assertion asserts: none, and there is nothing to sign for.
         guard let subject = identity.token.subject else { return .refuse(.tokenRejected(.missingClaim)) }
@@ -39,12 +39,11 @@ struct SignedAssertion: AuthenticationStep {
                     clientIP: request.clientIP, method: request.method.rawValue, path: request.target.path) : nil)
         if let notes = self.notes {
             notes.assertion = input
-            return .next(state)
+            return .next
         }
         identity.backendHeaders.append((signer.header, signer.assertion(for: input, now: request.now)))
-        var state = state
         state.identity = identity
-        return .next(state)
+        return .next
     }
 
     static func authKind(_ kind: Identity.Kind) -> AssertionInput.AuthKind {

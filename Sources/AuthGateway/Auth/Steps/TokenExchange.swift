@@ -21,13 +21,13 @@ struct TokenExchange: AuthenticationStep {
         self.notes = context.notes
     }
 
-    func run(_ state: AuthState, _ request: AuthRequest) -> StepResult<AuthState> {
-        guard let configuration = request.route.exchange, let identity = state.identity else { return .next(state) }
+    func run(_ state: inout AuthState, _ request: AuthRequest) -> StepResult {
+        guard let configuration = request.route.exchange, let identity = state.identity else { return .next }
         // An API key is no token a provider could exchange.
         guard identity.kind != .apiKey else { return .refuse(.exchangeRefused("invalid_request")) }
         if let notes = self.notes {
             notes.exchange = configuration
-            return .next(state)
+            return .next
         }
         let subject = identity.currentAccessToken
         let expiresAt = identity.token.expiresAt
@@ -36,22 +36,25 @@ struct TokenExchange: AuthenticationStep {
             route: request.route.name, configuration: configuration, now: request.now, on: self.eventLoop)
         {
         case .ready(let exchanged):
-            return .next(Self.adopting(exchanged, state))
+            Self.adopt(exchanged, into: &state)
+            return .next
         case .refused(let error):
             return .refuse(error)
         case .pending(let answer):
-            return .after(answer, on: self.eventLoop) { result in
+            return .after(answer, on: self.eventLoop, resuming: state) { result, state in
                 switch result {
-                case .success(let exchanged): return .next(Self.adopting(exchanged, state))
-                case .failure(let error): return .refuse(error)
+                case .success(let exchanged):
+                    Self.adopt(exchanged, into: &state)
+                    return .next
+                case .failure(let error):
+                    return .refuse(error)
                 }
             }
         }
     }
 
-    private static func adopting(_ exchanged: String, _ state: AuthState) -> AuthState {
-        var state = state
+    /// The backend gets the exchanged token instead of the caller's.
+    private static func adopt(_ exchanged: String, into state: inout AuthState) {
         state.identity?.backendAuthorization = "Bearer " + exchanged
-        return state
     }
 }

@@ -42,37 +42,36 @@ struct TokenIntrospection: AuthenticationStep {
 
     /// An opaque token (`JWTVerification` left it alone), or with `forJWTs` a JWT that just
     /// verified (not one a refresh renewed: its answer is the provider's word already).
-    func run(_ state: AuthState, _ request: AuthRequest) -> StepResult<AuthState> {
-        guard self.introspector != nil, case .token(let token) = state.credential else { return .next(state) }
+    func run(_ state: inout AuthState, _ request: AuthRequest) -> StepResult {
+        guard self.introspector != nil, case .token(let token) = state.credential else { return .next }
         let verified: Identity?
         if let identity = state.identity {
             guard self.coversJWTs, !state.refreshed, identity.kind == .jwt || identity.kind == .session else {
-                return .next(state)
+                return .next
             }
             verified = identity
         } else {
-            guard state.expired == nil else { return .next(state) }
+            guard state.expired == nil else { return .next }
             verified = nil
         }
         let outcome = self.introspect(token, verified: verified, now: request.now, trace: request.trace)
-        return self.answer(outcome, token, verified, state)
+        return self.answer(outcome, token, verified, &state)
     }
 
     /// The step's answer: the identity goes on in `state`; a pending answer is adopted on the
     /// request's loop (it fills the loop's memo).
     private func answer(
-        _ outcome: Outcome, _ token: ExtractedToken, _ verified: Identity?, _ state: AuthState
-    ) -> StepResult<AuthState> {
+        _ outcome: Outcome, _ token: ExtractedToken, _ verified: Identity?, _ state: inout AuthState
+    ) -> StepResult {
         switch outcome {
         case .identity(let identity):
-            var state = state
             state.identity = identity
-            return .next(state)
+            return .next
         case .refused(let error):
             return .refuse(error)
         case .pending(let answer):
-            return .after(answer, on: self.eventLoop) { outcome in
-                self.answer(self.adopt(outcome, token, verified: verified), token, verified, state)
+            return .after(answer, on: self.eventLoop, resuming: state) { outcome, state in
+                self.answer(self.adopt(outcome, token, verified: verified), token, verified, &state)
             }
         }
     }

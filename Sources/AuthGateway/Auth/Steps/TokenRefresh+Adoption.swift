@@ -10,8 +10,8 @@ extension TokenRefresh {
     /// is updated and the cookie stays). A token signed with a `kid` the issuer's keys lack
     /// refetches them once; anything else the gateway refuses signs the client out.
     func adopt(
-        _ outcome: RefreshOutcome, _ ticket: Ticket, _ state: AuthState, keys: KeySnapshot, refetched: Bool
-    ) -> StepResult<AuthState> {
+        _ outcome: RefreshOutcome, _ ticket: Ticket, _ state: inout AuthState, keys: KeySnapshot, refetched: Bool
+    ) -> StepResult {
         let now = self.clock()
         switch outcome {
         case .unavailable:
@@ -24,18 +24,17 @@ extension TokenRefresh {
                 guard let identity = self.identity(token, accessToken, rotated, ticket, keys: keys) else {
                     return self.refusal(self.signOut(ticket))
                 }
-                var state = state
                 state.identity = identity
                 state.expired = nil
                 state.keys = keys
                 state.refreshed = true
-                return .next(state)
+                return .next
             case .unknownKey(let issuerIndex) where !refetched:
                 // A rotated key the new token is the first to use: refetch and adopt again (in
                 // the cooldown another request just refetched: take the store's keys).
                 return self.verification.refetching(
-                    issuerIndex, keys, inCooldown: self.verification.currentKeys
-                ) { keys in self.adopt(outcome, ticket, state, keys: keys, refetched: true) }
+                    issuerIndex, keys, &state, inCooldown: self.verification.currentKeys
+                ) { keys, state in self.adopt(outcome, ticket, &state, keys: keys, refetched: true) }
             case .verified(let token):
                 self.logMisconfiguration(reason: token.timeFailure(now: now)?.rawValue ?? "invalid")
             case .unknownKey:
@@ -71,7 +70,7 @@ extension TokenRefresh {
         }
     }
 
-    private func refusal(_ refusal: Refusal) -> StepResult<AuthState> {
+    private func refusal(_ refusal: Refusal) -> StepResult {
         .refuse(refusal.error, headers: refusal.headers)
     }
 

@@ -73,8 +73,8 @@ struct TokenRefresh: AuthenticationStep {
         self.clock = clock
     }
 
-    func run(_ state: AuthState, _ request: AuthRequest) -> StepResult<AuthState> {
-        guard let expired = state.expired, case .token(let token) = state.credential else { return .next(state) }
+    func run(_ state: inout AuthState, _ request: AuthRequest) -> StepResult {
+        guard let expired = state.expired, case .token(let token) = state.credential else { return .next }
         let ticket: Ticket
         let redeemed: EventLoopFuture<RefreshOutcome>
         let span = request.trace?.child("auth.refresh", kind: .client)
@@ -85,10 +85,11 @@ struct TokenRefresh: AuthenticationStep {
         case .success(let started):
             (ticket, redeemed) = started
         }
-        return .after(redeemed, on: self.eventLoop) { outcome in
+        return .after(redeemed, on: self.eventLoop, resuming: state) { outcome, state in
             span?.attributes["auth.refresh.outcome"] = outcome.label
             span?.end()
-            return self.adopt(outcome, ticket, state, keys: state.keys, refetched: false)
+            let keys = state.keys
+            return self.adopt(outcome, ticket, &state, keys: keys, refetched: false)
         }
     }
 

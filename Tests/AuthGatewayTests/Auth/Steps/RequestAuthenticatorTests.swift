@@ -163,9 +163,9 @@ private struct Recording: AuthenticationStep {
     let name: String
     let calls: Calls
 
-    func run(_ state: AuthState, _ request: AuthRequest) -> StepResult<AuthState> {
+    func run(_ state: inout AuthState, _ request: AuthRequest) -> StepResult {
         self.calls.names.append(self.name)
-        return .next(state)
+        return .next
     }
 }
 
@@ -174,14 +174,15 @@ private struct Waiting: AuthenticationStep {
     let answer: EventLoopFuture<Void>
     let calls: Calls
 
-    func run(_ state: AuthState, _ request: AuthRequest) -> StepResult<AuthState> {
+    func run(_ state: inout AuthState, _ request: AuthRequest) -> StepResult {
         self.calls.names.append("waiting")
-        var waited = state
         let token = VerifiedToken(
             issuerIndex: 0, generation: 0, claims: ["sub": "waited"], subject: "waited", expiresAt: .infinity,
             notBefore: nil, issuedAt: nil, leewaySeconds: 0)
-        waited.identity = Identity(
-            token: token, accessToken: ExtractedToken(value: "t", location: .cookie(name: "c")), issuer: "i")
-        return .after(self.answer, on: self.loop) { .next(waited) }
+        return .after(self.answer, on: self.loop, resuming: state) { _, state in
+            state.identity = Identity(
+                token: token, accessToken: ExtractedToken(value: "t", location: .cookie(name: "c")), issuer: "i")
+            return .next
+        }
     }
 }

@@ -60,19 +60,20 @@ struct TokenRefreshTests {
     private func adopt(
         _ outcome: RefreshOutcome, _ ticket: TokenRefresh.Ticket, refresh: TokenRefresh? = nil,
         keys: KeySnapshot? = nil, refetched: Bool = false
-    ) -> StepResult<AuthState> {
+    ) -> StepAnswer {
         let refresh = refresh ?? self.current
         let keys = keys ?? self.fixture.keys
-        var answer = refresh.adopt(outcome, ticket, AuthState(keys: keys), keys: keys, refetched: refetched)
+        var state = AuthState(keys: keys)
+        var result = refresh.adopt(outcome, ticket, &state, keys: keys, refetched: refetched)
         // A key refetch (nothing to fetch from here) is waited for on the embedded loop.
-        while case .wait(let future) = answer {
-            var settled: StepResult<AuthState>?
+        while case .wait(let future) = result {
+            var settled: StepResumption?
             future.assumeIsolated().whenSuccess { settled = $0 }
             self.fixture.eventLoop.run()
             guard let settled else { break }
-            answer = settled
+            (state, result) = (settled.state, settled.result)
         }
-        return answer
+        return StepAnswer(state: state, result: result)
     }
 
     // MARK: start

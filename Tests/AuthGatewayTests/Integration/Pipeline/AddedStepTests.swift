@@ -15,13 +15,12 @@ struct AddedStepTests {
     /// Refuses a request that asks for it (`X-Fake-Refuse`, 403); else hands the backend a
     /// header naming the caller it saw.
     struct FakeStep: AuthenticationStep {
-        func run(_ state: AuthState, _ request: AuthRequest) -> StepResult<AuthState> {
+        func run(_ state: inout AuthState, _ request: AuthRequest) -> StepResult {
             if request.headers.first(name: "x-fake-refuse") != nil { return .refuse(.forbidden("fake-step")) }
-            guard var identity = state.identity else { return .next(state) }
-            identity.backendHeaders.append(("X-Fake-Step", "saw \(identity.token.subject ?? "-")"))
-            var state = state
-            state.identity = identity
-            return .next(state)
+            guard let identity = state.identity else { return .next }
+            let subject = identity.token.subject ?? "-"
+            state.identity?.backendHeaders.append(("X-Fake-Step", "saw \(subject)"))
+            return .next
         }
     }
 
