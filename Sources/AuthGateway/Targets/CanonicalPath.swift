@@ -20,18 +20,22 @@ enum CanonicalPath {
     static func make(_ raw: Substring, settings: PathSettings) throws(TargetRefusal) -> String {
         var previous: UInt8 = 0
         for byte in raw.utf8 {
-            if byte == .percent || byte == .backslash
-                || (previous == .slash && (byte == .slash || byte == .dot))
-            {
-                return try Self.rebuild(raw, settings: settings)
-            }
+            if Self.startsRebuild(byte, after: previous) { return try Self.rebuild(raw, settings: settings) }
             previous = byte
         }
         return String(raw)
     }
 
+    /// Whether `byte`, after `previous`, is where a path stops being canonical as it is: an
+    /// escape, a backslash, `//`, or a `/.` that may be a dot segment. The one fast-path rule,
+    /// which `RequestTarget`'s single scan of a request target applies too.
+    @inline(__always)
+    static func startsRebuild(_ byte: UInt8, after previous: UInt8) -> Bool {
+        byte == .percent || byte == .backslash || (previous == .slash && (byte == .slash || byte == .dot))
+    }
+
     /// The slow path: decode, check, then resolve the segments.
-    private static func rebuild(_ raw: Substring, settings: PathSettings) throws(TargetRefusal) -> String {
+    static func rebuild(_ raw: Substring, settings: PathSettings) throws(TargetRefusal) -> String {
         let decoded = try Self.decode(raw, escapedSlashes: settings.escapedSlashes)
         return try Self.resolve(decoded, mergeSlashes: settings.mergeSlashes)
     }

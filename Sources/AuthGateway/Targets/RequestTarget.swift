@@ -27,16 +27,33 @@ struct RequestTarget: Equatable {
     /// `hostField` (its one `Host` value, or HTTP/2's `:authority`). Throws the refusal the
     /// request gets instead of a decision.
     init(uri: String, hostField: Substring?, settings: PathSettings) throws(TargetRefusal) {
-        var rest = Substring(uri)
-        // Byte-wise (UTF-8 view) throughout: Character-based scanning pays for grapheme
-        // breaking, and `String.contains(String)` resolves to Foundation's NSString search
-        // (measured: ~2 % of the CPU of a proxied request together).
-        let bytes = rest.utf8
+        var uri = uri
+        // Byte-wise, over contiguous bytes: Character-based scanning pays for grapheme breaking,
+        // `String.contains(String)` resolves to Foundation's NSString search, and one walk of the
+        // UTF-8 view per rule cost ~1 % of a request's CPU (measured, docs/benchmarks.md).
+        let scan = uri.withUTF8 { TargetScan($0) }
         // A fragment never belongs in a request target; bytes outside visible ASCII never do.
-        guard bytes.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "#") }) else { throw .malformed }
+        guard scan.isVisibleASCII else { throw .malformed }
         var authority: Substring?
-        if bytes.first != UInt8(ascii: "/") {
+        var rawPath = uri[...]
+        if scan.isOriginForm {
+            // The common case, decided by the one scan: the path is canonical as sent unless the
+            // scan met what `CanonicalPath` rewrites.
+            if let mark = scan.queryMark {
+                let index = uri.utf8.index(uri.startIndex, offsetBy: mark)
+                rawPath = uri[..<index]
+                self.query = uri[uri.utf8.index(after: index)...]
+            } else {
+                self.query = nil
+            }
+            if scan.pathNeedsRebuild {
+                self.path = try CanonicalPath.rebuild(rawPath, settings: settings)
+            } else {
+                self.path = scan.queryMark == nil ? uri : String(rawPath)
+            }
+        } else {
             // absolute-form: scheme "://" authority path-abempty [ "?" query ]
+            var rest = uri[...]
             let schemeLength: Int
             if ASCII.hasPrefixIgnoringCase(rest, "http://") {
                 schemeLength = 7
@@ -51,28 +68,61 @@ struct RequestTarget: Equatable {
             authority = rest[..<end]
             rest = rest[end...]
             if rest.utf8.first != UInt8(ascii: "/") { rest = "/" + rest }
+            rawPath = rest
+            if let mark = rest.utf8.firstIndex(of: UInt8(ascii: "?")) {
+                rawPath = rest[..<mark]
+                self.query = rest[rest.utf8.index(after: mark)...]
+            } else {
+                self.query = nil
+            }
+            self.path = try CanonicalPath.make(rawPath, settings: settings)
         }
-        var rawPath = rest
-        if let mark = rest.utf8.firstIndex(of: UInt8(ascii: "?")) {
-            rawPath = rest[..<mark]
-            self.query = rest[rest.utf8.index(after: mark)...]
-        } else {
-            self.query = nil
-        }
-        self.path = try CanonicalPath.make(rawPath, settings: settings)
-        let fieldHost = try hostField.map { value throws(TargetRefusal) in try CanonicalHost.make(value) }
+        (self.host, self.rewritesHost) = try Self.host(authority: authority, hostField: hostField)
+    }
+
+    /// The canonical host, from an absolute-form `authority` or else the `hostField`, and whether
+    /// the backend's `Host` must be rewritten to it.
+    private static func host(
+        authority: Substring?, hostField: Substring?
+    ) throws(TargetRefusal) -> (CanonicalHost?, rewritesHost: Bool) {
+        let field = try hostField.map { value throws(TargetRefusal) in try CanonicalHost.canonicalizing(value) }
         if let authority {
             let host = try CanonicalHost.make(authority)
             // RFC 9112 §3.2.2 says to ignore `Host` here; a `Host` that names another host is
             // what a server reading `Host` would route by, so neither is guessed.
-            if let fieldHost, fieldHost.name != host.name { throw .ambiguousHost(.differsFromAuthority) }
-            self.host = host
-            self.rewritesHost = true
-        } else if let fieldHost, let hostField {
-            self.host = fieldHost
-            self.rewritesHost = !fieldHost.isSpelled(as: hostField)
-        } else {
-            self.host = nil
+            if let field, field.host.name != host.name { throw .ambiguousHost(.differsFromAuthority) }
+            return (host, true)
+        }
+        guard let field else { return (nil, false) }
+        return (field.host, !field.isSpelled)
+    }
+
+    /// What one pass over a request target's bytes learns of it.
+    private struct TargetScan {
+        /// Every byte is visible ASCII, and none is `#`.
+        var isVisibleASCII = true
+        /// It starts with `/` (else it must be absolute-form).
+        var isOriginForm: Bool
+        /// Offset of the first `?` (origin-form only).
+        var queryMark: Int?
+        /// The path before the `?` holds what `CanonicalPath` rewrites (origin-form only).
+        var pathNeedsRebuild = false
+
+        init(_ bytes: UnsafeBufferPointer<UInt8>) {
+            self.isOriginForm = bytes.first == UInt8(ascii: "/")
+            var previous: UInt8 = 0
+            for index in bytes.indices {
+                let byte = bytes[index]
+                if byte <= 0x20 || byte >= 0x7F || byte == UInt8(ascii: "#") { self.isVisibleASCII = false }
+                if self.queryMark == nil {
+                    if byte == UInt8(ascii: "?") {
+                        self.queryMark = index
+                    } else if CanonicalPath.startsRebuild(byte, after: previous) {
+                        self.pathNeedsRebuild = true
+                    }
+                    previous = byte
+                }
+            }
         }
     }
 
