@@ -149,7 +149,8 @@ private enum ReferenceHost {
         guard rest.first == ":" else { throw .ambiguousHost(.invalidCharacter) }
         let digits = rest.dropFirst()
         guard !digits.isEmpty else { return nil }
-        guard digits.count <= 5, digits.allSatisfy(\.isWholeNumber), digits.allSatisfy(\.isASCII), let number = Int(digits),
+        guard digits.count <= 5, digits.allSatisfy(\.isWholeNumber), digits.allSatisfy(\.isASCII),
+            let number = Int(digits),
             number <= 65535
         else {
             throw .ambiguousHost(.invalidPort)
