@@ -152,9 +152,16 @@ struct HTTP2ClientTests {
         // 120 streams at once open 120 backend connections at once: on a loaded 2-core machine
         // (a parallel test run beside a build) the echo backend's loop accepted some of them
         // after the default 1 s connect timeout (65 of 600 answered 502). This test is about
-        // the HTTP/2 side, so the backend gets time to accept.
+        // the HTTP/2 side, so the backend gets time to accept — and to answer: under a full run
+        // beside a release build, 600 requests took 37 s and 5 passed the default 30 s response
+        // timeout (5xx).
         let gateway = try await GatewayFixture.start { config in
-            config["backends"] = ["api": ["urls": [.string(config.backendURL)], "connectTimeoutMilliseconds": 20_000]]
+            config["backends"] = [
+                "api": [
+                    "urls": [.string(config.backendURL)], "connectTimeoutMilliseconds": 20_000,
+                    "responseTimeoutMilliseconds": 120_000,
+                ]
+            ]
         }
         atTestEnd { await gateway.stop() }
         let token = TestKeys.token()
