@@ -70,6 +70,7 @@ final class HTTP2ServerConnection: ChannelDuplexHandler, NIOHTTP2FrameDelegate {
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
+        self.scheduledFlush = { self.runScheduledFlush() }
         self.isWritable = context.channel.isWritable
         self.becameIdle()
     }
@@ -81,6 +82,9 @@ final class HTTP2ServerConnection: ChannelDuplexHandler, NIOHTTP2FrameDelegate {
 
     func handlerRemoved(context: ChannelHandlerContext) {
         self.context = nil
+        // The flush task's hold on the connection ends here (a task already queued runs, finds
+        // no context and does nothing).
+        self.scheduledFlush = nil
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -210,15 +214,20 @@ final class HTTP2ServerConnection: ChannelDuplexHandler, NIOHTTP2FrameDelegate {
     /// What was written goes out at the end of the read burst, or once at the end of this
     /// event-loop tick (the writes of every stream answered in it share one flush).
     func flushSoon() {
-        guard !self.inReadBurst, !self.flushScheduled, let context = self.context else { return }
+        guard !self.inReadBurst, !self.flushScheduled, let context = self.context, let task = self.scheduledFlush
+        else { return }
         self.flushScheduled = true
-        context.eventLoop.assumeIsolated().execute(self.scheduledFlush)
+        context.eventLoop.assumeIsolated().execute(task)
     }
 
-    /// `flushSoon`'s task, made once: a new closure per call would be an allocation per
-    /// answered stream.
-    private lazy var scheduledFlush: () -> Void = { [weak self] in
-        guard let self else { return }
+    /// `flushSoon`'s task, made once per connection (`handlerAdded`): a new closure per call
+    /// would be an allocation per answered stream. It holds the connection strongly until
+    /// `handlerRemoved`: a weak reference gives an object a side table, and then every retain
+    /// and release of the connection — each stream's `server`, every stream event — takes the
+    /// slow path (measured, docs/benchmarks.md).
+    private var scheduledFlush: (() -> Void)?
+
+    private func runScheduledFlush() {
         self.flushScheduled = false
         guard self.flushPending, let context = self.context else { return }
         self.flushPending = false

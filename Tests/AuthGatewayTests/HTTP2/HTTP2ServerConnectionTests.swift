@@ -171,6 +171,23 @@ struct HTTP2ServerConnectionTests {
         #expect(try peer.handler.openStreamCount == 0, "the stream table forgets a finished stream")
     }
 
+    /// The handler holds its own flush task (no weak reference: docs/benchmarks.md), so it must
+    /// let go of it when it leaves the pipeline, or every connection would leak.
+    @Test func aClosedConnectionsHandlerIsFreed() throws {
+        weak var handler: HTTP2ServerConnection?
+        do {
+            let peer = try Peer()
+            try peer.request(1, "GET", "/a")
+            try peer.answer(0)
+            #expect(peer.ended(1))
+            handler = try peer.handler
+            #expect(handler != nil)
+            try peer.server.close().wait()
+            peer.gateway.loop.run()
+        }
+        #expect(handler == nil, "nothing holds a closed connection's handler")
+    }
+
     @Test func aBodyReadInOneGoIsOneDataFrameThatEndsTheStream() throws {
         let peer = try Peer()
         try peer.request(1, "GET", "/a")
