@@ -217,4 +217,42 @@ struct RequestTargetTests {
         #expect(try Self.parse("/api/").get().upstreamURI(strippingPrefix: "/api/") == "/")
         #expect(try Self.parse("/x?").get().upstreamURI(strippingPrefix: nil) == "/x?")
     }
+
+    /// The one scan of an origin-form target (`RequestTarget`) against the steps it stands for:
+    /// refuse a byte outside visible ASCII or a `#`, split at the first `?`, and make the path
+    /// canonical with `CanonicalPath.make` (whose own fast path then decides). Random spellings of
+    /// the confusing pieces, with a query that holds them too.
+    @Test func theOneScanDecidesAsTheStepsOneByOne() {
+        let seed = UInt64.random(in: 0...UInt64.max)
+        var generator = SeededGenerator(seed: seed)
+        for _ in 0..<20_000 {
+            var uri = CanonicalPathPropertyTests.spelling(&generator)
+            if Bool.random(using: &generator) {
+                uri += "?" + CanonicalPathPropertyTests.spelling(&generator).dropFirst()
+            }
+            if Int.random(in: 0..<20, using: &generator) == 0 { uri += "#f" }
+            let settings = CanonicalPathPropertyTests.settings.randomElement(using: &generator)!
+            let expected: Result<(String, Substring?), TargetRefusal>
+            if uri.utf8.contains(where: { $0 <= 0x20 || $0 >= 0x7F || $0 == UInt8(ascii: "#") }) {
+                expected = .failure(.malformed)
+            } else {
+                let parts = uri.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
+                do throws(TargetRefusal) {
+                    let path = try CanonicalPath.make(parts[0], settings: settings)
+                    expected = .success((path, parts.count > 1 ? parts[1] : nil))
+                } catch {
+                    expected = .failure(error)
+                }
+            }
+            switch (Self.parse(uri, settings), expected) {
+            case (.success(let target), .success(let (path, query))):
+                #expect(target.path == path && target.query == query, "seed \(seed): \(uri)")
+            case (.failure(let refusal), .failure(let expectedRefusal)):
+                #expect(refusal == expectedRefusal, "seed \(seed): \(uri)")
+            case (let got, _):
+                Issue.record("seed \(seed): \(uri) gave \(got), expected \(expected)")
+            }
+        }
+    }
 }
+
