@@ -11,9 +11,17 @@ enum ASCII {
         byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte | 0x20 : byte
     }
 
+    /// Inlined as far as the length check: most comparisons of a header name against a known
+    /// one (the rewriter tests each field against ~17 names) differ in length, and then cost no
+    /// call (the call itself was ~1 % of an HTTP/1.1 request's CPU, measured).
+    @inline(__always)
     static func equalsIgnoringCase(_ lhs: some StringProtocol, _ rhs: some StringProtocol) -> Bool {
+        guard lhs.utf8.count == rhs.utf8.count else { return false }
+        return Self.sameLengthEqualsIgnoringCase(lhs, rhs)
+    }
+
+    private static func sameLengthEqualsIgnoringCase(_ lhs: some StringProtocol, _ rhs: some StringProtocol) -> Bool {
         let a = lhs.utf8, b = rhs.utf8
-        guard a.count == b.count else { return false }
         // Native strings and substrings of them (every header name and value here) are
         // contiguous: compare their bytes directly instead of stepping `String.Index`es
         // (measured: ~1 % of an HTTP/1.1 request's CPU went to the indexed loop).
