@@ -48,40 +48,41 @@ final class HealthProber: Service, Sendable {
         var due: [String: ContinuousClock.Instant] = [:]
         await withDiscardingTaskGroup { group in
             while !Task.isCancelled {
-                // A scope of its own: the snapshot is let go before the sleep, so a reload's old
-                // one is not kept alive here (its memory is returned once every holder let go).
-                do {
-                    let (snapshot, eventLoop) = self.state.withLockedValue { ($0.snapshot, $0.eventLoop) }
-                    let now = ContinuousClock.now
-                    if let snapshot, let eventLoop {
-                        for resolved in snapshot.backends {
-                            let backend = resolved.configuration
-                            guard let check = backend.healthCheck else {
-                                due.removeValue(forKey: backend.name)
-                                continue
-                            }
-                            if let next = due[backend.name], next > now { continue }
-                            due[backend.name] = now + .seconds(check.intervalSeconds)
-                            let availability = resolved.availability
-                            let tls = resolved.tls
-                            let connector = self.shared.connector
-                            for (index, url) in backend.urls.enumerated() {
-                                let key = ProbeKey(availability: ObjectIdentifier(availability), index: index)
-                                guard self.inFlight.withLockedValue({ $0.insert(key).inserted }) else { continue }
-                                group.addTask {
-                                    let passed = await Self.probe(
-                                        url, backend: backend, check: check, tls: tls, connector: connector,
-                                        eventLoop: eventLoop)
-                                    availability.probed(index, passed: passed, now: .now())
-                                    self.inFlight.withLockedValue { _ = $0.remove(key) }
-                                }
-                            }
-                        }
-                    }
-                }
+                self.startDueProbes(&due, in: &group)
                 try? await Task.sleep(for: .milliseconds(100))
             }
             group.cancelAll()
+        }
+    }
+
+    /// Starts the probes that are due under the snapshot in force. A call of its own: the
+    /// snapshot is let go when it returns, before the sleep, so a reload's old one is not kept
+    /// alive here (its memory is returned once every holder let go).
+    private func startDueProbes(_ due: inout [String: ContinuousClock.Instant], in group: inout DiscardingTaskGroup) {
+        let (snapshot, eventLoop) = self.state.withLockedValue { ($0.snapshot, $0.eventLoop) }
+        guard let snapshot, let eventLoop else { return }
+        let now = ContinuousClock.now
+        for resolved in snapshot.backends {
+            let backend = resolved.configuration
+            guard let check = backend.healthCheck else {
+                due.removeValue(forKey: backend.name)
+                continue
+            }
+            if let next = due[backend.name], next > now { continue }
+            due[backend.name] = now + .seconds(check.intervalSeconds)
+            let availability = resolved.availability
+            let tls = resolved.tls
+            let connector = self.shared.connector
+            for (index, url) in backend.urls.enumerated() {
+                let key = ProbeKey(availability: ObjectIdentifier(availability), index: index)
+                guard self.inFlight.withLockedValue({ $0.insert(key).inserted }) else { continue }
+                group.addTask {
+                    let passed = await Self.probe(
+                        url, backend: backend, check: check, tls: tls, connector: connector, eventLoop: eventLoop)
+                    availability.probed(index, passed: passed, now: .now())
+                    self.inFlight.withLockedValue { _ = $0.remove(key) }
+                }
+            }
         }
     }
 
