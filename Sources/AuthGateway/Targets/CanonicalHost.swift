@@ -128,17 +128,9 @@ struct CanonicalHost: Equatable, Sendable {
             self.startsWithDot = self.nameLength > 0 && bytes[0] == UInt8(ascii: ".")
             self.endsWithDot = previous == UInt8(ascii: ".")
             guard self.nameLength < bytes.count else { return }
-            let digits = UnsafeBufferPointer(rebasing: bytes[(self.nameLength + 1)...])
-            var number = 0
-            for byte in digits {
-                if byte == UInt8(ascii: "@") { self.hasAt = true }
-                if byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") {
-                    number = number &* 10 &+ Int(byte - UInt8(ascii: "0"))
-                } else {
-                    self.portIsNumber = false
-                }
-            }
-            if digits.count > 5 || number > 65535 { self.portIsNumber = false }
+            let digits = bytes[(self.nameLength + 1)...]
+            if digits.contains(UInt8(ascii: "@")) { self.hasAt = true }
+            self.portIsNumber = CanonicalHost.isPortNumber(digits)
         }
     }
 
@@ -165,10 +157,20 @@ struct CanonicalHost: Equatable, Sendable {
         guard rest.utf8.first == UInt8(ascii: ":") else { throw .ambiguousHost(.invalidCharacter) }
         let digits = rest.dropFirst()
         guard !digits.isEmpty else { return nil }
-        guard digits.utf8.count <= 5, digits.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }), let number = Int(digits),
-            number <= 65535
-        else { throw .ambiguousHost(.invalidPort) }
+        guard Self.isPortNumber(digits.utf8) else { throw .ambiguousHost(.invalidPort) }
         return digits
+    }
+
+    /// 1–5 decimal digits of at most 65535: the one rule for a port, a reg-name's and an IP
+    /// literal's.
+    fileprivate static func isPortNumber(_ digits: some Collection<UInt8>) -> Bool {
+        guard !digits.isEmpty, digits.count <= 5 else { return false }
+        var number = 0
+        for byte in digits {
+            guard byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") else { return false }
+            number = number * 10 + Int(byte - UInt8(ascii: "0"))
+        }
+        return number <= 65535
     }
 
     fileprivate static func isRegNameByte(_ byte: UInt8) -> Bool {
