@@ -23,26 +23,54 @@ struct IPAddress: Hashable {
 
     /// nil when `text` is not an IPv4 or IPv6 address.
     init?(_ text: String) {
-        // Longer than any address, brackets and zone ids included: no C string for it.
-        guard !text.isEmpty, text.utf8.count <= 64 else { return nil }
-        var v4 = in_addr()
-        var v6 = in6_addr()
-        let family = text.withCString { cString -> Int32? in
-            if inet_pton(AF_INET, cString, &v4) == 1 { return AF_INET }
-            if inet_pton(AF_INET6, cString, &v6) == 1 { return AF_INET6 }
+        guard let (address, _) = Self.parse(Substring(text)) else { return nil }
+        self = address
+    }
+
+    /// `text` read as an IPv4 or IPv6 address, and whether it was IPv4; nil when it is
+    /// neither. Reads a `Substring` without allocating.
+    static func parse(_ text: Substring) -> (address: IPAddress, isIPv4: Bool)? {
+        // Longer than any address, brackets and zone ids included: no C string for it. A NUL
+        // would end the C string early, and what precedes it might parse.
+        let count = text.utf8.count
+        guard count > 0, count <= 64, !text.utf8.contains(0) else { return nil }
+        return withUnsafeTemporaryAllocation(of: CChar.self, capacity: count + 1) { cString in
+            _ = cString.initialize(from: text.utf8.lazy.map { CChar(bitPattern: $0) })
+            cString[count] = 0
+            var v4 = in_addr()
+            if inet_pton(AF_INET, cString.baseAddress!, &v4) == 1 {
+                let bits = withUnsafeBytes(of: &v4) { Self.bigEndian($0, from: 0, count: 4) }
+                return (IPAddress(high: 0, low: 0xFFFF_0000_0000 | bits), true)
+            }
+            var v6 = in6_addr()
+            if inet_pton(AF_INET6, cString.baseAddress!, &v6) == 1 {
+                let (high, low) = withUnsafeBytes(of: &v6) {
+                    (Self.bigEndian($0, from: 0, count: 8), Self.bigEndian($0, from: 8, count: 8))
+                }
+                return (IPAddress(high: high, low: low), false)
+            }
             return nil
         }
-        switch family {
-        case AF_INET:
-            let bits = withUnsafeBytes(of: &v4) { Self.bigEndian($0, from: 0, count: 4) }
-            self.init(high: 0, low: 0xFFFF_0000_0000 | bits)
-        case AF_INET6:
-            let (high, low) = withUnsafeBytes(of: &v6) {
-                (Self.bigEndian($0, from: 0, count: 8), Self.bigEndian($0, from: 8, count: 8))
+    }
+
+    /// The address as `inet_ntop` writes it: dotted IPv4 when `asIPv4`, else IPv6 (an
+    /// IPv4-mapped address as `::ffff:a.b.c.d`).
+    func text(asIPv4: Bool) -> String {
+        withUnsafeTemporaryAllocation(of: CChar.self, capacity: Int(INET6_ADDRSTRLEN)) { buffer in
+            let written: UnsafePointer<CChar>?
+            if asIPv4 {
+                var v4 = in_addr()
+                withUnsafeMutableBytes(of: &v4) { Self.storeBigEndian(self.low, count: 4, into: $0, at: 0) }
+                written = inet_ntop(AF_INET, &v4, buffer.baseAddress!, socklen_t(buffer.count))
+            } else {
+                var v6 = in6_addr()
+                withUnsafeMutableBytes(of: &v6) { bytes in
+                    Self.storeBigEndian(self.high, count: 8, into: bytes, at: 0)
+                    Self.storeBigEndian(self.low, count: 8, into: bytes, at: 8)
+                }
+                written = inet_ntop(AF_INET6, &v6, buffer.baseAddress!, socklen_t(buffer.count))
             }
-            self.init(high: high, low: low)
-        default:
-            return nil
+            return written.map { String(cString: $0) } ?? ""
         }
     }
 
@@ -69,6 +97,12 @@ struct IPAddress: Hashable {
     }
 
     private static func mask(_ bits: Int) -> UInt64 { bits == 0 ? 0 : ~UInt64(0) << (64 - bits) }
+
+    private static func storeBigEndian(
+        _ value: UInt64, count: Int, into bytes: UnsafeMutableRawBufferPointer, at start: Int
+    ) {
+        for index in 0..<count { bytes[start + index] = UInt8(truncatingIfNeeded: value >> (8 * (count - 1 - index))) }
+    }
 
     private static func bigEndian(_ bytes: UnsafeRawBufferPointer, from start: Int, count: Int) -> UInt64 {
         var value: UInt64 = 0
