@@ -12,8 +12,8 @@ final class RateLimiter: Sendable {
     /// no limit has no entry.
     private let tablesByRoute: [String: [RateLimitTable]]
     let hashingKey: SymmetricKey
-    /// An HMAC set up with `hashingKey`, copied for each key made.
-    private let keyedHMAC: HMAC<SHA256>
+    /// The HMAC of `hashingKey` with its pads absorbed, copied for each key made.
+    private let keyedHMAC: KeyedSHA256
 
     /// nil when the configuration has no limits: requests then pay nothing. `syncsUsage`: the
     /// tables count admissions for the shared-state sync (with a running `sharedState`).
@@ -33,7 +33,7 @@ final class RateLimiter: Sendable {
         syncsUsage: Bool = false
     ) {
         self.hashingKey = hashingKey
-        self.keyedHMAC = HMAC<SHA256>(key: hashingKey)
+        self.keyedHMAC = KeyedSHA256(key: hashingKey)
         self.tables = configuration.rateLimits.map { limit in
             previous.first { $0.countsLike(limit) && $0.tracksUsage == syncsUsage }
                 ?? RateLimitTable(configuration: limit, tracksUsage: syncsUsage)
