@@ -67,7 +67,11 @@ SIZES = {
     "tokens": [1, 1000, 10000, 100000],
     "profiles": [1, 1000, 10000, 100000],
 }
-SIGN_IN_SECONDS = 900  # the most the sessions of one point may take to make
+SIGN_IN_SECONDS = 900  # the most the sessions of one point may take to make, or 4 ms a session if more
+
+
+def sign_in_seconds(size):
+    return max(SIGN_IN_SECONDS, size * 0.004)
 BROWSER = {"Accept": "text/html", "Sec-Fetch-Mode": "navigate", "Sec-Fetch-Site": "none"}
 
 
@@ -266,7 +270,7 @@ def walk_keys(path, headers, script, size, work):
 def sign_in(size, work):
     """`size` sessions through the gateway's sign-in, 32 browsers at a time; their cookies into
     cookies-<size>.txt, one a line."""
-    local, deadline = threading.local(), time.monotonic() + SIGN_IN_SECONDS
+    local, deadline = threading.local(), time.monotonic() + sign_in_seconds(size)
 
     def fetch(port, target, headers):
         connections = local.__dict__.setdefault("connections", {})
@@ -289,7 +293,7 @@ def sign_in(size, work):
 
     def browser(_):
         if time.monotonic() > deadline:
-            raise RuntimeError(f"more than {SIGN_IN_SECONDS} s to make {size} sessions")
+            raise RuntimeError(f"more than {sign_in_seconds(size):.0f} s to make {size} sessions")
         navigation = fetch(PORT, "/items/42", BROWSER)
         assert navigation.status == 302, f"navigation: {navigation.status}"
         authorize = urllib.parse.urlsplit(navigation.headers["Location"])
@@ -437,7 +441,14 @@ def main():
     parser.add_argument("--curves", default=",".join(SIZES))
     parser.add_argument("--quick", action="store_true", help="one round of 2 s, to try the script")
     parser.add_argument("--no-write", action="store_true", help="print only; leave docs/ alone")
+    parser.add_argument("--sizes", action="append", default=[], metavar="CURVE=1,1000,…",
+                        help="the points of one curve instead of its default (1 first); e.g. sessions=1,1000,1000000")
     arguments = parser.parse_args()
+    for choice in arguments.sizes:
+        curve, _, sizes = choice.partition("=")
+        if curve not in SIZES or not sizes:
+            raise SystemExit(f"--sizes {choice}: expected one of {', '.join(SIZES)}=1,…")
+        SIZES[curve] = sorted({1} | {int(size) for size in sizes.split(",")})
     if arguments.quick:
         arguments.rounds, arguments.duration = 1, 2
     curves = arguments.curves.split(",")
