@@ -38,14 +38,17 @@ ID token, creates the session), 32 browsers at a time from a thread pool. The pr
 scripts/bench/oidc_provider.py (ES256, a new user per sign-in): the demo provider filters its
 whole memory of redeemed codes at every code exchange, so it slows as sessions pile up (392
 sign-ins/s for the first 500, 44/s after 7 000). Here ~750 sign-ins/s (2 cores, the gateway on
-one of them), so 1 000 000 sessions would take ~22 min per point: the curve stops at 100 000
-(~2.5 min to make). RSS over N = 1 per session includes its access token's verified-cache entry.
+one of them), so 1 000 000 sessions take ~20 min per point and round: the default curve stops
+at 100 000 (~2.5 min to make); `--sizes sessions=1,1000,1000000 --rounds 1` runs the million
+(~2 GiB of gateway RSS). RSS over N = 1 per session includes its access token's verified-cache
+entry.
 
 It writes the table and an SVG chart (made here, no plotting library) between the markers
 `<!-- scale:begin -->` and `<!-- scale:end -->` of docs/benchmarks.md, and the chart to
 docs/scale.svg. Idle connections have their own script (scripts/bench/idle-rss.py).
 
     scripts/bench/scale.sh [--rounds 3] [--duration 4] [--curves routes-prefix,apikeys] [--quick]
+                           [--sizes sessions=1,1000,1000000] [--no-write]
 
 Needs wrk, nginx, curl, taskset and the release binary (swift build -c release --scratch-path
 .build-release --product auth-gateway; GATEWAY=path overrides); sessions python3's cryptography,
