@@ -1,6 +1,6 @@
 import NIOConcurrencyHelpers
 
-/// The buckets of one limit: its keys' TATs (`TokenBucket`) in a bounded LRU, sharded by key
+/// The buckets of one limit: its keys' TATs (`TokenBucket`) in a bounded `ClockCache`, sharded by key
 /// hash so event loops rarely meet on a lock (docs/architecture.md: no global lock on the request path).
 ///
 /// One table per limit, shared by every loop: a key's burst holds whatever loop its requests
@@ -15,7 +15,7 @@ final class RateLimitTable: Sendable {
     private let shards: Sharded<Shard>
 
     struct Shard {
-        var buckets: LRUCache<RateLimitKey, Int128>
+        var buckets: ClockCache<RateLimitKey, Int128>
         /// Requests admitted per key since the last `drainUsage` (only with `tracksUsage`).
         var unsynced: [RateLimitKey: Int] = [:]
     }
@@ -25,7 +25,7 @@ final class RateLimitTable: Sendable {
         self.bucket = TokenBucket(requestsPerSecond: configuration.requestsPerSecond, burst: configuration.burst)
         self.tracksUsage = tracksUsage
         self.shards = Sharded(capacity: configuration.maxKeys, maximumCount: 64) {
-            Shard(buckets: LRUCache(capacity: $0))
+            Shard(buckets: ClockCache(capacity: $0))
         }
     }
 
@@ -44,12 +44,12 @@ final class RateLimitTable: Sendable {
     /// is counted, a refused one is not.
     func consume(_ key: RateLimitKey, now: UInt64) -> TokenBucket.Outcome {
         self.shards.withShard(for: key) { shard in
-            let tat = shard.buckets.get(key) ?? TokenBucket.full
-            let outcome = self.bucket.consume(tat: tat, now: now)
-            if case .admitted(let next, _, _) = outcome {
-                shard.buckets.set(key, next)
-                if self.tracksUsage { shard.unsynced[key, default: 0] += 1 }
+            let outcome = shard.buckets.update(key) { tat in
+                let outcome = self.bucket.consume(tat: tat ?? TokenBucket.full, now: now)
+                guard case .admitted(let next, _, _) = outcome else { return (outcome, nil) }
+                return (outcome, next)
             }
+            if self.tracksUsage, case .admitted = outcome { shard.unsynced[key, default: 0] += 1 }
             return outcome
         }
     }
