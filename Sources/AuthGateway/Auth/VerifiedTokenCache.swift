@@ -8,10 +8,10 @@ import Crypto
 /// run `VerifiedToken.timeFailure(now:)` on every hit. An entry from an older key generation
 /// is a miss, so rotated-out keys stop counting immediately.
 public final class VerifiedTokenCache: Sendable {
-    private let storage: Sharded<LRUCache<TokenDigest, VerifiedToken>>?
+    private let storage: Sharded<ClockCache<TokenDigest, VerifiedToken>>?
 
     public init(capacity: Int) {
-        self.storage = capacity > 0 ? Sharded(capacity: capacity) { LRUCache(capacity: $0) } : nil
+        self.storage = capacity > 0 ? Sharded(capacity: capacity) { ClockCache(capacity: $0) } : nil
     }
 
     /// Forgets every verification of `subject`'s tokens (a Shared Signals `credential-change`
@@ -50,7 +50,7 @@ public final class VerifiedTokenCache: Sendable {
             // Verified outside the lock: other loops are not held up by the signature check.
             let result = TokenVerifier.verifySignature(token: bytes, keys: keys)
             if case .success(let verified) = result {
-                storage.withShard(for: digest) { _ = $0.set(digest, verified) }
+                storage.withShard(for: digest) { $0.set(digest, verified) }
             }
             return (result, false)
         }
@@ -62,7 +62,7 @@ public final class VerifiedTokenCache: Sendable {
         var token = token
         token.withUTF8 { utf8 in
             let digest = TokenDigest(of: UnsafeRawBufferPointer(utf8))
-            self.storage?.withShard(for: digest) { _ = $0.set(digest, verified) }
+            self.storage?.withShard(for: digest) { $0.set(digest, verified) }
         }
     }
 

@@ -70,6 +70,7 @@ struct IPAddress: Hashable {
                 }
                 written = inet_ntop(AF_INET6, &v6, buffer.baseAddress!, socklen_t(buffer.count))
             }
+            // inet_ntop fails only for a short buffer or an unknown family: neither here.
             return written.map { String(cString: $0) } ?? ""
         }
     }

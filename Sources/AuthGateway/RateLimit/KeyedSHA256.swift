@@ -6,7 +6,7 @@ import Crypto
 /// It computes exactly what swift-crypto's `HMAC<SHA256>` computes, through the library's own
 /// `SHA256`. `HMAC` is generic over its hash function and is not specialised outside
 /// swift-crypto, so each code went through witness tables and `DataProtocol` regions: ~1.5 µs for
-/// a client address, against ~0.4 µs here (docs/benchmarks.md, "Cost at scale"). The tests hold
+/// a client address, against ~0.6 µs here (docs/benchmarks.md, "Cost at scale"). The tests hold
 /// it equal to `HMAC<SHA256>` for random keys and messages.
 struct KeyedSHA256: Sendable {
     /// SHA-256 after (key ⊕ ipad) and after (key ⊕ opad): copied for each code.

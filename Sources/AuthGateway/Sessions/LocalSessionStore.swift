@@ -1,18 +1,19 @@
 import NIOCore
 
 /// Sessions kept in this process (docs/browser-sign-in.md): lost on restart, and known only to
-/// this instance. An LRU bounded by `maxSessions`, sharded by digest so the event loops rarely
-/// meet on a lock; each access holds one shard's lock for one dictionary operation.
+/// this instance. A `ClockCache` bounded by `maxSessions` (an idle session is forgotten first),
+/// sharded by digest so the event loops rarely meet on a lock; each access holds one shard's
+/// lock for one dictionary operation.
 ///
 /// Also the in-memory half of the PostgreSQL store, which adds the database behind it.
 final class LocalSessionStore: SessionStore {
-    private let shards: Sharded<LRUCache<TokenDigest, SessionRecord>>
+    private let shards: Sharded<ClockCache<TokenDigest, SessionRecord>>
     /// Told of every end, so that the session's streams close (docs/streams.md).
     let observer: SessionObserver?
 
     /// Process-wide and kept across reloads (sessions outlive a configuration).
     init(capacity: Int, observer: SessionObserver? = nil) {
-        self.shards = Sharded(capacity: max(capacity, 1)) { LRUCache(capacity: $0) }
+        self.shards = Sharded(capacity: max(capacity, 1)) { ClockCache(capacity: $0) }
         self.observer = observer
     }
 
@@ -47,7 +48,7 @@ final class LocalSessionStore: SessionStore {
                 return .live(record, touched: false)
             }
             record.lastUsedAt = now
-            _ = shard.set(digest, record)
+            shard.set(digest, record)
             return .live(record, touched: true)
         }
         switch cached {
@@ -63,7 +64,7 @@ final class LocalSessionStore: SessionStore {
     }
 
     func create(_ digest: TokenDigest, _ record: SessionRecord) {
-        self.shards.withShard(for: digest) { _ = $0.set(digest, record) }
+        self.shards.withShard(for: digest) { $0.set(digest, record) }
     }
 
     /// In this process, a change is everywhere it will be at once.
@@ -72,7 +73,7 @@ final class LocalSessionStore: SessionStore {
     }
 
     func update(_ digest: TokenDigest, _ record: SessionRecord) {
-        self.shards.withShard(for: digest) { _ = $0.set(digest, record) }
+        self.shards.withShard(for: digest) { $0.set(digest, record) }
     }
 
     /// Replaces the record under `digest` only while this process holds one: true when it did.
@@ -81,7 +82,7 @@ final class LocalSessionStore: SessionStore {
     func replace(_ digest: TokenDigest, _ record: SessionRecord) -> Bool {
         self.shards.withShard(for: digest) { shard in
             guard shard.peek(digest) != nil else { return false }
-            _ = shard.set(digest, record)
+            shard.set(digest, record)
             return true
         }
     }

@@ -24,11 +24,11 @@ struct ClockCacheTests {
         for key in ["a", "b", "c"] { cache.set(key, 0) }
         cache.set("a", 1)  // used
         cache.set("d", 0)  // the hand clears a's bit, evicts b
-        #expect(cache.keys == ["a", "d", "c"])
+        #expect(cache.keysBySlot == ["a", "d", "c"])
         cache.set("e", 0)  // the hand is at c: unused, evicted
-        #expect(cache.keys == ["a", "d", "e"])
+        #expect(cache.keysBySlot == ["a", "d", "e"])
         cache.set("f", 0)  // a lost its second chance at the first sweep: evicted now
-        #expect(cache.keys == ["f", "d", "e"])
+        #expect(cache.keysBySlot == ["f", "d", "e"])
         #expect(cache.peek("a") == nil && cache.peek("f") == 0)
     }
 
@@ -39,7 +39,7 @@ struct ClockCacheTests {
         for key in 0..<5 { cache.set(key, key) }
         cache.set(99, 99)
         #expect(cache.count == 5)
-        #expect(cache.keys == [99, 1, 2, 3, 4])
+        #expect(cache.keysBySlot == [99, 1, 2, 3, 4])
     }
 
     /// A hot key used at least once per turn of the hand (capacity new keys) survives any
@@ -60,7 +60,19 @@ struct ClockCacheTests {
         }
     }
 
-    @Test("random updates: bounded, every key held has its last stored value, the newest is held")
+    @Test("a removed entry's slot is taken by the next new key, before anything is evicted")
+    func removalFreesASlot() {
+        var cache = ClockCache<String, Int>(capacity: 3)
+        for key in ["a", "b", "c"] { cache.set(key, 0) }
+        #expect(cache.remove("b") == 0)
+        #expect(cache.remove("b") == nil)
+        cache.set("d", 1)
+        #expect(cache.keysBySlot == ["a", "d", "c"])
+        #expect(cache.removeAll { key, _ in key != "d" } == 2)
+        #expect(cache.count == 1 && cache.entries.map(\.key) == ["d"])
+    }
+
+    @Test("random updates and removals: bounded, no eviction while a slot is free, held keys keep their values")
     func randomUpdates() {
         var random = SeededRandom(seed: 0x5EED_C10C)
         for capacity in [1, 2, 7, 64] {
@@ -68,18 +80,28 @@ struct ClockCacheTests {
             var stored: [Int: Int] = [:]
             for step in 0..<20_000 {
                 let key = random.int(0...(capacity * 3))
-                if random.chance(70) {
+                let before = cache.count
+                let wasHeld = cache.peek(key) != nil
+                switch random.int(0...9) {
+                case 0...5:
                     cache.set(key, step)
                     stored[key] = step
                     #expect(cache.peek(key) == step)
-                } else {
-                    let seen = cache.update(key) { value in (value, nil) }
+                    #expect(cache.count == (wasHeld || before == capacity ? before : before + 1))
+                case 6...7:
+                    let seen = cache.get(key)
                     #expect(seen == nil || seen == stored[key])
+                    #expect(cache.count == before)
+                default:
+                    let removed = cache.remove(key)
+                    #expect(removed == (wasHeld ? stored[key] : nil))
+                    #expect(cache.peek(key) == nil && cache.count == before - (wasHeld ? 1 : 0))
                 }
-                #expect(cache.count == min(capacity, stored.count))
+                #expect(cache.count <= capacity)
             }
-            #expect(Set(cache.keys).count == cache.count)
-            for key in cache.keys { #expect(cache.peek(key) == stored[key]) }
+            let held = cache.keysBySlot.compactMap { $0 }
+            #expect(Set(held).count == cache.count && held.count == cache.count)
+            for key in held { #expect(cache.peek(key) == stored[key]) }
         }
     }
 }
