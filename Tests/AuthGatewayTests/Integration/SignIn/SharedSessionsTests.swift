@@ -47,6 +47,11 @@ extension PostgreSQLTests {
             return try Self.sessions(fixture).held(handle.digest)
         }
 
+        /// How soon another instance must follow a `NOTIFY`: within a second on an idle machine
+        /// (docs/shared-state.md), 5 s on a loaded 2-core one. Without the notification the copy
+        /// would serve the cookie until its idle timeout, minutes away.
+        static let notified = Duration.seconds(5)
+
         /// Polls `fixture` with `browser`'s cookies (each time as they were) until it answers
         /// 401, for at most 10 s; how long that took from `since`.
         static func refused(
@@ -92,7 +97,7 @@ extension PostgreSQLTests {
             #expect(a.provider.tokenCalls.authorizationCode == codes)
             #expect(try Self.sessions(b).databaseReads.load(ordering: .relaxed) == 1, "a known session costs no read")
 
-            // Signed out on B: A refuses the cookie within a second.
+            // Signed out on B: A refuses the cookie once notified (`notified`).
             let old = browser
             let out = try await browser.send(
                 b.gateway, TestRequest(.POST, "/.gateway/sign-out", headers: [("Sec-Fetch-Site", "same-origin")]))
@@ -102,12 +107,12 @@ extension PostgreSQLTests {
             #expect(
                 FormDecoding.value("id_token_hint", in: Substring(location.split(separator: "?")[1])) == issued.idToken)
             let took = try await Self.refused(by: a, old, since: signedOut)
-            #expect(took <= .seconds(1), "A refused the signed-out cookie after \(took)")
+            #expect(took <= Self.notified, "A refused the signed-out cookie after \(took)")
             var stale = old
             #expect(try await stale.navigate(a.gateway, "/").status == 302, "a navigation signs in again")
         }
 
-        @Test func aBackChannelLogoutOnOneInstanceEndsTheSessionsOnTheOtherWithinASecond() async throws {
+        @Test func aBackChannelLogoutOnOneInstanceEndsTheSessionsOnTheOther() async throws {
             let cluster = try await PostgresCluster.shared()
             let (a, b) = try await Self.instances(cluster)
             atTestEnd {
@@ -128,13 +133,13 @@ extension PostgreSQLTests {
             // By sid: only that provider session's session.
             try await Self.logOut(sid: first.providerSessionID, sub: nil, on: a)
             let bySID = try await Self.refused(by: b, browsers[0], since: .now)
-            #expect(bySID <= .seconds(1), "B refused the sid's session after \(bySID)")
+            #expect(bySID <= Self.notified, "B refused the sid's session after \(bySID)")
             #expect(try await browsers[2].get(b.gateway, "/api/x", headers: Self.json).status == 200)
 
             // By sub: every session of the subject (alice's other one), not the admin's.
             try await Self.logOut(sid: nil, sub: second.subject, on: a)
             let bySubject = try await Self.refused(by: b, browsers[1], since: .now)
-            #expect(bySubject <= .seconds(1), "B refused the subject's session after \(bySubject)")
+            #expect(bySubject <= Self.notified, "B refused the subject's session after \(bySubject)")
             #expect(try await browsers[2].get(b.gateway, "/api/x", headers: Self.json).status == 200)
             #expect(try await browsers[2].get(a.gateway, "/api/x", headers: Self.json).status == 200)
         }

@@ -117,6 +117,9 @@ extension PostgreSQLTests {
                     headers: [("Content-Type", "application/secevent+jwt"), ("Accept", "application/json")], body: set))
         }
 
+        /// `tunnel` ended as the session did, on the instance that was notified: within a second on
+        /// an idle machine (docs/streams.md), 5 s allowed for a loaded 2-core one. Without the
+        /// notification the tunnel would stay open until the client's own timeout.
         static func expectClosed(
             _ tunnel: Task<JSONValue, Error>, since: Double, reason: String, backend: WebSocketPeers.Backend, count: Int
         ) async throws {
@@ -124,7 +127,7 @@ extension PostgreSQLTests {
             #expect(report["code"]?.numberValue?.exactInt == 1008, "\(report)")
             #expect(report["reason"]?.stringValue == "session ended")
             let took = (report["at"]?.numberValue?.double ?? .infinity) - since
-            #expect(took <= 1.5, "the tunnel on the other instance closed \(took) s after the \(reason)")
+            #expect(took <= 5, "the tunnel on the other instance closed \(took) s after the \(reason)")
             try await poll { backend.closed.count == count }
             #expect(backend.closed.last?["code"]?.numberValue?.exactInt == 1008)
         }

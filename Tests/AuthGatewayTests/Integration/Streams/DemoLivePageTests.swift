@@ -8,7 +8,7 @@ import AuthGatewayTesting
 /// The demo's live page (docs/streams.md, "The demo"), with the demo's own configuration, auth
 /// service and echo backend: signed in, the page's WebSocket (a real client, Python
 /// `websockets`, with the page's session cookie) ticks through the gateway; signing out closes
-/// it with 1008 within a second.
+/// it with 1008 at once.
 @Suite("Demo live page (real sockets, Python websockets)", .awaitsCleanups, .timeLimit(.minutes(2)))
 struct DemoLivePageTests {
     /// The demo's auth service, echo backend and gateway (with an admin listener), its
@@ -91,7 +91,11 @@ struct DemoLivePageTests {
         #expect(report["opened"] == .bool(true), "\(report)")
         #expect(report["code"]?.numberValue?.exactInt == 1008, "\(report)")
         #expect(report["reason"]?.stringValue == "session ended")
-        #expect((report["at"]?.numberValue?.double ?? .infinity) - signedOut <= 1.5)
+        // "At once" (docs/streams.md): the sign-out ends the tunnel itself. Its only other ends are
+        // the token's expiry (300 s) and the client's own timeout (60 s), so 10 s tells the two
+        // apart without timing a Python client on a loaded 2-core machine (2.4 s seen in CI).
+        let took = (report["at"]?.numberValue?.double ?? .infinity) - signedOut
+        #expect(took <= 10, "the tunnel closed \(took) s after the sign-out")
         #expect((report["echoes"]?.numberValue?.exactInt ?? 0) > 0, "the backend's ticks and echoes came through")
         let metrics = try await TestConnection.connect(port: gateway.adminPort).send(.get("/metrics")).text
         #expect(metrics.contains("auth_gateway_streams_closed_total{reason=\"sign_out\"} 1"), "\(metrics)")

@@ -59,7 +59,7 @@ struct WebSocketStreamTests {
         #expect(report["code"]?.numberValue?.exactInt == 1008, "the client got \(report)")
         #expect(report["reason"]?.stringValue == "credential expired")
         let clientAt = try #require(report["at"]?.numberValue?.double)
-        // Not before expiry + leeway; within a second after it (a second more for a loaded machine).
+        // Not before expiry + leeway; within a second after it, plus `loadMargin` for a loaded machine.
         #expect(
             clientAt >= expiry + 1 - 0.05 && clientAt <= expiry + 1 + Self.loadMargin,
             "closed \(clientAt - expiry) s after exp")

@@ -76,6 +76,11 @@ extension PostgreSQLTests {
                 .trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
         }
 
+        /// How soon another instance must follow a `NOTIFY`: within a second on an idle machine
+        /// (docs/shared-state.md), 5 s on a loaded 2-core one. Without the notification the copy
+        /// would live until its idle timeout, minutes away, so 5 s still tells the two apart.
+        static let notified = 5.0
+
         /// Polls until `condition`, at most `seconds`; returns how long it took.
         static func within(
             _ seconds: Double, _ what: String, sourceLocation: SourceLocation = #_sourceLocation,
@@ -158,7 +163,7 @@ extension PostgreSQLTests {
             )
         }
 
-        @Test func endsAndUpdatesReachTheOtherInstanceWithinASecond() async throws {
+        @Test func endsAndUpdatesReachTheOtherInstanceByNotification() async throws {
             let cluster = try await PostgresCluster.shared()
             let clock = Self.clock()
             let (a, b, database) = try await Self.instances(cluster, clock: clock)
@@ -185,23 +190,23 @@ extension PostgreSQLTests {
             var refreshed = sessions[3].1
             refreshed.accessToken = "access-2"
             a.sessions.update(sessions[3].0, refreshed)
-            _ = try await Self.within(1, "B holds the new tokens") {
+            _ = try await Self.within(Self.notified, "B holds the new tokens") {
                 b.sessions.held(sessions[3].0)?.accessToken == "access-2"
             }
             #expect(try await Self.look(b.sessions, sessions[3].0, now: clock.now) == .found(refreshed))
 
             // A sign-out on A.
             a.sessions.end(sessions[2].0, reason: .signOut)
-            _ = try await Self.within(1, "B drops the signed-out session") { b.sessions.held(sessions[2].0) == nil }
+            _ = try await Self.within(Self.notified, "B drops the signed-out session") { b.sessions.held(sessions[2].0) == nil }
             #expect(try await Self.look(b.sessions, sessions[2].0, now: clock.now) == .read(nil))
 
             // Back-channel logout on B by sid: only that provider session's session, on A too.
             #expect(b.sessions.end(providerSessionID: "s-1", subject: "alice", reason: .backchannel) == 1)
-            _ = try await Self.within(1, "A drops the sid's session") { a.sessions.held(sessions[0].0) == nil }
+            _ = try await Self.within(Self.notified, "A drops the sid's session") { a.sessions.held(sessions[0].0) == nil }
             #expect(a.sessions.held(sessions[1].0) != nil)
             // …and by sub: every session of the subject.
             #expect(a.sessions.end(providerSessionID: nil, subject: "alice", reason: .backchannel) == 1)
-            _ = try await Self.within(1, "B drops the subject's sessions") { b.sessions.held(sessions[1].0) == nil }
+            _ = try await Self.within(Self.notified, "B drops the subject's sessions") { b.sessions.held(sessions[1].0) == nil }
             try await SharedStateTesting.eventually("only carol's row is left") {
                 try await Self.rows(cluster, database) == 1
             }
@@ -246,7 +251,7 @@ extension PostgreSQLTests {
             try await SharedStateTesting.eventually("the expired row is deleted") {
                 try await Self.rows(cluster, database) == 0
             }
-            _ = try await Self.within(1, "A drops it too") { a.sessions.held(digest) == nil }
+            _ = try await Self.within(Self.notified, "A drops it too") { a.sessions.held(digest) == nil }
         }
 
         @Test func rowsPastTheirExpiryAreSwept() async throws {
