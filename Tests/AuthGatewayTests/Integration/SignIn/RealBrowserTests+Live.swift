@@ -18,7 +18,9 @@ extension RealBrowserTests {
         #expect((report["ticks"]?.int ?? 0) > 0, "the page showed the backend's ticks: \(report)")
         #expect(report["code"]?.stringValue == "1008", "\(report)")
         #expect(report["status"]?.stringValue?.contains("session ended") == true, "\(report)")
-        #expect((report["closedAfterSeconds"]?.numberValue?.double ?? .infinity) <= 2, "\(report)")
+        // At once (as DemoLivePageTests): 10 s, not 2, for Chromium on a loaded 2-core machine; the
+        // tunnel's other ends (the token's expiry, the page's timeout) are minutes away.
+        #expect((report["closedAfterSeconds"]?.numberValue?.double ?? .infinity) <= 10, "\(report)")
         let metrics = try await TestConnection.connect(port: gateway.adminPort).send(.get("/metrics")).text
         #expect(metrics.contains("auth_gateway_streams_closed_total{reason=\"sign_out\"} 1"), "\(metrics)")
     }
