@@ -197,16 +197,22 @@ extension PostgreSQLTests {
 
             // A sign-out on A.
             a.sessions.end(sessions[2].0, reason: .signOut)
-            _ = try await Self.within(Self.notified, "B drops the signed-out session") { b.sessions.held(sessions[2].0) == nil }
+            _ = try await Self.within(Self.notified, "B drops the signed-out session") {
+                b.sessions.held(sessions[2].0) == nil
+            }
             #expect(try await Self.look(b.sessions, sessions[2].0, now: clock.now) == .read(nil))
 
             // Back-channel logout on B by sid: only that provider session's session, on A too.
             #expect(b.sessions.end(providerSessionID: "s-1", subject: "alice", reason: .backchannel) == 1)
-            _ = try await Self.within(Self.notified, "A drops the sid's session") { a.sessions.held(sessions[0].0) == nil }
+            _ = try await Self.within(Self.notified, "A drops the sid's session") {
+                a.sessions.held(sessions[0].0) == nil
+            }
             #expect(a.sessions.held(sessions[1].0) != nil)
             // …and by sub: every session of the subject.
             #expect(a.sessions.end(providerSessionID: nil, subject: "alice", reason: .backchannel) == 1)
-            _ = try await Self.within(Self.notified, "B drops the subject's sessions") { b.sessions.held(sessions[1].0) == nil }
+            _ = try await Self.within(Self.notified, "B drops the subject's sessions") {
+                b.sessions.held(sessions[1].0) == nil
+            }
             try await SharedStateTesting.eventually("only carol's row is left") {
                 try await Self.rows(cluster, database) == 1
             }
