@@ -48,7 +48,11 @@ It writes the table and an SVG chart (made here, no plotting library) between th
 docs/scale.svg. Idle connections have their own script (scripts/bench/idle-rss.py).
 
     scripts/bench/scale.sh [--rounds 3] [--duration 4] [--curves routes-prefix,apikeys] [--quick]
-                           [--sizes sessions=1,1000,1000000] [--no-write]
+                           [--sizes sessions=1,1000,1000000] [--no-write] [--profile DIR]
+
+--profile DIR records each point's counted load with `perf record -g` into
+DIR/<curve>-<N>-r<round>.data and its request count into the same name with `.requests`, for
+scripts/bench/stage-budget.py (where the cost of N goes, not only how much it is).
 
 Needs wrk, nginx, curl, taskset and the release binary (swift build -c release --scratch-path
 .build-release --product auth-gateway; GATEWAY=path overrides); sessions python3's cryptography,
@@ -337,6 +341,16 @@ def gauges():
     return found
 
 
+def profile(pid, curve, size, arguments):
+    """`perf record` of `pid` for the counted load's duration (it stops by itself)."""
+    os.makedirs(arguments.profile, exist_ok=True)
+    data = os.path.join(arguments.profile, f"{curve}-{size}-r{arguments.round}.data")
+    recorder = subprocess.Popen(["perf", "record", "-F", "999", "-g", "-p", str(pid), "-o", data, "--",
+                                 "sleep", str(arguments.duration)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    recorder.data = data
+    return recorder
+
+
 def point(curve, size, arguments, work):
     """One fresh gateway: (req/s, CPU µs per request, RSS KiB, start-up ms, p99 ms, max ms)."""
     name, path, headers, script, warm = config(curve, size, work)
@@ -360,8 +374,13 @@ def point(curve, size, arguments, work):
             rss = rss_kib(gateway.pid)
             counted = gauges() if curve in ("sessions", "tokens", "profiles") else None
             before = cpu_ticks(gateway.pid)
+            recorder = profile(gateway.pid, curve, size, arguments) if arguments.profile else None
             rate, errors, p99, maximum = wrk(path, headers, arguments.duration, script, work)
             cpu = cpu_ticks(gateway.pid) - before
+            if recorder:
+                recorder.wait(timeout=arguments.duration + 60)
+                with open(recorder.data + ".requests", "w") as file:
+                    file.write(f"{rate * arguments.duration:.0f}\n")
             if counted is not None:  # tables held after the load, lookups during it
                 after = gauges()
                 log(f"{curve} {size}: " + ", ".join(f"{key} {value - counted.get(key, 0) if 'lookups' in key else value:.0f}"
@@ -444,6 +463,7 @@ def main():
     parser.add_argument("--curves", default=",".join(SIZES))
     parser.add_argument("--quick", action="store_true", help="one round of 2 s, to try the script")
     parser.add_argument("--no-write", action="store_true", help="print only; leave docs/ alone")
+    parser.add_argument("--profile", metavar="DIR", help="perf record each counted load into DIR")
     parser.add_argument("--sizes", action="append", default=[], metavar="CURVE=1,1000,…",
                         help="the points of one curve instead of its default (1 first); e.g. sessions=1,1000,1000000")
     arguments = parser.parse_args()
@@ -485,6 +505,7 @@ http {{ access_log off; keepalive_requests 10000000; client_body_temp_path {work
                     raise SystemExit(f"the provider did not start; see {work}/provider.log")
                 time.sleep(0.05)
         for round in range(1, arguments.rounds + 1):
+            arguments.round = round
             for curve in curves:
                 for size in SIZES[curve][1:]:
                     pair = [1, size] if round % 2 else [size, 1]
