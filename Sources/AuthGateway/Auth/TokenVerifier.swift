@@ -12,6 +12,10 @@ public final class VerifiedToken: Sendable {
     public let notBefore: Double?
     public let issuedAt: Double?
     public let leewaySeconds: Double
+    /// The key the token is bound to (`cnf.jkt`, RFC 9449 §6.1), nil for a token bound to none:
+    /// read from the claims once here, so that a DPoP-aware route does not search a cached
+    /// token's claims (cold memory when many tokens are live) on every request.
+    public let confirmationThumbprint: String?
 
     init(
         issuerIndex: Int, generation: UInt64, claims: JSONObject, subject: String?, expiresAt: Double,
@@ -25,6 +29,11 @@ public final class VerifiedToken: Sendable {
         self.notBefore = notBefore
         self.issuedAt = issuedAt
         self.leewaySeconds = leewaySeconds
+        if case .object(let confirmation)? = claims["cnf"], case .string(let thumbprint)? = confirmation["jkt"] {
+            self.confirmationThumbprint = thumbprint
+        } else {
+            self.confirmationThumbprint = nil
+        }
     }
 
     /// The time-dependent verdict at `now` (Unix seconds): nil when the token is current.

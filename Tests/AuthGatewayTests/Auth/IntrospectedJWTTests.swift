@@ -30,6 +30,8 @@ struct IntrospectedJWTTests {
         let jwt = Self.token(["sub": "alice", "cnf": ["x5t#S256": "cert-thumbprint"]])
         let adopted = try #require(IntrospectedJWT.adopt(jwt, answer: ["active": true, "cnf": ["jkt": "key-1"]]))
         #expect(adopted.claims["cnf"] == ["x5t#S256": "cert-thumbprint", "jkt": "key-1"])
+        // The binding ProofOfPossession reads is the adopted one, not the JWT's absence of one.
+        #expect(jwt.confirmationThumbprint == nil && adopted.confirmationThumbprint == "key-1")
         #expect(adopted.claims["sub"] == "alice")
         #expect(adopted.subject == "alice")
         #expect(
@@ -40,6 +42,18 @@ struct IntrospectedJWTTests {
             IntrospectedJWT.adopt(bare, answer: ["active": true, "cnf": ["jkt": "key-2"]])?.claims["cnf"] == [
                 "jkt": "key-2"
             ])
+    }
+
+    /// `cnf.jkt` as ProofOfPossession reads it, taken from the claims once per verification:
+    /// only a string `jkt` inside an object `cnf` binds the token.
+    @Test func theBindingIsReadFromTheClaimsOnce() {
+        #expect(Self.token(["sub": "a", "cnf": ["jkt": "key-1"]]).confirmationThumbprint == "key-1")
+        #expect(Self.token(["sub": "a", "cnf": ["jkt": "key-1", "x5t#S256": "c"]]).confirmationThumbprint == "key-1")
+        #expect(Self.token(["sub": "a"]).confirmationThumbprint == nil)
+        #expect(Self.token(["sub": "a", "cnf": ["x5t#S256": "c"]]).confirmationThumbprint == nil)
+        #expect(Self.token(["sub": "a", "cnf": ["jkt": 42]]).confirmationThumbprint == nil)
+        #expect(Self.token(["sub": "a", "cnf": "key-1"]).confirmationThumbprint == nil)
+        #expect(Self.token(["sub": "a", "jkt": "key-1"]).confirmationThumbprint == nil)
     }
 
     @Test func aBindingOfTheJWTIsNeverRemovedOrReplaced() throws {

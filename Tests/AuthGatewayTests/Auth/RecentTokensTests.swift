@@ -16,14 +16,21 @@ struct RecentTokensTests {
         return nil
     }
 
-    /// Verifies `token` twice through a shared cache of its own: the second time is a cache
-    /// hit, which puts the token into the memo.
+    /// Verifies `token` three times through a shared cache of its own: the second and third
+    /// times are cache hits, and the second hit in a row puts the token into the memo.
     private func remember(_ token: String, in memo: RecentTokens) throws -> VerifiedToken {
         let shared = VerifiedTokenCache(capacity: 64)
         let first = try memo.verify(token[...], keys: VectorKeys.staticSnapshot, through: shared).get()
-        let second = try memo.verify(token[...], keys: VectorKeys.staticSnapshot, through: shared).get()
-        #expect(second === first)
+        for _ in 0..<2 {
+            #expect(try memo.verify(token[...], keys: VectorKeys.staticSnapshot, through: shared).get() === first)
+        }
         return first
+    }
+
+    /// Whether the memo alone answers `token` (a fresh shared cache and no keys).
+    private func memoized(_ token: String, in memo: RecentTokens) -> Bool {
+        (try? memo.verify(token[...], keys: keyless(generation: generation), through: VerifiedTokenCache(capacity: 64))
+            .get()) != nil
     }
 
     @Test("a repeated token is answered by the memo, without the shared cache")
@@ -49,6 +56,35 @@ struct RecentTokensTests {
                 memo.verify(
                     token[...], keys: keyless(generation: generation), through: VerifiedTokenCache(capacity: 64)))
                 == .unknownKey)
+    }
+
+    @Test("one shared-cache hit is not enough: the second in a row at the slot memoizes the token")
+    func secondHitMemoizes() throws {
+        let memo = RecentTokens()
+        let shared = VerifiedTokenCache(capacity: 64)
+        let token = VectorKeys.sign(VectorKeys.claims())
+        _ = try memo.verify(token[...], keys: VectorKeys.staticSnapshot, through: shared).get()
+        _ = try memo.verify(token[...], keys: VectorKeys.staticSnapshot, through: shared).get()
+        #expect(!memoized(token, in: memo), "one hit")
+        _ = try memo.verify(token[...], keys: VectorKeys.staticSnapshot, through: shared).get()
+        #expect(memoized(token, in: memo), "two hits")
+    }
+
+    @Test("tokens that take turns at one slot never enter it, and never evict the one it holds")
+    func tokensInTurnDoNotChurn() throws {
+        let memo = RecentTokens(slotCount: 1)
+        let held = VectorKeys.sign(VectorKeys.claims(["sub": "held"]))
+        _ = try remember(held, in: memo)
+        let shared = VerifiedTokenCache(capacity: 64)
+        let others = (0..<4).map { VectorKeys.sign(VectorKeys.claims(["sub": .string("other-\($0)")])) }
+        for other in others { _ = try memo.verify(other[...], keys: VectorKeys.staticSnapshot, through: shared).get() }
+        for _ in 0..<3 {
+            for other in others {
+                _ = try memo.verify(other[...], keys: VectorKeys.staticSnapshot, through: shared).get()
+            }
+        }
+        #expect(memoized(held, in: memo), "the held token stays")
+        #expect(!others.contains { memoized($0, in: memo) })
     }
 
     @Test("a token that differs in one byte but shares the slot is not a hit")

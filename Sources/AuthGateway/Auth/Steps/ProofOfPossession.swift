@@ -63,9 +63,7 @@ struct ProofOfPossession: AuthenticationStep {
         let mode = request.route.dpop
         guard mode != .off else { return .accepted(identity) }
         let presented = identity.accessToken
-        guard case .object(let confirmation)? = identity.token.claims["cnf"],
-            case .string(let boundKey)? = confirmation["jkt"]
-        else {
+        guard let boundKey = identity.token.confirmationThumbprint else {
             if mode == .required { return self.refuse(.dpopRequired(algs: self.algorithms)) }
             // RFC 9449 §7.2: the DPoP scheme is for bound tokens only.
             if presented.dpopScheme { return self.refuse(self.invalid("the access token is not DPoP-bound")) }
