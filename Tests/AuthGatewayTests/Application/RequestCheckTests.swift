@@ -89,6 +89,19 @@ struct RequestCheckTests {
         #expect(open.status == .allowed, "\(open.text)")
     }
 
+    /// `check --request` prints the target the live gateway decides on and forwards: escapes of
+    /// unreserved characters decoded, slashes merged, dot segments resolved, the query as sent,
+    /// the host lower-cased without its trailing dot or port.
+    @Test("the canonical target is printed, not the spelling given")
+    func canonicalTarget() throws {
+        let result = try Self.check("GET https://API.Example.com.:443/public/a//b/./c/../%7Ed%2d?q=%2F&r=/../")
+        #expect(result.status == .allowed, "\(result.text)")
+        let target = result.text.split(separator: "\n").first { $0.hasPrefix("target:") }
+        #expect(
+            target.map { String($0.dropFirst("target:".count)).trimmingCharacters(in: .whitespaces) }
+                == "/public/a/b/~d-?q=%2F&r=/../ (host api.example.com)", "\(result.text)")
+    }
+
     /// What the live gateway refuses, `check` refuses (docs/forwarding.md, "Spellings that are
     /// refused"): a path that names another route without case, one that ends in `..`.
     @Test("a path read differently by lenient servers is refused as the gateway refuses it")

@@ -156,6 +156,54 @@ struct AuthorizerHTTPTests {
         #expect(try await gateway.send(Self.nginx("GET", "/api/x", token: TestKeys.token())).status == 200)
     }
 
+    /// Traefik's and Caddy's `forward-auth` and Envoy's HTTP `ext-authz` make the original
+    /// request canonical as a proxied one is (docs/forwarding.md, "Request targets"): an
+    /// ambiguous spelling is 400 with its problem type, whatever the token, never an allow; a
+    /// spelling that is only another way to write a path is decided on the path it names.
+    @Test func ambiguousOriginalsAre400AndOtherSpellingsAreDecidedOnTheirCanonicalPath() async throws {
+        let gateway = try await Self.start()
+        atTestEnd { await gateway.stop() }
+        let token = TestKeys.token()
+        let ambiguous = [
+            "/public/..%2Fadmin/x", "/public/..%5cadmin/x", "/public/..;/admin/x", "/public/%252e%252e/admin/x",
+            "/public/%C0%AE%C0%AE/admin/x", "/public/..\\admin/x",
+        ]
+        for uri in ambiguous {
+            for caller in [token, nil] {
+                let forward = try await gateway.send(Self.forwardAuth("GET", uri, token: caller))
+                #expect(forward.status == 400, "forward-auth \(uri): \(forward.status) \(forward.text)")
+                #expect(forward.json?["type"]?.stringValue == "urn:auth-gateway:problem:request.ambiguous_path")
+                // Byte for byte: the test client refuses to send a raw `\` itself.
+                let envoy = try await RawExchange.send(
+                    port: gateway.port,
+                    RawExchange.get(
+                        Array((Self.prefix + "ext-authz" + uri).utf8), host: Array("shop.example.com".utf8),
+                        headers: caller.map { [("Authorization", "Bearer \($0)")] } ?? []))
+                #expect(envoy.status == 400, "ext-authz \(uri): \(envoy.status) \(envoy.text)")
+                #expect(envoy.problem == "request.ambiguous_path", "ext-authz \(uri)")
+            }
+        }
+        for host in ["user@shop.example.com", "shop.example.com:80:80", "shop example.com"] {
+            var forged = Self.forwardAuth("GET", "/public/x", token: token)
+            forged.headers.removeAll { $0.0 == "X-Forwarded-Host" }
+            forged.headers.append(("X-Forwarded-Host", host))
+            let response = try await gateway.send(forged)
+            #expect(response.status == 400, "\(host): \(response.status)")
+            #expect(response.json?["type"]?.stringValue == "urn:auth-gateway:problem:request.ambiguous_host", "\(host)")
+        }
+        // `%2e%2e` is `..`: the original names /admin/x, so no token is 401, not /public/'s allow.
+        for uri in ["/public/%2e%2e/admin/x", "/public/./../admin/x", "/public//../admin/x"] {
+            #expect(try await gateway.send(Self.forwardAuth("GET", uri)).status == 401, "\(uri)")
+            let envoy = try await gateway.send(
+                TestRequest(.GET, Self.prefix + "ext-authz" + uri, headers: [("Host", "shop.example.com")]))
+            #expect(envoy.status == 401, "ext-authz \(uri): \(envoy.status)")
+        }
+        // The controls: the same calls, plainly spelled.
+        #expect(try await gateway.send(Self.forwardAuth("GET", "/public/x")).status == 200)
+        #expect(try await gateway.send(Self.forwardAuth("GET", "/admin/x")).status == 401)
+        #expect(gateway.backend.requestCount == 0)
+    }
+
     /// A caller outside `trustedPeers` gets 403 and nothing is decided (not even a route
     /// lookup: the answer is the same for any original request).
     @Test func untrustedPeersAreRefusedUndecided() async throws {

@@ -152,6 +152,31 @@ struct AssertionEndToEndTests {
 
     static let forged = "eyJhbGciOiJub25lIn0.eyJzdWIiOiJhZG1pbiIsImF1ZCI6Im9yZGVycy1hcGkifQ."
 
+    /// docs/assertions.md, "Reuse and cost": a keep-alive client's repeated request reuses its
+    /// assertion and is not counted again; another caller's is signed and counted. The admin
+    /// listener publishes the same JWKS as the main one.
+    @Test("a repeated request reuses its assertion; auth_gateway_assertions_signed_total counts signatures")
+    func reuseAndTheSignatureCount() async throws {
+        let gateway = try await Self.gateway()
+        let connection = try await TestConnection.connect(port: gateway.port)
+        atTestEnd { await connection.close() }
+        let ada = TestKeys.token(subject: "ada")
+        let first = try IdentityPeers.assertion(try await connection.send(.get("/orders/1", token: ada)))
+        let again = try IdentityPeers.assertion(try await connection.send(.get("/orders/2", token: ada)))
+        let grace = try IdentityPeers.assertion(
+            try await connection.send(.get("/orders/3", token: TestKeys.token(subject: "grace"))))
+        #expect(again == first, "the same inputs on the same loop: the assertion is reused")
+        #expect(grace != first)
+        let metrics = try await TestConnection.connect(port: gateway.adminPort).send(.get("/metrics")).text
+        #expect(metrics.contains("\nauth_gateway_assertions_signed_total 2\n"), "\(metrics)")
+
+        let published = try await IdentityPeers.jwks(port: gateway.port)
+        #expect(try await IdentityPeers.jwks(port: gateway.adminPort, path: "/.well-known/jwks.json") == published)
+        let verdicts = try await IdentityPeers.verify(
+            jwks: published, [.init(token: first, audience: "orders-api"), .init(token: grace, audience: "orders-api")])
+        #expect(verdicts.allSatisfy { $0["ok"] == true }, "\(verdicts)")
+    }
+
     @Test("HTTP/1.1: a client's assertion header reaches no backend, on any route; the gateway's own does")
     func clientAssertionStrippedOverHTTP1() async throws {
         let gateway = try await Self.gateway()

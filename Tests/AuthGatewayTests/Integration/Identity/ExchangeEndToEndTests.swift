@@ -51,6 +51,17 @@ enum ExchangeEndToEnd {
         config["routes"] = .array(routes)
     }
 
+    /// `auth_gateway_exchanges_total{route,outcome}` for `route` and `outcome` on `gateway`'s
+    /// admin listener (0 when the series is absent).
+    static func exchangesCounted(_ gateway: GatewayFixture, route: String, outcome: String) async throws -> Int {
+        let metrics = try await TestConnection.connect(port: gateway.adminPort).send(.get("/metrics")).text
+        let line = metrics.split(separator: "\n").first {
+            $0.hasPrefix("auth_gateway_exchanges_total{") && $0.contains("route=\"\(route)\"")
+                && $0.contains("outcome=\"\(outcome)\"")
+        }
+        return line.flatMap { $0.split(separator: " ").last.flatMap { Int($0) } } ?? 0
+    }
+
     /// The exchanged token the backend got, checked: exactly one `Authorization`, `Bearer`,
     /// not the caller's, and the caller's token nowhere in what the backend received.
     static func exchanged(_ response: TestResponse, caller: String) throws -> String {
@@ -92,6 +103,8 @@ struct ExchangeEndToEndTests {
         #expect(echoed["authorization"] == [.string("Bearer \(exchanged)")])
         #expect(!h2.body.contains(caller.token))
         #expect(try await server.calls() == 1, "the second request used the cached exchange")
+        #expect(try await ExchangeEndToEnd.exchangesCounted(gateway, route: "orders", outcome: "exchanged") == 1)
+        #expect(try await ExchangeEndToEnd.exchangesCounted(gateway, route: "orders", outcome: "cached") == 1)
 
         // A route without exchange forwards the caller's own token (the control).
         let plain = try await gateway.send(.get("/plain/1", token: caller.token))
@@ -113,6 +126,8 @@ struct ExchangeEndToEndTests {
         #expect(!response.text.contains("audience not allowed"), "the provider's description is not passed on")
         #expect(try await server.calls() == 1)
         #expect(gateway.backend.requestCount == 0)
+        #expect(try await ExchangeEndToEnd.exchangesCounted(gateway, route: "refused", outcome: "refused") == 1)
+        #expect(try await ExchangeEndToEnd.exchangesCounted(gateway, route: "refused", outcome: "exchanged") == 0)
     }
 
     @Test("a killed token endpoint, and one that never answers: 503 exchange.unavailable with Retry-After")

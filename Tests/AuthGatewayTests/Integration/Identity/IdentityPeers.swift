@@ -51,11 +51,12 @@ enum IdentityPeers {
         ]
     }
 
-    /// The JWKS as the main listener serves it (`/.gateway/jwks.json`), byte for byte.
-    static func jwks(port: Int) async throws -> String {
+    /// The JWKS as the main listener serves it (`/.gateway/jwks.json`), byte for byte; the admin
+    /// listener serves it at `/.well-known/jwks.json`.
+    static func jwks(port: Int, path: String = "/.gateway/jwks.json") async throws -> String {
         let connection = try await TestConnection.connect(port: port)
         return try await withCleanup({ await connection.close() }) { () async throws in
-            let response = try await connection.send(.get("/.gateway/jwks.json"))
+            let response = try await connection.send(.get(path))
             try #require(response.status == 200, "the JWKS: \(response.status) \(response.text)")
             #expect(response.header("Cache-Control") == "max-age=300")
             return response.text
