@@ -305,4 +305,49 @@ struct TokenLoggingTests {
         #expect(onStandardOutput.isEmpty, "token parts on stdout: \(onStandardOutput.map { $0.prefix(12) + "…" })")
         #expect(onStandardError.isEmpty, "token parts on stderr: \(onStandardError.map { $0.prefix(12) + "…" })")
     }
+
+    /// Token exchange (docs/token-exchange.md, "Metrics and logs"): neither the caller's subject
+    /// token nor the token idpyoidc issued for the backend, nor the client secret, is printed —
+    /// exchanged, answered from the cache, refused (`invalid_grant`).
+    @Test func noExchangedTokenOnStandardOutputOrStandardError() async throws {
+        let server = try await ExchangeServer.start()
+        let backend = try await EchoBackend.start(group: TestGroup.shared)
+        atTestEnd {
+            await backend.close()
+            await server.tool.stop()
+        }
+        var configuration = RunningGateway.configuration(backendURL: backend.baseURL, drainSeconds: 1, level: "debug")
+        ExchangeEndToEnd.configure(&configuration, server)
+        let gateway = try RunningGateway(configuration: configuration)
+        defer { gateway.kill() }
+        let port = try await gateway.waitForPort()
+        let caller = try await server.mint().token
+
+        func send(_ id: String, _ path: String) async throws -> TestResponse {
+            let client = try await TestConnection.connect(port: port)
+            return try await withCleanup({ await client.close() }) {
+                try await client.send(.get(path, token: caller, headers: [("X-Request-Id", id)]), timeout: .seconds(60))
+            }
+        }
+        let exchanged = try ExchangeEndToEnd.exchanged(try await send("exchange-call", "/orders/1"), caller: caller)
+        #expect(try ExchangeEndToEnd.exchanged(try await send("exchange-cached", "/orders/2"), caller: caller) == exchanged)
+        #expect(try await send("exchange-refused", "/refused/1").status == 403)
+        #expect(try await server.calls() == 2)
+
+        let ids = ["exchange-call", "exchange-cached", "exchange-refused"]
+        #expect(
+            try await gateway.waitForOutput(timeout: .seconds(30)) { output in
+                ids.allSatisfy { output.contains("\"requestId\":\"\($0)\"") }
+            })
+        gateway.signal(SIGTERM)
+        #expect(try await gateway.waitForExit(timeout: .seconds(30)) == 0)
+        let stdout = gateway.standardOutput
+        let stderr = gateway.standardError
+        #expect(stderr.contains(" debug "), "no debug line on stderr:\n\(stderr)")
+        let secrets = Set((Self.secrets(of: caller) + Self.secrets(of: exchanged) + ["gateway-secret"]))
+        let onStandardOutput = secrets.filter { stdout.contains($0) }
+        let onStandardError = secrets.filter { stderr.contains($0) }
+        #expect(onStandardOutput.isEmpty, "token parts on stdout: \(onStandardOutput.map { $0.prefix(12) + "…" })")
+        #expect(onStandardError.isEmpty, "token parts on stderr: \(onStandardError.map { $0.prefix(12) + "…" })")
+    }
 }
