@@ -330,7 +330,8 @@ struct TokenLoggingTests {
             }
         }
         let exchanged = try ExchangeEndToEnd.exchanged(try await send("exchange-call", "/orders/1"), caller: caller)
-        #expect(try ExchangeEndToEnd.exchanged(try await send("exchange-cached", "/orders/2"), caller: caller) == exchanged)
+        #expect(
+            try ExchangeEndToEnd.exchanged(try await send("exchange-cached", "/orders/2"), caller: caller) == exchanged)
         #expect(try await send("exchange-refused", "/refused/1").status == 403)
         #expect(try await server.calls() == 2)
 
