@@ -140,7 +140,8 @@ enum GatewayComposition {
                 caches: SubjectCaches(
                     verifiedTokens: shared.authentication.verifiedTokens, introspector: parts.introspector,
                     profiles: parts.profiles, refreshStore: shared.authentication.refreshStore,
-                    exchangeStore: shared.authentication.exchangeStore),
+                    exchangeStore: shared.authentication.exchangeStore,
+                    subjectChanges: shared.authentication.subjectChanges),
                 metrics: shared.processMetrics, clock: shared.clock)
         }
     }

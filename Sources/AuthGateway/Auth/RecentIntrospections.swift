@@ -13,35 +13,49 @@
 /// stands in front of. Entries belong to one `TokenIntrospector` (one configuration of
 /// `tokens.introspection`): another one's answers are not reused after a reload.
 ///
+/// A Shared Signals event that forgets a subject (docs/streams.md) ends every entry: each
+/// records `SubjectChanges.current` as read before its answer was looked up.
+///
 /// Owned by one loop (`Worker`): no lock.
 final class RecentIntrospections {
     private struct Entry {
         let token: String
         let verified: VerifiedToken
         let validUntil: Double
+        let changes: UInt64
     }
 
     private var table: DirectMappedMemo<Entry>
+    private let subjectChanges: SubjectChanges
 
-    init(slotCount: Int = 256) {
+    init(slotCount: Int = 256, subjectChanges: SubjectChanges = SubjectChanges()) {
         self.table = DirectMappedMemo(slotCount: slotCount)
+        self.subjectChanges = subjectChanges
     }
 
-    /// The identity of `token` while its answer lasts, if this loop adopted it.
+    /// What to pass to `remember` for an answer looked up from now on.
+    var changes: UInt64 { self.subjectChanges.current }
+
+    /// The identity of `token` while its answer lasts, if this loop adopted it and no subject
+    /// was forgotten since.
     func lookup(_ token: Substring, introspector: TokenIntrospector, now: Double) -> VerifiedToken? {
         guard let entry = self.table.entry(at: self.table.slot(of: token), owner: introspector), entry.validUntil > now,
-            entry.token == token
+            entry.changes == self.subjectChanges.current, entry.token == token
         else {
             return nil
         }
         return entry.verified
     }
 
-    /// Remembers an active answer, adopted for `token`.
-    func remember(_ token: Substring, verified: VerifiedToken, validUntil: Double, introspector: TokenIntrospector) {
+    /// Remembers an active answer, adopted for `token`; `changes`: `self.changes` as read
+    /// before the answer was looked up.
+    func remember(
+        _ token: Substring, verified: VerifiedToken, validUntil: Double, introspector: TokenIntrospector,
+        changes: UInt64
+    ) {
         self.table.store(
-            Entry(token: String(token), verified: verified, validUntil: validUntil), at: self.table.slot(of: token),
-            owner: introspector)
+            Entry(token: String(token), verified: verified, validUntil: validUntil, changes: changes),
+            at: self.table.slot(of: token), owner: introspector)
     }
 }
 

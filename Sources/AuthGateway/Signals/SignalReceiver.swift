@@ -11,13 +11,19 @@ struct SubjectCaches: Sendable {
     let refreshStore: RefreshStore
     /// nil: none to forget (a test's).
     var exchangeStore: ExchangeStore? = nil
+    /// Advanced after each forgetting, so that every loop's memos stop answering what they
+    /// held (`SubjectChanges`); nil in tests without loops.
+    var subjectChanges: SubjectChanges? = nil
 
     /// Forgets what the caches remember of `subject`; returns how many entries went.
     @discardableResult
     func forget(subject: String) -> Int {
-        self.verifiedTokens.forget(subject: subject) + (self.introspector?.forget(subject: subject) ?? 0)
+        let forgotten =
+            self.verifiedTokens.forget(subject: subject) + (self.introspector?.forget(subject: subject) ?? 0)
             + (self.profiles?.forget(subject: subject) ?? 0) + self.refreshStore.forget(subject: subject)
             + (self.exchangeStore?.forget { Self.isJWT($0, of: subject) } ?? 0)
+        self.subjectChanges?.advance()
+        return forgotten
     }
 
     /// An exchanged token is selected by its own `sub` (the cache is keyed by the subject

@@ -7,7 +7,8 @@ import NIOCore
 /// `sharedState`, the fleet's) sits this loop's memo of the exchanges it used last, as
 /// `RecentTokens` does for verifications: a keep-alive client's repeated request costs a hash
 /// of its token's last bytes and one byte-wise comparison — no SHA-256, no lock, no future.
-/// The memo holds only exchanged tokens the store answered, each until its `usableUntil`.
+/// The memo holds only exchanged tokens the store answered, each until its `usableUntil` or
+/// until a Shared Signals event forgets a subject (`SubjectChanges`), whichever is first.
 ///
 /// Neither the subject token nor the exchanged token is ever logged.
 package final class TokenExchanger {
@@ -16,12 +17,15 @@ package final class TokenExchanger {
         let route: String
         let exchanged: String
         let usableUntil: Double
+        /// `SubjectChanges.current` before the store was asked.
+        let changes: UInt64
     }
 
     private let store: ExchangeStore
     private let clients: (UpstreamURL) -> UpstreamClient?
     private let metrics: WorkerMetrics?
     private let clock: @Sendable () -> Double
+    private let subjectChanges: SubjectChanges
     private var memo: [Memo?]
 
     /// `clients`: the loop's client for the token endpoint's origin (as the Worker finds the
@@ -29,13 +33,15 @@ package final class TokenExchanger {
     /// `https` URL without client TLS): the exchange is then unavailable.
     init(
         store: ExchangeStore, clients: @escaping (UpstreamURL) -> UpstreamClient?, metrics: WorkerMetrics?,
-        clock: @escaping @Sendable () -> Double, slotCount: Int = 256
+        clock: @escaping @Sendable () -> Double, subjectChanges: SubjectChanges = SubjectChanges(),
+        slotCount: Int = 256
     ) {
         precondition(slotCount > 0 && slotCount & (slotCount - 1) == 0, "slot count must be a power of two")
         self.store = store
         self.clients = clients
         self.metrics = metrics
         self.clock = clock
+        self.subjectChanges = subjectChanges
         self.memo = Array(repeating: nil, count: slotCount)
     }
 
@@ -49,7 +55,8 @@ package final class TokenExchanger {
     ) -> ExchangeResult {
         var token = subjectToken
         let slot = token.withUTF8 { Self.slot(of: UnsafeRawBufferPointer($0), route: route, count: self.memo.count) }
-        if let memo = self.memo[slot], now < memo.usableUntil, memo.route == route,
+        let changes = self.subjectChanges.current
+        if let memo = self.memo[slot], now < memo.usableUntil, memo.changes == changes, memo.route == route,
             ASCII.bytesEqual(memo.subjectToken, subjectToken)
         {
             self.metrics?.increment(.exchange(route: route, .cached))
@@ -73,7 +80,8 @@ package final class TokenExchanger {
                 }
                 if case .exchanged(let exchanged, let usableUntil) = outcome, usableUntil > self.clock() {
                     self.memo[slot] = Memo(
-                        subjectToken: subject, route: route, exchanged: exchanged, usableUntil: usableUntil)
+                        subjectToken: subject, route: route, exchanged: exchanged, usableUntil: usableUntil,
+                        changes: changes)
                 }
                 return outcome.result
             }.nonisolated())

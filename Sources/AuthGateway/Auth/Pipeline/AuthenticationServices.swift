@@ -25,6 +25,8 @@ final class AuthenticationState: Sendable {
     /// The token-exchange single flight and cache (docs/token-exchange.md): with `sharedState`,
     /// shared by every instance.
     let exchangeStore: ExchangeStore
+    /// Advanced by a Shared Signals event that forgets a subject: the loops' memos follow it.
+    let subjectChanges = SubjectChanges()
 
     init(
         keyStore: KeyStore, verifiedTokens: VerifiedTokenCache, dpopNonceKey: SymmetricKey,

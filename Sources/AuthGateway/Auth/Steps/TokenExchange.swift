@@ -16,7 +16,7 @@ struct TokenExchange: AuthenticationStep {
     init(_ context: StepContext) {
         self.exchanger = TokenExchanger(
             store: context.state.exchangeStore, clients: context.clients, metrics: context.metrics,
-            clock: context.clock)
+            clock: context.clock, subjectChanges: context.state.subjectChanges)
         self.eventLoop = context.eventLoop
         self.notes = context.notes
     }

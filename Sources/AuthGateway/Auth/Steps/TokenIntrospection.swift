@@ -33,7 +33,8 @@ struct TokenIntrospection: AuthenticationStep {
 
     init(_ context: StepContext) {
         self.init(
-            introspector: context.features.introspector, memo: RecentIntrospections(),
+            introspector: context.features.introspector,
+            memo: RecentIntrospections(subjectChanges: context.state.subjectChanges),
             endpoint: context.introspectionEndpoint, eventLoop: context.eventLoop, metrics: context.metrics)
     }
 
@@ -54,14 +55,17 @@ struct TokenIntrospection: AuthenticationStep {
             guard state.expired == nil else { return .next }
             verified = nil
         }
-        let outcome = self.introspect(token, verified: verified, now: request.now, trace: request.trace)
-        return self.answer(outcome, token, verified, &state)
+        let changes = self.memo.changes
+        let outcome = self.introspect(
+            token, verified: verified, now: request.now, trace: request.trace, changes: changes)
+        return self.answer(outcome, token, verified, changes: changes, &state)
     }
 
     /// The step's answer: the identity goes on in `state`; a pending answer is adopted on the
     /// request's loop (it fills the loop's memo).
+    /// `changes`: the memo's count, read before the answer was looked up.
     private func answer(
-        _ outcome: Outcome, _ token: ExtractedToken, _ verified: Identity?, _ state: inout AuthState
+        _ outcome: Outcome, _ token: ExtractedToken, _ verified: Identity?, changes: UInt64, _ state: inout AuthState
     ) -> StepResult {
         switch outcome {
         case .identity(let identity):
@@ -71,14 +75,19 @@ struct TokenIntrospection: AuthenticationStep {
             return .refuse(error)
         case .pending(let answer):
             return .after(answer, on: self.eventLoop, resuming: state) { outcome, state in
-                self.answer(self.adopt(outcome, token, verified: verified), token, verified, &state)
+                self.answer(
+                    self.adopt(outcome, token, verified: verified, changes: changes), token, verified,
+                    changes: changes, &state)
             }
         }
     }
 
     /// The identity of `token`: remembered by this loop, cached by the process, or pending a
     /// call. `verified`: the JWT's own identity, when `token` verified as one.
-    func introspect(_ token: ExtractedToken, verified: Identity?, now: Double, trace: RequestTrace?) -> Outcome {
+    /// `changes`: the memo's count, read before anything was looked up.
+    func introspect(
+        _ token: ExtractedToken, verified: Identity?, now: Double, trace: RequestTrace?, changes: UInt64
+    ) -> Outcome {
         guard let introspector = self.introspector else { return .refused(.introspectionUnavailable) }
         let metrics = self.metrics
         // A JWT's clock was checked already on this request (`forJWTs` comes after it).
@@ -92,7 +101,7 @@ struct TokenIntrospection: AuthenticationStep {
         }
         switch lookup {
         case .known(let outcome):
-            return self.adopt(outcome, token, verified: verified)
+            return self.adopt(outcome, token, verified: verified, changes: changes)
         case .pending(let answer):
             let span = trace?.child("auth.introspection", kind: .client)
             return .pending(
@@ -110,7 +119,9 @@ struct TokenIntrospection: AuthenticationStep {
     /// For a JWT introspected with `forJWTs`, the JWT's own verified claims stay the request's
     /// claims — the answer only says whether it is still active — and a `cnf.jkt` in the answer
     /// can add a DPoP binding, never remove or change one (`IntrospectedJWT` says why).
-    func adopt(_ outcome: IntrospectionOutcome, _ token: ExtractedToken, verified: Identity?) -> Outcome {
+    func adopt(
+        _ outcome: IntrospectionOutcome, _ token: ExtractedToken, verified: Identity?, changes: UInt64
+    ) -> Outcome {
         guard let introspector = self.introspector else { return .refused(.introspectionUnavailable) }
         switch outcome {
         case .unavailable:
@@ -123,7 +134,9 @@ struct TokenIntrospection: AuthenticationStep {
                 guard let adopted = IntrospectedJWT.adopt(verified.token, answer: claims) else {
                     return .refused(.tokenRejected(.invalidClaim))
                 }
-                self.memo.remember(token.value, verified: adopted, validUntil: validUntil, introspector: introspector)
+                self.memo.remember(
+                    token.value, verified: adopted, validUntil: validUntil, introspector: introspector,
+                    changes: changes)
                 return .identity(
                     Identity(
                         token: adopted, accessToken: verified.accessToken, issuer: verified.issuer, kind: verified.kind)
@@ -135,7 +148,9 @@ struct TokenIntrospection: AuthenticationStep {
                 issuerIndex: -1, generation: 0, claims: claims, subject: claims["sub"]?.stringValue,
                 expiresAt: validUntil, notBefore: nil, issuedAt: nil, leewaySeconds: 0
             )
-            self.memo.remember(token.value, verified: introspected, validUntil: validUntil, introspector: introspector)
+            self.memo.remember(
+                token.value, verified: introspected, validUntil: validUntil, introspector: introspector,
+                changes: changes)
             let issuer = introspector.configuration.identityIssuer
             return .identity(
                 Identity(token: introspected, accessToken: token, issuer: issuer, kind: Self.kind(of: token)))

@@ -30,13 +30,14 @@ struct TokenIntrospectionTests {
         let token = identity.accessToken
         guard
             case .refused(let inactive) = self.step().adopt(
-                .inactive(validUntil: self.fixture.now + 5), token, verified: identity)
+                .inactive(validUntil: self.fixture.now + 5), token, verified: identity, changes: 0)
         else {
             Issue.record("inactive must be refused")
             return
         }
         #expect(inactive == .tokenInactive)
-        guard case .refused(let unavailable) = self.step().adopt(.unavailable, token, verified: identity) else {
+        guard case .refused(let unavailable) = self.step().adopt(.unavailable, token, verified: identity, changes: 0)
+        else {
             Issue.record("unavailable must be refused")
             return
         }
@@ -46,7 +47,8 @@ struct TokenIntrospectionTests {
         let answer: JSONObject = ["active": true, "sub": "someone-else", "scope": "admin"]
         guard
             case .identity(let adopted) = self.step(memo: memo).adopt(
-                .active(claims: answer, validUntil: self.fixture.now + 30), token, verified: identity)
+                .active(claims: answer, validUntil: self.fixture.now + 30), token, verified: identity,
+                changes: memo.changes)
         else {
             Issue.record("active must be an identity")
             return
@@ -60,7 +62,7 @@ struct TokenIntrospectionTests {
         // The next request with that token is answered by the loop's memo, without a call.
         guard
             case .identity(let remembered) = self.step(memo: memo).introspect(
-                token, verified: identity, now: self.fixture.now, trace: nil)
+                token, verified: identity, now: self.fixture.now, trace: nil, changes: memo.changes)
         else {
             Issue.record("a remembered answer is an identity at once")
             return
@@ -74,7 +76,7 @@ struct TokenIntrospectionTests {
         guard
             case .refused(let error) = self.step().adopt(
                 .active(claims: ["active": true, "cnf": ["jkt": "key-2"]], validUntil: self.fixture.now + 30),
-                bound.accessToken, verified: bound)
+                bound.accessToken, verified: bound, changes: 0)
         else {
             Issue.record("a contradicting binding must be refused")
             return
@@ -84,7 +86,7 @@ struct TokenIntrospectionTests {
         guard
             case .identity(let nowBound) = self.step().adopt(
                 .active(claims: ["active": true, "cnf": ["jkt": "key-3"]], validUntil: self.fixture.now + 30),
-                unbound.accessToken, verified: unbound)
+                unbound.accessToken, verified: unbound, changes: 0)
         else {
             Issue.record("an added binding is adopted")
             return
@@ -98,7 +100,7 @@ struct TokenIntrospectionTests {
         guard
             case .identity(let identity) = self.step().adopt(
                 .active(claims: ["active": true, "sub": "svc", "scope": "read"], validUntil: self.fixture.now + 30),
-                opaque, verified: nil)
+                opaque, verified: nil, changes: 0)
         else {
             Issue.record("an active opaque token is an identity")
             return
@@ -112,7 +114,8 @@ struct TokenIntrospectionTests {
     func noEndpoint() {
         let opaque = ExtractedToken(value: "opaque-2", location: .header(name: "Authorization", bearer: true))
         guard
-            case .pending(let answer) = self.step().introspect(opaque, verified: nil, now: self.fixture.now, trace: nil)
+            case .pending(let answer) = self.step().introspect(
+                opaque, verified: nil, now: self.fixture.now, trace: nil, changes: 0)
         else {
             Issue.record("an unknown token needs the endpoint")
             return
