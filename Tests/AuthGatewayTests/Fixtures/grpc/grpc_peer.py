@@ -75,10 +75,14 @@ def slow(request, context):
 
 def forever(request, context):
     index = 0
+    subject = dict(context.invocation_metadata()).get("x-user-subject", "")
     while context.is_active():
         yield b"tick-%d" % index
         index += 1
         time.sleep(0.1)
+    # An endless call ends only when its caller (or the gateway, for it) cancels it: say whose
+    # and when, for the tests that check the backend's side of an ending.
+    print(json.dumps({"ended": "Forever", "subject": subject, "at": time.time()}), flush=True)
 
 
 def serve():

@@ -47,6 +47,14 @@ struct GRPCTests {
     static func withGateway(
         configure: (inout JSONObject) -> Void = { _ in }, _ body: (GatewayFixture) async throws -> Void
     ) async throws {
+        try await Self.withGatewayAndPeer(configure: configure) { gateway, _ in try await body(gateway) }
+    }
+
+    /// As `withGateway`, with the grpcio server too: its output says which endless calls it
+    /// saw end (`{"ended": "Forever", "subject", "at"}` lines).
+    static func withGatewayAndPeer(
+        configure: (inout JSONObject) -> Void = { _ in }, _ body: (GatewayFixture, BackgroundTool) async throws -> Void
+    ) async throws {
         let server = try BackgroundTool(try Self.python(), [Self.peer, "server"])
         do {
             try await Self.withGateway(server: server, configure: configure, body)
@@ -58,7 +66,8 @@ struct GRPCTests {
     }
 
     private static func withGateway(
-        server: BackgroundTool, configure: (inout JSONObject) -> Void, _ body: (GatewayFixture) async throws -> Void
+        server: BackgroundTool, configure: (inout JSONObject) -> Void,
+        _ body: (GatewayFixture, BackgroundTool) async throws -> Void
     ) async throws {
         let ready = try await server.firstLine()
         let port = try #require(
@@ -79,7 +88,7 @@ struct GRPCTests {
             configure(&config)
         }
         try await withCleanup({ await gateway.stop() }) { () async throws in
-            try await body(gateway)
+            try await body(gateway, server)
         }
     }
 

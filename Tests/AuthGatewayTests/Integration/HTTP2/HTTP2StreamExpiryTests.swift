@@ -17,14 +17,14 @@ struct HTTP2StreamExpiryTests {
     ).path
 
     @Test func grpcServerStreamingAndBidirectionalCallsEndUnauthenticatedAtExpiryAndOthersGoOn() async throws {
-        try await GRPCTests.withGateway(configure: { config in
+        try await GRPCTests.withGatewayAndPeer(configure: { config in
             config["routes"] = [
                 [
                     "name": "grpc", "pathPrefix": "/test.Echo/", "backend": "grpc",
                     "streams": ["closeAtExpiry": true, "leewaySeconds": 0],
                 ]
             ]
-        }) { gateway in
+        }) { gateway, peer in
             let long = TestKeys.token(subject: "long", expiresIn: 300)
             let (report, expiry) = try await ShortLivedToken.attempt(subject: "short") { short, expiry in
                 var arguments = [GRPCTests.peer, "client", "127.0.0.1:\(gateway.port)", "expiry", "--timeout", "60"]
@@ -46,6 +46,19 @@ struct HTTP2StreamExpiryTests {
             #expect(report["stream"]?["details"]?.stringValue == "credential expired")
             #expect(report["other_after"]?.numberValue?.exactInt == 5, "the other call went on: \(report)")
             #expect(report["other_code"]?.stringValue == "OK")
+            // The backend's side (RST_STREAM(CANCEL)): grpcio saw the short call cancelled, at
+            // expiry, not only when the client went away at the end.
+            func ended(_ subject: String) -> [Double] {
+                peer.lines.compactMap { try? JSONValue(parsing: $0) }
+                    .filter { $0["ended"] == "Forever" && $0["subject"]?.stringValue == subject }
+                    .compactMap { $0["at"]?.numberValue?.double }
+            }
+            try await poll { !ended("short").isEmpty }
+            let cancelled = try #require(ended("short").last)
+            #expect(
+                cancelled >= expiry - 0.05 && cancelled <= expiry + 10, "cancelled \(cancelled - expiry) s after exp")
+            let clientEnd = try #require(report["stream"]?["at"]?.numberValue?.double)
+            #expect(cancelled <= clientEnd + 5, "the backend's call ended with the client's, not later")
         }
     }
 
