@@ -15,7 +15,9 @@ struct SessionStreamTests {
     static let leeway = 4.0
 
     /// The WebSocket backend as route `live`, before the fixture's routes.
-    static func liveRoute(_ backend: WebSocketPeers.Backend) -> (inout JSONObject) -> Void {
+    static func liveRoute(
+        _ backend: WebSocketPeers.Backend, closeAtExpiry: Bool = true
+    ) -> (inout JSONObject) -> Void {
         { document in
             if case .object(var backends)? = document["backends"] {
                 backends["ws"] = ["urls": [.string(backend.url)]]
@@ -26,7 +28,10 @@ struct SessionStreamTests {
                     [
                         [
                             "name": "live", "pathPrefix": "/live/", "backend": "ws",
-                            "streams": ["leewaySeconds": .number(JSONNumber(Int(Self.leeway)))],
+                            "streams": [
+                                "leewaySeconds": .number(JSONNumber(Int(Self.leeway))),
+                                "closeAtExpiry": .bool(closeAtExpiry),
+                            ],
                         ]
                     ] + routes)
             }
@@ -75,6 +80,39 @@ struct SessionStreamTests {
             retries += 1
         }
         throw TestClientError.timeout
+    }
+
+    /// A refused session refresh ends the session (docs/browser-sign-in.md), and with it the
+    /// session's tunnel. The route has no expiry deadline (`closeAtExpiry: false`), so nothing
+    /// but the session's end can close the tunnel before the client's own timeout.
+    @Test func aRefusedRefreshEndsTheSessionsTunnel() async throws {
+        let backend = try await WebSocketPeers.backend()
+        let fixture = try await SignInFixture.start(
+            tokenLifetimeSeconds: 60, configure: Self.liveRoute(backend, closeAtExpiry: false))
+        atTestEnd { await fixture.stop() }
+        var browser = ScriptedBrowser()
+        _ = try await fixture.signIn(&browser, to: "/")
+        let cookie = try #require(browser.cookieHeader.first?.1)
+        let port = fixture.gateway.port
+        let tunnel = Task {
+            try await WebSocketPeers.client(port: port, path: "/live/feed", cookie: cookie, timeout: 60)
+        }
+        try await poll { backend.opened.count == 1 }
+
+        fixture.gateway.clock.advance(by: 61)
+        fixture.provider.failTokenEndpoint(.error("invalid_grant", status: 400))
+        var api = browser
+        let refusedAt = Date().timeIntervalSince1970
+        let refused = try await api.get(fixture.gateway, "/api/x", headers: [("Accept", "application/json")])
+        #expect(refused.json?["type"] == "urn:auth-gateway:problem:token.refresh_rejected", "\(refused.text)")
+        let report = try await tunnel.value
+        #expect(report["code"]?.numberValue?.exactInt == 1008, "\(report)")
+        let took = (report["at"]?.numberValue?.double ?? .infinity) - refusedAt
+        #expect(took <= 10, "the tunnel closed \(took) s after the refused refresh")
+        try await poll { backend.closed.count == 1 }
+        #expect(backend.closed.first?["code"]?.numberValue?.exactInt == 1008)
+        let metrics = try await fixture.metrics()
+        #expect(metrics.contains("auth_gateway_streams_closed_total{reason=\"expiry\"} 1"), "\(metrics)")
     }
 
     @Test func aRefreshMovesTheTunnelsDeadlineAndWithoutOneTheTunnelEndsWithItsToken() async throws {
