@@ -71,6 +71,9 @@ final class Exchange {
         if let limit = error?.rateLimitName {
             metrics.increment(.rateLimited(limit: limit, route: self.routeName))
         }
+        if let error, error.refusesTarget {
+            metrics.increment(.targetRefused(error))
+        }
         let accessLog = environment.accessLog
         guard accessLog.isEnabled else { return }
         let duration = Double((NIODeadline.now() - self.start).nanoseconds) / 1e9

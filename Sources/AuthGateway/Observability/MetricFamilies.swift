@@ -9,6 +9,11 @@ extension MetricKey {
     static func rateLimited(limit: String, route: String?) -> MetricKey {
         MetricKey(MetricName.rateLimited, ["limit": limit, "route": route ?? "-"])
     }
+    /// A request target refused before anything was decided (docs/forwarding.md): by its
+    /// problem type (`request.ambiguous_path`, `request.ambiguous_host`, `request.invalid_path`).
+    static func targetRefused(_ error: GatewayError) -> MetricKey {
+        MetricKey(MetricName.targetRefusals, ["error": error.errorType])
+    }
     static func upstreamError(backend: String, _ error: GatewayError) -> MetricKey {
         MetricKey(MetricName.upstreamErrors, ["backend": backend, "kind": error.errorType])
     }

@@ -138,6 +138,7 @@ enum MetricName {
     static let backendUp = "auth_gateway_backend_up"
     static let backendEjections = "auth_gateway_backend_ejections_total"
     static let rateLimited = "auth_gateway_rate_limited_total"
+    static let targetRefusals = "auth_gateway_request_target_refusals_total"
     static let signIns = "auth_gateway_sign_ins_total"
     static let signOuts = "auth_gateway_sign_outs_total"
     static let sessions = "auth_gateway_sessions"
@@ -200,6 +201,10 @@ enum MetricName {
         (backendUp, "gauge", "1 while a backend URL is healthy and not ejected (whatever panic routing does), else 0"),
         (backendEjections, "counter", "Times a backend URL was ejected by outlier detection"),
         (rateLimited, "counter", "Requests refused by a rate limit, by limit and route"),
+        (
+            targetRefusals, "counter",
+            "Requests whose target was refused before any decision (an ambiguous path or host, or no target at all), by problem type"
+        ),
         (
             exchanges, "counter",
             "Token exchanges for routes with exchange, by route and outcome: calls (exchanged, refused, unavailable) and answers without a call (cached, joined)"

@@ -7,8 +7,9 @@ import AuthGatewayTesting
 
 /// What happens around a refused request target on a real `auth-gateway serve`
 /// (docs/forwarding.md, "Request targets"): the 400 leaves the keep-alive connection open for
-/// the client's next request, and the access log names the refusal and the request id — never
-/// the raw target, which is the attacker's text.
+/// the client's next request, the access log names the refusal and the request id — never the
+/// raw target, which is the attacker's text — and `auth_gateway_request_target_refusals_total`
+/// counts it by problem type.
 @Suite(
     "Refused request targets: the connection and the access log (auth-gateway serve)", .awaitsCleanups,
     .timeLimit(.minutes(2)))
@@ -26,7 +27,7 @@ struct TargetRefusalLogTests {
         let backend = try await EchoBackend.start(group: TestGroup.shared)
         atTestEnd { await backend.close() }
         let gateway = try RunningGateway(
-            configuration: RunningGateway.configuration(backendURL: backend.baseURL, drainSeconds: 1))
+            configuration: RunningGateway.configuration(backendURL: backend.baseURL, drainSeconds: 1, admin: true))
         atTestEnd {
             gateway.kill()
             _ = try? await gateway.waitForExit(timeout: .seconds(10))
@@ -86,5 +87,14 @@ struct TargetRefusalLogTests {
         #expect(!output.contains(marker), "the raw target reached the log")
         let after = try #require(RateLimitAccessLogTests.line("after-refusal", in: output))
         #expect(after["status"]?.numberValue?.exactInt == 200)
+
+        // Counted by problem type, as well as in auth_gateway_requests_total's 4xx.
+        let admin = try await gateway.waitForAdminPort()
+        let metrics = try await TestConnection.connect(port: admin).send(.get("/metrics")).text
+        #expect(
+            metrics.contains(
+                "auth_gateway_request_target_refusals_total{error=\"request.ambiguous_path\"} 1"), "\(metrics)")
+        #expect(metrics.contains("auth_gateway_request_target_refusals_total{error=\"request.ambiguous_host\"} 1"))
+        #expect(!metrics.contains(marker))
     }
 }
