@@ -74,6 +74,40 @@ struct TokenLoggingTests {
         return [String(text.prefix(16)), String(text[middle...].prefix(16)), String(text.suffix(16))]
     }
 
+    /// Waits until every request of `ids` reached the access log (flushed at least every
+    /// second), then stops the process so that everything it buffered is out; checks that the
+    /// capture works (the ids on standard output) and that the level is debug (a debug line of
+    /// the application log on standard error). Its standard output and error.
+    static func stopAfterLogging(
+        _ gateway: RunningGateway, ids: [String], sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws -> (stdout: String, stderr: String) {
+        #expect(
+            try await gateway.waitForOutput(timeout: .seconds(30)) { output in
+                ids.allSatisfy { output.contains("\"requestId\":\"\($0)\"") }
+            }, sourceLocation: sourceLocation)
+        gateway.signal(SIGTERM)
+        #expect(try await gateway.waitForExit(timeout: .seconds(30)) == 0, sourceLocation: sourceLocation)
+        let (stdout, stderr) = (gateway.standardOutput, gateway.standardError)
+        #expect(ids.allSatisfy { stdout.contains("\"requestId\":\"\($0)\"") }, sourceLocation: sourceLocation)
+        #expect(stderr.contains(" debug "), "no debug line on stderr:\n\(stderr)", sourceLocation: sourceLocation)
+        return (stdout, stderr)
+    }
+
+    /// None of `secrets` on standard output or standard error.
+    static func expectNone(
+        of secrets: [String], in output: (stdout: String, stderr: String),
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) {
+        let onStandardOutput = Set(secrets).filter { output.stdout.contains($0) }
+        let onStandardError = Set(secrets).filter { output.stderr.contains($0) }
+        #expect(
+            onStandardOutput.isEmpty, "token parts on stdout: \(onStandardOutput.map { $0.prefix(12) + "…" })",
+            sourceLocation: sourceLocation)
+        #expect(
+            onStandardError.isEmpty, "token parts on stderr: \(onStandardError.map { $0.prefix(12) + "…" })",
+            sourceLocation: sourceLocation)
+    }
+
     /// A `serve` at debug level with identity headers, refresh and profiles against `auth`:
     /// every path that could print a token is taken.
     static func configuration(backend: EchoBackend, auth: RecordingAuthService) -> JSONObject {
@@ -173,24 +207,9 @@ struct TokenLoggingTests {
         #expect(auth.service.calls("/v1/login") == 4)
         #expect(auth.service.calls("/v1/user") >= 1)
 
-        // Every request reached the access log (flushed at least every second), then stop the
-        // process so that everything it buffered is out.
-        let ids = sent.map(\.id) + ["log-refreshed-reuse"]
-        #expect(
-            try await gateway.waitForOutput(timeout: .seconds(30)) { output in
-                ids.allSatisfy { output.contains("\"requestId\":\"\($0)\"") }
-            })
         #expect(try await gateway.waitForOutput(timeout: .seconds(30)) { $0.contains("refresh.token_not_accepted") })
-        gateway.signal(SIGTERM)
-        #expect(try await gateway.waitForExit(timeout: .seconds(30)) == 0)
-
-        let stdout = gateway.standardOutput
-        let stderr = gateway.standardError
-        // The capture works and the level is debug: the access log is on stdout, debug lines
-        // of the application log on stderr.
-        #expect(ids.allSatisfy { stdout.contains("\"requestId\":\"\($0)\"") })
-        #expect(stderr.contains(" debug "), "no debug line on stderr:\n\(stderr)")
-        #expect(stderr.contains("refresh.token_not_accepted"))
+        let output = try await Self.stopAfterLogging(gateway, ids: sent.map(\.id) + ["log-refreshed-reuse"])
+        #expect(output.stderr.contains("refresh.token_not_accepted"))
 
         var secrets = [
             valid, validInCookie, validRaw, validInQuery, expiredForHeader, expiredForCookie, expiredRefused,
@@ -203,10 +222,7 @@ struct TokenLoggingTests {
         secrets += responses.compactMap { $0.header("x-access-token") }.flatMap(Self.secrets(of:))
         secrets += responses.compactMap { $0.header("x-refresh-token") }.flatMap(Self.secrets(of:))
         #expect(auth.issuedTokens.count == 6)
-        let onStandardOutput = Set(secrets).filter { stdout.contains($0) }
-        let onStandardError = Set(secrets).filter { stderr.contains($0) }
-        #expect(onStandardOutput.isEmpty, "token parts on stdout: \(onStandardOutput.map { $0.prefix(12) + "…" })")
-        #expect(onStandardError.isEmpty, "token parts on stderr: \(onStandardError.map { $0.prefix(12) + "…" })")
+        Self.expectNone(of: secrets, in: output)
     }
 
     /// Opaque tokens (docs/authentication.md: "The token is never logged"), on the real `serve` process at
@@ -285,25 +301,10 @@ struct TokenLoggingTests {
         #expect(endpoint.calls >= 7)
         #expect(profiles.calls("/v1/user") >= 1)
 
-        let ids = sent.map(\.id) + ["opaque-outage"]
-        #expect(
-            try await gateway.waitForOutput(timeout: .seconds(30)) { output in
-                ids.allSatisfy { output.contains("\"requestId\":\"\($0)\"") }
-            })
-        gateway.signal(SIGTERM)
-        #expect(try await gateway.waitForExit(timeout: .seconds(30)) == 0)
-
-        let stdout = gateway.standardOutput
-        let stderr = gateway.standardError
-        // The capture works and the level is debug.
-        #expect(ids.allSatisfy { stdout.contains("\"requestId\":\"\($0)\"") })
-        #expect(stderr.contains(" debug "), "no debug line on stderr:\n\(stderr)")
-        let secrets = [active, inCookie, inQuery, inactive, unknown, duringOutage, jwt, secret].flatMap(
-            Self.secrets(of:))
-        let onStandardOutput = Set(secrets).filter { stdout.contains($0) }
-        let onStandardError = Set(secrets).filter { stderr.contains($0) }
-        #expect(onStandardOutput.isEmpty, "token parts on stdout: \(onStandardOutput.map { $0.prefix(12) + "…" })")
-        #expect(onStandardError.isEmpty, "token parts on stderr: \(onStandardError.map { $0.prefix(12) + "…" })")
+        let output = try await Self.stopAfterLogging(gateway, ids: sent.map(\.id) + ["opaque-outage"])
+        Self.expectNone(
+            of: [active, inCookie, inQuery, inactive, unknown, duringOutage, jwt, secret].flatMap(Self.secrets(of:)),
+            in: output)
     }
 
     /// Token exchange (docs/token-exchange.md, "Metrics and logs"): neither the caller's subject
@@ -335,20 +336,9 @@ struct TokenLoggingTests {
         #expect(try await send("exchange-refused", "/refused/1").status == 403)
         #expect(try await server.calls() == 2)
 
-        let ids = ["exchange-call", "exchange-cached", "exchange-refused"]
-        #expect(
-            try await gateway.waitForOutput(timeout: .seconds(30)) { output in
-                ids.allSatisfy { output.contains("\"requestId\":\"\($0)\"") }
-            })
-        gateway.signal(SIGTERM)
-        #expect(try await gateway.waitForExit(timeout: .seconds(30)) == 0)
-        let stdout = gateway.standardOutput
-        let stderr = gateway.standardError
-        #expect(stderr.contains(" debug "), "no debug line on stderr:\n\(stderr)")
-        let secrets = Set((Self.secrets(of: caller) + Self.secrets(of: exchanged) + ["gateway-secret"]))
-        let onStandardOutput = secrets.filter { stdout.contains($0) }
-        let onStandardError = secrets.filter { stderr.contains($0) }
-        #expect(onStandardOutput.isEmpty, "token parts on stdout: \(onStandardOutput.map { $0.prefix(12) + "…" })")
-        #expect(onStandardError.isEmpty, "token parts on stderr: \(onStandardError.map { $0.prefix(12) + "…" })")
+        let output = try await Self.stopAfterLogging(
+            gateway, ids: ["exchange-call", "exchange-cached", "exchange-refused"])
+        Self.expectNone(
+            of: Self.secrets(of: caller) + Self.secrets(of: exchanged) + ["gateway-secret"], in: output)
     }
 }

@@ -104,16 +104,8 @@ struct AccessLogTests {
         #expect(answers[3].first(name: "x-access-token") != nil)
         #expect(answers[4]["set-cookie"].count == 2, "\(answers[4])")
 
-        let ids = sent.map(\.id)
-        #expect(
-            try await gateway.waitForOutput(timeout: .seconds(30)) { output in
-                ids.allSatisfy { output.contains("\"requestId\":\"\($0)\"") }
-            })
-        gateway.signal(SIGTERM)
-        #expect(try await gateway.waitForExit(timeout: .seconds(30)) == 0)
-        let stdout = gateway.standardOutput
-        let stderr = gateway.standardError
-        #expect(stderr.contains(" debug "), "no debug line on stderr: the capture or the level is wrong")
+        let output = try await TokenLoggingTests.stopAfterLogging(gateway, ids: sent.map(\.id))
+        let stdout = output.stdout
 
         // Each request named: its id, method, path (without the query), protocol, route, status.
         let logged = Self.lines(stdout)
@@ -142,10 +134,7 @@ struct AccessLogTests {
             secrets += tokens.flatMap(TokenLoggingTests.secrets(of:))
         }
         #expect(auth.issuedTokens.count == 4, "two refreshes, each a new access and refresh token")
-        let onStandardOutput = Set(secrets).filter { stdout.contains($0) }
-        let onStandardError = Set(secrets).filter { stderr.contains($0) }
-        #expect(onStandardOutput.isEmpty, "token parts on stdout: \(onStandardOutput.map { $0.prefix(12) + "…" })")
-        #expect(onStandardError.isEmpty, "token parts on stderr: \(onStandardError.map { $0.prefix(12) + "…" })")
+        TokenLoggingTests.expectNone(of: secrets, in: output)
     }
 
     /// With tracing on, the access log line carries the trace id of its request: the trace the
